@@ -1,0 +1,346 @@
+"""Session objects built from Kubernetes objects: TaskInfo, JobInfo, QueueInfo, NodeInfo.
+
+These follow Volcano's `api/` types. Status rules (which status counts as allocated, ready, valid,
+scheduled) live here so every action and plugin asks the same question the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from apportion.resources import Resource
+
+
+class TaskStatus(Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+S = TaskStatus
+#: AllocatedStatus: charged to job and queue.
+ALLOCATED_STATUSES = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING})
+#: ReadyTaskNum counts these.
+READY_STATUSES = frozenset({S.BOUND, S.BINDING, S.RUNNING, S.ALLOCATED, S.SUCCEEDED})
+#: ScheduledStatus, for the PodGroup phase.
+SCHEDULED_STATUSES = frozenset({S.RUNNING, S.BOUND, S.FAILED, S.SUCCEEDED})
+#: ValidTaskNum counts these.
+VALID_STATUSES = frozenset({*ALLOCATED_STATUSES, S.SUCCEEDED, S.PIPELINED, S.PENDING})
+#: Statuses that occupy node resources (take Idle, count in Used).
+ON_NODE_STATUSES = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING, S.RELEASING, S.UNKNOWN})
+#: Preempt's PreemptableStatus.
+PREEMPTABLE_STATUSES = frozenset({S.BOUND, S.RUNNING})
+
+
+class PodGroupPhase(str, Enum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+_INDEX_RE = re.compile(r"^-?\d+$")
+
+
+@dataclass
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """corev1 Toleration.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+@dataclass
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass
+class NodeSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass
+class TaskInfo:
+    """A pod as the session sees it."""
+
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    resreq: Resource
+    status: TaskStatus
+    node_name: str = ""
+    priority: int = 1
+    raw_priority: int = 0
+    priority_class_name: str = ""
+    preemptable: bool = True
+    preempt_never: bool = False
+    role: str = ""
+    creation: str = ""
+    start_time: str = ""
+    gated: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    #: kube-scheduler's non-zero request (cpu millicores, memory bytes) used by the score plugins.
+    nonzero_cpu: float = 0.0
+    nonzero_memory: float = 0.0
+    #: filled in by the session: a numpy vector of resreq over the node table's columns.
+    vec: Any = None
+    #: set when the task was pipelined after evictions (nominated node written at close).
+    nominated_node: str = ""
+    #: the status this task had when the session opened.
+    initial_status: TaskStatus | None = None
+    #: the status of the task's last in-session placement (for gang's unschedulable count).
+    last_tx_status: TaskStatus | None = None
+    #: set for the immutable predicate signature cache.
+    predicate_key: Any = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        return self.resreq.is_empty()
+
+    def __hash__(self) -> int:
+        return hash(self.uid)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+def default_task_compare(l: TaskInfo, r: TaskInfo) -> int:
+    """Volcano's CompareTask: name index, then creation time, then UID (all string comparisons)."""
+    lp, rp = l.name.split("-"), r.name.split("-")
+    if len(lp) >= 3 and len(rp) >= 3 and _INDEX_RE.match(lp[-1]) and _INDEX_RE.match(rp[-1]):
+        li, ri = int(lp[-1]), int(rp[-1])
+        if li != ri:
+            return -1 if li < ri else 1
+    if l.creation != r.creation:
+        return -1 if l.creation < r.creation else 1
+    if l.uid != r.uid:
+        return -1 if l.uid < r.uid else 1
+    return 0
+
+
+@dataclass
+class FitError:
+    node: str
+    reasons: list[str]
+    unresolvable: bool = False
+
+
+@dataclass
+class JobInfo:
+    """A PodGroup and its tasks."""
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    min_available: int = 0
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    priority: int = 0
+    priority_class_name: str = ""
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    creation: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    #: condition type -> (status, reason, message, session id)
+    conditions: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    #: per task uid: the fit errors recorded in this session.
+    nodes_fit_errors: dict[str, list[FitError]] = field(default_factory=dict)
+    #: role names whose tasks failed to fit in this session.
+    failed_roles: set[str] = field(default_factory=set)
+    job_fit_errors: str = ""
+    schedule_start: float | None = None
+    #: maintained incrementally: sum of resreq over allocated-status tasks.
+    allocated: Resource = field(default_factory=Resource)
+
+    #: task count per status, maintained by add_task/set_status so readiness checks are O(1).
+    counts: dict[TaskStatus, int] = field(default_factory=dict)
+    pending_be: int = 0
+
+    # ------------------------------------------------------------- membership and status
+    def add_task(self, t: TaskInfo) -> None:
+        self.tasks[t.uid] = t
+        self.counts[t.status] = self.counts.get(t.status, 0) + 1
+        if t.status in ALLOCATED_STATUSES:
+            self.allocated.add(t.resreq)
+        if t.status is TaskStatus.PENDING and t.best_effort:
+            self.pending_be += 1
+
+    def set_status(self, t: TaskInfo, new: TaskStatus) -> None:
+        """Change a task's status, keeping counts and `allocated` current."""
+        old = t.status
+        if old is new:
+            return
+        self.counts[old] -= 1
+        self.counts[new] = self.counts.get(new, 0) + 1
+        was, now = old in ALLOCATED_STATUSES, new in ALLOCATED_STATUSES
+        if was and not now:
+            self.allocated.sub_without_assert(t.resreq)
+        elif now and not was:
+            self.allocated.add(t.resreq)
+        if t.best_effort:
+            if old is TaskStatus.PENDING:
+                self.pending_be -= 1
+            if new is TaskStatus.PENDING:
+                self.pending_be += 1
+        t.status = new
+
+    # ------------------------------------------------------------- counts
+    def tasks_with(self, statuses: frozenset[TaskStatus]) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status in statuses]
+
+    def count(self, statuses: frozenset[TaskStatus]) -> int:
+        c = self.counts
+        return sum(c.get(s, 0) for s in statuses)
+
+    def ready_num(self) -> int:
+        return self.count(READY_STATUSES)
+
+    def waiting_num(self) -> int:
+        return self.counts.get(TaskStatus.PIPELINED, 0)
+
+    def pending_best_effort_num(self) -> int:
+        return self.pending_be
+
+    def valid_num(self) -> int:
+        return self.count(VALID_STATUSES)
+
+    def scheduled_num(self) -> int:
+        return self.count(SCHEDULED_STATUSES)
+
+    def releasing_with_node_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.RELEASING and t.node_name)
+
+    def is_pending(self) -> bool:
+        return self.phase is PodGroupPhase.PENDING
+
+    def elastic(self) -> Resource:
+        """ElasticResources: the positive part of allocated - minResources (pods included)."""
+        if self.min_resources is None:
+            # Volcano: minResources absent -> the whole allocated is elastic.
+            return self.allocated.clone()
+        return self.allocated.exceeded_part(self.min_resources)
+
+    def total_request(self) -> Resource:
+        r = Resource()
+        for t in self.tasks.values():
+            r.add(t.resreq)
+        return r
+
+    def pending_request(self) -> Resource:
+        r = Resource()
+        for t in self.tasks.values():
+            if t.status is TaskStatus.PENDING:
+                r.add(t.resreq)
+        return r
+
+    def gated_request(self) -> Resource:
+        r = Resource()
+        for t in self.tasks.values():
+            if t.gated and t.status is TaskStatus.PENDING:
+                r.add(t.resreq)
+        return r
+
+    def role_counts(self, statuses: frozenset[TaskStatus], *, pending_best_effort: bool = False) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tasks.values():
+            if t.status in statuses or (
+                pending_best_effort and t.status is TaskStatus.PENDING and t.best_effort
+            ):
+                out[t.role] = out.get(t.role, 0) + 1
+        return out
+
+    def task_min_sum(self) -> int:
+        return sum(self.min_task_member.values())
+
+
+@dataclass
+class QueueInfo:
+    """A Volcano Queue."""
+
+    name: str
+    weight: int = 1
+    capability: Resource = field(default_factory=Resource)
+    deserved: Resource = field(default_factory=Resource)
+    guarantee: Resource = field(default_factory=Resource)
+    #: whether spec.capability / spec.deserved were written at all (partial specs matter).
+    capability_set: bool = False
+    deserved_set: bool = False
+    parent: str = ""
+    reclaimable: bool = True
+    priority: int = 0
+    state: str = "Open"
+    creation: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: which cpu/memory dimensions spec.capability wrote (for partial-capability rules).
+    capability_names: frozenset[str] = frozenset()
+
+    @property
+    def uid(self) -> str:
+        return self.name
+
+    def is_open(self) -> bool:
+        return self.state == "Open"
+
+
+@dataclass
+class NodeInfo:
+    """A node. Resource state lives in the session's NodeTable; this holds identity and the task map."""
+
+    name: str
+    index: int
+    allocatable: Resource
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)

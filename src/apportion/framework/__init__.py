@@ -1,0 +1,1 @@
+"""Volcano's session framework: configuration, session, extension points, statements."""

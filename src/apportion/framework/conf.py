@@ -1,0 +1,281 @@
+"""Volcano's `volcano-scheduler.conf`: actions, tiers, plugin switches and arguments.
+
+Defaults follow Volcano's loader (`ApplyPluginConfDefaults`): every switch not written is on, except
+`enableHierarchy` and `enabledClusterOrder`. Configurations built in code go through the same
+defaults, so the YAML route and the library route agree.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from apportion.errors import ConfError
+
+log = logging.getLogger(__name__)
+
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "reclaim", "preempt")
+
+#: Every switch key Volcano reads, in its irregular spelling.
+SWITCHES = (
+    "enableJobOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enabledClusterOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enabledVictim",
+    "enableJobEnqueued",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+    "enabledHyperNodeOrder",
+    "enabledSubJobReady",
+    "enabledSubJobPipelined",
+    "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+)
+OFF_UNLESS_WRITTEN = ("enableHierarchy", "enabledClusterOrder")
+
+DEFAULT_CONF_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@dataclass
+class PluginOption:
+    """One plugin entry of a tier."""
+
+    name: str
+    switches: dict[str, bool] = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key in SWITCHES:
+            self.switches.setdefault(key, key not in OFF_UNLESS_WRITTEN)
+
+    def enabled(self, key: str) -> bool:
+        return self.switches.get(key, False)
+
+
+@dataclass
+class Tier:
+    plugins: list[PluginOption]
+
+
+@dataclass
+class SchedulerConf:
+    """A parsed, validated scheduler configuration."""
+
+    actions: list[str]
+    tiers: list[Tier]
+    configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def action_arguments(self, action: str) -> dict[str, Any]:
+        return self.configurations.get(action, {})
+
+    def first_option(self, plugin: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                if opt.name == plugin:
+                    return opt
+        return None
+
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        """Session.HierarchyEnabled: the first entry with that name decides; unset is off."""
+        opt = self.first_option(plugin)
+        return bool(opt and opt.enabled("enableHierarchy"))
+
+    def plugin_names(self) -> list[str]:
+        return [o.name for t in self.tiers for o in t.plugins]
+
+
+def _as_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
+        return value.strip().lower() in ("true", "1", "t")
+    raise ConfError(f"{where}: expected a boolean, got {value!r}")
+
+
+def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> SchedulerConf:
+    """Parse and validate a configuration, rejecting what Volcano rejects."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfError(f"{source}: malformed YAML: {e}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    return conf_from_dict(data, source=source)
+
+
+def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerConf:
+    warnings: list[str] = []
+    known_top = {"actions", "tiers", "configurations", "metrics"}
+    for k in data:
+        if k not in known_top:
+            warnings.append(f"{source}: unknown key {k!r} ignored")
+    raw_actions = data.get("actions", "")
+    if raw_actions is None:
+        raw_actions = ""
+    if not isinstance(raw_actions, str):
+        raise ConfError(f"{source}: actions: expected a comma-separated string, got {raw_actions!r}")
+    actions = [a.strip() for a in raw_actions.split(",") if a.strip()]
+    for a in actions:
+        if a not in KNOWN_ACTIONS:
+            raise ConfError(f"{source}: actions: failed to find action {a!r} (known: {', '.join(KNOWN_ACTIONS)})")
+    tiers_raw = data.get("tiers") or []
+    if not isinstance(tiers_raw, list):
+        raise ConfError(f"{source}: tiers: expected a list")
+    tiers: list[Tier] = []
+    for ti, traw in enumerate(tiers_raw):
+        where_t = f"{source}: tiers[{ti}]"
+        if not isinstance(traw, dict):
+            raise ConfError(f"{where_t}: expected a mapping with 'plugins'")
+        plugins_raw = traw.get("plugins") or []
+        if not isinstance(plugins_raw, list):
+            raise ConfError(f"{where_t}.plugins: expected a list")
+        opts: list[PluginOption] = []
+        for pi, praw in enumerate(plugins_raw):
+            where = f"{where_t}.plugins[{pi}]"
+            if not isinstance(praw, dict) or not isinstance(praw.get("name"), str) or not praw["name"]:
+                raise ConfError(f"{where}: expected a mapping with a 'name'")
+            switches: dict[str, bool] = {}
+            args = praw.get("arguments") or {}
+            if not isinstance(args, dict):
+                raise ConfError(f"{where}.arguments: expected a mapping")
+            alias = praw.get("enabledHierarchy")
+            for k, v in praw.items():
+                if k in ("name", "arguments", "enabledHierarchy"):
+                    continue
+                if k in SWITCHES:
+                    switches[k] = _as_bool(v, f"{where}.{k}")
+                else:
+                    warnings.append(f"{where}: unknown key {k!r} ignored (as Volcano does)")
+            if alias is not None:
+                alias_b = _as_bool(alias, f"{where}.enabledHierarchy")
+                if "enableHierarchy" in switches:
+                    if switches["enableHierarchy"] != alias_b:
+                        warnings.append(
+                            f"{where}: enableHierarchy and enabledHierarchy disagree; enableHierarchy wins"
+                        )
+                else:
+                    switches["enableHierarchy"] = alias_b
+            opts.append(PluginOption(name=praw["name"], switches=switches, arguments=dict(args)))
+        names = [o.name for o in opts]
+        for o in opts:
+            if o.name == "drf" and o.enabled("enableHierarchy") and "proportion" in names:
+                raise ConfError(f"{where_t}: proportion and drf with hierarchy enabled conflicts")
+        tiers.append(Tier(plugins=opts))
+    seen: set[str] = set()
+    for t in tiers:
+        for o in t.plugins:
+            if o.name in seen:
+                warnings.append(
+                    f"{source}: plugin {o.name!r} is listed more than once; Volcano consults every position "
+                    "with the functions of its last instance"
+                )
+            seen.add(o.name)
+    configurations: dict[str, dict[str, Any]] = {}
+    confs_raw = data.get("configurations") or []
+    if not isinstance(confs_raw, list):
+        raise ConfError(f"{source}: configurations: expected a list")
+    for ci, craw in enumerate(confs_raw):
+        if not isinstance(craw, dict) or not isinstance(craw.get("name"), str):
+            raise ConfError(f"{source}: configurations[{ci}]: expected a mapping with a 'name'")
+        cargs = craw.get("arguments") or {}
+        if not isinstance(cargs, dict):
+            raise ConfError(f"{source}: configurations[{ci}].arguments: expected a mapping")
+        configurations[craw["name"]] = dict(cargs)
+    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations, warnings=warnings)
+
+
+def default_conf() -> SchedulerConf:
+    """Volcano's DefaultSchedulerConf."""
+    return parse_conf(DEFAULT_CONF_YAML, source="default configuration")
+
+
+def build_conf(actions: str, tiers: list[list[str | dict[str, Any]]]) -> SchedulerConf:
+    """Build a configuration in code (loader defaults applied), e.g. for tests and the library."""
+    data = {
+        "actions": actions,
+        "tiers": [{"plugins": [p if isinstance(p, dict) else {"name": p} for p in tier]} for tier in tiers],
+    }
+    return conf_from_dict(data, source="conf")
+
+
+# ---------------------------------------------------------------- argument getters (framework/arguments.go)
+class Arguments:
+    """Plugin arguments with Volcano's typed getters: a value of the wrong type is ignored with a warning."""
+
+    def __init__(self, raw: dict[str, Any], *, owner: str, warnings: list[str] | None = None) -> None:
+        self.raw = raw
+        self.owner = owner
+        self.warnings = warnings if warnings is not None else []
+
+    def _warn(self, key: str, value: Any, want: str) -> None:
+        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
+
+    def get_int(self, key: str, default: int) -> int:
+        if key not in self.raw:
+            return default
+        v = self.raw[key]
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        self._warn(key, v, "an integer")
+        return default
+
+    def get_float(self, key: str, default: float) -> float:
+        if key not in self.raw:
+            return default
+        v = self.raw[key]
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        self._warn(key, v, "a number")
+        return default
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        if key not in self.raw:
+            return default
+        v = self.raw[key]
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.strip().lower() in ("true", "false", "1", "0", "t", "f"):
+            return v.strip().lower() in ("true", "1", "t")
+        self._warn(key, v, "a boolean")
+        return default
+
+    def get_str(self, key: str, default: str) -> str:
+        if key not in self.raw:
+            return default
+        v = self.raw[key]
+        if isinstance(v, str):
+            return v
+        self._warn(key, v, "a string")
+        return default
