@@ -12,6 +12,7 @@ log = logging.getLogger(__name__)
 #: modules that define `register(group: click.Group) -> None`
 MODULES = (
     "apportion.cli_engine",
+    "apportion.cli_quota",
     "apportion.reservation.cli",
     "apportion.simulation.cli",
 )

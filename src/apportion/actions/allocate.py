@@ -1,0 +1,102 @@
+"""allocate: place the pending tasks of admitted jobs, queue by queue, gang by gang (§5.2)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from apportion.actions.common import fits_idle, need_continue_allocating, pop_best
+from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.framework.session import Session
+from apportion.framework.statement import Statement
+
+
+def execute(ssn: Session) -> None:
+    enqueue_configured = "enqueue" in ssn.enabled_actions
+    queues: list[QueueInfo] = []
+    queue_jobs: dict[str, list[JobInfo]] = {}
+    task_lists: dict[str, list[TaskInfo]] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending():
+            if enqueue_configured:
+                continue
+            job.phase = PodGroupPhase.INQUEUE
+        valid, msg = ssn.job_valid(job)
+        if not valid:
+            ssn.explain(job.uid, msg)
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        tasks = [
+            t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated
+        ]
+        if not tasks:
+            continue
+        tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
+        task_lists[job.uid] = tasks
+        if queue.name not in queue_jobs:
+            queue_jobs[queue.name] = []
+            queues.append(queue)
+        queue_jobs[queue.name].append(job)
+
+    while queues:
+        queue = pop_best(queues, ssn.queue_compare)
+        if ssn.overused(queue):
+            for job in queue_jobs[queue.name]:
+                ssn.explain(job.uid, f"queue {queue.name} is overused: allocated has reached deserved")
+            continue
+        jobs = queue_jobs[queue.name]
+        if not jobs:
+            continue
+        job = pop_best(jobs, ssn.job_compare)
+        stmt = allocate_for_job(ssn, queue, job, task_lists[job.uid])
+        if stmt is not None and ssn.job_ready(job):
+            stmt.commit()
+            if task_lists[job.uid]:
+                jobs.append(job)
+        queues.append(queue)
+
+
+def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo]) -> Statement | None:
+    """allocateResourcesForTasks: one step of one job, in a fresh statement."""
+    stmt = Statement(ssn)
+    total_tasks = len(job.tasks)
+    n_nodes = len(ssn.nodes)
+    while tasks:
+        task = tasks.pop(0)
+        if not ssn.allocatable(queue, task):
+            continue
+        if task.role and task.role in job.failed_roles:
+            job.nodes_fit_errors[task.uid] = [FitError("", ["already predicated failed for the same role"])]
+            continue
+        err = ssn.pre_predicate(task)
+        if err:
+            ssn.record_fit_errors(job, task, [(err, n_nodes)], n_nodes)
+            if not need_continue_allocating(total_tasks, ssn, job.uid):
+                break
+            continue
+        feasible, summary = ssn.predicate_for_allocate(task)
+        if len(feasible) == 0:
+            ssn.record_fit_errors(job, task, summary, n_nodes)
+            if not need_continue_allocating(total_tasks, ssn, job.uid):
+                break
+            continue
+        idle_ok = np.array([fits_idle(ssn, task, int(r)) for r in feasible], dtype=bool)
+        candidates = feasible[idle_ok] if idle_ok.any() else feasible
+        row = ssn.best_node(task, candidates)
+        if fits_idle(ssn, task, row):
+            stmt.allocate(task, row)
+        else:
+            stmt.pipeline(task, row)
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job):
+        return stmt
+    if ssn.job_pipelined(job):
+        # Keep (§5.2): neither committed nor discarded; its tasks keep their hold for this session.
+        return stmt
+    stmt.discard()
+    return None

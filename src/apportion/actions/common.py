@@ -1,0 +1,72 @@
+"""Helpers shared by the actions: best-first selection and node-side checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+
+from apportion.cluster.model import TaskInfo
+from apportion.framework.session import Session
+
+T = TypeVar("T")
+
+
+def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
+    """Remove and return the best item under the current values.
+
+    Volcano's heaps are not re-sorted when keys change while queued; apportion picks the true best at
+    every pop (a deliberate deviation for determinism, §4.4).
+    """
+    best_i = 0
+    for i in range(1, len(items)):
+        if compare(items[i], items[best_i]) < 0:
+            best_i = i
+    return items.pop(best_i)
+
+
+def fits_future_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
+    vec = ssn.task_vec(task)
+    return ssn.table.fits_row(row, vec, ssn.table.compare_columns(task.resreq), future=True)
+
+
+def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
+    vec = ssn.task_vec(task)
+    return ssn.table.fits_row(row, vec, ssn.table.compare_columns(task.resreq), future=False)
+
+
+def validate_victims(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo]) -> bool:
+    """ValidateVictims: request <= FutureIdle + sum of victims (rule a)."""
+    avail = ssn.table.future_idle_row(row).copy()
+    for v in victims:
+        avail += ssn.task_vec(v)
+    vec = ssn.task_vec(task)
+    cols = ssn.table.compare_columns(task.resreq)
+    r, a = vec[cols], avail[cols]
+    return bool(np.all((r < a) | (np.abs(r - a) < 0.1)))
+
+
+def need_continue_allocating(job_tasks_total: int, ssn: Session, job_uid: str) -> bool:
+    """JobInfo.NeedContinueAllocating: after a task failed, may the job's step go on?"""
+    from apportion.cluster.model import ALLOCATED_STATUSES, TaskStatus
+
+    job = ssn.jobs[job_uid]
+    if job.min_available >= job_tasks_total:
+        return False
+    if job.min_available < job.task_min_sum():
+        reachable = job.ready_num() + sum(
+            1 for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.role not in job.failed_roles
+        )
+        return reachable >= job.min_available
+    counted: dict[str, int] = {}
+    for t in job.tasks.values():
+        if t.status in ALLOCATED_STATUSES or t.status is TaskStatus.SUCCEEDED or (
+            t.status is TaskStatus.PENDING and t.best_effort
+        ):
+            counted[t.role] = counted.get(t.role, 0) + 1
+    for role in job.failed_roles:
+        need = job.min_task_member.get(role, 0)
+        if need > 0 and counted.get(role, 0) < need:
+            return False
+    return True

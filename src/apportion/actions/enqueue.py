@@ -1,0 +1,34 @@
+"""enqueue: move PodGroups from Pending to Inqueue (admission), queue by queue (§5.1)."""
+
+from __future__ import annotations
+
+from apportion.actions.common import pop_best
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.framework.session import Session
+
+
+def execute(ssn: Session) -> None:
+    queues: list[QueueInfo] = []
+    pending: dict[str, list[JobInfo]] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in pending:
+            pending[queue.name] = []
+            queues.append(queue)
+        if job.is_pending():
+            pending[queue.name].append(job)
+
+    while queues:
+        queue = pop_best(queues, ssn.queue_compare)
+        jobs = pending[queue.name]
+        if not jobs:
+            continue
+        job = pop_best(jobs, ssn.job_compare)
+        # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
+        if job.min_resources is None or ssn.job_enqueueable(job):
+            ssn.job_enqueued(job)
+            job.phase = PodGroupPhase.INQUEUE
+        queues.append(queue)

@@ -1,0 +1,99 @@
+"""reclaim: a starving job in a queue that deserves more takes resources back from other queues (§5.4)."""
+
+from __future__ import annotations
+
+import functools
+
+from apportion.actions.common import fits_future_idle, pop_best, validate_victims
+from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from apportion.framework.session import Session
+from apportion.framework.statement import Statement
+
+
+def execute(ssn: Session) -> None:
+    queues: list[QueueInfo] = []
+    seen: set[str] = set()
+    preemptors: dict[str, list[JobInfo]] = {}
+    task_lists: dict[str, list[TaskInfo]] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        if job.is_pending() or not ssn.job_valid(job)[0]:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.append(queue)
+            preemptors[queue.name] = []
+        if ssn.job_starving(job):
+            tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.gated]
+            if tasks:
+                tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
+                task_lists[job.uid] = tasks
+                preemptors[queue.name].append(job)
+
+    while queues:
+        queue = pop_best(queues, ssn.queue_compare)
+        if ssn.overused(queue):
+            continue
+        jobs = preemptors[queue.name]
+        if not jobs:
+            continue
+        job = pop_best(jobs, ssn.job_compare)
+        stmt = Statement(ssn)
+        tasks = task_lists[job.uid]
+        while ssn.job_starving(job) and tasks:
+            task = tasks.pop(0)
+            if task.preempt_never:
+                continue
+            if not ssn.preemptive(queue, task):
+                ssn.explain(task.key, f"queue {queue.name} may not reclaim for this task (preemptive check)")
+                continue
+            if ssn.pre_predicate(task):
+                continue
+            reclaim_for_task(ssn, job, task, stmt)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+        queues.append(queue)
+
+
+def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement) -> bool:
+    """reclaimForTask: visit feasible nodes in name order; evict victims until the task fits."""
+    for row in ssn.predicate_for_preempt(task):
+        row = int(row)
+        node = ssn.nodes[row]
+        candidates = []
+        for t in node.tasks.values():
+            if t.status is not TaskStatus.RUNNING or not t.preemptable:
+                continue
+            vjob = ssn.jobs.get(t.job)
+            if vjob is None or vjob.queue == job.queue:
+                continue
+            vq = ssn.queues.get(vjob.queue)
+            if vq is None or not vq.reclaimable:
+                continue
+            candidates.append(t)
+        if not candidates:
+            continue
+        candidates = ssn.sort_victims(candidates, task)
+        victims = ssn.reclaimable(task, candidates)
+        if not victims:
+            continue
+        if not validate_victims(ssn, task, row, victims):
+            continue
+        node_stmt = Statement(ssn)
+        evicted = False
+        for v in ssn.sort_victims(victims, task):
+            if fits_future_idle(ssn, task, row):
+                break
+            node_stmt.evict(v, "reclaim")
+            evicted = True
+        if fits_future_idle(ssn, task, row):
+            node_stmt.pipeline(task, row, after_eviction=evicted)
+            stmt.merge(node_stmt)
+            return True
+        node_stmt.discard()
+    return False

@@ -1,0 +1,112 @@
+"""The library entry point: one scheduling cycle over a snapshot, as `apportion cycle` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apportion.actions import get_action
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot, load_snapshot
+from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
+from apportion.framework.session import Event, Session
+
+
+@dataclass
+class CycleResult:
+    """What one session decided, in the shape of the cycle contract."""
+
+    binds: dict[str, str]
+    pipelined: dict[str, str]
+    evictions: list[str]
+    podgroups: dict[str, str]
+    queues: dict[str, dict[str, Any]]
+    events: list[Event]
+    warnings: list[str] = field(default_factory=list)
+    session: Session | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "binds": dict(sorted(self.binds.items())),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "evictions": sorted(self.evictions),
+            "podgroups": dict(sorted(self.podgroups.items())),
+            "queues": {k: self.queues[k] for k in sorted(self.queues)},
+            "events": [e.to_json() for e in self.events],
+        }
+
+
+def resolve_conf(snapshot: Snapshot, conf: SchedulerConf | None) -> SchedulerConf:
+    """`--conf` overrides a ConfigMap in the snapshot; with neither, Volcano's default."""
+    if conf is not None:
+        return conf
+    if snapshot.conf is not None:
+        return snapshot.conf
+    return default_conf()
+
+
+def prepare(snapshot: Snapshot, conf: SchedulerConf) -> None:
+    """Queues the contract always creates: `default`, and `root` when a plugin runs hierarchically."""
+    snapshot.ensure_queue("default")
+    if any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins):
+        snapshot.ensure_queue(ROOT_QUEUE)
+
+
+def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, session_id: str = "session-1") -> Session:
+    conf = resolve_conf(snapshot, conf)
+    prepare(snapshot, conf)
+    return Session(snapshot, conf, session_id=session_id)
+
+
+def run_session(ssn: Session) -> CycleResult:
+    """Run the configured actions in order, close the session and collect the result."""
+    for name in ssn.conf.actions:
+        get_action(name)(ssn)
+    pipelined = ssn.pipelined()
+    queues = ssn.queue_reports()
+    ssn.close()
+    return CycleResult(
+        binds=dict(ssn.binds),
+        pipelined=pipelined,
+        evictions=sorted(ssn.evictions),
+        podgroups={uid: j.phase.value for uid, j in ssn.jobs.items()},
+        queues=queues,
+        events=ssn.events,
+        warnings=ssn.warnings,
+        session=ssn,
+    )
+
+
+def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleResult:
+    """One scheduling session over the snapshot (consumed)."""
+    return run_session(open_session(snapshot, conf))
+
+
+def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
+    """Load kubectl YAML files (or `-`) and an optional scheduler conf file, and run one cycle."""
+    snapshot = load_snapshot(paths)
+    conf = None
+    if conf_path:
+        conf = load_conf_file(conf_path)
+    return run_cycle(snapshot, conf)
+
+
+def load_conf_file(path: str) -> SchedulerConf:
+    """A conf file: either the scheduler conf itself or a ConfigMap that carries it."""
+    import yaml
+
+    from apportion.errors import InputError
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InputError(f"malformed YAML: {str(e).splitlines()[0]}", where=path) from None
+    if isinstance(data, dict) and data.get("kind") == "ConfigMap":
+        inner = (data.get("data") or {}).get("volcano-scheduler.conf")
+        if not isinstance(inner, str):
+            raise InputError("ConfigMap has no data.volcano-scheduler.conf", where=path)
+        return parse_conf(inner, source=f"{path}: data.volcano-scheduler.conf")
+    return parse_conf(text, source=path)

@@ -1,0 +1,65 @@
+"""Statements: the transactions of allocate, reclaim and preempt (`framework/statement.go`).
+
+Each operation is applied to the session at once (shares, node idle and readiness change
+immediately); commit sends the external actions, discard undoes everything in reverse order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from apportion.cluster.model import TaskInfo
+
+if TYPE_CHECKING:
+    from apportion.framework.session import Session
+
+
+@dataclass
+class Operation:
+    kind: str  # "evict" | "pipeline" | "allocate"
+    task: TaskInfo
+    reason: str = ""
+
+
+class Statement:
+    """A recorded sequence of Evict / Pipeline / Allocate operations."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.ops: list[Operation] = []
+
+    def allocate(self, task: TaskInfo, row: int) -> None:
+        self.ssn.do_allocate(task, row)
+        self.ops.append(Operation("allocate", task))
+
+    def pipeline(self, task: TaskInfo, row: int, *, after_eviction: bool = False) -> None:
+        self.ssn.do_pipeline(task, row)
+        if after_eviction:
+            task.nominated_node = self.ssn.nodes[row].name
+        self.ops.append(Operation("pipeline", task))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.ssn.do_evict(task, reason)
+        self.ops.append(Operation("evict", task, reason))
+
+    def merge(self, other: Statement) -> None:
+        self.ops.extend(other.ops)
+        other.ops = []
+
+    def commit(self) -> None:
+        for op in self.ops:
+            if op.kind == "evict":
+                self.ssn.commit_evict(op.task, op.reason)
+            elif op.kind == "allocate":
+                self.ssn.commit_bind(op.task)
+        self.ops = []
+
+    def discard(self) -> None:
+        for op in reversed(self.ops):
+            if op.kind == "evict":
+                self.ssn.undo_evict(op.task)
+            else:
+                op.task.nominated_node = ""
+                self.ssn.undo_allocate(op.task)
+        self.ops = []

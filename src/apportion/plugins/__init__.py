@@ -1,0 +1,1 @@
+"""Scheduler plugins, one module each; `registry` maps Volcano's plugin names to classes."""

@@ -1,0 +1,73 @@
+"""drf: dominant-resource-fair job order and preemption (§6.4).
+
+Hierarchical DRF (queue annotations `volcano.sh/hierarchy`) is not implemented: with `enableHierarchy`
+on drf's entry the plugin warns and runs flat (see docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, TaskInfo
+from apportion.framework import extension as ep
+from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.resources import Resource, dominant_share
+
+SHARE_DELTA = 1e-6
+
+
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.total = ssn.total_resource
+        if ssn.conf.hierarchy_enabled(self.name):
+            ssn.warnings.append("drf: hierarchical DRF is not implemented; drf runs flat")
+        #: drf's own job allocated: includes tasks pipelined in this session (they fire allocate events)
+        self.allocated: dict[str, Resource] = {}
+        self.shares: dict[str, float] = {}
+        for uid, job in ssn.jobs.items():
+            a = Resource()
+            for t in job.tasks.values():
+                if t.status in ALLOCATED_STATUSES:
+                    a.add(t.resreq)
+            self.allocated[uid] = a
+            self.shares[uid] = dominant_share(a, self.total)
+        ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)
+        ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
+        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def share_of(self, r: Resource) -> float:
+        return dominant_share(r, self.total)
+
+    def job_order(self, l: JobInfo, r: JobInfo) -> int:
+        """JobOrderFn: the lower dominant share first."""
+        ls, rs = self.shares.get(l.uid, 0.0), self.shares.get(r.uid, 0.0)
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """PreemptableFn: a candidate is a victim if the preemptor's share after gaining stays <= the
+        candidate job's share after losing (every candidate is subtracted, victim or not)."""
+        ls = self.share_of(self.allocated[preemptor.job].plus(preemptor.resreq))
+        working: dict[str, Resource] = {}
+        victims = []
+        for c in candidates:
+            if c.job not in self.allocated:
+                continue
+            alloc = working.setdefault(c.job, self.allocated[c.job].clone())
+            alloc.sub_without_assert(c.resreq)
+            rs = self.share_of(alloc)
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                victims.append(c)
+        return victims, ep.PERMIT
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        a = self.allocated.setdefault(task.job, Resource())
+        a.add(task.resreq)
+        self.shares[task.job] = self.share_of(a)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        a = self.allocated.setdefault(task.job, Resource())
+        a.sub_without_assert(task.resreq)
+        self.shares[task.job] = self.share_of(a)

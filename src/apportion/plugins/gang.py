@@ -1,0 +1,119 @@
+"""gang: all-or-nothing scheduling of PodGroups (§6.2) and the session-close conditions (§7)."""
+
+from __future__ import annotations
+
+from apportion.cluster.model import ALLOCATED_STATUSES, READY_STATUSES, JobInfo, TaskInfo, TaskStatus
+from apportion.framework import extension as ep
+from apportion.framework.session import Plugin, Session
+
+_VALID_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING})
+_READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})
+_PIPELINED_FOR_ROLE = frozenset({*_READY_FOR_ROLE, TaskStatus.PIPELINED})
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        ssn.add_fn(ep.JOB_VALID, self.name, self.job_valid)
+        ssn.add_fn(ep.PREEMPTABLE, self.name, self.evictable)
+        ssn.add_fn(ep.RECLAIMABLE, self.name, self.evictable)
+        ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
+        ssn.add_fn(ep.JOB_READY, self.name, self.job_ready)
+        ssn.add_fn(ep.JOB_PIPELINED, self.name, self.job_pipelined)
+        ssn.add_fn(ep.JOB_STARVING, self.name, self.job_starving)
+
+    @staticmethod
+    def _roles_checked(job: JobInfo) -> bool:
+        return bool(job.min_task_member) and job.min_available >= job.task_min_sum()
+
+    def _roles_reach(self, job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
+        counts = job.role_counts(statuses, pending_best_effort=statuses is not _VALID_FOR_ROLE)
+        return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
+
+    def job_valid(self, job: JobInfo) -> tuple[bool, str]:
+        """JobValidFn (no switch): enough valid tasks overall and per role."""
+        valid = job.valid_num()
+        if valid < job.min_available:
+            return False, (f"not enough valid tasks for gang-scheduling: {valid} valid, "
+                           f"minMember {job.min_available}")
+        if self._roles_checked(job) and not self._roles_reach(job, _VALID_FOR_ROLE):
+            return False, "not enough valid tasks per role (minTaskMember) for gang-scheduling"
+        return True, ""
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """JobReadyFn: ready + pending best-effort >= minMember (and per role)."""
+        if job.ready_num() + job.pending_best_effort_num() < job.min_available:
+            return False
+        return not self._roles_checked(job) or self._roles_reach(job, _READY_FOR_ROLE)
+
+    def job_pipelined(self, job: JobInfo) -> int:
+        """JobPipelinedFn: ready + waiting + pending best-effort >= minMember, else Reject."""
+        n = job.ready_num() + job.waiting_num() + job.pending_best_effort_num()
+        if n < job.min_available:
+            return ep.REJECT
+        if self._roles_checked(job) and not self._roles_reach(job, _PIPELINED_FOR_ROLE):
+            return ep.REJECT
+        return ep.PERMIT
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """JobStarvingFn: waiting + ready < minMember."""
+        return job.waiting_num() + job.ready_num() < job.min_available
+
+    def job_order(self, l: JobInfo, r: JobInfo) -> int:
+        """JobOrderFn: a job that is not ready comes first."""
+        lr, rr = self.job_ready(l), self.job_ready(r)
+        if lr == rr:
+            return 0
+        return 1 if lr else -1
+
+    def evictable(self, evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """PreemptableFn / ReclaimableFn: each job keeps at least minMember ready tasks."""
+        taken: dict[str, int] = {}
+        victims = []
+        for c in candidates:
+            job = self.ssn.jobs.get(c.job)
+            if job is None:
+                continue
+            occupied = job.ready_num() - taken.get(c.job, 0)
+            if occupied > job.min_available:
+                victims.append(c)
+                taken[c.job] = taken.get(c.job, 0) + 1
+        return victims, ep.PERMIT
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Write the Unschedulable / Scheduled conditions that the phase write-back reads."""
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if self.job_ready(job):
+                job.conditions["Scheduled"] = ("True", "tasks in gang are ready to be scheduled", "", ssn.uid)
+                continue
+            if self._excused_for_releasing(job):
+                continue
+            placed = sum(
+                1
+                for t in job.tasks.values()
+                if t.status is TaskStatus.PENDING and t.last_tx_status in ALLOCATED_STATUSES
+            )
+            missing = job.min_available - job.ready_num() - placed
+            msg = f"{missing}/{len(job.tasks)} tasks in gang unschedulable"
+            if job.job_fit_errors:
+                msg += f": {job.job_fit_errors}"
+            job.conditions["Unschedulable"] = ("True", "NotEnoughResources", msg, ssn.uid)
+            ready = job.ready_num()
+            if job.min_available > 0 and not job.is_pending():
+                ssn.explain(job.uid, f"gang {ready}/{job.min_available} tasks ready (minMember {job.min_available})")
+
+    @staticmethod
+    def _excused_for_releasing(job: JobInfo) -> bool:
+        rel = job.releasing_with_node_num()
+        if not rel:
+            return False
+        if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
+            return False
+        return job.scheduled_num() + rel >= job.min_available
+
+
+__all__ = ["GangPlugin", "READY_STATUSES"]

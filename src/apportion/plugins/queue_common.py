@@ -1,0 +1,132 @@
+"""What proportion and capacity share: a job's contribution to its queue, realCapability (flat), the
+queue share, and why-pending messages that name the queue, the resource and the shortfall."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, TaskStatus
+from apportion.resources import CPU, EPHEMERAL, MEMORY, UNLIMITED, Resource, format_amount, share
+
+
+@dataclass
+class JobContribution:
+    """A job's share of its queue's allocated, request, inqueue and elastic at session open."""
+
+    allocated: Resource
+    request: Resource
+    inqueue: Resource
+    elastic: Resource
+
+
+def inqueue_resource(job: JobInfo) -> Resource:
+    """GetInqueueResource: max(0, minResources - allocated) on minResources' dimensions, gated pods
+    deducted, ephemeral-storage not counted."""
+    assert job.min_resources is not None
+    minres = job.min_resources.clone()
+    gated = job.gated_request()
+    if gated.resource_names():
+        minres = minres.sub_without_assert(gated)
+    out = Resource()
+    for n in minres.names():
+        if n == EPHEMERAL or not minres.has(n):
+            continue
+        v = minres.get(n) - job.allocated.get(n)
+        if v > 0:
+            out.set(n, v)
+    return out
+
+
+def job_contribution(job: JobInfo) -> JobContribution:
+    """allocated = allocated-status tasks; request = allocated + Pending tasks; inqueue per phase;
+    elastic = ExceededPart(allocated, minResources)."""
+    allocated = Resource()
+    request = Resource()
+    for t in job.tasks.values():
+        if t.status in ALLOCATED_STATUSES:
+            allocated.add(t.resreq)
+            request.add(t.resreq)
+        elif t.status is TaskStatus.PENDING:
+            request.add(t.resreq)
+    inqueue = Resource()
+    if job.min_resources is not None:
+        if job.phase is PodGroupPhase.INQUEUE:
+            inqueue = inqueue_resource(job)
+        elif job.phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
+            inqueue = inqueue_resource(job)
+    return JobContribution(allocated, request, inqueue, job.elastic())
+
+
+def enqueued_resource(job: JobInfo) -> Resource:
+    """What the JobEnqueued callback adds to inqueue: the full minResources less gated pods."""
+    if job.min_resources is None:
+        return Resource()
+    gated = job.gated_request()
+    r = job.min_resources.clone()
+    return r.sub_without_assert(gated) if gated.resource_names() else r
+
+
+def capability_of(spec_capability: Resource, capability_set: bool) -> Resource | None:
+    """A non-empty spec.capability with cpu/memory <= 0 or absent made unlimited; None if empty."""
+    if not capability_set:
+        return None
+    cap = spec_capability.clone()
+    if cap.cpu <= 0:
+        cap.cpu = UNLIMITED
+    if cap.memory <= 0:
+        cap.memory = UNLIMITED
+    return cap
+
+
+def real_capability_flat(total: Resource, total_guarantee: Resource, guarantee: Resource,
+                         capability: Resource | None) -> Resource:
+    """realCapability = min(capability, ExceededPart(total, totalGuarantee) + guarantee); dimensions the
+    capability does not list stay unchanged."""
+    real = total.exceeded_part(total_guarantee).add(guarantee)
+    if capability is not None:
+        real.min_dimension_resource(capability, "infinity")
+    return real
+
+
+def queue_share(allocated: Resource, deserved: Resource) -> float:
+    """updateQueueAttrShare: max over deserved's names >= 0.1 (pods included) of Share."""
+    res = 0.0
+    for n in deserved.resource_names():
+        res = max(res, share(allocated.get(n), deserved.get(n)))
+    return res
+
+
+def shortfall(queue: str, used: Resource, limit: Resource | None, failed: list[str], label: str,
+              what: str = "") -> str:
+    """`queue team-a: cpu 72 > realCapability 70 (short by 2)` for each failing dimension."""
+    parts = []
+    for n in failed:
+        lim = 0.0 if limit is None else limit.get(n)
+        parts.append(
+            f"{n} {format_amount(n, used.get(n))} > {label} {format_amount(n, lim)} "
+            f"(short by {format_amount(n, used.get(n) - lim)})"
+        )
+    prefix = f"queue {queue}: " + (f"{what}: " if what else "")
+    return prefix + ", ".join(parts)
+
+
+def natural(r: Resource | None) -> dict[str, float | str]:
+    """A resource for the cycle output's queues map (absent dimensions absent, not 0)."""
+    if r is None:
+        return {}
+    return r.to_natural()
+
+
+__all__ = [
+    "CPU",
+    "MEMORY",
+    "JobContribution",
+    "capability_of",
+    "enqueued_resource",
+    "inqueue_resource",
+    "job_contribution",
+    "natural",
+    "queue_share",
+    "real_capability_flat",
+    "shortfall",
+]
