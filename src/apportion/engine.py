@@ -97,7 +97,8 @@ def load_conf_file(path: str) -> SchedulerConf:
     from apportion.errors import InputError
 
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
     try:

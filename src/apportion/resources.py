@@ -233,10 +233,10 @@ class Resource:
     def max_of(a: Resource, b: Resource) -> Resource:
         """helpers.Max: per dimension over the union of scalars; a negative scalar is dropped."""
         r = Resource(max(a.cpu, b.cpu), max(a.memory, b.memory))
-        for n in {*a.scalars, *b.scalars}:
-            v = max(a.scalars.get(n, 0.0), b.scalars.get(n, 0.0))
-            if v >= 0:
-                r.scalars[n] = v
+        for side in (a.scalars, b.scalars):
+            for n, v in side.items():
+                if v >= 0:
+                    r.scalars[n] = max(v, r.scalars.get(n, v))
         return r
 
     @staticmethod
@@ -325,11 +325,11 @@ class Resource:
                 return True
         return False
 
-    def intersection_names(self, other: Resource, *, ignore_pods: bool = False) -> set[str]:
+    def intersection_names(self, other: Resource, *, ignore_pods: bool = False) -> frozenset[str]:
         """Rule (e): names at least 0.1 on both sides."""
-        common = set(self.resource_names()) & set(other.resource_names())
+        common = frozenset(self.resource_names()) & frozenset(other.resource_names())
         if ignore_pods:
-            common.discard(PODS)
+            common = common - {PODS}
         return common
 
     def equal(self, other: Resource) -> bool:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 
-from apportion.cluster.model import TaskInfo, TaskStatus
+import numpy as np
+
+from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 
 
@@ -16,8 +18,6 @@ def execute(ssn: Session) -> None:
         if err:
             ssn.record_fit_errors(job, task, [(err, n)], n)
             continue
-        import numpy as np
-
         rows = np.arange(n)
         pf = ssn.plugin_predicates(task, rows)
         feasible = rows[pf.ok]
@@ -31,7 +31,7 @@ def execute(ssn: Session) -> None:
 
 def _pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:
     """Queues in queue order, each drained completely: jobs in job order, tasks in task order."""
-    per_queue: dict[str, list[tuple[object, list[TaskInfo]]]] = {}
+    per_queue: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         if job.is_pending() or not ssn.job_valid(job)[0] or job.queue not in ssn.queues:
@@ -51,7 +51,7 @@ def _pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:
     queues = sorted((ssn.queues[q] for q in per_queue), key=functools.cmp_to_key(ssn.queue_compare))
     for q in queues:
         entries = per_queue[q.name]
-        entries.sort(key=functools.cmp_to_key(lambda a, b: ssn.job_compare(a[0], b[0])))  # type: ignore[arg-type]
+        entries.sort(key=functools.cmp_to_key(lambda a, b: ssn.job_compare(a[0], b[0])))
         for _, tasks in entries:
             out.extend(tasks)
     return out

@@ -158,7 +158,8 @@ def _topology_aware_preempt(ssn: Session, stmt: Statement, task: TaskInfo, rows:
         cols = ssn.table.compare_columns(task.resreq)
         vec = ssn.task_vec(task)
 
-        def fits(avail: np.ndarray = avail, state: dict = state, row: int = row) -> bool:
+        def fits(avail: np.ndarray = avail, state: dict = state, row: int = row, vec: np.ndarray = vec,
+                 cols: np.ndarray = cols) -> bool:
             r, a = vec[cols], avail[cols]
             return (
                 ssn.simulate_allocatable(queue, task, state)

@@ -42,7 +42,7 @@ ON_NODE_STATUSES = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING, S.RELE
 PREEMPTABLE_STATUSES = frozenset({S.BOUND, S.RUNNING})
 
 
-class PodGroupPhase(str, Enum):
+class PodGroupPhase(Enum):
     PENDING = "Pending"
     INQUEUE = "Inqueue"
     RUNNING = "Running"

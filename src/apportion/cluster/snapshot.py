@@ -173,7 +173,11 @@ def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for path in paths:
         try:
-            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+            if path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
         except UnicodeDecodeError:

@@ -265,7 +265,10 @@ class Session:
         return -self.task_compare(l, r)
 
     def sort_victims(self, victims: list[TaskInfo], preemptor: TaskInfo | None) -> list[TaskInfo]:
-        return sorted(victims, key=functools.cmp_to_key(lambda a, b: self.victim_compare(a, b, preemptor)))
+        def cmp(a: TaskInfo, b: TaskInfo) -> int:
+            return self.victim_compare(a, b, preemptor)
+
+        return sorted(victims, key=functools.cmp_to_key(cmp))
 
     # ================================================================= job-level votes
     def job_valid(self, job: JobInfo) -> tuple[bool, str]:

@@ -49,11 +49,9 @@ def job_contribution(job: JobInfo) -> JobContribution:
         elif t.status is TaskStatus.PENDING:
             request.add(t.resreq)
     inqueue = Resource()
-    if job.min_resources is not None:
-        if job.phase is PodGroupPhase.INQUEUE:
-            inqueue = inqueue_resource(job)
-        elif job.phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
-            inqueue = inqueue_resource(job)
+    running_gang = job.phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available
+    if job.min_resources is not None and (job.phase is PodGroupPhase.INQUEUE or running_gang):
+        inqueue = inqueue_resource(job)
     return JobContribution(allocated, request, inqueue, job.elastic())
 
 
