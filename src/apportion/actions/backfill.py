@@ -51,7 +51,7 @@ def _pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:
     queues = sorted((ssn.queues[q] for q in per_queue), key=functools.cmp_to_key(ssn.queue_compare))
     for q in queues:
         entries = per_queue[q.name]
-        entries.sort(key=functools.cmp_to_key(lambda a, b: ssn.job_compare(a[0], b[0])))
+        entries.sort(key=lambda e: functools.cmp_to_key(ssn.job_compare)(e[0]))
         for _, tasks in entries:
             out.extend(tasks)
     return out
