@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from apportion.actions.common import fits_idle, need_continue_allocating, pop_best
 from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
@@ -84,7 +82,7 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[T
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        idle_ok = np.array([fits_idle(ssn, task, int(r)) for r in feasible], dtype=bool)
+        idle_ok = ssn.fits_idle_rows(task, feasible)
         candidates = feasible[idle_ok] if idle_ok.any() else feasible
         row = ssn.best_node(task, candidates)
         if fits_idle(ssn, task, row):

@@ -27,13 +27,11 @@ def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
 
 
 def fits_future_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
-    vec = ssn.task_vec(task)
-    return ssn.table.fits_row(row, vec, ssn.table.compare_columns(task.resreq), future=True)
+    return ssn.table.fits_row(row, ssn.task_vec(task), ssn.task_cols(task), future=True)
 
 
 def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
-    vec = ssn.task_vec(task)
-    return ssn.table.fits_row(row, vec, ssn.table.compare_columns(task.resreq), future=False)
+    return ssn.table.fits_row(row, ssn.task_vec(task), ssn.task_cols(task), future=False)
 
 
 def validate_victims(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo]) -> bool:
@@ -41,9 +39,8 @@ def validate_victims(ssn: Session, task: TaskInfo, row: int, victims: list[TaskI
     avail = ssn.table.future_idle_row(row).copy()
     for v in victims:
         avail += ssn.task_vec(v)
-    vec = ssn.task_vec(task)
-    cols = ssn.table.compare_columns(task.resreq)
-    r, a = vec[cols], avail[cols]
+    cols = ssn.task_cols(task)
+    r, a = ssn.task_vec(task)[cols], avail[cols]
     return bool(np.all((r < a) | (np.abs(r - a) < 0.1)))
 
 

@@ -130,6 +130,8 @@ class TaskInfo:
     nonzero_memory: float = 0.0
     #: filled in by the session: a numpy vector of resreq over the node table's columns.
     vec: Any = None
+    #: filled in by the session: the node-table columns rule (a) compares for this request.
+    cols: Any = None
     #: set when the task was pipelined after evictions (nominated node written at close).
     nominated_node: str = ""
     #: the status this task had when the session opened.

@@ -173,6 +173,15 @@ class Session:
             t.vec = self.table.vector(t.resreq)
         return t.vec
 
+    def task_cols(self, t: TaskInfo) -> np.ndarray:
+        if t.cols is None:
+            t.cols = self.table.compare_columns(t.resreq)
+        return t.cols
+
+    def fits_idle_rows(self, t: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Rule (a) of the request against Idle, for every row at once."""
+        return self.table.fits(self.task_vec(t), self.task_cols(t), self.table.idle[rows])
+
     # ================================================================= registration
     def add_fn(self, point: str, plugin: str, fn: Fn) -> None:
         """Register `fn` for an extension point under the plugin's name (the last registration wins)."""
@@ -393,7 +402,7 @@ class Session:
         if rows is None:
             rows = np.arange(len(self.nodes))
         vec = self.task_vec(task)
-        cols = self.table.compare_columns(task.resreq)
+        cols = self.task_cols(task)
         future = self.table.future_idle()[rows]
         fit = self.table.fits(vec, cols, future)
         summary: list[tuple[str, int]] = []

@@ -1,0 +1,46 @@
+"""One `cycle` (enqueue, allocate) on a synthetic cluster: wall time, pods placed per second, peak RSS."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from typing import Any
+
+from benchmarks.generate import cluster_objects
+
+from apportion.cluster.snapshot import build_snapshot
+from apportion.engine import run_cycle
+
+SHAPES = {
+    "cycle-1k-nodes-10k-pods": dict(nodes=1000, gangs=1000, pods_per_gang=10, queues=100),
+    "cycle-5k-nodes-50k-pods": dict(nodes=5000, gangs=5000, pods_per_gang=10, queues=1000),
+}
+SMOKE = {"cycle-smoke": dict(nodes=20, gangs=20, pods_per_gang=4, queues=4)}
+
+
+def measure(shape: dict[str, int], repeats: int) -> dict[str, Any]:
+    objs = cluster_objects(**shape)
+    times, placed = [], 0
+    for _ in range(repeats):
+        snap = build_snapshot([("bench", o) for o in objs])
+        gc.collect()
+        t0 = time.perf_counter()
+        result = run_cycle(snap)
+        times.append(time.perf_counter() - t0)
+        placed = len(result.binds)
+    med = statistics.median(times)
+    return {"median_s": med, "runs": times, "placed": placed, "pods_per_s": placed / med if med else 0.0}
+
+
+def run(smoke: bool = False, repeats: int = 3, only: str | None = None) -> dict[str, Any]:
+    shapes = SMOKE if smoke else SHAPES
+    return {name: measure(shape, 1 if smoke else repeats) for name, shape in shapes.items()
+            if only is None or only in name}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(run(smoke="--smoke" in sys.argv, only=next((a for a in sys.argv[1:] if not a.startswith("-")), None)), indent=1))
