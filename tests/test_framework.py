@@ -76,8 +76,7 @@ def test_job_starving_first_tier_with_a_function_decides(monkeypatch):
     for tiers, expect in [([["t"], ["f"]], True), ([["t", "f"]], False), ([["f"], ["t"]], False)]:
         ssn = open_session(snapshot(*_objs()), build_conf("reclaim", tiers))
         assert ssn.job_starving(ssn.jobs["ns/a"]) is expect
-    ssn = open_session(snapshot(*_objs()), build_conf("reclaim", [["gang"]]))
-    ssn.conf.tiers[0].plugins[0].switches["enableJobStarving"] = False
+    ssn = open_session(snapshot(*_objs()), build_conf("reclaim", [[{"name": "gang", "enableJobStarving": False}]]))
     assert ssn.job_starving(ssn.jobs["ns/a"]) is False  # nobody starves without a starving function
 
 
@@ -113,9 +112,12 @@ def test_statement_discard_restores_node_and_job_state():
     st.evict(victim, "preempt")
     st.allocate(task, 0)
     assert victim.status.value == "Releasing" and task.status.value == "Allocated"
+    t = ssn.table
+    assert (t.future == t.idle + t.releasing - t.pipelined).all()
     st.discard()
     assert victim.status.value == "Running" and task.status.value == "Pending"
     assert (ssn.table.idle == idle_before).all()
+    assert (t.future == t.idle + t.releasing - t.pipelined).all()
     assert ssn.jobs["ns/a"].allocated.cpu == 1000
 
 

@@ -32,6 +32,8 @@ class NodeTable:
         self.used = np.zeros((n, c))
         self.releasing = np.zeros((n, c))
         self.pipelined = np.zeros((n, c))
+        #: FutureIdle = Idle + Releasing - Pipelined, kept current by add/remove (read-only for callers).
+        self.future = self.idle.copy()
         #: pods in the node view (predicates' pod-count filter): every task placed on the node.
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = self.allocatable[:, self.col[PODS]].copy()
@@ -60,7 +62,7 @@ class NodeTable:
 
     # ------------------------------------------------------------ views
     def future_idle(self) -> np.ndarray:
-        return self.idle + self.releasing - self.pipelined
+        return self.future
 
     def fits(self, req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> np.ndarray:
         """Rule (a) with tolerance: req <= avail on the compared columns, for every row at once."""
@@ -69,33 +71,37 @@ class NodeTable:
         return np.all((r < a) | (np.abs(r - a) < MIN_RESOURCE), axis=1)
 
     def fits_row(self, i: int, req: np.ndarray, cols: np.ndarray, future: bool) -> bool:
-        a = self.idle[i, cols]
-        if future:
-            a = a + self.releasing[i, cols] - self.pipelined[i, cols]
+        a = (self.future if future else self.idle)[i, cols]
         r = req[cols]
         return bool(np.all((r < a) | (np.abs(r - a) < MIN_RESOURCE)))
 
     def future_idle_row(self, i: int) -> np.ndarray:
-        return self.idle[i] + self.releasing[i] - self.pipelined[i]
+        return self.future[i].copy()
 
     # ------------------------------------------------------------ NodeInfo.AddTask / RemoveTask
     def add(self, i: int, req: np.ndarray, kind: str) -> None:
         """kind: 'releasing', 'pipelined' or 'used' (every other on-node status)."""
         if kind == "pipelined":
             self.pipelined[i] += req
+            self.future[i] -= req
         else:
             self.idle[i] -= req
             self.used[i] += req
             if kind == "releasing":
                 self.releasing[i] += req
+            else:
+                self.future[i] -= req
         self.pod_count[i] += 1
 
     def remove(self, i: int, req: np.ndarray, kind: str) -> None:
         if kind == "pipelined":
             self.pipelined[i] -= req
+            self.future[i] += req
         else:
             self.idle[i] += req
             self.used[i] -= req
             if kind == "releasing":
                 self.releasing[i] -= req
+            else:
+                self.future[i] += req
         self.pod_count[i] -= 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,8 @@ class Session:
         self._place_initial_tasks()
 
         self.fns: dict[str, dict[str, Fn]] = {p: {} for p in ep.GATES}
+        #: per point, the (tier, option, fn) list dispatchers walk; rebuilt when a plugin registers.
+        self._dispatch: dict[str, list[tuple[int, PluginOption, Fn]]] = {}
         self.event_handlers: list[EventHandler] = []
         self.cycle_states: dict[str, dict[str, Any]] = {}
         self.binds: dict[str, str] = {}
@@ -188,6 +190,7 @@ class Session:
         if point not in self.fns:
             raise InternalError(f"unknown extension point {point!r}")
         self.fns[point][plugin] = fn
+        self._dispatch.pop(point, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -196,19 +199,23 @@ class Session:
         gates = ep.GATES[point]
         return not gates or any(opt.enabled(g) for g in gates)
 
-    def _consulted(self, point: str) -> Iterable[tuple[int, PluginOption, Fn]]:
+    def _consulted(self, point: str) -> list[tuple[int, PluginOption, Fn]]:
         """(tier index, option, fn) for every enabled plugin that registered the point, in order."""
+        cached = self._dispatch.get(point)
+        if cached is not None:
+            return cached
         table = self.fns[point]
-        if not table:
-            return
+        out = []
         for ti, tier in enumerate(self.conf.tiers):
             for opt in tier.plugins:
                 fn = table.get(opt.name)
                 if fn is not None and self._enabled(opt, point):
-                    yield ti, opt, fn
+                    out.append((ti, opt, fn))
+        self._dispatch[point] = out
+        return out
 
     def has_fn(self, point: str) -> bool:
-        return any(True for _ in self._consulted(point))
+        return bool(self._consulted(point))
 
     # ================================================================= orders
     def queue_compare(self, l: QueueInfo, r: QueueInfo) -> int:
@@ -243,7 +250,7 @@ class Session:
         return default_task_compare(l, r)
 
     def victim_queue_compare(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:
-        fns = list(self._consulted(ep.VICTIM_QUEUE_ORDER))
+        fns = self._consulted(ep.VICTIM_QUEUE_ORDER)
         for _, _, fn in fns:
             c = fn(l, r, preemptor)
             if c:
@@ -611,7 +618,7 @@ class Session:
             for t in pending:
                 for m in self.explanations.get(t.key, []):
                     tm = f"{t.name}: {m}"
-                    if m not in msgs and tm not in msgs:
+                    if not any(m in known for known in msgs):
                         msgs.append(tm)
                 if len(msgs) >= 6:
                     break
