@@ -1,0 +1,104 @@
+"""`apportion quota`: the effective quotas of every queue as the capacity plugin sees them, and why."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from apportion.cli import run_guarded
+from apportion.quota import QuotaView, explain_quota, fmt_resource, why_lines
+
+
+def register(group: click.Group) -> None:
+    group.add_command(quota)
+
+
+@click.command()
+@click.argument("snapshot", nargs=-1, required=True)
+@click.option("--conf", "conf_path", type=click.Path(dir_okay=False),
+              help="volcano-scheduler.conf (or its ConfigMap); overrides a ConfigMap in the snapshot")
+@click.option("--hierarchy/--flat", "hierarchy", default=None,
+              help="Look at capacity hierarchically or flat, whatever the conf says.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def quota(snapshot: tuple[str, ...], conf_path: str | None, hierarchy: bool | None, output: str) -> None:
+    """Show each queue's deserved, guarantee, capability and realCapability as the capacity plugin computes
+    them at session open over kubectl YAML SNAPSHOT files (`-` for stdin), why realCapability is what it
+    is, and every configuration warning. Nothing is scheduled."""
+
+    def body() -> None:
+        from apportion.cluster.snapshot import load_snapshot
+        from apportion.engine import load_conf_file
+
+        snap = load_snapshot(list(snapshot))
+        conf = load_conf_file(conf_path) if conf_path else None
+        view = explain_quota(snap, conf, hierarchy=hierarchy)
+        if output == "json":
+            sys.stdout.write(json.dumps(view.to_json(), indent=1) + "\n")
+        else:
+            print_quota(view)
+
+    run_guarded(body)
+
+
+def print_quota(view: QuotaView, console: Console | None = None) -> None:
+    console = console or Console()
+    if view.mode == "hierarchical":
+        root = ("root = the cluster total (capacity.rootCapability: cluster)" if view.root_mode == "cluster"
+                else "root = its own capability, unlimited if unset (capacity.rootCapability: unlimited)")
+        console.print(f"[bold]capacity, hierarchical[/bold]: {root}")
+    else:
+        console.print("[bold]capacity, flat[/bold]: realCapability = min(capability, "
+                      "(total − Σ guarantees)⁺ + guarantee)")
+    console.print(f"cluster total: {fmt_resource(view.total)}    Σ guarantees: "
+                  f"{fmt_resource(view.total_guarantee, empty='none')}")
+    for note in view.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+    if view.blocked:
+        console.print(Text(f"BLOCKED: {view.blocked}", style="bold red"))
+
+    t = Table(title="Queues", title_justify="left")
+    for col, kw in (("queue", {"no_wrap": True}), ("share", {"justify": "right"}), ("deserved", {}),
+                    ("guarantee", {}), ("capability", {}), ("realCapability", {}), ("allocated", {}),
+                    ("inqueue", {})):
+        t.add_column(col, **kw)
+    for q in view.queues:
+        name = q.prefix + q.name
+        if not q.tracked:
+            name += " (no jobs)"
+        if q.state != "Open":
+            name += f" [{q.state}]"
+        cap = fmt_resource(q.capability, empty="none")
+        inherited = [n for n in q.inherited if n != "pods"]
+        if inherited:
+            cap += f" (inherits {', '.join(inherited)})"
+        t.add_row(Text(name, style="" if q.tracked else "dim"), f"{q.share:.3f}", fmt_resource(q.deserved),
+                  fmt_resource(q.guarantee), cap, Text(fmt_resource(q.real_capability), style="bold"),
+                  fmt_resource(q.allocated), fmt_resource(q.inqueue))
+    console.print(t)
+
+    w = Table(title="Why realCapability is what it is: min(capability, guarantee term), per resource",
+              title_justify="left")
+    for col in ("queue", "resource", "realCapability", "capability", "guarantee term", "won"):
+        w.add_column(col, overflow="fold")
+    for q in view.queues:
+        if not q.why:
+            if q.depth == 0 and view.mode == "hierarchical" and q.name == "root":
+                w.add_row(q.name, "all", fmt_resource(q.real_capability), "", f"root: {q.basis_from}", "")
+            continue
+        for i, (res, real, cap, head, won) in enumerate(why_lines(q)):
+            style = {"capability": "cyan", "guarantee term": "magenta", "tie": ""}[won]
+            w.add_row(q.name if i == 0 else "", res, real, cap, head, Text(won, style=style))
+    console.print(w)
+    console.print("(pods are left out: the queue limits never check them; `-o json` has every dimension)",
+                  style="dim")
+    if view.warnings:
+        console.print("[bold]Warnings[/bold]")
+        for msg in view.warnings:
+            console.print(Text(f"  - {msg}", style="yellow"))
+    else:
+        console.print("No configuration warnings.")
