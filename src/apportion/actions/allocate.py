@@ -96,5 +96,8 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[T
     if ssn.job_pipelined(job):
         # Keep (§5.2): neither committed nor discarded; its tasks keep their hold for this session.
         return stmt
+    placeable = job.ready_num() + job.waiting_num() + job.pending_best_effort_num()
+    reason = f": {job.job_fit_errors}" if job.job_fit_errors else ""
+    ssn.explain(job.uid, f"gang {placeable}/{job.min_available} tasks placeable (minMember {job.min_available}){reason}")
     stmt.discard()
     return None

@@ -102,9 +102,6 @@ class GangPlugin(Plugin):
             if job.job_fit_errors:
                 msg += f": {job.job_fit_errors}"
             job.conditions["Unschedulable"] = ("True", "NotEnoughResources", msg, ssn.uid)
-            ready = job.ready_num()
-            if job.min_available > 0 and not job.is_pending():
-                ssn.explain(job.uid, f"gang {ready}/{job.min_available} tasks ready (minMember {job.min_available})")
 
     @staticmethod
     def _excused_for_releasing(job: JobInfo) -> bool:
