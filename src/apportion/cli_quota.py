@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from apportion.cli import run_guarded
 from apportion.quota import QuotaView, explain_quota, fmt_resource, why_lines
+from apportion.resources import Resource, format_amount
 
 
 def register(group: click.Group) -> None:
@@ -45,6 +47,25 @@ def quota(snapshot: tuple[str, ...], conf_path: str | None, hierarchy: bool | No
     run_guarded(body)
 
 
+def _dimensions(view: QuotaView) -> list[str]:
+    """cpu, memory and every scalar any queue or the cluster lists (pods left out)."""
+    names = ["cpu", "memory"]
+    seen: set[str] = set()
+    for r in [view.total] + [x for q in view.queues for x in (q.deserved, q.capability, q.guarantee)]:
+        if r is not None:
+            seen.update(n for n in r.scalars if n != "pods")
+    return names + sorted(seen)
+
+
+def _amount(r: Resource | None, name: str, *, none: str = "-") -> str:
+    if r is None or not r.has(name):
+        return none
+    v = r.get(name)
+    if math.isinf(v) or v >= 1e300:
+        return "∞"
+    return format_amount(name, v) if v else "0"
+
+
 def print_quota(view: QuotaView, console: Console | None = None) -> None:
     console = console or Console()
     if view.mode == "hierarchical":
@@ -61,25 +82,33 @@ def print_quota(view: QuotaView, console: Console | None = None) -> None:
     if view.blocked:
         console.print(Text(f"BLOCKED: {view.blocked}", style="bold red"))
 
-    t = Table(title="Queues", title_justify="left")
-    for col, kw in (("queue", {"no_wrap": True}), ("share", {"justify": "right"}), ("deserved", {}),
-                    ("guarantee", {}), ("capability", {}), ("realCapability", {}), ("allocated", {}),
-                    ("inqueue", {})):
-        t.add_column(col, **kw)
-    for q in view.queues:
-        name = q.prefix + q.name
-        if not q.tracked:
-            name += " (no jobs)"
-        if q.state != "Open":
-            name += f" [{q.state}]"
-        cap = fmt_resource(q.capability, empty="none")
-        inherited = [n for n in q.inherited if n != "pods"]
-        if inherited:
-            cap += f" (inherits {', '.join(inherited)})"
-        t.add_row(Text(name, style="" if q.tracked else "dim"), f"{q.share:.3f}", fmt_resource(q.deserved),
-                  fmt_resource(q.guarantee), cap, Text(fmt_resource(q.real_capability), style="bold"),
-                  fmt_resource(q.allocated), fmt_resource(q.inqueue))
-    console.print(t)
+    # One table per resource keeps every column a plain number, readable in 80 columns.
+    for res in _dimensions(view):
+        t = Table(title=f"Queues: {res}" + (" (share is over every dimension)" if res == "cpu" else ""),
+                  title_justify="left")
+        t.add_column("queue", no_wrap=True)
+        if res == "cpu":
+            t.add_column("share", justify="right")
+        for col in ("deserved", "guarantee", "capability", "realCap", "allocated", "inqueue"):
+            t.add_column(col, justify="right")
+        for q in view.queues:
+            name = q.prefix + q.name
+            if not q.tracked:
+                name += " (no jobs)"
+            if q.state != "Open":
+                name += f" [{q.state}]"
+            cap = _amount(q.capability, res, none="none")
+            if res in q.inherited:
+                cap += "*"
+            row = [Text(name, style="" if q.tracked else "dim")]
+            if res == "cpu":
+                row.append(f"{q.share:.3f}")
+            row += [_amount(q.deserved, res), _amount(q.guarantee, res), cap,
+                    Text(_amount(q.real_capability, res), style="bold"), _amount(q.allocated, res),
+                    _amount(q.inqueue, res)]
+            t.add_row(*row)
+        console.print(t)
+    console.print("(* = capability inherited from the parent)", style="dim")
 
     w = Table(title="Why realCapability is what it is: min(capability, guarantee term), per resource",
               title_justify="left")

@@ -15,6 +15,8 @@ def _res(d: dict[str, Any] | None) -> str:
         return "-"
     parts = []
     for k, v in d.items():
+        if k == "pods":
+            continue  # every task's implicit pods: 1; noise in a human table (kept in JSON)
         if k == "memory" and isinstance(v, (int, float)):
             parts.append(f"memory {v / 2**30:.4g}Gi")
         elif isinstance(v, float):
