@@ -100,7 +100,7 @@ def print_quota(view: QuotaView, console: Console | None = None) -> None:
             cap = _amount(q.capability, res, none="none")
             if res in q.inherited:
                 cap += "*"
-            row = [Text(name, style="" if q.tracked else "dim")]
+            row: list[str | Text] = [Text(name, style="" if q.tracked else "dim")]
             if res == "cpu":
                 row.append(f"{q.share:.3f}")
             row += [_amount(q.deserved, res), _amount(q.guarantee, res), cap,
