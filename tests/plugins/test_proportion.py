@@ -11,7 +11,7 @@ from apportion.cluster.model import TaskInfo, TaskStatus
 from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import CycleResult, open_session, run_cycle
 from apportion.framework import extension as ep
-from apportion.framework.conf import SchedulerConf, build_conf
+from apportion.framework.conf import SchedulerConf, build_conf, parse_conf
 from apportion.framework.session import Session
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.proportion import STATE_KEY, ProportionPlugin, ProportionState
@@ -21,8 +21,8 @@ GI = 2**30
 
 
 # ----------------------------------------------------------------------------- builders
-def node(name: str, cpu: float = 10, memory: str = "1000Gi", **scalars: str) -> dict[str, Any]:
-    alloc = {"cpu": str(cpu), "memory": memory, "pods": "110", **scalars}
+def node(name: str, cpu: float = 10, memory: str = "1000Gi", scalars: dict[str, str] | None = None) -> dict[str, Any]:
+    alloc = {"cpu": str(cpu), "memory": memory, "pods": "110", **(scalars or {})}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": alloc}}
 
 
@@ -54,9 +54,11 @@ def podgroup(name: str, queue: str, *, min_member: int = 1, phase: str = "Inqueu
 
 
 def pod(name: str, group: str, cpu: float = 1, memory: str = "1Gi", node_name: str = "",
-        **scalars: str) -> dict[str, Any]:
-    requests = {"cpu": str(cpu), "memory": memory, **scalars}
+        scalars: dict[str, str] | None = None, gated: bool = False) -> dict[str, Any]:
+    requests = {"cpu": str(cpu), "memory": memory, **(scalars or {})}
     spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if gated:
+        spec["schedulingGates"] = [{"name": "example.com/wait"}]
     if node_name:
         spec["nodeName"] = node_name
     return {"apiVersion": "v1", "kind": "Pod",
@@ -196,7 +198,7 @@ def test_seed_real_capability_table():
 
 
 def test_partial_capability_rules():
-    objs = [*[node(f"n{i}", **{"nvidia.com/gpu": "2"}) for i in range(4)],
+    objs = [*[node(f"n{i}", scalars={"nvidia.com/gpu": "2"}) for i in range(4)],
             queue("zero", capability={"cpu": "0", "memory": "10Gi"}),
             queue("gpu", capability={"nvidia.com/gpu": "3"}),
             *job("pg-z", "zero", 1), *job("pg-g", "gpu", 1)]
@@ -254,8 +256,7 @@ def test_allocatable_checks_only_the_requested_dimensions():
             podgroup("big", "a"), pod("big-0", "big", 1, memory="900Gi", node_name="n0"),
             podgroup("pg", "a"), pod("pg-0", "pg", 1, memory="0"), pod("pg-1", "pg", 1, memory="1Gi"),
             *job("pg-b", "b", 1, 10)]
-    snap_objs = objs
-    ssn = session(snap_objs)
+    ssn = session(objs)
     p = plugin(ssn)
     a = p.attrs["a"]
     t_cpu, t_mem = task(ssn, "ns/pg-0"), task(ssn, "ns/pg-1")
@@ -376,6 +377,17 @@ def test_job_enqueued_reserves_min_resources_for_later_jobs():
     assert ev.message == "queue q: cpu 12 > realCapability 10 (short by 2)"
 
 
+def test_job_enqueued_deducts_gated_pods_clamped_at_zero():
+    objs = [*ten_nodes(), queue("q"),
+            podgroup("pg", "q", phase="Pending", min_resources={"cpu": "2", "nvidia.com/gpu": "1"}),
+            pod("pg-0", "pg", 1), pod("pg-1", "pg", 1, gated=True), pod("pg-2", "pg", 1, gated=True)]
+    ssn = session(objs, conf("enqueue", ["proportion"]))
+    p = plugin(ssn)
+    p.job_enqueued(ssn.jobs["ns/pg"])
+    # cpu 2 - 2 gated = 0; memory is not in minResources and must not go negative; neither may pods
+    assert p.attrs["q"].inqueue == Resource(0, 0, {"nvidia.com/gpu": 1000})
+
+
 def test_enqueue_checks_only_min_resources_dimensions_and_skips_pods():
     objs = [node("n0", 10), queue("q", capability={"cpu": "1", "memory": "1Gi"}),
             *job("j", "q", 1, 1, phase="Pending", min_resources={"nvidia.com/gpu": "0", "pods": "500"})]
@@ -477,9 +489,9 @@ def test_allocate_fills_each_queue_up_to_its_deserved():
 
 
 def test_queue_report_shape_and_units():
-    objs = [*[node(f"n{i}", **{"nvidia.com/gpu": "2"}) for i in range(2)],
+    objs = [*[node(f"n{i}", scalars={"nvidia.com/gpu": "2"}) for i in range(2)],
             queue("g", capability={"nvidia.com/gpu": "3"}, guarantee={"cpu": "1"}),
-            podgroup("pg", "g"), pod("pg-0", "pg", 1, **{"nvidia.com/gpu": "1"})]
+            podgroup("pg", "g"), pod("pg-0", "pg", 1, scalars={"nvidia.com/gpu": "1"})]
     r = cycle(objs, conf("enqueue", ["proportion"]))
     rep = r.queues["g"]
     assert set(rep) == {"deserved", "allocated", "request", "inqueue", "elastic", "capability", "realCapability",
@@ -492,3 +504,46 @@ def test_queue_report_shape_and_units():
     assert rep["allocated"] == {} and rep["share"] == 0
     assert rep["state"] == "Open" and rep["parent"] == "root"
     assert "default" not in r.queues  # no jobs there: not tracked
+
+
+def topology_preempt_conf(enable_predicate: bool = True) -> SchedulerConf:
+    return parse_conf(f"""
+actions: "preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: proportion
+    enablePredicate: {str(enable_predicate).lower()}
+configurations:
+- name: preempt
+  arguments:
+    enableTopologyAwarePreemption: true
+""")
+
+
+def topology_preempt_objects() -> list[dict[str, Any]]:
+    """q1 (weight 1) deserves 2 of 8 cpu and holds them; n0 still has 2 cpu free for q1's new job."""
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+    lo = podgroup("lo", "q1", phase="Running", min_member=0)  # so that gang lets both tasks go
+    hi = podgroup("hi", "q1", min_member=2)
+    hi["spec"]["priorityClassName"] = "high"
+    return [node("n0", 4), node("n1", 4), high, queue("q1", 1), queue("q2", 3),
+            lo, pod("lo-0", "lo", 1, node_name="n0"), pod("lo-1", "lo", 1, node_name="n0"),
+            hi, pod("hi-0", "hi", 1), pod("hi-1", "hi", 1),
+            *job("other", "q2", 4, 1, running_on="n1", phase="Running"), *job("more", "q2", 4, 1)]
+
+
+def test_topology_aware_preemption_uses_the_simulated_queue_state():
+    ssn = session(topology_preempt_objects(), topology_preempt_conf())
+    assert cores(plugin(ssn).attrs["q1"].deserved) == 2
+    r = cycle(topology_preempt_objects(), topology_preempt_conf())
+    # room on n0, but q1 is at its deserved: each preemptor needs one victim in the simulated queue state
+    assert r.evictions == ["ns/lo-0", "ns/lo-1"]
+    assert sorted(r.pipelined) == ["ns/hi-0", "ns/hi-1"]
+
+
+def test_without_pre_predicate_the_simulation_has_no_state_and_answers_no():
+    r = cycle(topology_preempt_objects(), topology_preempt_conf(enable_predicate=False))
+    assert r.evictions == [] and r.pipelined == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase
 from apportion.framework import extension as ep
 from apportion.framework.session import Plugin, Session
+from apportion.plugins.queue_common import deduct_gated
 from apportion.resources import Resource, format_amount
 
 DEFAULT_FACTOR = 1.2
@@ -25,8 +26,7 @@ class OvercommitPlugin(Plugin):
             if job.min_resources is None:
                 continue
             if job.phase is PodGroupPhase.INQUEUE:
-                self.inqueue.add(job.min_resources.clone().sub_without_assert(job.gated_request())
-                                 if job.gated_request().resource_names() else job.min_resources)
+                self.inqueue.add(deduct_gated(job))
             elif job.phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
                 self.inqueue.add(job.min_resources.exceeded_part(job.allocated))
         ssn.add_fn(ep.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)

@@ -19,14 +19,29 @@ class JobContribution:
     elastic: Resource
 
 
+def deduct_gated(job: JobInfo) -> Resource:
+    """DeductSchGatedResources: minResources less the requests of scheduling-gated pending pods.
+
+    Gated pods that are all best-effort deduct nothing; each dimension is clamped at 0 and only the
+    scalars minResources lists are reduced.
+    """
+    assert job.min_resources is not None
+    out = job.min_resources.clone()
+    gated = job.gated_request()
+    if gated.is_empty():
+        return out
+    out.cpu = max(out.cpu - gated.cpu, 0.0)
+    out.memory = max(out.memory - gated.memory, 0.0)
+    for name, value in out.scalars.items():
+        if name in gated.scalars:
+            out.scalars[name] = max(value - gated.scalars[name], 0.0)
+    return out
+
+
 def inqueue_resource(job: JobInfo) -> Resource:
     """GetInqueueResource: max(0, minResources - allocated) on minResources' dimensions, gated pods
     deducted, ephemeral-storage not counted."""
-    assert job.min_resources is not None
-    minres = job.min_resources.clone()
-    gated = job.gated_request()
-    if gated.resource_names():
-        minres = minres.sub_without_assert(gated)
+    minres = deduct_gated(job)
     out = Resource()
     for n in minres.names():
         if n == EPHEMERAL or not minres.has(n):
@@ -59,9 +74,7 @@ def enqueued_resource(job: JobInfo) -> Resource:
     """What the JobEnqueued callback adds to inqueue: the full minResources less gated pods."""
     if job.min_resources is None:
         return Resource()
-    gated = job.gated_request()
-    r = job.min_resources.clone()
-    return r.sub_without_assert(gated) if gated.resource_names() else r
+    return deduct_gated(job)
 
 
 def capability_of(spec_capability: Resource, capability_set: bool) -> Resource | None:
@@ -120,6 +133,7 @@ __all__ = [
     "MEMORY",
     "JobContribution",
     "capability_of",
+    "deduct_gated",
     "enqueued_resource",
     "inqueue_resource",
     "job_contribution",
