@@ -284,6 +284,7 @@ def test_pre_predicate_snapshot_and_simulate_points_flat() -> None:
     ssn = session(reclaim_world(), cap_conf())
     p = plugin_of(ssn)
     t = task(ssn, "ns/small-job-0")
+    ssn.simulation_state_needed = True  # as with enableTopologyAwarePreemption
     assert p.pre_predicate(t) is None
     state = ssn.cycle_states[t.uid]
     cs = state[STATE_KEY]

@@ -312,6 +312,7 @@ def test_simulate_points_propagate_to_ancestors() -> None:
     ssn = session(seed_world(), hier_conf())
     p = plugin_of(ssn)
     t = task(ssn, "ns/train-2-0")
+    ssn.simulation_state_needed = True  # as with enableTopologyAwarePreemption
     p.pre_predicate(t)
     state = ssn.cycle_states[t.uid]
     p.simulate_add_task(state, t, 0)

@@ -111,6 +111,7 @@ def test_parent_allocated_is_the_sum_of_its_subtree_after_simulation(w: dict[str
     pending = [t for t in tasks if t.status.value == "Pending"]
     assert pending or tasks
     anchor = (pending or tasks)[0]
+    ssn.simulation_state_needed = True  # as with enableTopologyAwarePreemption
     p.pre_predicate(anchor)
     state = ssn.cycle_states[anchor.uid]
     inside = {t.uid for t in tasks if t.status.value == "Running"}

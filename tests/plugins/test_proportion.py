@@ -431,6 +431,7 @@ def test_pre_predicate_copies_state_and_simulation_leaves_real_state_untouched()
     p = plugin(ssn)
     t = task(ssn, "ns/pg-b-0")
     before = {q: (a.allocated.clone(), a.share) for q, a in p.attrs.items()}
+    ssn.simulation_state_needed = True  # as with enableTopologyAwarePreemption
     assert p.pre_predicate(t) is None
     state = ssn.cycle_states[t.uid]
     st = state[STATE_KEY]
@@ -457,6 +458,7 @@ def test_simulate_allocatable_reads_the_copy_and_needs_it():
     qb = ssn.queues["b"]
     t = task(ssn, "ns/pg-b-0")
     assert not p.simulate_allocatable(qb, t, {})  # no pre-predicate, no copy: "no" (Keep, §5.5)
+    ssn.simulation_state_needed = True  # as with enableTopologyAwarePreemption
     p.pre_predicate(t)
     state = ssn.cycle_states[t.uid]
     assert p.simulate_allocatable(qb, t, state)

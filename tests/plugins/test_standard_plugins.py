@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from k8s import conf, cycle, node, pod, podgroup, priority_class, queue, session
-
 from apportion.framework import extension as ep
+
+from k8s import conf, cycle, node, pod, podgroup, priority_class, queue, session
 
 
 def _plugin(ssn, name):

@@ -108,6 +108,11 @@ class Session:
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.warnings: list[str] = list(snapshot.warnings) + list(conf.warnings)
         self.enabled_actions = set(conf.actions)
+        #: the simulate extension points serve only topology-aware preemption; plugins skip their per-task
+        #: PrePredicate copies of queue state when no configured action can read them.
+        self.simulation_state_needed = "preempt" in self.enabled_actions and bool(
+            conf.action_arguments("preempt").get("enableTopologyAwarePreemption", False)
+        )
         extra = {n for j in self.jobs.values() for t in j.tasks.values() for n in t.resreq.scalars}
         extra.update(n for t in snapshot.orphan_tasks for n in t.resreq.scalars)
         self.table = NodeTable([n.name for n in self.nodes], [n.allocatable for n in self.nodes], extra)

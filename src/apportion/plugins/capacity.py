@@ -683,6 +683,8 @@ class CapacityPlugin(Plugin):
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         """PrePredicateFn: snapshot every queue's attributes into the task's cycle state."""
+        if not self.ssn.simulation_state_needed:
+            return None  # nothing will read the copy this session
         state = CapacityState({n: a.clone() for n, a in self.attrs.items()})
         self.ssn.cycle_states.setdefault(task.uid, {})[STATE_KEY] = state
         return None

@@ -277,6 +277,8 @@ class ProportionPlugin(Plugin):
     # ================================================================= per-task simulation
     def pre_predicate(self, task: TaskInfo) -> str | None:
         """PrePredicateFn: give the task its own deep copy of every queue's attributes; never fails."""
+        if not self.ssn.simulation_state_needed:
+            return None  # nothing will read the copy this session
         state = ProportionState({name: attr.clone() for name, attr in self.attrs.items()})
         self.ssn.cycle_states.setdefault(task.uid, {})[STATE_KEY] = state
         return None
