@@ -7,10 +7,9 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.generate import cluster_objects
-
 from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import run_cycle
+from benchmarks.generate import cluster_objects
 
 SHAPES = {
     "cycle-1k-nodes-10k-pods": dict(nodes=1000, gangs=1000, pods_per_gang=10, queues=100),

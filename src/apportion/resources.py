@@ -399,7 +399,7 @@ def format_amount(name: str, internal: float) -> str:
     if math.isinf(internal):
         return "unlimited"
     v = to_natural_value(name, internal)
-    if name == MEMORY or name == EPHEMERAL:
+    if name in (MEMORY, EPHEMERAL):
         for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if abs(v) >= size:
                 q = v / size
