@@ -251,3 +251,42 @@ def test_eviction_removes_pod_from_scores() -> None:
     ssn.do_evict(_task(ssn, "run"), "test")
     # Empty node again: cpu (3000 x 100) / 4000 = 75, memory (7Gi x 100) / 8Gi = 87 -> 81
     assert list(_plugin(ssn).node_order(task, np.array([0]))) == [float((75 + 87) // 2)]
+
+
+# ---------------------------------------------------------------------- fast paths agree with the general ones
+def test_fast_paths_match_general_arithmetic() -> None:
+    rng = np.random.default_rng(7)
+    ssn = _session(_used_node(), **{"leastrequested.weight": 1})
+    plugin = _plugin(ssn)
+    n = 5000
+    cap_cpu = rng.integers(1, 256_000, n).astype(float)
+    cap_mem = rng.integers(1, 2**41, n).astype(float)
+    req_cpu = np.floor(cap_cpu * rng.uniform(0, 1.3, n))
+    req_mem = np.floor(cap_mem * rng.uniform(0, 1.3, n))
+    plugin.cpu_mem_everywhere = True
+    fast = plugin._least(req_cpu, cap_cpu, req_mem, cap_mem)
+    plugin.cpu_mem_everywhere = False
+    general = plugin._least(req_cpu, cap_cpu, req_mem, cap_mem)
+    assert np.array_equal(fast, general)
+    # and both equal Python's exact integer arithmetic
+    for i in range(0, n, 97):
+        c = 0 if req_cpu[i] > cap_cpu[i] else (int(cap_cpu[i]) - int(req_cpu[i])) * 100 // int(cap_cpu[i])
+        m = 0 if req_mem[i] > cap_mem[i] else (int(cap_mem[i]) - int(req_mem[i])) * 100 // int(cap_mem[i])
+        assert fast[i] == (c * 50 + m * 50) // 100
+    alloc = np.stack([cap_cpu, cap_mem, np.zeros(n)], axis=1)
+    sums = np.zeros((n, 5))
+    sums[:, 2], sums[:, 3] = req_cpu, req_mem
+    plugin.cpu_mem_everywhere = True
+    fast = plugin._balanced(alloc, sums, 0.0, 1.0, 0.0)
+    plugin.cpu_mem_everywhere = False
+    assert np.array_equal(fast, plugin._balanced(alloc, sums, 0.0, 1.0, 0.0))
+
+
+def test_node_without_memory_allocatable_scores_cpu_only() -> None:
+    objs = [k8s.node("n1", cpu=4, memory="0"), k8s.queue("default"), k8s.podgroup("pg"),
+            k8s.pod("p", "pg", cpu=1, memory="")]
+    ssn = _session(objs, **{"leastrequested.weight": 1, "balancedresource.weight": 1})
+    assert not _plugin(ssn).cpu_mem_everywhere
+    # LeastAllocated: memory has no allocatable, so only cpu counts: (4000 - 1000) x 100 / 4000 = 75.
+    # BalancedAllocation: one fraction only -> std 0 -> 100.
+    assert list(_plugin(ssn).node_order(_task(ssn, "p"), np.array([0]))) == [75.0 + 100.0]

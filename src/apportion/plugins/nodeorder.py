@@ -1,0 +1,249 @@
+"""nodeorder: kube-scheduler's score plugins with Volcano's weights (semantics guide §6.6, §1.4).
+
+Extension point: node order (one vectorised function over the candidate rows; Volcano splits the same
+sum between a node-order and a batch-node-order function), plus an allocate/deallocate event handler
+that keeps the node view's requested sums current.
+
+Each score plugin yields an integer 0..100 per node, computed with kube-scheduler's integer arithmetic
+(on float64 arrays holding integers: `//` on them is exact below 2**53 and cannot overflow on absurd
+snapshot quantities), and is multiplied by its weight; the node's score is the sum. A weight of 0 means the plugin is not
+created (it contributes nothing and costs nothing).
+
+| plugin | weight key (default) | score |
+|---|---|---|
+| NodeResourcesFit LeastAllocated, cpu:memory 50:50 | leastrequested.weight (1) | emptier node |
+| NodeResourcesFit MostAllocated, cpu:memory 1:1 | mostrequested.weight (0) | fuller node |
+| NodeResourcesBalancedAllocation, cpu/memory/nvidia.com/gpu | balancedresource.weight (1) | 100 x (1 - std of usage fractions) |
+| NodeAffinity, preferred terms | nodeaffinity.weight (2) | Σ matching term weights, normalised to 0..100 over the candidates |
+| TaintToleration | tainttoleration.weight (3) | fewer untolerated PreferNoSchedule taints, normalised and reversed |
+| ImageLocality | imagelocality.weight (1) | constant 0: snapshots carry no image lists |
+| InterPodAffinity | podaffinity.weight (2) | constant 0: no pod affinity in the contract |
+| PodTopologySpread | podtopologyspread.weight (2) | constant 0: no spread constraints or services in the contract |
+
+"requested" for LeastAllocated/MostAllocated is the non-zero request (100m cpu / 200Mi memory for a
+container without one) of every pod in the node view plus the pod's own; BalancedAllocation uses actual
+requests and skips best-effort pods (kubernetes#129138). The node view includes pods placed earlier in
+the session and drops pods evicted in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from apportion.cluster.model import TaskInfo
+from apportion.framework import extension as ep
+from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.plugins.k8s_matching import (
+    NZ_CPU,
+    NZ_MEM,
+    REQ_CPU,
+    REQ_GPU,
+    REQ_MEM,
+    NodeIndex,
+    NodeView,
+    default_normalize,
+    floor_div,
+    pod_requests,
+    take_rows,
+)
+from apportion.resources import GPU
+
+MAX_NODE_SCORE = 100
+
+
+@dataclass(frozen=True)
+class Weights:
+    """calculateWeight (`plugins/nodeorder/nodeorder.go`): integer weights, Volcano's defaults."""
+
+    least_requested: int = 1
+    most_requested: int = 0
+    balanced_resource: int = 1
+    node_affinity: int = 2
+    pod_affinity: int = 2
+    taint_toleration: int = 3
+    image_locality: int = 1
+    pod_topology_spread: int = 2
+
+
+def least_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """leastRequestedScore: ((capacity - requested) x 100) / capacity, 0 when over capacity."""
+    safe = np.where(capacity == 0, 1, capacity)
+    score = ((capacity - requested) * MAX_NODE_SCORE) // safe
+    return np.where((capacity == 0) | (requested > capacity), 0, score)
+
+
+def most_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """mostRequestedScore: (min(requested, capacity) x 100) / capacity."""
+    safe = np.where(capacity == 0, 1, capacity)
+    score = (np.minimum(requested, capacity) * MAX_NODE_SCORE) // safe
+    return np.where(capacity == 0, 0, score)
+
+
+def weighted_resource_score(scores: list[tuple[np.ndarray, np.ndarray, int]]) -> np.ndarray:
+    """The Fit scorers' combination: Σ score x weight / Σ weight over resources the node has (alloc > 0)."""
+    total = np.zeros_like(scores[0][0])
+    weight_sum = np.zeros_like(scores[0][0])
+    for score, capacity, weight in scores:
+        present = capacity > 0
+        total = total + np.where(present, score * weight, 0)
+        weight_sum = weight_sum + np.where(present, weight, 0)
+    return np.where(weight_sum == 0, 0, total // np.where(weight_sum == 0, 1, weight_sum))
+
+
+def balanced_score(fractions: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """balancedResourceScorer over [rows, k] usage fractions, `valid` marking the resources scored.
+
+    Fractions are capped at 1. Two resources: std = |f0 - f1| / 2; more: the population standard
+    deviation, summed in resource order as Go does; fewer: 0. Score = int64((1 - std) x 100).
+    """
+    f = np.minimum(fractions, 1.0)
+    k = valid.sum(axis=1)
+    std = np.zeros(len(f))
+    # Exactly two valid: |a - b| / 2 equals (max - min) / 2 bit for bit.
+    hi = np.where(valid, f, -np.inf).max(axis=1) if f.shape[1] else np.zeros(len(f))
+    lo = np.where(valid, f, np.inf).min(axis=1) if f.shape[1] else np.zeros(len(f))
+    two = k == 2
+    std[two] = (hi[two] - lo[two]) / 2
+    more = k > 2
+    if more.any():
+        fm, vm = f[more], valid[more]
+        total = np.zeros(len(fm))
+        for j in range(f.shape[1]):
+            total = total + np.where(vm[:, j], fm[:, j], 0.0)
+        mean = total / k[more]
+        acc = np.zeros(len(fm))
+        for j in range(f.shape[1]):
+            d = fm[:, j] - mean
+            acc = acc + np.where(vm[:, j], d * d, 0.0)
+        std[more] = np.sqrt(acc / k[more])
+    return np.trunc((1 - std) * float(MAX_NODE_SCORE))
+
+
+class NodeOrderPlugin(Plugin):
+    name = "nodeorder"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        a = self.arguments
+        d = Weights()
+        self.w = Weights(
+            least_requested=a.get_int("leastrequested.weight", d.least_requested),
+            most_requested=a.get_int("mostrequested.weight", d.most_requested),
+            balanced_resource=a.get_int("balancedresource.weight", d.balanced_resource),
+            node_affinity=a.get_int("nodeaffinity.weight", d.node_affinity),
+            pod_affinity=a.get_int("podaffinity.weight", d.pod_affinity),
+            taint_toleration=a.get_int("tainttoleration.weight", d.taint_toleration),
+            image_locality=a.get_int("imagelocality.weight", d.image_locality),
+            pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
+        )
+        table = ssn.table
+        gpu_col = table.col.get(GPU)
+        # Allocatable in kube-scheduler's integer units (MilliValue / Value round up), as exact floats;
+        # columns cpu, memory, gpu so a score call gathers its rows in one step.
+        self.alloc = np.stack([
+            np.ceil(table.allocatable[:, table.col["cpu"]]),
+            np.ceil(table.allocatable[:, table.col["memory"]]),
+            table.allocatable[:, gpu_col] if gpu_col is not None else np.zeros(len(ssn.nodes)),
+        ], axis=1)
+        #: every node has cpu and memory allocatable: the common case, scored without per-node branches.
+        self.cpu_mem_everywhere = bool(np.all(self.alloc[:, :2] > 0))
+        self.index = NodeIndex(ssn.nodes)
+        self.view = NodeView(ssn.nodes)
+        self._affinity: dict[Any, np.ndarray] = {}
+        self._prefer_taints: dict[Any, np.ndarray] = {}
+        #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
+        self.no_soft_taints = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
+        ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
+        ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
+
+    # ------------------------------------------------------------------ the score
+    def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """NodeOrderFn + BatchNodeOrderFn: the weighted sum of every created score plugin over `rows`."""
+        w = self.w
+        total = np.zeros(len(rows))
+        if len(rows) == 0:
+            return total
+        nz_cpu, nz_mem, cpu, mem, gpu = pod_requests(task)
+        # BalancedAllocation skips best-effort pods (no cpu, memory or gpu request at all).
+        balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
+        if w.least_requested or w.most_requested or balanced:
+            alloc = take_rows(self.alloc, rows)
+            sums = take_rows(self.view.sums, rows)
+            cap_cpu, cap_mem = alloc[:, 0], alloc[:, 1]
+            if w.least_requested or w.most_requested:
+                req_cpu = sums[:, NZ_CPU] + nz_cpu
+                req_mem = sums[:, NZ_MEM] + nz_mem
+                if w.least_requested:
+                    total += w.least_requested * self._least(req_cpu, cap_cpu, req_mem, cap_mem)
+                if w.most_requested:
+                    total += w.most_requested * self._most(req_cpu, cap_cpu, req_mem, cap_mem)
+            if balanced:
+                total += w.balanced_resource * self._balanced(alloc, sums, cpu, mem, gpu)
+        if w.node_affinity and task.preferred_terms:
+            raw = self._preferred(task)[rows]
+            total += w.node_affinity * default_normalize(raw, reverse=False)
+        if w.taint_toleration:
+            if self.no_soft_taints:
+                total += w.taint_toleration * float(MAX_NODE_SCORE)
+            else:
+                counts = self._prefer_no_schedule(task)[rows]
+                total += w.taint_toleration * default_normalize(counts, reverse=True)
+        # ImageLocality, InterPodAffinity and PodTopologySpread score 0 on every node: no inputs.
+        return total
+
+    def _least(self, req_cpu: np.ndarray, cap_cpu: np.ndarray, req_mem: np.ndarray, cap_mem: np.ndarray) -> np.ndarray:
+        """LeastAllocated, cpu:memory 50:50."""
+        if self.cpu_mem_everywhere:
+            # capacity > 0: clamping the numerator at 0 is leastRequestedScore's "0 when over capacity".
+            lc = floor_div(np.maximum((cap_cpu - req_cpu) * MAX_NODE_SCORE, 0.0), cap_cpu)
+            lm = floor_div(np.maximum((cap_mem - req_mem) * MAX_NODE_SCORE, 0.0), cap_mem)
+            return floor_div(lc * 50 + lm * 50, 100.0)
+        return weighted_resource_score([
+            (least_requested(req_cpu, cap_cpu), cap_cpu, 50),
+            (least_requested(req_mem, cap_mem), cap_mem, 50),
+        ])
+
+    def _most(self, req_cpu: np.ndarray, cap_cpu: np.ndarray, req_mem: np.ndarray, cap_mem: np.ndarray) -> np.ndarray:
+        """MostAllocated, cpu:memory 1:1."""
+        return weighted_resource_score([
+            (most_requested(req_cpu, cap_cpu), cap_cpu, 1),
+            (most_requested(req_mem, cap_mem), cap_mem, 1),
+        ])
+
+    def _balanced(self, alloc: np.ndarray, sums: np.ndarray, cpu: float, mem: float, gpu: float) -> np.ndarray:
+        """BalancedAllocation over cpu, memory and nvidia.com/gpu, with actual (not non-zero) requests."""
+        if gpu == 0 and self.cpu_mem_everywhere:
+            # Two fractions on every node: std = |f_cpu - f_mem| / 2.
+            fc = np.minimum((sums[:, REQ_CPU] + cpu) / alloc[:, 0], 1.0)
+            fm = np.minimum((sums[:, REQ_MEM] + mem) / alloc[:, 1], 1.0)
+            return np.trunc((1 - np.abs(fc - fm) / 2) * float(MAX_NODE_SCORE))
+        req = np.stack([sums[:, REQ_CPU] + cpu, sums[:, REQ_MEM] + mem, sums[:, REQ_GPU] + gpu], axis=1)
+        valid = alloc > 0
+        # An extended resource the pod does not request is not scored (calculateResourceAllocatableRequest).
+        if gpu == 0:
+            valid[:, 2] = False
+        fractions = req / np.where(valid, alloc, 1.0)
+        return balanced_score(fractions, valid)
+
+    def _preferred(self, task: TaskInfo) -> np.ndarray:
+        key = tuple(
+            (p.weight, (tuple((r.key, r.operator, r.values) for r in p.term.match_expressions),
+                        tuple((r.key, r.operator, r.values) for r in p.term.match_fields)))
+            for p in task.preferred_terms
+        )
+        s = self._affinity.get(key)
+        if s is None:
+            s = self.index.preferred_scores(task.preferred_terms)
+            self._affinity[key] = s
+        return s
+
+    def _prefer_no_schedule(self, task: TaskInfo) -> np.ndarray:
+        key = tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations)
+        c = self._prefer_taints.get(key)
+        if c is None:
+            c = self.index.prefer_no_schedule_counts(task.tolerations)
+            self._prefer_taints[key] = c
+        return c

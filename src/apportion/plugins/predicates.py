@@ -1,0 +1,198 @@
+"""predicates: kube-scheduler's resource-independent filters, as Volcano runs them (semantics guide §6.5).
+
+Extension points: pre-predicate, predicate, simulate predicate, and an allocate/deallocate event
+handler that keeps the node view (pods per node) current.
+
+Filters, in Volcano's order (`plugins/predicates/predicates.go`, `Predicate`):
+
+1. pod count: `pods` allocatable <= pods in the node view -> Unschedulable (eviction could fix it);
+2. NodeUnschedulable: `spec.unschedulable` without a toleration of
+   `node.kubernetes.io/unschedulable:NoSchedule` -> UnschedulableAndUnresolvable;
+3. NodeAffinity (`predicate.NodeAffinityEnable`): `spec.nodeSelector` and the required node affinity
+   -> UnschedulableAndUnresolvable;
+4. TaintToleration (`predicate.TaintTolerationEnable`): an untolerated NoSchedule/NoExecute taint
+   -> UnschedulableAndUnresolvable.
+
+Filters 2-4 are Volcano's "stable" filters: the first UnschedulableAndUnresolvable one stops the
+evaluation, so a node reports only that reason (plus the pod count, which comes first and does not stop
+it). NodePorts, InterPodAffinity, volume limits, VolumeZone, PodTopologySpread and VolumeBinding read
+inputs the snapshot contract does not carry; their switches are read (so a wrong type is reported) and
+they always pass.
+
+Hot path: node labels, taints and `unschedulable` are static for the session, so filters 2-4 are
+evaluated once per *signature* of a pod's (nodeSelector, required terms, tolerations) into a boolean mask
+over every node; each call combines that mask with the live pod-count array for the candidate rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from apportion.cluster.model import TaskInfo
+from apportion.framework import extension as ep
+from apportion.framework.session import EventHandler, NodeFilter, Plugin, Session
+from apportion.plugins.k8s_matching import (
+    UNSCHEDULABLE_TAINT,
+    NodeIndex,
+    NodeView,
+    required_key,
+    selector_key,
+    tolerated,
+    tolerations_key,
+)
+
+REASON_POD_COUNT = "had too many pods (pods allocatable reached)"
+REASON_UNSCHEDULABLE = "were unschedulable"
+REASON_AFFINITY = "didn't match Pod's node affinity/selector"
+REASON_NAME_CONFLICT = "didn't match Pod's node affinity: its required metadata.name terms conflict"
+
+#: `predicate.*Enable` switches without an input in the snapshot contract: read, then inert.
+INERT_SWITCHES = (
+    "predicate.NodePortsEnable",
+    "predicate.PodAffinityEnable",
+    "predicate.NodeVolumeLimitsEnable",
+    "predicate.VolumeZoneEnable",
+    "predicate.PodTopologySpreadEnable",
+    "predicate.VolumeBindingEnable",
+)
+
+
+def taint_reason(key: str, value: str) -> str:
+    """kube-scheduler's TaintToleration message (the session prefixes "N node(s) ")."""
+    return f"had untolerated taint {{{key}: {value}}}"
+
+
+@dataclass
+class _Signature:
+    """Filters 2-4 for one constraint signature, over every node of the session."""
+
+    #: the node passes every stable filter.
+    ok: np.ndarray
+    #: (reason, node mask) for the failing nodes, each node under the filter that stopped it.
+    reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+
+class PredicatesPlugin(Plugin):
+    name = "predicates"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        args = self.arguments
+        self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)
+        self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
+        for key in INERT_SWITCHES:
+            args.get_bool(key, True)
+        # An equivalence cache changes speed, not results; the signature cache below plays its role.
+        args.get_bool("predicate.CacheEnable", False)
+
+        self.index = NodeIndex(ssn.nodes)
+        self.view = NodeView(ssn.nodes)
+        self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
+        self._by_uid: dict[str, _Signature] = {}
+        self._by_key: dict[Any, _Signature] = {}
+        self._affinity: dict[Any, np.ndarray] = {}
+        self._taints: dict[Any, list[tuple[str, np.ndarray]]] = {}
+
+        ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
+        ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
+        ssn.add_fn(ep.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
+        ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
+
+    # ------------------------------------------------------------------ signatures
+    def _signature(self, task: TaskInfo) -> _Signature:
+        sig = self._by_uid.get(task.uid)
+        if sig is not None:
+            return sig
+        aff_key = (selector_key(task.node_selector), required_key(task.required_terms))
+        tol_key = tolerations_key(task.tolerations)
+        unsched_ok = tolerated(UNSCHEDULABLE_TAINT, task.tolerations)
+        key = (aff_key, tol_key, unsched_ok)
+        sig = self._by_key.get(key)
+        if sig is None:
+            sig = self._build(task, aff_key, tol_key, unsched_ok)
+            self._by_key[key] = sig
+        self._by_uid[task.uid] = sig
+        return sig
+
+    def _build(self, task: TaskInfo, aff_key: Any, tol_key: Any, unsched_ok: bool) -> _Signature:
+        n = self.index.n
+        live = np.ones(n, dtype=bool)  # nodes not yet stopped by an unresolvable filter
+        reasons: list[tuple[str, np.ndarray]] = []
+
+        if not unsched_ok:
+            fail = self.index.unschedulable & live
+            if fail.any():
+                reasons.append((REASON_UNSCHEDULABLE, fail))
+                live &= ~fail
+
+        if self.node_affinity_enable:
+            match = self._affinity.get(aff_key)
+            if match is None:
+                match = self.index.required_mask(task.node_selector, task.required_terms)
+                self._affinity[aff_key] = match
+            fail = ~match & live
+            if fail.any():
+                reasons.append((REASON_AFFINITY, fail))
+                live &= ~fail
+
+        if self.taint_toleration_enable:
+            by_taint = self._taints.get(tol_key)
+            if by_taint is None:
+                by_taint = [
+                    (taint_reason(t.key, t.value), m) for t, m in self.index.untolerated_taints(task.tolerations)
+                ]
+                self._taints[tol_key] = by_taint
+            for text, mask in by_taint:
+                fail = mask & live
+                if fail.any():
+                    reasons.append((text, fail))
+            for _, mask in by_taint:
+                live &= ~mask
+        return _Signature(ok=live, reasons=reasons)
+
+    # ------------------------------------------------------------------ extension points
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """PrePredicateFn: the filters' pre-filter steps.
+
+        Only NodeAffinity's has an effect here: required terms that all pin `metadata.name` with no name
+        in common reject the pod outright. The restartable-init-container check applies only with the
+        SidecarContainers feature off; apportion treats the feature as on (its default since Kubernetes
+        1.29), so it always passes.
+        """
+        if self.node_affinity_enable and self.index.name_conflict(task.required_terms):
+            return REASON_NAME_CONFLICT
+        return None
+
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
+        """PredicateFn over candidate rows: pod count (Unschedulable), then the stable filters (unresolvable)."""
+        sig = self._signature(task)
+        static_ok = sig.ok[rows]
+        # Pod count is checked first and is plain Unschedulable: evicting a pod can fix it.
+        full = self.max_pods[rows] <= self.view.count[rows]
+        ok = static_ok & ~full
+        reasons: list[tuple[str, np.ndarray]] = []
+        if full.any():
+            reasons.append((REASON_POD_COUNT, full))
+        for text, mask in sig.reasons:
+            m = mask[rows]
+            if m.any():
+                reasons.append((text, m))
+        return NodeFilter(ok=ok, unresolvable=~static_ok, reasons=reasons)
+
+    def simulate_predicate(self, task: TaskInfo, row: int, state: dict[str, Any]) -> str | None:
+        """SimulatePredicateFn for topology-aware preemption: the stable filters on one node.
+
+        Volcano's version checks inter-pod affinity and topology spread, which have no inputs here; the
+        stable filters are re-run instead so a caller that skipped the preempt predicate is still safe.
+        The pod count is not re-checked: the simulated evictions are not in the node view.
+        """
+        sig = self._signature(task)
+        if sig.ok[row]:
+            return None
+        for text, mask in sig.reasons:
+            if mask[row]:
+                return f"node {self.ssn.nodes[row].name} {text}"
+        return f"node {self.ssn.nodes[row].name} failed the predicates"
