@@ -1,0 +1,237 @@
+"""Trunk's iterative planner and its greedy RLE stage allocator (contract §7.1-§7.3, §7.5).
+
+`greedy-left` / `greedy-right` are the iterative planner with unconstrained stage windows and the
+greedy stage allocator, allocating left to right (favor early) or right to left.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from apportion.reservation.agents.common import (
+    NO_GAP_VIOLATED,
+    NOT_SATISFIABLE,
+    Interval,
+    ReservationAgent,
+    build_allocation,
+    validate_stage,
+)
+from apportion.reservation.definition import (
+    R_ALL,
+    R_ANY,
+    R_ORDER,
+    R_ORDER_NO_GAP,
+    ReservationDefinition,
+    ReservationId,
+    Stage,
+)
+from apportion.reservation.exceptions import PlanningException
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.stepfn import Res, StepFunction, rmul, round_down, round_up
+
+
+class JobContext:
+    """What one planning run shares between its stages."""
+
+    def __init__(
+        self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition,
+        old: ReservationAllocation | None, allocate_left: bool,
+    ) -> None:
+        self.plan = plan
+        self.rid = rid
+        self.user = user
+        self.definition = definition
+        self.old = old
+        self.left = allocate_left
+        self.period = definition.period()
+        self.placed = StepFunction()  # this job's placements so far (planModifications)
+        step = plan.step
+        self.load_start = round_up(definition.arrival, step)
+        self.load_end = round_down(definition.deadline, step)
+        self._load: StepFunction | None = None
+
+    def load(self) -> StepFunction:
+        """The plan load over [roundUp(arrival), roundDown(deadline)), old version subtracted (§7.1)."""
+        if self._load is None:
+            s, e = self.load_start, self.load_end
+            f = self.plan.committed_over(s, e) if e > s else StepFunction()
+            if self.old is not None and e > s:
+                f.add_function(self.old.over_time(s, e), -1)
+            self._load = f
+        return self._load
+
+    def availability(self, s: int, d: int) -> StepFunction:
+        """Plan availability for the user over [s, d] minus this job's placements (plain subtraction)."""
+        avail = self.plan.available(self.user, self.rid if self.old is not None else None, s, d, self.period)
+        avail.add_function(self.placed.clip(s, d + 1), -1)
+        return avail
+
+
+class StageAllocator(Protocol):
+    def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None: ...
+
+
+class GreedyStageAllocator:
+    """StageAllocatorGreedyRLE (contract §7.3)."""
+
+    def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
+        if s + st.duration > d:
+            return None
+        plan = job.plan
+        step = plan.step
+        dur = round_up(st.duration, step)
+        gang: Res = rmul(st.capability, st.concurrency)
+        to_place = st.num_containers // st.concurrency
+        calc = plan.calc
+        avail = job.availability(s, d)  # computed once per stage (trunk behaviour)
+        pieces = list(avail.pieces(s, d))
+        placed: list[Interval] = []
+        lo, hi = s, d
+        while to_place > 0 and lo + dur <= hi:
+            max_gang = to_place
+            if job.left:
+                seg_end = lo + dur
+                for a, b, r in pieces:
+                    if b <= lo:
+                        continue
+                    t = max(a, lo)
+                    if t >= lo + dur:
+                        break
+                    n = calc.gangs(r, gang, to_place)
+                    if n <= max_gang:
+                        max_gang = n
+                        seg_end = b
+                    if max_gang <= 0:
+                        break
+                block = (lo, lo + dur)
+            else:
+                seg_start = hi - dur
+                for a, b, r in reversed(pieces):
+                    if a >= hi:
+                        continue
+                    end = min(b, hi)
+                    if end < hi - dur:
+                        break
+                    n = calc.gangs(r, gang, to_place)
+                    if n <= max_gang:
+                        max_gang = n
+                        seg_start = a
+                    if max_gang <= 0:
+                        break
+                block = (hi - dur, hi)
+            if max_gang > 0:
+                to_place -= max_gang
+                res = rmul(gang, max_gang)
+                job.placed.add(block[0], block[1], res)
+                placed.append((block[0], block[1], res))
+            if job.left:
+                lo = min(seg_end, lo + dur)
+            else:
+                hi = max(seg_start, hi - dur)
+        if to_place == 0:
+            return placed
+        for a, b, r in placed:
+            job.placed.remove(a, b, r)
+        return None
+
+
+def _no_gap_contiguous(intervals: list[Interval]) -> bool:
+    """Endpoints of the non-zero intervals, each shared one cancelled: exactly two must remain."""
+    ends: set[int] = set()
+    for a, b, r in intervals:
+        if r == (0, 0):
+            continue
+        ends ^= {a}
+        ends ^= {b}
+    return len(ends) == 2
+
+
+class IterativePlanner(ReservationAgent):
+    """Trunk's IterativePlanner (contract §7.1) with a window rule and a stage allocator."""
+
+    def __init__(self, name: str, allocate_left: bool, allocator: StageAllocator, by_demand: bool = False) -> None:
+        self.name = name
+        self.left = allocate_left
+        self.allocator = allocator
+        self.by_demand = by_demand
+
+    def plan_job(
+        self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition,
+        old: ReservationAllocation | None,
+    ) -> ReservationAllocation:
+        job = JobContext(plan, rid, user, definition, old, self.left)
+        interp = definition.interpreter
+        stages = list(enumerate(definition.stages))
+        if not self.left:
+            stages.reverse()
+        arrival, deadline = definition.arrival, definition.deadline
+        block_lo: int | None = None  # start of what is placed (ORDER windows)
+        block_hi: int | None = None  # end of what is placed
+        for idx, st in stages:
+            validate_stage(plan, st)
+            if st.duration <= 0:
+                # deviation (§12 row 4): placed with nothing, never sent to the allocator
+                if interp == R_ANY:
+                    break
+                continue
+            a, d = arrival, deadline
+            if interp in (R_ORDER, R_ORDER_NO_GAP) and block_lo is not None and block_hi is not None:
+                if self.left:
+                    a = block_hi
+                else:
+                    d = block_lo
+            if self.by_demand and interp in (R_ORDER, R_ORDER_NO_GAP):
+                a, d = self._by_demand(plan, definition, idx, st, a, d)
+            cur = self.allocator.allocate(job, st, a, d)
+            if cur is None:
+                if interp == R_ANY:
+                    continue
+                raise PlanningException(NOT_SATISFIABLE)
+            nz = [(x, y, r) for x, y, r in cur if r != (0, 0)]
+            if nz:
+                c_lo = min(x for x, _y, _r in nz)
+                c_hi = max(y for _x, y, _r in nz)
+                if interp == R_ORDER_NO_GAP:
+                    if block_lo is not None and block_hi is not None:
+                        touches = block_hi >= c_lo if self.left else c_hi >= block_lo
+                        if not touches:
+                            raise PlanningException(NO_GAP_VIOLATED)
+                    if not _no_gap_contiguous(nz):
+                        raise PlanningException(NO_GAP_VIOLATED)
+                block_lo = c_lo if block_lo is None else min(block_lo, c_lo)
+                block_hi = c_hi if block_hi is None else max(block_hi, c_hi)
+            if interp == R_ANY:
+                break
+        if job.placed.is_empty() or not job.placed.nonzero_pieces():
+            raise PlanningException(NOT_SATISFIABLE)
+        return build_allocation(rid, user, definition, job.placed, arrival, deadline)
+
+    def _by_demand(
+        self, plan: InMemoryPlan, definition: ReservationDefinition, idx: int, st: Stage, a: int, d: int
+    ) -> tuple[int, int]:
+        """StageExecutionIntervalByDemand (contract §7.2)."""
+        step = plan.step
+        stages = definition.stages
+        rest = stages[idx:] if self.left else stages[: idx + 1]
+        total_dur = sum(round_up(s.duration, step) for s in rest)
+        weights = [float(s.duration) * float(s.capability[0]) * float(s.num_containers) for s in rest]
+        wsum = sum(weights)
+        mine = float(st.duration) * float(st.capability[0]) * float(st.num_containers)
+        share = mine / wsum if wsum > 0 else 0.0
+        slack = (d - a) - total_dur
+        if self.left:
+            hi = round_down(int(a + round_up(st.duration, step) + slack * share), step)
+            return a, hi
+        lo = round_up(int(d - round_up(st.duration, step) - slack * share), step)
+        return lo, d
+
+
+def greedy_left() -> IterativePlanner:
+    return IterativePlanner("greedy-left", True, GreedyStageAllocator())
+
+
+def greedy_right() -> IterativePlanner:
+    return IterativePlanner("greedy-right", False, GreedyStageAllocator())
+
+
+__all__ = ["GreedyStageAllocator", "IterativePlanner", "JobContext", "R_ALL", "greedy_left", "greedy_right"]

@@ -1,0 +1,280 @@
+"""The RM reservation REST API as request handlers (contract §5): `(status, body)` in, YARN's JSON out.
+
+`ReservationSystem` holds the plan, its agent, replanner and plan follower, the id sequence and
+the id -> queue record of accepted submissions. Its five handlers (`new_reservation`, `submit`,
+`update`, `delete`, `list`) take the authenticated user (None = unauthenticated) and the request
+body or query parameters exactly as received, and return the HTTP status and the JSON body. The
+replay and the HTTP service share them, so both answer identically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apportion.reservation.agents import ReservationAgent
+from apportion.reservation.definition import (
+    BadRequest,
+    ReservationDefinition,
+    ReservationId,
+    parse_definition,
+    parse_java_long,
+)
+from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.follower import PlanFollower
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.replanner import SimpleCapacityReplanner
+from apportion.reservation.stepfn import LONG_MAX, Res
+from apportion.reservation.validate import ValidationError, validate_definition
+
+Response = tuple[int, Any]
+
+UNAUTHENTICATED = "Unable to obtain user name, user not authenticated"
+NO_QUEUE = "The queue is not specified. Please try again with a valid reservable queue."
+
+
+def error(status: int, message: str) -> Response:
+    """YARN's RemoteException body for an error status."""
+    if status == 401:
+        name, java = "AuthorizationException", "org.apache.hadoop.security.authorize.AuthorizationException"
+    elif status == 404:
+        name, java = "IOException", "java.io.IOException"
+    else:
+        name, java = "BadRequestException", "org.apache.hadoop.yarn.webapp.BadRequestException"
+    return status, {"RemoteException": {"exception": name, "message": message, "javaClassName": java}}
+
+
+def res_json(r: Res) -> dict[str, int]:
+    return {"memory": r[0], "vCores": r[1]}
+
+
+def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dict[str, Any]:
+    """ReservationInfo, one entry of the list reply (contract §5.3)."""
+    out: dict[str, Any] = {
+        "reservation-id": str(r.id),
+        "user": r.user,
+        "acceptance-time": r.acceptance_time,
+    }
+    if include_allocations:
+        out["resource-allocations"] = [
+            {"resource": res_json(v), "startTime": a, "endTime": b} for a, b, v in r.intervals
+        ]
+    else:
+        out["resource-allocations"] = []
+    if r.definition is not None:
+        out["reservation-definition"] = r.definition.to_json()
+    return out
+
+
+class ReservationSystem:
+    """One reservable queue's plan behind YARN's REST semantics."""
+
+    def __init__(
+        self,
+        plan: InMemoryPlan,
+        agent: ReservationAgent | None,
+        replanner: SimpleCapacityReplanner | None = None,
+        cluster: tuple[Res, float] | None = None,
+        cluster_timestamp: int = 1_700_000_000_000,
+    ) -> None:
+        self.plan = plan
+        self.agent = agent
+        self.replanner = replanner
+        self.cluster = cluster
+        self.follower = PlanFollower(plan, replanner, cluster)
+        self.cluster_timestamp = cluster_timestamp
+        self._seq = 0
+        #: id -> queue of every accepted submit; never removed (contract §5.6)
+        self.queue_of: dict[ReservationId, str] = {}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def plan_for(self, queue: str) -> InMemoryPlan | None:
+        q = self.plan.queue
+        return self.plan if queue in (q, f"root.{q}") else None
+
+    @staticmethod
+    def _not_managed(queue: str) -> str:
+        return (
+            f"The specified queue: {queue} is not managed by reservation system. "
+            "Please try again with a valid reservable queue."
+        )
+
+    @staticmethod
+    def _body(body: Any) -> dict[str, Any]:
+        if body is None:
+            raise BadRequest("Missing request body: expected a JSON object")
+        if not isinstance(body, dict):
+            raise BadRequest("Invalid request body: expected a JSON object")
+        return body
+
+    @staticmethod
+    def _opt_str(body: dict[str, Any], key: str) -> str | None:
+        v = body.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str):
+            raise BadRequest(f"Invalid value for {key}: expected a string")
+        return v
+
+    def _definition(self, body: dict[str, Any]) -> ReservationDefinition:
+        if body.get("reservation-definition") is None:
+            raise BadRequest("Input ReservationDefinition should not be null")
+        return parse_definition(body["reservation-definition"])
+
+    # -- handlers -----------------------------------------------------------------------------
+    def new_reservation(self, user: str | None) -> Response:
+        """POST /reservation/new-reservation."""
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        while True:
+            self._seq += 1
+            rid = ReservationId(self.cluster_timestamp, self._seq)
+            if rid not in self.queue_of and rid not in self.plan.reservations:
+                break
+        return 200, {"reservation-id": str(rid)}
+
+    def submit(self, user: str | None, body: Any) -> Response:
+        """POST /reservation/submit (202 on success, no content)."""
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            b = self._body(body)
+            definition = self._definition(b)
+            queue = self._opt_str(b, "queue")
+            rid_s = self._opt_str(b, "reservation-id")
+            rid = ReservationId.parse(rid_s) if rid_s is not None else None
+            if rid is None:
+                raise BadRequest(
+                    "Reservation id cannot be null. Please try again specifying  a valid reservation id by "
+                    "creating a new reservation id."
+                )
+            if not queue:
+                raise BadRequest(NO_QUEUE)
+            plan = self.plan_for(queue)
+            if plan is None:
+                raise BadRequest(self._not_managed(queue))
+            validate_definition(plan, definition, plan.now)
+        except BadRequest as e:
+            return error(e.status, e.message)
+        except ValidationError as e:
+            return error(400, e.message)
+        existing = plan.get(rid)
+        if existing is not None:
+            if existing.definition == definition:
+                return 202, None
+            return error(
+                400,
+                f"Reservation allocation already exists with the reservation id {rid}, but a different "
+                "reservation definition was provided. Please try again with a new reservation id, or consider "
+                "updating the reservation instead.",
+            )
+        if self.agent is None:
+            return error(400, f"No reservation agent is configured for queue {plan.queue}.")
+        try:
+            ok = self.agent.create(plan, rid, user, definition)
+        except PlanningException as e:
+            return error(400, e.java_string())
+        except PlanIllegalArgument as e:
+            return error(400, e.message)
+        if not ok:
+            return error(400, f"Unable to create reservation: {rid}")
+        self.queue_of[rid] = plan.queue
+        if self.cluster is not None and definition.arrival - plan.now < plan.step:
+            self.follower.step(plan.now)
+        return 202, None
+
+    def update(self, user: str | None, body: Any) -> Response:
+        """POST /reservation/update (200 {} on success)."""
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            b = self._body(body)
+            definition = self._definition(b)
+            rid_s = self._opt_str(b, "reservation-id")
+            if rid_s is None:
+                raise BadRequest("Update operations must specify an existing ReservaitonId")
+            rid = ReservationId.parse(rid_s)
+            queue = self.queue_of.get(rid)
+            if queue is None:
+                raise BadRequest(
+                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
+                )
+            plan = self.plan_for(queue)
+            if plan is None:
+                raise BadRequest(self._not_managed(queue))
+            validate_definition(plan, definition, plan.now)
+        except BadRequest as e:
+            return error(e.status, e.message)
+        except ValidationError as e:
+            return error(400, e.message)
+        if self.agent is None:
+            return error(400, f"No reservation agent is configured for queue {plan.queue}.")
+        try:
+            ok = self.agent.update(plan, rid, user, definition)
+        except PlanningException as e:
+            return error(400, e.java_string())
+        except PlanIllegalArgument as e:
+            return error(400, e.message)
+        if not ok:
+            return error(400, f"Unable to update reservation: {rid}")
+        return 200, {}
+
+    def delete(self, user: str | None, body: Any) -> Response:
+        """POST /reservation/delete (200 {} on success)."""
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            b = self._body(body)
+            rid_s = self._opt_str(b, "reservation-id")
+            rid = ReservationId.parse(rid_s) if rid_s is not None else None
+            if rid is None:
+                raise BadRequest("Missing reservation id. Please try again by specifying a reservation id.")
+            queue = self.queue_of.get(rid)
+            if queue is None:
+                raise BadRequest(
+                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
+                )
+            plan = self.plan_for(queue)
+            if plan is None:
+                raise BadRequest(self._not_managed(queue))
+        except BadRequest as e:
+            return error(e.status, e.message)
+        try:
+            plan.delete_reservation(rid)
+        except PlanIllegalArgument as e:
+            return error(400, e.message)
+        return 200, {}
+
+    def list(self, user: str | None, query: dict[str, str]) -> Response:
+        """GET /reservation/list with exactly the given query parameters."""
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            start = self._time_param(query, "start-time", 0)
+            end = self._time_param(query, "end-time", -1)
+            start = max(start, 0)
+            if end < 0:
+                end = LONG_MAX
+            include = str(query.get("include-resource-allocations", "false")).lower() == "true"
+            if end < start:
+                raise BadRequest("The specified end time must be greater than the specified start time.")
+            queue = query.get("queue", "default")
+            if not queue:
+                raise BadRequest(NO_QUEUE)
+            plan = self.plan_for(queue)
+            if plan is None:
+                raise BadRequest(self._not_managed(queue))
+            rid_s = query.get("reservation-id", "")
+            rid = ReservationId.parse(rid_s) if rid_s else None
+        except BadRequest as e:
+            return error(e.status, e.message)
+        found = plan.get_reservations(rid, (start, end), None)
+        return 200, {"reservations": [reservation_info(r, include) for r in found]}
+
+    @staticmethod
+    def _time_param(query: dict[str, str], key: str, default: int) -> int:
+        if key not in query:
+            return default
+        try:
+            return parse_java_long(str(query[key]).strip())
+        except ValueError:
+            raise BadRequest(f"Invalid value for query parameter {key}: {query[key]!r} is not a number") from None

@@ -1,0 +1,93 @@
+"""`apportion plan replay CASE.json [--output json]` (the reservation replay contract)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from apportion.reservation.replay import Replay, run_case
+
+_BARS = " .:-=+*#%@"
+
+
+def _timeline(replay: Replay, rid_text: str, width: int = 40) -> list[str]:
+    """A small text timeline of one reservation's allocation (share of plan memory per column)."""
+    from apportion.reservation.definition import BadRequest, ReservationId
+
+    try:
+        rid = ReservationId.parse(rid_text)
+    except BadRequest:
+        return []
+    r = replay.plan.get(rid)
+    if r is None:
+        return []
+    lines = []
+    lo, hi = (0, r.period) if r.period > 0 else (r.start, r.end)
+    cap_mem = max(replay.plan.capacity[0], 1)
+    if hi > lo:
+        cols = []
+        for c in range(width):
+            t = lo + (hi - lo) * c // width
+            v = r.rle.at(t)
+            frac = min(1.0, max(0.0, v[0] / cap_mem))
+            cols.append(_BARS[min(len(_BARS) - 1, round(frac * (len(_BARS) - 1)))] if v != (0, 0) else " ")
+        what = f"offsets [0, {r.period})" if r.period > 0 else f"[{lo}, {hi})"
+        lines.append(f"      |{''.join(cols)}| {what}")
+    for a, b, v in r.rle.nonzero_pieces():
+        if r.period <= 0 and (b <= r.start or a >= r.end):
+            continue
+        lines.append(f"      [{a}, {b}) <memory:{v[0]}, vCores:{v[1]}>")
+    return lines
+
+
+def _summary(obs: dict[str, Any]) -> str:
+    rest = {k: v for k, v in obs.items() if k not in ("op", "allocations")}
+    s = json.dumps(rest, separators=(", ", ": "))
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
+def render_step(replay: Replay, i: int, st: Any, obs: dict[str, Any]) -> list[str]:
+    """One step of the readable report: the step, its result, and a timeline when a reservation is in."""
+    out = [f"[{i}] {obs['op']}: {_summary(obs)}"]
+    rid = None
+    if obs.get("exists"):
+        body = st.get("body") if isinstance(st, dict) else None
+        if isinstance(body, dict):
+            rid = body.get("reservation-id")
+        elif isinstance(st, dict):
+            rid = st.get("reservationId")
+    elif obs["op"] in ("addAllocation", "updateAllocation") and obs.get("accepted"):
+        rid = st.get("reservationId")
+    if isinstance(rid, str):
+        out.extend(_timeline(replay, rid))
+    return out
+
+
+def register(group: click.Group) -> None:
+    """Add the `plan` command group to the top-level CLI."""
+
+    @group.group("plan")
+    def plan() -> None:
+        """YARN's reservation system: plans, agents, sharing policies."""
+
+    @plan.command("replay")
+    @click.argument("case", type=click.Path(dir_okay=False))
+    @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                  help="json prints exactly one JSON object: {\"steps\": [...]}.")
+    def replay_cmd(case: str, output: str) -> None:
+        """Run the steps of CASE.json against a fresh reservation system and print what happened."""
+        from apportion.cli import run_guarded
+
+        def body() -> None:
+            if output == "json":
+                _replay, observations = run_case(case)
+                click.echo(json.dumps({"steps": observations}))
+                return
+            lines: list[str] = []
+            replay, _obs = run_case(case, lambda r, i, st, obs: lines.extend(render_step(r, i, st, obs)))
+            header = f"plan {replay.plan.queue}: agent {replay.agent_name}, policy {replay.plan.policy.name}"
+            click.echo("\n".join([header, *lines]))
+
+        run_guarded(body)

@@ -1,0 +1,201 @@
+"""The plan follower (contract §11): publishes the plan into a capacity queue tree, one step at a time.
+
+`PlanFollower.step(t)` is one synchronisation of YARN's CapacitySchedulerPlanFollower at clock t:
+each active reservation gets a child queue of the plan queue (named by its id) whose capacity is
+its share of the plan at t, the default child `<queue>-default` gets what is left, expired
+reservation queues are drained (applications moved to the default queue, or killed), and
+completed reservations are archived. The returned `FollowerState` carries every child queue and,
+per active reservation, its resources and share, so a simulator can mirror them into its own tree.
+
+Capacities are fractions of the plan queue, computed in single precision as YARN does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from apportion.reservation.definition import ReservationId
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.replanner import SimpleCapacityReplanner
+from apportion.reservation.stepfn import ZERO, Res, f32, radd, round_up
+
+#: CSQueueUtils.EPSILON: tolerance of "the children's capacities sum to at most 1"
+EPSILON = f32(0.0001)
+
+
+@dataclass
+class ChildQueue:
+    """A child queue of the plan queue: a reservation queue, or the default queue."""
+
+    name: str
+    capacity: float = 0.0
+    max_capacity: float = 0.0
+    apps: list[str] = field(default_factory=list)
+    expired: bool = False
+
+
+@dataclass(frozen=True)
+class ReservationShare:
+    """One active reservation at the synchronisation time."""
+
+    id: ReservationId
+    user: str | None
+    resources: Res  # its resources at the (rounded) time
+    capacity: float  # its queue's capacity, a fraction of the plan queue
+    max_capacity: float
+    gang: bool
+
+
+@dataclass(frozen=True)
+class QueueView:
+    name: str
+    capacity: float
+    max_capacity: float
+    apps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FollowerState:
+    """What one synchronisation published."""
+
+    now: int  # the clock rounded up to the plan step
+    plan_capacity: Res
+    default_queue: str
+    default_share: float
+    active: tuple[ReservationShare, ...]
+    queues: dict[str, QueueView]
+    replanned: tuple[ReservationId, ...]
+    archived: tuple[ReservationId, ...]
+    moved_apps: tuple[str, ...]
+
+
+class PlanFollower:
+    """YARN's CapacitySchedulerPlanFollower for one plan."""
+
+    def __init__(
+        self,
+        plan: InMemoryPlan,
+        replanner: SimpleCapacityReplanner | None = None,
+        cluster: tuple[Res, float] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.replanner = replanner
+        self.cluster = cluster
+        self.default_queue = f"{plan.queue}-default"
+        # the default child exists from the start with capacity 1.0 and maximum 1.0
+        self.queues: dict[str, ChildQueue] = {self.default_queue: ChildQueue(self.default_queue, 1.0, 1.0)}
+
+    # -- applications --------------------------------------------------------------------------
+    def submit_app(self, app_id: str, queue: str) -> bool:
+        """Place an application directly into an existing child queue."""
+        q = self.queues.get(queue)
+        if q is None:
+            return False
+        q.apps.append(app_id)
+        return True
+
+    def app_finished(self, app_id: str) -> bool:
+        for q in self.queues.values():
+            if app_id in q.apps:
+                q.apps.remove(app_id)
+                return True
+        return False
+
+    # -- synchronisation ----------------------------------------------------------------------
+    def _sum_children(self) -> float:
+        total = 0.0
+        for q in self.queues.values():
+            total = f32(total + q.capacity)
+        return total
+
+    def _set_entitlement(self, q: ChildQueue, capacity: float, max_capacity: float) -> bool:
+        """CapacityScheduler.setEntitlement: refused when the children would sum above 1."""
+        if capacity < 0 or capacity > 1.0:
+            return False
+        new_sum = f32(f32(self._sum_children() - q.capacity) + capacity)
+        if not (new_sum >= 0 and new_sum < 1.0 + EPSILON):
+            return False
+        q.capacity = capacity
+        q.max_capacity = max_capacity
+        return True
+
+    def step(self, clock: int) -> FollowerState:
+        """One synchronisation at `clock` (contract §11)."""
+        plan = self.plan
+        now = round_up(clock, plan.step)
+        if self.cluster is not None:
+            res, frac = self.cluster
+            f = f32(frac)
+            plan.set_capacity((int(res[0] * f), int(res[1] * f)))
+        cap = plan.capacity
+        calc = plan.calc
+        active = plan.reservations_at(now)
+        reserved = ZERO
+        for r in active:
+            reserved = radd(reserved, r.resources_at(now))
+        replanned: list[ReservationId] = []
+        if self.replanner is not None and calc.greater(reserved, cap, cap):
+            replanned = self.replanner.plan(plan, clock)
+        active_names = {str(r.id) for r in active}
+
+        # expired reservation queues: capacity 0, applications moved (or being killed)
+        moved: list[str] = []
+        for name in list(self.queues):
+            if name == self.default_queue or name in active_names:
+                continue
+            q = self.queues[name]
+            q.capacity = 0.0
+            q.max_capacity = 0.0
+            q.expired = True
+            if plan.move_on_expiry and q.apps:
+                moved.extend(q.apps)
+                self.queues[self.default_queue].apps.extend(q.apps)
+                q.apps.clear()
+            if not q.apps:
+                del self.queues[name]
+
+        default = self.queues[self.default_queue]
+        self._set_entitlement(default, 0.0, 1.0)
+
+        def held(r: ReservationAllocation) -> Res:
+            q = self.queues.get(str(r.id))
+            if q is None:
+                return ZERO
+            return (int(cap[0] * q.capacity), int(cap[1] * q.capacity))
+
+        def delta(r: ReservationAllocation) -> tuple[int, int, ReservationId]:
+            now_res = r.resources_at(now)
+            h = held(r)
+            return (now_res[0] - h[0], now_res[1] - h[1], r.id)
+
+        shares: list[ReservationShare] = []
+        total = 0.0
+        for r in sorted(active, key=delta):
+            name = str(r.id)
+            if name not in self.queues:
+                self.queues[name] = ChildQueue(name)
+            q = self.queues[name]
+            q.expired = False
+            now_res = r.resources_at(now)
+            target = 0.0
+            if cap[0] > 0 and cap[1] > 0:
+                target = calc.ratio(now_res, cap)
+            max_cap = target if r.contains_gangs() else 1.0
+            same = q.capacity == target and q.max_capacity == max_cap
+            if not same:
+                self._set_entitlement(q, target, max_cap)
+            total = f32(total + target)
+            shares.append(ReservationShare(r.id, r.user, now_res, q.capacity, q.max_capacity, r.gang))
+        self._set_entitlement(default, f32(1.0 - total), 1.0)
+        archived = plan.archive_completed(now)
+        return FollowerState(
+            now=now,
+            plan_capacity=cap,
+            default_queue=self.default_queue,
+            default_share=default.capacity,
+            active=tuple(shares),
+            queues={n: QueueView(n, q.capacity, q.max_capacity, tuple(q.apps)) for n, q in sorted(self.queues.items())},
+            replanned=tuple(replanned),
+            archived=tuple(archived),
+            moved_apps=tuple(moved),
+        )

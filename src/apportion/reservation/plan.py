@@ -1,0 +1,368 @@
+"""The plan: YARN's InMemoryPlan (contract §8).
+
+It holds the accepted reservations, the committed load (non-periodic, and periodic kept modulo
+maxPeriodicity), the per-user consumption, the capacity and the configuration. Every query and
+every update works on step functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from apportion.reservation.definition import ReservationDefinition, ReservationId
+from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.stepfn import (
+    LONG_MAX,
+    ZERO,
+    Calculator,
+    PeriodicStepFunction,
+    Res,
+    StepFunction,
+    merge,
+    merge_pieces,
+    radd,
+    rsub,
+)
+
+if TYPE_CHECKING:
+    from apportion.reservation.policies import SharingPolicy
+
+Interval = tuple[int, int, Res]
+
+
+def fold_intervals(intervals: Iterable[Interval], period: int) -> StepFunction:
+    """Sum of intervals taken modulo period, on offsets `[0, period)` (a piece past the end wraps)."""
+    pieces: list[Interval] = []
+    for a, b, r in intervals:
+        if b <= a or r == ZERO:
+            continue
+        length = b - a
+        if length >= period:
+            pieces.append((0, period, r))
+            continue
+        o = a % period
+        if o + length <= period:
+            pieces.append((o, o + length, r))
+        else:
+            # contract §7.1 item 6 / §12 row 1: keep the wrapped part instead of losing it
+            pieces.append((o, period, r))
+            pieces.append((0, o + length - period, r))
+    return StepFunction.from_intervals(pieces)
+
+
+@dataclass
+class ReservationAllocation:
+    """An accepted (or candidate) reservation: YARN's InMemoryReservationAllocation.
+
+    `intervals` are the stored allocation entries, as the list endpoint reports them; `rle` is
+    their sum (absolute times, or offsets in `[0, period)` when periodic).
+    """
+
+    id: ReservationId
+    user: str | None
+    definition: ReservationDefinition | None
+    start: int
+    end: int
+    intervals: list[Interval]
+    period: int = 0
+    gang: bool = False
+    acceptance_time: int = -1
+    rle: StepFunction = field(default_factory=StepFunction)
+
+    def __post_init__(self) -> None:
+        if self.rle.is_empty() and self.intervals:
+            if self.period > 0:
+                self.rle = fold_intervals(self.intervals, self.period)
+            else:
+                self.rle = StepFunction.from_intervals(self.intervals)
+
+    def resources_at(self, t: int) -> Res:
+        """Zero outside `[start, end)`; inside it, the allocation at t (t mod period if periodic)."""
+        if t < self.start or t >= self.end:
+            return ZERO
+        if self.period > 0:
+            return self.rle.at(t % self.period)
+        return self.rle.at(t)
+
+    def over_time(self, s: int, e: int) -> StepFunction:
+        """The allocation over `[s, e)`; periodic reservations count every recurrence in the range."""
+        if self.period > 0:
+            p = PeriodicStepFunction(self.period)
+            p.base = self.rle
+            return p.unrolled(s, e)
+        return self.rle.clip(s, e)
+
+    def first_change_unrolled_at_or_before(self, t: int) -> int | None:
+        if self.period <= 0:
+            return self.rle.last_change_at_or_before(t)
+        p = PeriodicStepFunction(self.period)
+        p.base = self.rle
+        return p.last_change_at_or_before(t)
+
+    def contains_gangs(self) -> bool:
+        return self.gang
+
+
+class InMemoryPlan:
+    """YARN's InMemoryPlan for one reservable queue."""
+
+    def __init__(
+        self,
+        queue: str,
+        capacity: Res,
+        *,
+        step: int = 1000,
+        calculator: Calculator | None = None,
+        minimum_allocation: Res = (1024, 1),
+        maximum_allocation: Res = (8192, 4),
+        policy: SharingPolicy | None = None,
+        max_periodicity: int = 86_400_000,
+        now: int = 0,
+        move_on_expiry: bool = True,
+    ) -> None:
+        from apportion.reservation.policies import CapacityOverTimePolicy
+
+        if step <= 0:
+            raise ValueError("plan step must be positive")
+        if max_periodicity <= 0:
+            raise ValueError("maxPeriodicity must be positive")
+        self.queue = queue
+        self.capacity: Res = capacity
+        self.step = step
+        self.calc = calculator or Calculator("default")
+        self.minimum_allocation = minimum_allocation
+        self.maximum_allocation = maximum_allocation
+        self.policy: SharingPolicy = policy or CapacityOverTimePolicy(1.0, 1.0, 86_400_000)
+        self.max_periodicity = max_periodicity
+        self.now = now
+        self.move_on_expiry = move_on_expiry
+        self.reservations: dict[ReservationId, ReservationAllocation] = {}
+        self.load = StepFunction()
+        self.periodic_load = PeriodicStepFunction(max_periodicity)
+        self.user_load: dict[str, StepFunction] = {}
+        self.user_periodic: dict[str, PeriodicStepFunction] = {}
+
+    # -- load bookkeeping ---------------------------------------------------------------------
+    def _apply(self, res: ReservationAllocation, sign: int) -> None:
+        user = res.user or ""
+        if res.period > 0:
+            per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
+            p = res.period
+            pieces = res.rle.nonzero_pieces()
+            for k in range(self.max_periodicity // p):
+                for a, b, r in pieces:
+                    rr = r if sign > 0 else (-r[0], -r[1])
+                    self.periodic_load.add(a + k * p, b + k * p, rr)
+                    per_user.add(a + k * p, b + k * p, rr)
+            if per_user.is_empty():
+                del self.user_periodic[user]
+        else:
+            ul = self.user_load.setdefault(user, StepFunction())
+            for a, b, r in res.rle.nonzero_pieces():
+                rr = r if sign > 0 else (-r[0], -r[1])
+                self.load.add(a, b, rr)
+                ul.add(a, b, rr)
+            if ul.is_empty():
+                del self.user_load[user]
+
+    # -- queries ------------------------------------------------------------------------------
+    def total_at(self, t: int) -> Res:
+        """getTotalCommittedResources: non-periodic load at t plus periodic load at t mod T."""
+        return radd(self.load.at(t), self.periodic_load.at(t))
+
+    def user_at(self, user: str, t: int) -> Res:
+        """getConsumptionForUser at t (non-periodic plus periodic)."""
+        a = self.user_load.get(user)
+        b = self.user_periodic.get(user)
+        r = a.at(t) if a is not None else ZERO
+        if b is not None:
+            r = radd(r, b.at(t))
+        return r
+
+    def committed_over(self, s: int, e: int) -> StepFunction:
+        """Total committed load over `[s, e)` as a step function."""
+        if self.periodic_load.is_empty():
+            return self.load.clip(s, e)
+        return merge(self.load, self.periodic_load, s, e, radd)
+
+    def user_over(self, user: str, s: int, e: int) -> StepFunction:
+        """The user's consumption over `[s, e)`."""
+        a = self.user_load.get(user)
+        b = self.user_periodic.get(user)
+        if a is None and b is None:
+            return StepFunction()
+        if b is None:
+            assert a is not None
+            return a.clip(s, e)
+        if a is None:
+            return b.unrolled(s, e)
+        return merge(a, b, s, e, radd)
+
+    def last_end_time(self) -> int:
+        """End of the last non-zero piece of the non-periodic load, or -1 (contract §3.4, §12 row 9)."""
+        return self.load.last_nonzero_end()
+
+    def get(self, rid: ReservationId | None) -> ReservationAllocation | None:
+        return self.reservations.get(rid) if rid is not None else None
+
+    def reservations_at(self, t: int) -> list[ReservationAllocation]:
+        """The reservations active at t (§8.5 with the interval [t, t])."""
+        return self.get_reservations(None, (t, t), None)
+
+    def get_reservations(
+        self, rid: ReservationId | None, interval: tuple[int, int] | None, user: str | None
+    ) -> list[ReservationAllocation]:
+        """getReservations(id, interval, user) of contract §8.5, sorted by id."""
+        if rid is not None:
+            r = self.reservations.get(rid)
+            return [r] if r is not None else []
+        s, e = interval if interval is not None else (0, LONG_MAX)
+        out = []
+        for r in self.reservations.values():
+            if user and r.user != user:
+                continue
+            if matches_interval(r, s, e):
+                out.append(r)
+        out.sort(key=lambda r: r.id)
+        return out
+
+    # -- availability (§8.3) ------------------------------------------------------------------
+    def available(self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0) -> StepFunction:
+        """Availability for user over the closed range `[s, e]` (returned on `[s, e + 1)`).
+
+        Raises PlanningException when the plan is already over-committed in the range, or when the
+        period does not divide maxPeriodicity or is shorter than the range.
+        """
+        if period <= 0:
+            return self._available_once(user, old_id, s, e)
+        T = self.max_periodicity
+        if T % period != 0:
+            raise PlanningException(
+                f"The reservation periodicity ({period}) must be an exact divider of the system maxPeriod ({T})"
+            )
+        if period < e - s:
+            raise PlanningException(
+                f"Invalid input: (end - start) = ({e} - {s}) = {e - s} > period = {period}"
+            )
+        acc = self._available_once(user, old_id, s, e)
+        cap = self.capacity
+        calc = self.calc
+
+        def cmin(a: Res, b: Res) -> Res:
+            return calc.rmin(a, b, cap)
+
+        for k in range(1, T // period):
+            shifted = self._available_once(user, old_id, s + k * period, e + k * period)
+            back = StepFunction.from_intervals(
+                (a - k * period, b - k * period, r) for a, b, r in shifted.pieces(s + k * period, e + 1 + k * period)
+                if r != ZERO
+            )
+            acc = merge(acc, back, s, e + 1, cmin)
+        return acc
+
+    def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
+        cap = self.capacity
+        committed = self.committed_over(s, e + 1)
+        net_pieces = []
+        for a, b, r in committed.pieces(s, e + 1):
+            v = rsub(cap, r)
+            if v[0] < 0 or v[1] < 0:
+                raise PlanningException(
+                    "RLESparseResourceAllocation: merge failed as the resulting "
+                    "RLESparseResourceAllocation would be negative"
+                )
+            net_pieces.append((a, b, v))
+        net = StepFunction.from_intervals(net_pieces)
+        old = self.reservations.get(old_id) if old_id is not None else None
+        if old is not None:
+            net.add_function(old.over_time(s, e + 1))
+        return self.policy.available_resources(net, self, user, old_id, s, e)
+
+    # -- edits (§8.2) -------------------------------------------------------------------------
+    def add_reservation(self, res: ReservationAllocation, is_recovering: bool = False) -> bool:
+        """addReservation: user set, id new, policy validates, acceptance time = clock."""
+        if res.user is None:
+            raise PlanIllegalArgument(f"The specified Reservation with ID {res.id} is not mapped to any user")
+        if res.id in self.reservations:
+            raise PlanIllegalArgument(f"The specified Reservation with ID {res.id} already exists", "AlreadyExists")
+        if not is_recovering:
+            self.policy.validate(self, res)
+        res.acceptance_time = self.now
+        self.reservations[res.id] = res
+        self._apply(res, +1)
+        return True
+
+    def update_reservation(self, res: ReservationAllocation) -> bool:
+        """updateReservation: validate with the old version in place, swap, roll back on failure."""
+        cur = self.reservations.get(res.id)
+        if cur is None:
+            raise PlanIllegalArgument(
+                f"The specified Reservation with ID {res.id} does not exist in the plan", "DoesNotExist"
+            )
+        self.policy.validate(self, res)
+        self._remove(cur)
+        try:
+            self.add_reservation(res)
+        except (PlanningException, PlanIllegalArgument):
+            # rollback: the old version goes back (YARN re-adds it, so it gets a new acceptance time)
+            self.add_reservation(cur, is_recovering=True)
+            return False
+        return True
+
+    def delete_reservation(self, rid: ReservationId) -> bool:
+        cur = self.reservations.get(rid)
+        if cur is None:
+            raise PlanIllegalArgument(
+                f"The specified Reservation with ID {rid} does not exist in the plan", "DoesNotExist"
+            )
+        self._remove(cur)
+        return True
+
+    def _remove(self, res: ReservationAllocation) -> None:
+        del self.reservations[res.id]
+        self._apply(res, -1)
+
+    def archive_completed(self, tick: int, valid_window: int | None = None) -> list[ReservationId]:
+        """archiveCompletedReservations: drop non-periodic reservations with end <= tick - window (§8.4)."""
+        w = self.policy.valid_window() if valid_window is None else valid_window
+        limit = tick - w
+        gone = sorted(r.id for r in self.reservations.values() if r.period <= 0 and r.end <= limit)
+        for rid in gone:
+            self._remove(self.reservations[rid])
+        return gone
+
+    def set_capacity(self, capacity: Res) -> None:
+        self.capacity = capacity
+
+
+def java_rem(a: int, b: int) -> int:
+    """Java's % (the sign of the dividend)."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def matches_interval(r: ReservationAllocation, s: int, e: int) -> bool:
+    """The list filter of contract §5.4 (shared with getReservations)."""
+    if r.period <= 0:
+        return r.start <= e and r.end > s
+    if r.start > e:
+        return False
+    p = r.period
+    if e - s > p:
+        return True
+    shift = java_rem(r.start, p)
+    pe = java_rem(r.end - shift, p)
+    qs = java_rem(s - shift, p)
+    qe = java_rem(e - shift, p)
+    return qe < pe or qs < pe or qs > qe
+
+
+__all__ = [
+    "InMemoryPlan",
+    "ReservationAllocation",
+    "fold_intervals",
+    "matches_interval",
+    "merge_pieces",
+]

@@ -1,0 +1,329 @@
+"""Sharing policies (contract §9): None, NoOverCommit and CapacityOverTime.
+
+A policy does two things: it lowers the availability an agent sees (`available_resources`, only
+CapacityOverTime does, with its instantaneous per-user cap) and it validates a reservation the
+plan is about to add (`validate`). All of it is computed on step functions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+from apportion.reservation.definition import ReservationId
+from apportion.reservation.exceptions import (
+    MismatchedUserException,
+    PlanningException,
+    PlanningQuotaException,
+    ResourceOverCommitException,
+    wrap_quota,
+)
+from apportion.reservation.stepfn import (
+    LONG_MAX,
+    PeriodicStepFunction,
+    Res,
+    StepFunction,
+    f32,
+    f32_str,
+    merge,
+    merge_pieces,
+    rsub,
+)
+
+if TYPE_CHECKING:
+    from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+
+
+def yarn_fraction(fraction: float) -> float:
+    """A fraction as YARN holds it: a float percentage divided by 100 in single precision (§9)."""
+    return f32(f32(100.0 * fraction) / f32(100.0))
+
+
+def scaled_limit(cap: Res, phi: float) -> Res:
+    """`floor(capacity_component * phi)` with the product in double precision (Resources.multiply)."""
+    return (int(cap[0] * phi), int(cap[1] * phi))
+
+
+class SharingPolicy(ABC):
+    """YARN's SharingPolicy."""
+
+    name = "None"
+
+    @abstractmethod
+    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+        """Raise a PlanningException when the plan must not accept res."""
+
+    def available_resources(
+        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+    ) -> StepFunction:
+        """Lower the plan availability for user over the closed range `[s, e]` (default: unchanged)."""
+        return net
+
+    @abstractmethod
+    def valid_window(self) -> int:
+        """How long after their end reservations are kept (archiving, §8.4)."""
+
+
+class NoPolicy(SharingPolicy):
+    """Accept everything; window 0 (§9.1)."""
+
+    name = "None"
+
+    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+        return None
+
+    def valid_window(self) -> int:
+        return 0
+
+
+def _check_user(plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    old = plan.reservations.get(res.id)
+    if old is not None and old.user != res.user:
+        raise MismatchedUserException(
+            f"Updating an existing reservation with mismatched user:{old.user} != {res.user}"
+        )
+
+
+class NoOverCommitPolicy(SharingPolicy):
+    """The reservation must fit, component-wise and at every time, in the availability (§9.2)."""
+
+    name = "NoOverCommit"
+
+    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+        _check_user(plan, res)
+        avail = plan.available(res.user, res.id, res.start, res.end, res.period)
+        ask = res.over_time(res.start, res.end + 1)
+        for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
+            if r[0] < 0 or r[1] < 0:
+                raise ResourceOverCommitException(
+                    f"Resources at time {res.start} would be overcommitted by accepting reservation: {res.id}"
+                )
+
+    def valid_window(self) -> int:
+        return 0
+
+
+class CapacityOverTimePolicy(NoOverCommitPolicy):
+    """YARN's default policy: per-user instantaneous and sliding-window average limits (§9.3).
+
+    `instantaneous` and `average` are fractions of the plan capacity (1.0 = 100 %), `window` is in ms.
+    """
+
+    name = "CapacityOverTime"
+
+    def __init__(self, instantaneous: float = 1.0, average: float = 1.0, window: int = 86_400_000) -> None:
+        if window <= 0:
+            raise ValueError("the CapacityOverTime window must be positive")
+        self.max_inst = yarn_fraction(instantaneous)
+        self.max_avg = yarn_fraction(average)
+        self.window = window
+
+    def valid_window(self) -> int:
+        return self.window
+
+    def available_resources(
+        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+    ) -> StepFunction:
+        cap = plan.capacity
+        limit = scaled_limit(cap, self.max_inst)
+        used = plan.user_over(user or "", s, e + 1)
+        old = plan.reservations.get(old_id) if old_id is not None else None
+        if old is not None:
+            used = merge(used, old.over_time(s, e + 1), s, e + 1, rsub)
+        quota = StepFunction.from_intervals([(s, e + 1, limit)])
+        quota.add_function(used, -1)
+        calc = plan.calc
+
+        def cmin(a: Res, b: Res) -> Res:
+            return calc.rmin(a, b, cap)
+
+        return merge(net, quota, s, e + 1, cmin)
+
+    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+        try:
+            super().validate(plan, res)
+        except PlanningQuotaException as p:
+            raise wrap_quota(p) from None
+        except PlanningException as p:
+            raise wrap_quota(p) from None
+        if not self._average_ok(plan, res):
+            raise PlanningQuotaException(
+                f"Integral (avg over time) quota capacity {f32_str(self.max_avg)} over a window of "
+                f"{self.window // 1000} seconds,  would be exceeded by accepting reservation: {res.id}"
+            )
+
+    # -- the integral check -------------------------------------------------------------------
+    def _average_ok(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+        W = self.window
+        cs = res.start - W
+        ce = res.end + W
+        user = res.user or ""
+        old = plan.reservations.get(res.id)
+
+        has_np = user in plan.user_load
+        has_p = user in plan.user_periodic
+        consumption: list[tuple[int, Res | None]]
+        if has_np or has_p:
+            if (has_np and has_p) or old is not None:
+                # a merge over [cs, ce]: clamped at cs, closed by an undefined value at ce
+                f = plan.user_over(user, cs, ce)
+                if old is not None:
+                    f = merge(f, old.over_time(cs, ce), cs, ce, _add)
+                consumption = _clamped(f, cs, ce)
+            else:
+                fn = plan.user_load[user] if has_np else None
+                if fn is not None:
+                    consumption = _overlapping(fn, fn.last_change_at_or_before(cs), cs, ce)
+                else:
+                    consumption = _periodic_overlapping(plan.user_periodic[user], cs, ce)
+        else:
+            consumption = []
+
+        if res.period > 0:
+            pf = PeriodicStepFunction(res.period)
+            pf.base = res.rle
+            mine = _periodic_overlapping(pf, cs, ce)
+        else:
+            mine = _overlapping(res.rle, res.rle.last_change_at_or_before(cs), cs, ce)
+
+        f_map = _merge_maps(consumption, mine)
+        if not f_map:
+            return True
+        # grid G: the change points plus k + i*W inside every segment followed by a defined value
+        grid: dict[int, Res | None] = {}
+        for (k, v), (k2, v2) in zip(f_map, f_map[1:]):
+            if v2 is None:
+                continue
+            for i in range(1, (k2 - k) // W + 1):
+                grid[k + i * W] = v
+        for k, v in f_map:
+            grid[k] = v
+        up: list[tuple[int, Res]] = []
+        down: list[tuple[int, Res]] = []
+        prev_t = f_map[0][0]
+        pm = pv = 0
+        tm = tv = 0
+        for g in sorted(grid):
+            tm += pm * (g - prev_t)
+            tv += pv * (g - prev_t)
+            a = (_round_half_up(tm, W), _round_half_up(tv, W))
+            up.append((g, a))
+            down.append((g + W, a))
+            v = grid[g]
+            pm, pv = (v if v is not None else (0, 0))
+            prev_t = g
+        limit = scaled_limit(plan.capacity, self.max_avg)
+        return _integral_within(up, down, cs, ce, limit)
+
+
+def _add(a: Res, b: Res) -> Res:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def _round_half_up(n: int, d: int) -> int:
+    """Math.round(n / d) for exact integers."""
+    return (2 * n + d) // (2 * d)
+
+
+def _clamped(f: StepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
+    """YARN's merge over [cs, ce]: first entry clamped at cs, an undefined entry at ce."""
+    out: list[tuple[int, Res | None]] = []
+    for a, _b, r in f.pieces(cs, ce):
+        if not out or out[-1][1] != r:
+            out.append((a, r))
+    out.append((ce, None))
+    return out
+
+
+def _overlapping(f: StepFunction, first: int | None, cs: int, ce: int) -> list[tuple[int, Res | None]]:
+    """getRangeOverlapping(cs, ce): from the last change at or before cs (or the first change), to ce."""
+    pts = f.breakpoints()
+    if not pts:
+        return []
+    start = first if first is not None else pts[0][0]
+    return [(t, v) for t, v in pts if start <= t <= ce]
+
+
+def _periodic_overlapping(pf: PeriodicStepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
+    """The unrolled periodic function from its last change at or before cs up to ce."""
+    if pf.is_empty():
+        return []
+    first = pf.last_change_at_or_before(cs)
+    assert first is not None
+    return [(a, r) for a, _b, r in pf.pieces(first, ce + 1)]
+
+
+def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]) -> list[tuple[int, Res | None]]:
+    """RLESparseResourceAllocation.merge(add) over [Long.MIN, Long.MAX] of two breakpoint maps."""
+    if not a:
+        return b
+    if not b:
+        return a
+    out: list[tuple[int, Res | None]] = []
+    i = j = 0
+    la: Res | None = None
+    lb: Res | None = None
+    while i < len(a) or j < len(b):
+        if j >= len(b) or (i < len(a) and a[i][0] < b[j][0]):
+            t, la = a[i]
+            i += 1
+        elif i >= len(a) or b[j][0] < a[i][0]:
+            t, lb = b[j]
+            j += 1
+        else:
+            t, la = a[i]
+            lb = b[j][1]
+            i += 1
+            j += 1
+        if la is None:
+            v = lb
+        elif lb is None:
+            v = la
+        else:
+            v = (la[0] + lb[0], la[1] + lb[1])
+        if not out or v is None or out[-1][1] != v:
+            out.append((t, v))
+    out.append((LONG_MAX, None))
+    return out
+
+
+def _integral_within(
+    up: list[tuple[int, Res]], down: list[tuple[int, Res]], cs: int, ce: int, limit: Res
+) -> bool:
+    """A(g1) - A(g2) <= limit component-wise at every time of [cs, ce] (both lists sorted)."""
+    events = sorted({t for t, _ in up} | {t for t, _ in down})
+    iu = idn = 0
+    cu: Res = (0, 0)
+    cd: Res = (0, 0)
+    for t in [cs] + [t for t in events if cs < t <= ce]:
+        while iu < len(up) and up[iu][0] <= t:
+            cu = up[iu][1]
+            iu += 1
+        while idn < len(down) and down[idn][0] <= t:
+            cd = down[idn][1]
+            idn += 1
+        if cu[0] - cd[0] > limit[0] or cu[1] - cd[1] > limit[1]:
+            return False
+    return True
+
+
+def make_policy(spec: dict | None) -> SharingPolicy:
+    """A policy from the replay's `policy` object (contract §2.2); ValueError on a bad one."""
+    if spec is None:
+        return CapacityOverTimePolicy()
+    kind = spec.get("type")
+    if kind == "CapacityOverTime":
+        inst = spec.get("instantaneousMaxCapacity", 1.0)
+        avg = spec.get("averageCapacity", 1.0)
+        window = spec.get("window", 86_400_000)
+        for k, v in (("instantaneousMaxCapacity", inst), ("averageCapacity", avg)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"policy.{k} must be a number")
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise ValueError("policy.window must be a positive integer (ms)")
+        return CapacityOverTimePolicy(float(inst), float(avg), window)
+    if kind == "NoOverCommit":
+        return NoOverCommitPolicy()
+    if kind == "None":
+        return NoPolicy()
+    raise ValueError(f"policy.type must be CapacityOverTime, NoOverCommit or None, not {kind!r}")

@@ -1,0 +1,509 @@
+"""Resources over time: YARN's RLESparseResourceAllocation as a run-length step function.
+
+A `StepFunction` maps sorted breakpoints to values; a value holds from its breakpoint until the next
+one, and the function is zero before the first breakpoint. The map is kept canonical (no breakpoint
+whose value equals the value just before it), so two functions are equal exactly when they describe
+the same function, and removing what was added restores the map byte for byte.
+
+Every operation costs time proportional to the breakpoints it touches, never to time steps: an
+interval update touches the breakpoints inside the interval, a merge walks the union of two
+breakpoint lists.
+
+Values are YARN resources, `(memory, vCores)` integer pairs (`Res`). `Calculator` holds the two
+notions of "bigger" of the contract (§2.3): YARN's DefaultResourceCalculator (memory only) and its
+DominantResourceCalculator, both relative to a reference capacity.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Iterable, Iterator
+
+from sortedcontainers import SortedDict
+
+Res = tuple[int, int]
+ZERO: Res = (0, 0)
+
+#: Long.MAX_VALUE: "unbounded" in YARN times
+LONG_MAX = 9223372036854775807
+
+
+def radd(a: Res, b: Res) -> Res:
+    """Component-wise sum."""
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def rsub(a: Res, b: Res) -> Res:
+    """Component-wise difference (may go negative)."""
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def rneg(a: Res) -> Res:
+    return (-a[0], -a[1])
+
+
+def rmul(a: Res, k: int) -> Res:
+    return (a[0] * k, a[1] * k)
+
+
+def fits_in(a: Res, b: Res) -> bool:
+    """YARN's Resources.fitsIn: a <= b in every component (the admission test, contract §2.3 item 2)."""
+    return a[0] <= b[0] and a[1] <= b[1]
+
+
+def fmt_res(r: Res) -> str:
+    """YARN's Resource.toString: `<memory:M, vCores:V>`."""
+    return f"<memory:{r[0]}, vCores:{r[1]}>"
+
+
+def f32(x: float) -> float:
+    """Round a double to single precision (YARN keeps percentages and shares as Java floats)."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def f32_str(x: float) -> str:
+    """Java's Float.toString, for messages that print a float."""
+    if x != x:
+        return "NaN"
+    if x == 0:
+        return "0.0"
+    # shortest decimal that round-trips in single precision
+    digits = 1
+    while digits < 12:
+        s = f"{x:.{digits}g}"
+        if f32(float(s)) == x:
+            break
+        digits += 1
+    v = float(s)
+    if 1e-3 <= abs(v) < 1e7:
+        out = repr(v)
+        if "e" in out or "E" in out:
+            out = f"{v:f}".rstrip("0")
+        if "." not in out:
+            out += ".0"
+        if out.endswith("."):
+            out += "0"
+        return out
+    mant, exp = f"{v:.{max(digits - 1, 1)}e}".split("e")
+    mant = mant.rstrip("0")
+    if mant.endswith("."):
+        mant += "0"
+    return f"{mant}E{int(exp)}"
+
+
+class Calculator:
+    """YARN's resource calculators (contract §2.3).
+
+    `default` orders by memory only; `dominant` by dominant share of the reference capacity. Ties
+    of min/max return the first operand, as YARN's Resources.min/max do.
+    """
+
+    def __init__(self, kind: str = "default") -> None:
+        if kind not in ("default", "dominant"):
+            raise ValueError(f"unknown resource calculator {kind!r}")
+        self.kind = kind
+
+    def compare(self, a: Res, b: Res, ref: Res) -> int:
+        """-1, 0 or 1 as a is smaller than, equal to or bigger than b."""
+        if self.kind == "default":
+            return (a[0] > b[0]) - (a[0] < b[0])
+        if a == b:
+            return 0
+        if ref[0] == 0 or ref[1] == 0:
+            # YARN: with a zero reference component only a component-wise dominance orders them
+            if a[0] >= b[0] and a[1] >= b[1]:
+                return 1
+            if a[0] <= b[0] and a[1] <= b[1]:
+                return -1
+            return 0
+        sa = (a[0] / ref[0], a[1] / ref[1])
+        sb = (b[0] / ref[0], b[1] / ref[1])
+        da, db = max(sa), max(sb)
+        if da != db:
+            return 1 if da > db else -1
+        la, lb = min(sa), min(sb)
+        return (la > lb) - (la < lb)
+
+    def greater(self, a: Res, b: Res, ref: Res) -> bool:
+        return self.compare(a, b, ref) > 0
+
+    def rmin(self, a: Res, b: Res, ref: Res) -> Res:
+        return a if self.compare(a, b, ref) <= 0 else b
+
+    def rmax(self, a: Res, b: Res, ref: Res) -> Res:
+        return a if self.compare(a, b, ref) >= 0 else b
+
+    def ratio(self, a: Res, b: Res) -> float:
+        """a / b as YARN's calculator ratio, in single precision; 0 when b has a zero component used."""
+        if self.kind == "default":
+            if b[0] == 0:
+                return 0.0
+            return f32(f32(a[0]) / f32(b[0]))
+        if b[0] == 0 or b[1] == 0:
+            return 0.0
+        return f32(max(f32(a[0]) / f32(b[0]), f32(a[1]) / f32(b[1])))
+
+    def gangs(self, avail: Res, gang: Res, cap: int) -> int:
+        """How many gangs fit in avail, at most cap: exact floor division (contract §2.3, §12 row 8)."""
+        if self.kind == "default":
+            if gang[0] <= 0:
+                return cap if avail[0] >= 0 else min(cap, -1)
+            return min(cap, avail[0] // gang[0])
+        best: int | None = None
+        for a, g in zip(avail, gang):
+            if g > 0:
+                n = a // g
+                best = n if best is None else min(best, n)
+        if best is None:
+            return cap if avail[0] >= 0 and avail[1] >= 0 else min(cap, -1)
+        return min(cap, best)
+
+    def is_positive(self, a: Res, ref: Res) -> bool:
+        """Resources.greaterThan(calc, ref, a, ZERO)."""
+        return self.compare(a, ZERO, ref) > 0
+
+
+class StepFunction:
+    """A piecewise-constant resource function of time on sorted breakpoints (canonical form)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, points: Iterable[tuple[int, Res]] | None = None) -> None:
+        self._d: SortedDict = SortedDict()
+        if points is not None:
+            prev = ZERO
+            for t, v in sorted(points):
+                if v != prev:
+                    self._d[t] = v
+                    prev = v
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_intervals(cls, intervals: Iterable[tuple[int, int, Res]]) -> StepFunction:
+        """Sum of constant pieces `[start, end)`, overlapping pieces add up."""
+        deltas: dict[int, list[int]] = {}
+        for s, e, r in intervals:
+            if s >= e or r == ZERO:
+                continue
+            d = deltas.setdefault(s, [0, 0])
+            d[0] += r[0]
+            d[1] += r[1]
+            d = deltas.setdefault(e, [0, 0])
+            d[0] -= r[0]
+            d[1] -= r[1]
+        f = cls()
+        m = v = 0
+        prev = ZERO
+        for t in sorted(deltas):
+            m += deltas[t][0]
+            v += deltas[t][1]
+            cur = (m, v)
+            if cur != prev:
+                f._d[t] = cur
+                prev = cur
+        return f
+
+    def copy(self) -> StepFunction:
+        f = StepFunction()
+        f._d = self._d.copy()
+        return f
+
+    # -- queries ------------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepFunction) and list(self._d.items()) == list(other._d.items())
+
+    def __hash__(self) -> int:  # pragma: no cover - mutable, never hashed
+        raise TypeError("StepFunction is mutable")
+
+    def __repr__(self) -> str:
+        return f"StepFunction({list(self._d.items())!r})"
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def is_empty(self) -> bool:
+        return not self._d
+
+    def breakpoints(self) -> list[tuple[int, Res]]:
+        return list(self._d.items())
+
+    def at(self, t: int) -> Res:
+        """The value at time t."""
+        d = self._d
+        i = d.bisect_right(t) - 1
+        if i < 0:
+            return ZERO
+        return d.peekitem(i)[1]
+
+    def first_change(self) -> int | None:
+        return self._d.peekitem(0)[0] if self._d else None
+
+    def last_change(self) -> int | None:
+        return self._d.peekitem(-1)[0] if self._d else None
+
+    def last_change_at_or_before(self, t: int) -> int | None:
+        d = self._d
+        i = d.bisect_right(t) - 1
+        return d.peekitem(i)[0] if i >= 0 else None
+
+    def next_change_after(self, t: int) -> int | None:
+        d = self._d
+        i = d.bisect_right(t)
+        return d.peekitem(i)[0] if i < len(d) else None
+
+    def last_nonzero_end(self) -> int:
+        """End of the last non-zero piece, or -1 (contract §3.4 lastEndTime, §12 row 9)."""
+        d = self._d
+        if not d:
+            return -1
+        t, v = d.peekitem(-1)
+        if v != ZERO:
+            return LONG_MAX
+        return t
+
+    def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
+        """The constant pieces covering `[s, e)` in time order, zero pieces included."""
+        if s >= e:
+            return
+        d = self._d
+        i = d.bisect_right(s) - 1
+        cur = d.peekitem(i)[1] if i >= 0 else ZERO
+        a = s
+        keys = d.keys()
+        j = i + 1
+        n = len(d)
+        while j < n:
+            k = keys[j]
+            if k >= e:
+                break
+            if k > a:
+                yield (a, k, cur)
+                a = k
+            cur = d[k]
+            j += 1
+        yield (a, e, cur)
+
+    def nonzero_pieces(self) -> list[tuple[int, int, Res]]:
+        """All maximal constant non-zero pieces."""
+        out: list[tuple[int, int, Res]] = []
+        items = list(self._d.items())
+        for (t, v), (t2, _) in zip(items, items[1:]):
+            if v != ZERO:
+                out.append((t, t2, v))
+        if items and items[-1][1] != ZERO:
+            out.append((items[-1][0], LONG_MAX, items[-1][1]))
+        return out
+
+    def integral(self, s: int, e: int) -> tuple[int, int]:
+        """Exact integral of each component over `[s, e)`."""
+        m = v = 0
+        for a, b, r in self.pieces(s, e):
+            m += r[0] * (b - a)
+            v += r[1] * (b - a)
+        return (m, v)
+
+    def fits_under(self, other: StepFunction, s: int, e: int) -> bool:
+        """self(t) <= other(t) component-wise for every t in `[s, e)`."""
+        return all(r[0] <= 0 and r[1] <= 0 for _a, _b, r in merge_pieces(self, other, s, e, rsub))
+
+    # -- updates ------------------------------------------------------------------------------
+    def add(self, s: int, e: int, r: Res) -> None:
+        """Add r on `[s, e)`; cost proportional to the breakpoints inside the interval."""
+        if s >= e or r == ZERO:
+            return
+        d = self._d
+        if s not in d:
+            d[s] = self.at(s)
+        if e not in d:
+            d[e] = self.at(e)
+        rm, rv = r
+        for k in list(d.irange(s, e, inclusive=(True, False))):
+            v = d[k]
+            d[k] = (v[0] + rm, v[1] + rv)
+        self._coalesce(s)
+        self._coalesce(e)
+
+    def remove(self, s: int, e: int, r: Res) -> None:
+        """Subtract r on `[s, e)`."""
+        self.add(s, e, (-r[0], -r[1]))
+
+    def add_function(self, other: StepFunction, sign: int = 1) -> None:
+        """self += sign * other, piece by piece."""
+        for a, b, r in other.nonzero_pieces():
+            self.add(a, b, r if sign > 0 else rneg(r))
+
+    def _coalesce(self, t: int) -> None:
+        d = self._d
+        i = d.bisect_left(t)
+        if i >= len(d) or d.peekitem(i)[0] != t:
+            return
+        prev = d.peekitem(i - 1)[1] if i > 0 else ZERO
+        if d.peekitem(i)[1] == prev:
+            del d[t]
+
+    def clip(self, s: int, e: int) -> StepFunction:
+        """The function restricted to `[s, e)` (zero elsewhere)."""
+        return StepFunction.from_intervals((a, b, r) for a, b, r in self.pieces(s, e) if r != ZERO)
+
+
+def merge_pieces(
+    a: StepFunction | PeriodicStepFunction,
+    b: StepFunction | PeriodicStepFunction,
+    s: int,
+    e: int,
+    op: Callable[[Res, Res], Res],
+) -> Iterator[tuple[int, int, Res]]:
+    """Pieces of op(a, b) over `[s, e)`, walking the union of both breakpoint lists."""
+    ia = a.pieces(s, e)
+    ib = b.pieces(s, e)
+    pa = next(ia, None)
+    pb = next(ib, None)
+    t = s
+    while pa is not None and pb is not None and t < e:
+        end = min(pa[1], pb[1])
+        yield (t, end, op(pa[2], pb[2]))
+        t = end
+        if pa[1] == end:
+            pa = next(ia, None)
+        if pb[1] == end:
+            pb = next(ib, None)
+
+
+def merge(
+    a: StepFunction | PeriodicStepFunction,
+    b: StepFunction | PeriodicStepFunction,
+    s: int,
+    e: int,
+    op: Callable[[Res, Res], Res],
+) -> StepFunction:
+    """op(a, b) on `[s, e)` as a new step function (zero outside)."""
+    f = StepFunction()
+    d = f._d
+    prev = ZERO
+    last_end = s
+    for t0, t1, r in merge_pieces(a, b, s, e, op):
+        if r != prev:
+            d[t0] = r
+            prev = r
+        last_end = t1
+    if prev != ZERO:
+        d[last_end] = ZERO
+    return f
+
+
+def madd(a: StepFunction, b: StepFunction) -> StepFunction:
+    """a + b everywhere."""
+    f = a.copy()
+    f.add_function(b)
+    return f
+
+
+class PeriodicStepFunction:
+    """A step function that repeats with period T (YARN's PeriodicRLESparseResourceAllocation).
+
+    The base function lives on offsets `[0, T)`; an interval that passes T wraps to `[0, ...)`.
+    """
+
+    __slots__ = ("period", "base")
+
+    def __init__(self, period: int) -> None:
+        if period <= 0:
+            raise ValueError("period must be positive")
+        self.period = period
+        self.base = StepFunction()
+
+    def copy(self) -> PeriodicStepFunction:
+        p = PeriodicStepFunction(self.period)
+        p.base = self.base.copy()
+        return p
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PeriodicStepFunction) and self.period == other.period and self.base == other.base
+
+    def __hash__(self) -> int:  # pragma: no cover
+        raise TypeError("PeriodicStepFunction is mutable")
+
+    def is_empty(self) -> bool:
+        return self.base.is_empty()
+
+    def add(self, s: int, e: int, r: Res) -> None:
+        """Add r on `[s, e)` taken modulo the period (the length must not exceed the period)."""
+        length = e - s
+        if length <= 0 or r == ZERO:
+            return
+        T = self.period
+        if length > T:
+            raise ValueError(f"interval of length {length} is longer than the period {T}")
+        s0 = s % T
+        if s0 + length <= T:
+            self.base.add(s0, s0 + length, r)
+        else:
+            self.base.add(s0, T, r)
+            self.base.add(0, s0 + length - T, r)
+
+    def remove(self, s: int, e: int, r: Res) -> None:
+        self.add(s, e, rneg(r))
+
+    def at(self, t: int) -> Res:
+        return self.base.at(t % self.period)
+
+    def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
+        """Pieces over `[s, e)` of the unrolled function (merged across period boundaries)."""
+        if s >= e:
+            return
+        T = self.period
+        if self.base.is_empty():
+            yield (s, e, ZERO)
+            return
+        pend: tuple[int, int, Res] | None = None
+        k = s // T
+        while k * T < e:
+            lo = max(s, k * T)
+            hi = min(e, (k + 1) * T)
+            for a, b, r in self.base.pieces(lo - k * T, hi - k * T):
+                piece = (a + k * T, b + k * T, r)
+                if pend is not None and pend[2] == r and pend[1] == piece[0]:
+                    pend = (pend[0], piece[1], r)
+                else:
+                    if pend is not None:
+                        yield pend
+                    pend = piece
+            k += 1
+        if pend is not None:
+            yield pend
+
+    def unrolled(self, s: int, e: int) -> StepFunction:
+        """The function over `[s, e)` as a plain step function (zero outside)."""
+        return StepFunction.from_intervals((a, b, r) for a, b, r in self.pieces(s, e) if r != ZERO)
+
+    def last_change_at_or_before(self, t: int) -> int | None:
+        """Latest breakpoint of the unrolled function at or before t."""
+        if self.base.is_empty():
+            return None
+        T = self.period
+        k, off = divmod(t, T)
+        c = self.base.last_change_at_or_before(off)
+        if c is not None:
+            return k * T + c
+        last = self.base.last_change()
+        assert last is not None
+        return (k - 1) * T + last
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+def round_up(t: int, step: int) -> int:
+    """Round t up to a multiple of step (YARN's stepRoundUp)."""
+    return ceil_div(t, step) * step
+
+
+def round_down(t: int, step: int) -> int:
+    """Round t down to a multiple of step (YARN's stepRoundDown)."""
+    return (t // step) * step
+
+
+def isclose(a: float, b: float) -> bool:  # pragma: no cover - tiny helper for tests
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

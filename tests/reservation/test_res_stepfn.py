@@ -1,0 +1,140 @@
+"""Step functions against a dense per-step array (hypothesis), plus the calculators."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apportion.reservation.stepfn import (
+    ZERO,
+    Calculator,
+    PeriodicStepFunction,
+    StepFunction,
+    f32_str,
+    merge,
+    radd,
+    rsub,
+)
+
+H = 40  # horizon of the dense model
+res = st.tuples(st.integers(-5, 5), st.integers(-5, 5))
+interval = st.tuples(st.integers(0, H), st.integers(0, H), res).map(lambda x: (min(x[0], x[1]), max(x[0], x[1]), x[2]))
+
+
+def dense(ops):
+    arr = [ZERO] * (H + 1)
+    for s, e, r in ops:
+        for t in range(s, e):
+            arr[t] = radd(arr[t], r)
+    return arr
+
+
+def build(ops):
+    f = StepFunction()
+    for s, e, r in ops:
+        f.add(s, e, r)
+    return f
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(interval, max_size=12))
+def test_add_matches_dense_and_is_canonical(ops):
+    f = build(ops)
+    arr = dense(ops)
+    assert [f.at(t) for t in range(H + 1)] == arr
+    assert f.at(-1) == ZERO
+    pts = f.breakpoints()
+    prev = ZERO
+    for _t, v in pts:
+        assert v != prev  # canonical: no redundant breakpoint
+        prev = v
+    assert f == StepFunction.from_intervals(ops)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(interval, max_size=10), st.lists(interval, max_size=10))
+def test_remove_restores_exactly(base, extra):
+    f = build(base)
+    before = f.breakpoints()
+    for s, e, r in extra:
+        f.add(s, e, r)
+    for s, e, r in reversed(extra):
+        f.remove(s, e, r)
+    assert f.breakpoints() == before
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(interval, max_size=8), st.lists(interval, max_size=8), st.integers(0, H), st.integers(0, H))
+def test_merge_ops_match_dense(a_ops, b_ops, x, y):
+    s, e = min(x, y), max(x, y)
+    a, b = build(a_ops), build(b_ops)
+    da, db = dense(a_ops), dense(b_ops)
+    calc = Calculator("default")
+    ref = (10, 10)
+    ops = {
+        "add": (radd, radd),
+        "sub": (rsub, rsub),
+        "min": (lambda p, q: calc.rmin(p, q, ref), lambda p, q: calc.rmin(p, q, ref)),
+        "max": (lambda p, q: calc.rmax(p, q, ref), lambda p, q: calc.rmax(p, q, ref)),
+    }
+    for fn, dn in ops.values():
+        m = merge(a, b, s, e, fn)
+        for t in range(H + 1):
+            want = dn(da[t], db[t]) if s <= t < e else ZERO
+            assert m.at(t) == want
+    # min/max over an interval, and the exact integral
+    if e > s:
+        vals = [da[t] for t in range(s, e)]
+        assert max(v[0] for _a, _b, v in a.pieces(s, e)) == max(v[0] for v in vals)
+        assert min(v[1] for _a, _b, v in a.pieces(s, e)) == min(v[1] for v in vals)
+        assert a.integral(s, e) == (sum(v[0] for v in vals), sum(v[1] for v in vals))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.lists(st.tuples(st.integers(-30, 30), st.integers(1, 12), res), max_size=6),
+       st.integers(-30, 30), st.integers(0, 40))
+def test_periodic_matches_dense(period, ops, s, length):
+    p = PeriodicStepFunction(period)
+    base = [ZERO] * period
+    for a, ln, r in ops:
+        ln = min(ln, period)
+        p.add(a, a + ln, r)
+        for t in range(a, a + ln):
+            base[t % period] = radd(base[t % period], r)
+    for t in range(-30, 30):
+        assert p.at(t) == base[t % period]
+    u = p.unrolled(s, s + length)
+    for t in range(s - 2, s + length + 2):
+        want = base[t % period] if s <= t < s + length else ZERO
+        assert u.at(t) == want
+    c = p.last_change_at_or_before(s)
+    if not p.is_empty():
+        assert c is not None and c <= s
+
+
+def test_add_touches_only_breakpoints_in_range():
+    f = StepFunction()
+    f.add(0, 10**15, (1, 1))  # a huge interval costs two breakpoints, not 10**15 steps
+    f.add(5, 10**12, (2, 0))
+    assert f.breakpoints() == [(0, (1, 1)), (5, (3, 1)), (10**12, (1, 1)), (10**15, ZERO)]
+    assert f.last_nonzero_end() == 10**15
+
+
+def test_calculators():
+    d = Calculator("default")
+    assert d.compare((1024, 9), (1024, 1), (4096, 4)) == 0  # memory only
+    assert d.rmin((1024, 9), (1024, 1), (1, 1)) == (1024, 9)  # tie keeps the first operand
+    assert d.gangs((4096, 0), (1024, 1), 10) == 4
+    dom = Calculator("dominant")
+    ref = (10240, 10)
+    assert dom.compare((1024, 5), (5120, 1), ref) == 0 or dom.compare((1024, 5), (5120, 1), ref) != 0
+    assert dom.compare((1024, 6), (5120, 1), ref) > 0
+    assert dom.gangs((4096, 2), (1024, 1), 10) == 2  # component-wise (deviation §12 row 8)
+    assert dom.ratio((5120, 2), ref) == 0.5
+
+
+def test_java_float_strings():
+    assert f32_str(0.5) == "0.5"
+    assert f32_str(1.0) == "1.0"
+    assert f32_str(0.699999988079071) == "0.7"
+    assert f32_str(0.0001) == "1.0E-4"
