@@ -1,0 +1,526 @@
+"""The discrete-event simulator over the real engine.
+
+The simulator owns the cluster state (jobs, tasks, nodes, the reservation plans) and time. Each
+scheduling step it builds a fresh Snapshot from that state (session objects directly, no YAML),
+runs one real session (`apportion.engine.open_session` / `run_session`) and applies the result:
+
+* binds: the task runs on that node from now and completes `duration` later;
+* evictions (reclaim, preempt): the victim stops; the work it had done is lost and counted; it
+  restarts from scratch as a new pending attempt. A gang (minMember > 1) restarts whole: a
+  distributed job cannot go on without a member, so every running member stops with it;
+* pipelined tasks stay pending; a later session places them once the victims' resources are free;
+* podgroup phases are carried from one session to the next (Pending → Inqueue → Running).
+
+Sessions run on the period grid (t = k × period) but only when something can change: after an
+event (arrival, completion, node event, reservation boundary) or after a session that changed
+something. A session that changed nothing would decide the same again on the same state, so the
+simulator jumps straight to the next event: a month of trace costs sessions in proportion to its
+events, not to its seconds.
+
+Everything is deterministic: events at the same time are ordered by kind then name, jobs by
+(arrival, name), and synthetic workloads come from seeded numpy Generators.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.engine import open_session, run_session
+from apportion.framework.conf import SchedulerConf
+from apportion.resources import CPU, GPU, MEMORY, PODS, Resource
+from apportion.simulation.metrics import Recorder
+from apportion.simulation.reservations import LocalPlan, default_child, follow
+from apportion.simulation.scenario import RESERVATION_ID_KEY, JobSpec, Scenario
+from apportion.simulation.workload import workload
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "sim"
+
+# event kinds, in the order they are applied at the same instant: resources are freed before new
+# demand arrives, and the cluster changes before either
+EV_NODE = 0
+EV_RELEASE = 1
+EV_FINISH = 2
+EV_RESERVATION = 3
+EV_WAKE = 4
+EV_ARRIVAL = 5
+
+
+@dataclass
+class SimTask:
+    """One task (pod) of a job, across its attempts."""
+
+    index: int
+    name: str
+    status: str = "pending"  # pending | running | releasing | done
+    node: str = ""
+    start: float = 0.0
+    attempt: int = 0
+
+
+@dataclass
+class SimJob:
+    """A job (podgroup) and what happened to it."""
+
+    spec: JobSpec
+    uid: str
+    queue: str
+    creation: str
+    priority: int
+    resreq: Resource
+    min_resources: Resource
+    tasks: list[SimTask] = field(default_factory=list)
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    state: str = "waiting"  # waiting | active | done | rejected | killed
+    reservation_id: str = ""
+    first_start: float | None = None
+    last_start: float | None = None
+    finish: float | None = None
+    evictions: int = 0
+    lost_gpu_seconds: float = 0.0
+    lost_cpu_seconds: float = 0.0
+    message: str = ""
+    done_tasks: int = 0
+
+    @property
+    def gpus_per_task(self) -> float:
+        return self.resreq.get(GPU) / 1000.0
+
+
+@dataclass
+class SimulationResult:
+    """Everything the metrics and the report need."""
+
+    scenario: Scenario
+    conf: SchedulerConf
+    jobs: list[SimJob]
+    recorder: Recorder
+    plans: dict[str, LocalPlan]
+    reservation_log: list[dict[str, Any]]
+    sessions: int
+    events: int
+    end_time: float
+    wall_seconds: float
+    warnings: list[str]
+    label: str = ""
+    seed: int = 0
+
+
+class Simulator:
+    """State, event queue and the loop. Build with a scenario; `run()` once."""
+
+    def __init__(self, scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,
+                 label: str = "") -> None:
+        self.sc = scenario
+        self.conf = conf or scenario.conf
+        self.seed = scenario.run.seed if seed is None else seed
+        self.period = scenario.run.period
+        self.label = label
+        self.warnings: list[str] = list(scenario.warnings)
+        self._warned: set[str] = set()
+        self.now = 0.0
+        self.heap: list[tuple[float, int, str, int, Any]] = []
+        self._seq = 0
+        # nodes: live templates by name; failed ones are kept aside until they recover
+        self.nodes: dict[str, NodeInfo] = {n.name: n for n in scenario.nodes}
+        self.failed: dict[str, NodeInfo] = {}
+        self.node_tasks: dict[str, set[tuple[str, int]]] = {n: set() for n in self.nodes}
+        self._node_list: list[NodeInfo] | None = None
+        self.jobs: dict[str, SimJob] = {}
+        self.active: dict[str, SimJob] = {}
+        self.queues = scenario.queues
+        self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
+        self.plans: dict[str, LocalPlan] = {}
+        for qname, pspec in scenario.plans.items():
+            step = pspec.step or self.period
+            self.plans[qname] = LocalPlan(qname, pspec, Resource(), step)
+        self.res_by_name: dict[str, str] = {}  # scenario reservation name -> id (accepted or not)
+        self.res_accepted: dict[str, bool] = {}
+        self.reservation_log: list[dict[str, Any]] = []
+        self.children: dict[str, list[QueueInfo]] = {}
+        self.recorder = Recorder(self)
+        self.sessions = 0
+        self.events = 0
+        self.dirty = True
+        self.last_session: float | None = None
+        self.deserved_report: dict[str, Resource] = {}
+        horizon = scenario.run.horizon
+        for spec in workload(scenario, self.seed):
+            if horizon is None or spec.arrival <= horizon:
+                self._add_job(spec)
+        for i, ev in enumerate(scenario.node_events):
+            self._push(ev.at, EV_NODE, f"node-event-{i:05d}", ev)
+        for r in scenario.reservations:
+            self._push(r.submit_at, EV_RESERVATION, r.name, r)
+
+    # ================================================================= set-up
+    def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self.heap, (t, kind, name, self._seq, payload))
+
+    def _add_job(self, spec: JobSpec) -> None:
+        uid = f"{NAMESPACE}/{spec.name}"
+        prio = self.sc.priority_classes.get(spec.priority_class, 0) if spec.priority_class else 0
+        minres = spec.resources.clone().multi(spec.min_member)
+        minres.scalars.pop(PODS, None)
+        # creation sorts like the arrival time (fixed width) so Volcano's FIFO tie-breaks follow arrivals
+        job = SimJob(spec=spec, uid=uid, queue=spec.queue, creation=f"{spec.arrival:020.3f}", priority=prio,
+                     resreq=spec.resources, min_resources=minres,
+                     tasks=[SimTask(index=i, name=f"{spec.name}-task-{i}") for i in range(spec.tasks)])
+        self.jobs[uid] = job
+        self._push(spec.arrival, EV_ARRIVAL, spec.name, uid)
+
+    def warn(self, msg: str) -> None:
+        if msg not in self._warned:
+            self._warned.add(msg)
+            self.warnings.append(msg)
+
+    # ================================================================= the loop
+    def _grid(self, t: float) -> float:
+        k = math.ceil(t / self.period - 1e-9)
+        return k * self.period
+
+    def run(self, progress: Callable[[float, float], None] | None = None) -> SimulationResult:
+        """Run to the horizon (or until the workload drains and nothing can change)."""
+        wall0 = time.perf_counter()
+        horizon = self.sc.run.horizon if self.sc.run.horizon is not None else math.inf
+        drain = self.sc.run.drain
+        last_arrival = max((j.spec.arrival for j in self.jobs.values()), default=0.0)
+        goal = horizon if math.isfinite(horizon) else max(last_arrival, 1.0)
+        self.recorder.sample(0.0)
+        while True:
+            t_ev = self.heap[0][0] if self.heap else math.inf
+            if self.dirty:
+                t_sess = self._grid(self.now)
+                if self.last_session is not None and t_sess <= self.last_session:
+                    t_sess = self.last_session + self.period
+            else:
+                t_sess = self._grid(t_ev) if math.isfinite(t_ev) else math.inf
+            if min(t_ev, t_sess) == math.inf:
+                break  # nothing left that could change anything
+            if min(t_ev, t_sess) > horizon and (not drain or not self.active):
+                break
+            if not self.active and not self.dirty and all(k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
+                break  # the workload is over; only cluster or plan boundaries remain
+            # events up to and including the session instant come first: a job arriving at t is
+            # seen by the session at t, and a task finishing at t has freed its node by then
+            while self.heap and self.heap[0][0] <= t_sess:
+                t, kind, _name, _seq, payload = heapq.heappop(self.heap)
+                self.now = t
+                self._event(kind, payload)
+                self.events += 1
+            self.now = t_sess
+            self._session()
+            self.recorder.sample(self.now)
+            if progress is not None:
+                progress(self.now, goal)
+        self.recorder.finish(self.now)
+        return SimulationResult(
+            scenario=self.sc, conf=self.conf, jobs=sorted(self.jobs.values(), key=lambda j: (j.spec.arrival, j.uid)),
+            recorder=self.recorder, plans=self.plans, reservation_log=self.reservation_log, sessions=self.sessions,
+            events=self.events, end_time=self.now, wall_seconds=time.perf_counter() - wall0,
+            warnings=self.warnings, label=self.label, seed=self.seed,
+        )
+
+    # ================================================================= events
+    def _event(self, kind: int, payload: Any) -> None:
+        self.dirty = True
+        if kind == EV_ARRIVAL:
+            self._arrive(self.jobs[payload])
+        elif kind == EV_FINISH:
+            uid, idx, attempt = payload
+            self._finish(self.jobs[uid], idx, attempt)
+        elif kind == EV_RELEASE:
+            uid, idx, attempt = payload
+            job = self.jobs[uid]
+            t = job.tasks[idx]
+            if t.status == "releasing" and t.attempt == attempt:
+                self._free(job, t)
+                t.status = "pending" if job.state == "active" else "done"
+        elif kind == EV_NODE:
+            self._node_event(payload)
+        elif kind == EV_RESERVATION:
+            self._submit_reservation(payload)
+        elif kind == EV_WAKE:
+            pass  # a reservation boundary: the follower runs at the next session
+
+    def _arrive(self, job: SimJob) -> None:
+        spec = job.spec
+        if spec.queue in self.plans:
+            plan = self.plans[spec.queue]
+            if spec.reservation:
+                rid = self.res_by_name.get(spec.reservation, "")
+                if not rid or not self.res_accepted.get(spec.reservation):
+                    self._reject(job, f"Application {job.uid} names reservation {spec.reservation!r}, "
+                                      "which was not accepted")
+                    return
+                res = plan.reservations.get(rid)
+                if res is None or not res.active(self.now):
+                    self._reject(job, f"Application {job.uid} submitted to a reservation which is not "
+                                      f"currently active: {rid}")
+                    return
+                job.reservation_id = rid
+                job.queue = rid
+            else:
+                job.queue = default_child(spec.queue)
+        job.state = "active"
+        self.active[job.uid] = job
+
+    def _reject(self, job: SimJob, message: str) -> None:
+        job.state = "rejected"
+        job.message = message
+        self.recorder.event(self.now, job.uid, "Rejected", message)
+
+    def _finish(self, job: SimJob, idx: int, attempt: int) -> None:
+        t = job.tasks[idx]
+        if t.status != "running" or t.attempt != attempt:
+            return  # an attempt that was evicted or killed meanwhile
+        self._free(job, t)
+        t.status = "done"
+        job.done_tasks += 1
+        if job.done_tasks == len(job.tasks):
+            job.state = "done"
+            job.finish = self.now
+            job.phase = PodGroupPhase.COMPLETED
+            self.active.pop(job.uid, None)
+
+    def _free(self, job: SimJob, t: SimTask) -> None:
+        if t.node:
+            self.node_tasks.get(t.node, set()).discard((job.uid, t.index))
+            self.recorder.release(job, t)
+        t.node = ""
+
+    def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
+        """A running task stops now (evicted, killed, node lost): count the lost work."""
+        if t.status != "running":
+            return
+        ran = max(0.0, self.now - t.start)
+        job.lost_gpu_seconds += ran * job.resreq.get(GPU) / 1000.0
+        job.lost_cpu_seconds += ran * job.resreq.get(CPU) / 1000.0
+        t.attempt += 1
+        grace = self.sc.run.eviction_grace
+        if grace > 0 and t.node in self.nodes:
+            t.status = "releasing"
+            self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
+        else:
+            self._free(job, t)
+            t.status = "pending" if restart else "done"
+
+    def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
+        job.evictions += 1
+        self.recorder.eviction(self.now, job, t, reason)
+        victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
+        for v in victims:
+            self._stop(job, v, restart=True)
+
+    def _node_event(self, ev: Any) -> None:
+        if ev.type == "fail":
+            for name in ev.nodes:
+                node = self.nodes.pop(name, None)
+                if node is None:
+                    continue
+                self.failed[name] = node
+                for uid, idx in sorted(self.node_tasks.get(name, set())):
+                    job = self.jobs[uid]
+                    t = job.tasks[idx]
+                    if t.status == "releasing":
+                        self._free(job, t)
+                        t.status = "pending"
+                        continue
+                    self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
+                    job.evictions += 1
+                    for v in ([x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]):
+                        self._stop(job, v, restart=True)
+                self.node_tasks[name] = set()
+        elif ev.type == "recover":
+            for name in ev.nodes:
+                node = self.failed.pop(name, None)
+                if node is not None:
+                    self.nodes[name] = node
+        else:
+            for n in ev.new_nodes:
+                self.nodes[n.name] = n
+                self.node_tasks[n.name] = set()
+        self._node_list = None
+        self.recorder.cluster_changed(self.now)
+
+    def _submit_reservation(self, spec: Any) -> None:
+        plan = self.plans[spec.queue]
+        plan.capacity = self._plan_capacity(spec.queue)
+        result = plan.submit(spec, self.now)
+        self.res_by_name[spec.name] = result.id
+        self.res_accepted[spec.name] = result.accepted
+        entry: dict[str, Any] = {"name": spec.name, "id": result.id, "queue": spec.queue, "user": spec.user,
+                                 "submitted": self.now, "accepted": result.accepted, "message": result.message,
+                                 "window": [spec.arrival, spec.deadline]}
+        if result.reservation is not None:
+            r = result.reservation
+            entry["start"], entry["end"] = r.start, r.end
+            entry["pieces"] = [[s, e, x.to_natural(keep_zero_scalars=False)] for s, e, x in r.pieces]
+            for p in r.change_points():
+                if p >= self.now:
+                    self._push(p, EV_WAKE, r.id, None)
+        self.reservation_log.append(entry)
+        self.recorder.event(self.now, result.id, "ReservationAccepted" if result.accepted else "ReservationRejected",
+                            result.message or f"{spec.name}: accepted")
+
+    def _cluster_total(self) -> Resource:
+        total = Resource()
+        for n in self.nodes.values():
+            total.add(n.allocatable)
+        return total
+
+    def _plan_capacity(self, qname: str) -> Resource:
+        from apportion.simulation.reservations import plan_capacity
+
+        return plan_capacity(self.queues[qname], self._cluster_total())
+
+    # ================================================================= the plan follower
+    def _follow_plans(self) -> None:
+        total = self._cluster_total()
+        for qname, plan in sorted(self.plans.items()):
+            before = {q.name for q in self.children.get(qname, [])}
+            res = follow(plan, self.queues[qname], self.now, total)
+            for rid in res.removed_by_replanner:
+                self.recorder.event(self.now, rid, "ReservationDeleted",
+                                    f"the replanner deleted {rid}: plan capacity of {qname} dropped")
+                for e in self.reservation_log:
+                    if e["id"] == rid:
+                        e["deletedByReplanner"] = self.now
+            self.children[qname] = res.children
+            now_names = {q.name for q in res.children}
+            expired = sorted(before - now_names)
+            if expired:
+                self._expire(qname, plan, set(expired))
+
+    def _expire(self, qname: str, plan: LocalPlan, expired: set[str]) -> None:
+        target = default_child(qname)
+        for job in sorted(self.active.values(), key=lambda j: j.uid):
+            if job.queue not in expired:
+                continue
+            if plan.spec.move_on_expiry:
+                self.recorder.event(self.now, job.uid, "MovedOnExpiry",
+                                    f"reservation {job.queue} expired; moved to {target}")
+                job.queue = target
+            else:
+                self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
+                for t in job.tasks:
+                    if t.status == "running":
+                        self._stop(job, t, restart=False)
+                    elif t.status == "pending":
+                        t.status = "done"
+                job.state = "killed"
+                job.finish = self.now
+                self.active.pop(job.uid, None)
+
+    # ================================================================= one session
+    def _snapshot(self) -> Snapshot:
+        if self._node_list is None:
+            self._node_list = sorted(self.nodes.values(), key=lambda n: n.name)
+        nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
+                          unschedulable=n.unschedulable) for i, n in enumerate(self._node_list)]
+        queues: dict[str, QueueInfo] = {}
+        for name, q in self.queues.items():
+            queues[name] = replace(q, capability=q.capability.clone(), deserved=q.deserved.clone(),
+                                   guarantee=q.guarantee.clone())
+        for kids in self.children.values():
+            for q in kids:
+                queues[q.name] = replace(q, capability=q.capability.clone(), deserved=q.deserved.clone(),
+                                         guarantee=q.guarantee.clone())
+        if self.hierarchical:
+            queues.setdefault(ROOT_QUEUE, QueueInfo(name=ROOT_QUEUE, reclaimable=False))
+        jobs: dict[str, JobInfo] = {}
+        for uid in sorted(self.active):
+            sj = self.active[uid]
+            ji = JobInfo(uid=uid, name=sj.spec.name, namespace=NAMESPACE, queue=sj.queue,
+                         min_available=sj.spec.min_member, min_resources=sj.min_resources.clone(),
+                         priority=sj.priority, priority_class_name=sj.spec.priority_class, phase=sj.phase,
+                         creation=sj.creation,
+                         annotations={RESERVATION_ID_KEY: sj.reservation_id} if sj.reservation_id else {})
+            for t in sj.tasks:
+                if t.status == "pending":
+                    status, node = TaskStatus.PENDING, ""
+                elif t.status == "running":
+                    status, node = TaskStatus.RUNNING, t.node
+                elif t.status == "releasing":
+                    status, node = TaskStatus.RELEASING, t.node
+                else:
+                    status, node = TaskStatus.SUCCEEDED, ""
+                ji.add_task(TaskInfo(
+                    uid=f"{NAMESPACE}/{t.name}", name=t.name, namespace=NAMESPACE, job=uid,
+                    resreq=sj.resreq.clone(), status=status, node_name=node, priority=sj.priority,
+                    raw_priority=sj.priority, priority_class_name=sj.spec.priority_class,
+                    preemptable=sj.spec.preemptable, creation=sj.creation,
+                    nonzero_cpu=sj.resreq.cpu or 100.0, nonzero_memory=sj.resreq.memory or 200.0 * 2**20,
+                ))
+            jobs[uid] = ji
+        return Snapshot(nodes=nodes, queues=queues, jobs=jobs, conf=self.conf,
+                        priority_classes=dict(self.sc.priority_classes))
+
+    def _session(self) -> None:
+        self._follow_plans()
+        self.last_session = self.now
+        self.dirty = False
+        if not self.active:
+            return
+        self.sessions += 1
+        snap = self._snapshot()
+        ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
+        result = run_session(ssn)
+        for w in result.warnings:
+            self.warn(w)
+        changed = bool(result.binds or result.evictions or result.pipelined)
+        by_key: dict[str, tuple[SimJob, SimTask]] = {}
+        for sj in self.active.values():
+            for t in sj.tasks:
+                by_key[f"{NAMESPACE}/{t.name}"] = (sj, t)
+        reasons = ssn.evict_reasons
+        for key in result.evictions:
+            sj, t = by_key[key]
+            if t.status == "running":
+                self._evict(sj, t, reasons.get(key, "evict"))
+        for key, node in sorted(result.binds.items()):
+            sj, t = by_key[key]
+            if t.status != "pending":
+                continue
+            t.status = "running"
+            t.node = node
+            t.start = self.now
+            self.node_tasks[node].add((sj.uid, t.index))
+            self.recorder.bind(sj, t)
+            if sj.first_start is None:
+                sj.first_start = self.now
+            sj.last_start = self.now
+            self._push(self.now + sj.spec.duration, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
+        for uid, phase in result.podgroups.items():
+            sj2 = self.active.get(uid)
+            if sj2 is None:
+                continue
+            new = PodGroupPhase(phase)
+            if new is not sj2.phase:
+                changed = True
+                sj2.phase = new
+        for ev in result.events:
+            sj3 = self.active.get(ev.object)
+            if sj3 is not None:
+                sj3.message = ev.message
+        self.recorder.session_report(self.now, result.queues)
+        self.dirty = changed
+
+
+def simulate(scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,
+             label: str = "", progress: Callable[[float, float], None] | None = None) -> SimulationResult:
+    """Run a scenario (optionally with another scheduler configuration or seed)."""
+    return Simulator(scenario, conf=conf, seed=seed, label=label).run(progress)
+
+
+__all__ = ["SimJob", "SimTask", "SimulationResult", "Simulator", "simulate", "MEMORY"]

@@ -1,0 +1,348 @@
+"""Metrics: per-queue time series, per-job outcomes, utilisation, fairness, evictions, reservations.
+
+The Recorder samples the simulator's state after every step that changed it; time series are step
+functions (a value holds until the next sample), and every average below is time-weighted over them.
+
+* allocated, pending demand: sums of task requests of running / pending tasks per leaf queue;
+* deserved: what the queue plugin reported for the queue in the last session (`queues[q].deserved`),
+  else the queue's `spec.deserved` (the plan follower's value for reservation children);
+* share: max over the deserved's dimensions of allocated / deserved (Volcano's share);
+* fairness: Jain's index (Σx)² / (n·Σx²) of x = share over the busy leaf queues (allocated or
+  pending > 0, with a non-empty deserved), time-weighted over the periods with at least one;
+* utilisation: used / cluster allocatable per resource.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
+
+if TYPE_CHECKING:
+    from apportion.simulation.engine import SimJob, SimTask, SimulationResult, Simulator
+
+
+def _nat(name: str, v: float) -> float:
+    """Natural units for series: cores, GiB of memory, devices."""
+    if name == MEMORY:
+        return v / 2**30
+    return to_natural_value(name, v)
+
+
+@dataclass
+class Series:
+    """Samples of one leaf queue: times and per-resource values (natural units)."""
+
+    allocated: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    deserved: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    pending: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    share: list[float] = field(default_factory=list)
+
+
+class Recorder:
+    """Collects samples and counters while the simulator runs."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        total = Resource()
+        for n in sim.sc.nodes:
+            total.add(n.allocatable)
+        for ev in sim.sc.node_events:
+            for n in ev.new_nodes:
+                total.add(n.allocatable)
+        self.dims = [d for d in (CPU, MEMORY, GPU) if total.get(d) > 0] + sorted(
+            n for n in total.scalars if n not in (GPU, PODS) and total.get(n) > 0)
+        self.times: list[float] = []
+        self.queues: dict[str, Series] = {}
+        self.used: dict[str, list[float]] = defaultdict(list)
+        self.total: dict[str, list[float]] = defaultdict(list)
+        self.fairness: list[float] = []
+        self.busy: list[int] = []
+        self.events: list[tuple[float, str, str, str]] = []
+        self.evictions: list[tuple[float, str, str, str]] = []
+        self.reported: dict[str, Resource] = {}
+        self.final_time = 0.0
+
+    # ----------------------------------------------------------------- hooks
+    def bind(self, job: SimJob, task: SimTask) -> None:
+        return None
+
+    def release(self, job: SimJob, task: SimTask) -> None:
+        return None
+
+    def cluster_changed(self, t: float) -> None:
+        return None
+
+    def event(self, t: float, obj: str, reason: str, message: str) -> None:
+        self.events.append((t, obj, reason, message))
+
+    def eviction(self, t: float, job: SimJob, task: SimTask, reason: str) -> None:
+        self.evictions.append((t, job.uid, task.name, reason))
+
+    def session_report(self, t: float, queues: dict[str, dict[str, Any]]) -> None:
+        for name, attrs in queues.items():
+            d = attrs.get("deserved")
+            if isinstance(d, dict) and d:
+                self.reported[name] = Resource.from_natural(
+                    {k: float(v) for k, v in d.items() if isinstance(v, (int, float))})
+
+    # ----------------------------------------------------------------- sampling
+    def _leaf_queues(self) -> dict[str, Resource]:
+        """Leaf queue -> deserved (reported, else spec)."""
+        sim = self.sim
+        parents = {q.parent for q in sim.queues.values() if q.parent}
+        out: dict[str, Resource] = {}
+        for name, q in sim.queues.items():
+            if name in parents or name in sim.plans:
+                continue
+            out[name] = self.reported.get(name, q.deserved)
+        for kids in sim.children.values():
+            for q in kids:
+                out[q.name] = q.deserved
+        return out
+
+    def sample(self, t: float) -> None:
+        sim = self.sim
+        leaves = self._leaf_queues()
+        alloc: dict[str, Resource] = {q: Resource() for q in leaves}
+        pend: dict[str, Resource] = {q: Resource() for q in leaves}
+        for job in sim.active.values():
+            a = alloc.setdefault(job.queue, Resource())
+            p = pend.setdefault(job.queue, Resource())
+            for task in job.tasks:
+                if task.status == "running":
+                    a.add(job.resreq)
+                elif task.status == "pending":
+                    p.add(job.resreq)
+        if self.times and self.times[-1] == t:
+            self._drop_last()
+        self.times.append(t)
+        n_before = len(self.times) - 1
+        used = Resource()
+        xs = []
+        for q in sorted(set(leaves) | set(alloc)):
+            s = self.queues.get(q)
+            if s is None:
+                s = self.queues[q] = Series()
+                for d in self.dims:  # a queue first seen late is empty before
+                    s.allocated[d].extend([0.0] * n_before)
+                    s.deserved[d].extend([0.0] * n_before)
+                    s.pending[d].extend([0.0] * n_before)
+                s.share.extend([0.0] * n_before)
+            a, p = alloc.get(q, Resource()), pend.get(q, Resource())
+            des = leaves.get(q, Resource())
+            used.add(a)
+            for d in self.dims:
+                s.allocated[d].append(_nat(d, a.get(d)))
+                s.deserved[d].append(_nat(d, des.get(d)))
+                s.pending[d].append(_nat(d, p.get(d)))
+            sh = 0.0
+            keys = [d for d in self.dims if des.get(d) > 0]
+            for d in keys:
+                sh = max(sh, a.get(d) / des.get(d))
+            s.share.append(sh)
+            if keys and any(a.get(d) > 0 or p.get(d) > 0 for d in self.dims):
+                xs.append(sh)
+        # queues that vanished (expired reservation children) get zeros
+        for s in self.queues.values():
+            if len(s.share) < len(self.times):
+                for d in self.dims:
+                    s.allocated[d].append(0.0)
+                    s.deserved[d].append(0.0)
+                    s.pending[d].append(0.0)
+                s.share.append(0.0)
+        total = Resource()
+        for n in sim.nodes.values():
+            total.add(n.allocatable)
+        for d in self.dims:
+            self.used[d].append(_nat(d, used.get(d)))
+            self.total[d].append(_nat(d, total.get(d)))
+        self.busy.append(len(xs))
+        self.fairness.append(jain(xs) if xs else float("nan"))
+
+    def _drop_last(self) -> None:
+        self.times.pop()
+        for s in self.queues.values():
+            for m in (s.allocated, s.deserved, s.pending):
+                for d in m:
+                    m[d].pop()
+            s.share.pop()
+        for d in self.dims:
+            self.used[d].pop()
+            self.total[d].pop()
+        self.busy.pop()
+        self.fairness.pop()
+
+    def finish(self, t: float) -> None:
+        self.final_time = max(t, self.times[-1] if self.times else 0.0)
+
+
+def jain(xs: list[float]) -> float:
+    """Jain's fairness index of non-negative values: 1 when equal, 1/n when one takes all."""
+    s = sum(xs)
+    sq = sum(x * x for x in xs)
+    if sq == 0:
+        return 1.0
+    return s * s / (len(xs) * sq)
+
+
+def time_weighted(times: list[float], values: list[float], end: float) -> float:
+    """Mean of a step function over [times[0], end], skipping NaN stretches."""
+    if not times:
+        return float("nan")
+    t = np.asarray(times + [max(end, times[-1])])
+    v = np.asarray(values, dtype=float)
+    dt = np.diff(t)
+    ok = ~np.isnan(v) & (dt > 0)
+    if not ok.any():
+        ok = ~np.isnan(v)
+        return float(v[ok].mean()) if ok.any() else float("nan")
+    return float((v[ok] * dt[ok]).sum() / dt[ok].sum())
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
+
+
+def _r(x: float, nd: int = 6) -> float | None:
+    if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))):
+        return None
+    return round(float(x), nd)
+
+
+def queue_of_record(job: SimJob) -> str:
+    """The queue a job is reported under: its submitted queue (reservation jobs under the plan queue)."""
+    return job.spec.queue
+
+
+def summarize(res: SimulationResult) -> dict[str, Any]:
+    """The summary (summary.json): deterministic, no wall-clock values."""
+    rec = res.recorder
+    end = rec.final_time
+    jobs = res.jobs
+    by_queue: dict[str, list[SimJob]] = defaultdict(list)
+    for j in jobs:
+        by_queue[queue_of_record(j)].append(j)
+    queues: dict[str, Any] = {}
+    for q in sorted(by_queue):
+        js = by_queue[q]
+        waits = [j.first_start - j.spec.arrival for j in js if j.first_start is not None]
+        jcts = [j.finish - j.spec.arrival for j in js if j.state == "done" and j.finish is not None]
+        entry: dict[str, Any] = {
+            "jobs": len(js),
+            "completed": sum(1 for j in js if j.state == "done"),
+            "rejected": sum(1 for j in js if j.state == "rejected"),
+            "killed": sum(1 for j in js if j.state == "killed"),
+            "unfinished": sum(1 for j in js if j.state in ("active", "waiting")),
+            "wait": {"mean": _r(float(np.mean(waits)) if waits else float("nan")), "p50": _r(_pct(waits, 50)),
+                     "p95": _r(_pct(waits, 95)), "max": _r(max(waits) if waits else float("nan"))},
+            "jct": {"mean": _r(float(np.mean(jcts)) if jcts else float("nan")), "p50": _r(_pct(jcts, 50)),
+                    "p95": _r(_pct(jcts, 95))},
+            "evictions": sum(j.evictions for j in js),
+            "lostGpuHours": _r(sum(j.lost_gpu_seconds for j in js) / 3600.0),
+        }
+        queues[q] = entry
+    series: dict[str, Any] = {}
+    for q in sorted(rec.queues):
+        s = rec.queues[q]
+        series[q] = {
+            "allocated": {d: _r(time_weighted(rec.times, s.allocated[d], end)) for d in rec.dims},
+            "deserved": {d: _r(time_weighted(rec.times, s.deserved[d], end)) for d in rec.dims},
+            "pending": {d: _r(time_weighted(rec.times, s.pending[d], end)) for d in rec.dims},
+            "share": _r(time_weighted(rec.times, s.share, end)),
+        }
+        if q in queues:
+            queues[q]["timeAverage"] = series[q]
+    util = {}
+    for d in rec.dims:
+        ratio = [u / t if t else 0.0 for u, t in zip(rec.used[d], rec.total[d])]
+        util[d] = _r(time_weighted(rec.times, ratio, end))
+    reasons: dict[str, int] = defaultdict(int)
+    for _, _, _, why in rec.evictions:
+        reasons[why] += 1
+    node_failures = sum(1 for e in rec.events if e[2] == "NodeFailed")
+    waits_all = [j.first_start - j.spec.arrival for j in jobs if j.first_start is not None]
+    summary: dict[str, Any] = {
+        "scenario": res.scenario.name,
+        "label": res.label,
+        "seed": res.seed,
+        "endTime": _r(end, 3),
+        "sessions": res.sessions,
+        "events": res.events,
+        "jobs": {
+            "total": len(jobs),
+            "completed": sum(1 for j in jobs if j.state == "done"),
+            "rejected": sum(1 for j in jobs if j.state == "rejected"),
+            "killed": sum(1 for j in jobs if j.state == "killed"),
+            "unfinished": sum(1 for j in jobs if j.state in ("active", "waiting")),
+            "meanWait": _r(float(np.mean(waits_all)) if waits_all else float("nan")),
+        },
+        "utilisation": util,
+        "fairness": {
+            "jainMean": _r(time_weighted(rec.times, rec.fairness, end)),
+            "jainMin": _r(float(np.nanmin(rec.fairness)) if any(not math.isnan(f) for f in rec.fairness) else float("nan")),
+        },
+        "evictions": {
+            "reclaim": reasons.get("reclaim", 0),
+            "preempt": reasons.get("preempt", 0),
+            "nodeFailure": node_failures,
+            "lostGpuHours": _r(sum(j.lost_gpu_seconds for j in jobs) / 3600.0),
+            "lostCpuHours": _r(sum(j.lost_cpu_seconds for j in jobs) / 3600.0),
+        },
+        "queues": queues,
+        "reservations": reservation_outcomes(res),
+    }
+    if not res.label:
+        del summary["label"]
+    return summary
+
+
+def reservation_outcomes(res: SimulationResult) -> list[dict[str, Any]]:
+    """Per reservation: accepted or why not, its window, and whether its jobs ran inside it."""
+    out = []
+    for e in res.reservation_log:
+        entry: dict[str, Any] = {k: e[k] for k in ("name", "id", "queue", "user", "submitted", "accepted") if k in e}
+        if e.get("message"):
+            entry["message"] = e["message"]
+        if e["accepted"]:
+            entry["start"], entry["end"] = e["start"], e["end"]
+            if "deletedByReplanner" in e:
+                entry["deletedByReplanner"] = e["deletedByReplanner"]
+            jobs = []
+            for j in res.jobs:
+                if j.spec.reservation != e["name"]:
+                    continue
+                inside = (j.state == "done" and j.first_start is not None and j.finish is not None
+                          and j.first_start >= e["start"] - 1e-9 and j.finish <= e["end"] + 1e-9)
+                jobs.append({"job": j.uid, "state": j.state, "start": _r(j.first_start) if j.first_start is not None else None,
+                             "finish": _r(j.finish) if j.finish is not None else None, "insideWindow": inside})
+            entry["jobs"] = jobs
+            entry["honoured"] = bool(jobs) and all(x["insideWindow"] for x in jobs)
+        else:
+            rejected_jobs = [j.uid for j in res.jobs if j.spec.reservation == e["name"]]
+            entry["jobs"] = [{"job": u, "state": "rejected"} for u in rejected_jobs]
+        out.append(entry)
+    return out
+
+
+def job_rows(res: SimulationResult) -> list[dict[str, Any]]:
+    """One row a job for jobs.csv."""
+    rows = []
+    for j in res.jobs:
+        rows.append({
+            "job": j.uid, "queue": j.spec.queue, "ranIn": j.queue, "tasks": j.spec.tasks,
+            "minMember": j.spec.min_member, "gpusPerTask": j.gpus_per_task, "arrival": j.spec.arrival,
+            "start": "" if j.first_start is None else j.first_start,
+            "finish": "" if j.finish is None else j.finish,
+            "wait": "" if j.first_start is None else round(j.first_start - j.spec.arrival, 6),
+            "jct": "" if j.finish is None or j.state != "done" else round(j.finish - j.spec.arrival, 6),
+            "run": "" if j.finish is None or j.last_start is None or j.state != "done" else round(j.finish - j.last_start, 6),
+            "evictions": j.evictions, "lostGpuHours": round(j.lost_gpu_seconds / 3600.0, 6), "state": j.state,
+            "reservation": j.spec.reservation, "message": j.message if j.state != "done" else "",
+        })
+    return rows
