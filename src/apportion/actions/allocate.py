@@ -76,15 +76,12 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[T
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        feasible, summary = ssn.predicate_for_allocate(task)
-        if len(feasible) == 0:
+        row, summary = ssn.choose_node(task)
+        if row is None:
             ssn.record_fit_errors(job, task, summary, n_nodes)
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        idle_ok = ssn.fits_idle_rows(task, feasible)
-        candidates = feasible[idle_ok] if idle_ok.any() else feasible
-        row = ssn.best_node(task, candidates)
         if fits_idle(ssn, task, row):
             stmt.allocate(task, row)
         else:

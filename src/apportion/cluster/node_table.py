@@ -37,6 +37,9 @@ class NodeTable:
         #: pods in the node view (predicates' pod-count filter): every task placed on the node.
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = self.allocatable[:, self.col[PODS]].copy()
+        #: every row changed by add/remove, in order: readers that cache per-node answers recompute only
+        #: the rows touched since they last looked (see framework/placement.py).
+        self.touched: list[int] = []
 
     # ------------------------------------------------------------ conversion
     def vector(self, r: Resource) -> np.ndarray:
@@ -92,6 +95,7 @@ class NodeTable:
             else:
                 self.future[i] -= req
         self.pod_count[i] += 1
+        self.touched.append(i)
 
     def remove(self, i: int, req: np.ndarray, kind: str) -> None:
         if kind == "pipelined":
@@ -105,3 +109,4 @@ class NodeTable:
             else:
                 self.future[i] += req
         self.pod_count[i] -= 1
+        self.touched.append(i)

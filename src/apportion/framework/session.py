@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InternalError
 from apportion.framework import extension as ep
 from apportion.framework.conf import Arguments, PluginOption, SchedulerConf
+from apportion.framework.placement import PlacementCache
 from apportion.resources import Resource, format_amount
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,9 @@ class Session:
         self.explanations: dict[str, list[str]] = {}
         #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
         self.unresolvable_nodes: dict[str, set[int]] = {}
+        #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
+        self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
+        self.placement = PlacementCache(self)
         self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
         self.plugins: list[tuple[PluginOption, Plugin]] = []
         self.queue_decisions_blocked: str | None = None
@@ -197,6 +201,11 @@ class Session:
         self.fns[point][plugin] = fn
         self._dispatch.pop(point, None)
 
+    def add_node_local_key(self, plugin: str, fn: Callable[[TaskInfo], Hashable | None]) -> None:
+        """Vouch that the plugin's predicate / node-order answer for a node depends only on that node and
+        on what `fn(task)` summarises (None: not for this task). Enables the placement cache."""
+        self.node_local_keys[plugin] = fn
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
@@ -218,6 +227,10 @@ class Session:
                     out.append((ti, opt, fn))
         self._dispatch[point] = out
         return out
+
+    def consulted(self, point: str) -> list[tuple[int, PluginOption, Fn]]:
+        """(tier index, option, fn) of every plugin the dispatcher of `point` consults, in order."""
+        return self._consulted(point)
 
     def has_fn(self, point: str) -> bool:
         return bool(self._consulted(point))
@@ -465,6 +478,19 @@ class Session:
             if choice is not None:
                 return int(choice)
         return int(rows[int(np.argmax(scores))])
+
+    def choose_node(self, task: TaskInfo) -> tuple[int | None, list[tuple[str, int]]]:
+        """allocate's node choice: feasible nodes (FutureIdle and the predicates), those that fit Idle
+        if any, then the best score. None with the failure summary when no node is feasible."""
+        row = self.placement.choose(task)
+        if row is not None:
+            return row, []
+        feasible, summary = self.predicate_for_allocate(task)
+        if len(feasible) == 0:
+            return None, summary
+        idle_ok = self.fits_idle_rows(task, feasible)
+        candidates = feasible[idle_ok] if idle_ok.any() else feasible
+        return self.best_node(task, candidates), summary
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
         scores = self.node_scores(task, rows)

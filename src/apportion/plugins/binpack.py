@@ -60,6 +60,7 @@ class BinpackPlugin(Plugin):
             # Volcano: "binpack.weight is 0, binpack plugin is disabled" - no function registered.
             return
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
+        ssn.add_node_local_key(self.name, self.placement_key)
 
     def _dimensions(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The task's weighted dimensions, in ResourceNames order: (columns, requests, weights, Σ weights).
@@ -97,6 +98,11 @@ class BinpackPlugin(Plugin):
         dims = (np.array(cols, dtype=np.int64), np.array(values), np.array(weights), weight_sum)
         self._dims[task.uid] = dims
         return dims
+
+    def placement_key(self, task: TaskInfo) -> tuple[bytes, bytes, int]:
+        """The score of a node reads that node's row and the task's weighted dimensions only."""
+        cols, request, _weights, weight_sum = self._dimensions(task)
+        return cols.tobytes(), request.tobytes(), weight_sum
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """NodeOrderFn (BinPackingScore) over the candidate rows."""

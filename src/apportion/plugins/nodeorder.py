@@ -157,7 +157,17 @@ class NodeOrderPlugin(Plugin):
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
         self.no_soft_taints = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
+        ssn.add_node_local_key(self.name, self.placement_key)
         ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
+
+    def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
+        """What the score reads from the task, when every term is node-local; None when a normalised
+        term (preferred affinity, soft taints) makes one node's score depend on the others."""
+        if self.w.node_affinity and task.preferred_terms:
+            return None
+        if self.w.taint_toleration and not self.no_soft_taints:
+            return None
+        return pod_requests(task)
 
     # ------------------------------------------------------------------ the score
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

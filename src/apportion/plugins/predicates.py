@@ -100,6 +100,9 @@ class PredicatesPlugin(Plugin):
         ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
         ssn.add_fn(ep.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
         ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
+        # A node's answer is its pod count plus the signature's mask: node-local. Tasks sharing a
+        # signature share the _Signature object, so its identity is the key.
+        ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)))
 
     # ------------------------------------------------------------------ signatures
     def _signature(self, task: TaskInfo) -> _Signature:

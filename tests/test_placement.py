@@ -1,0 +1,126 @@
+"""The placement cache changes speed, never decisions: random sessions decide the same with it and
+without it (binds, pipelines, evictions, phases, queues and every explanation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apportion.framework.placement import PlacementCache
+
+from k8s import cycle, node, pod, podgroup, queue
+
+CONFS = {
+    "default": None,
+    "binpack-capacity": """
+actions: "enqueue, allocate, reclaim, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}, {name: binpack}]
+""",
+    "weights": """
+actions: "allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins:
+  - {name: predicates}
+  - {name: proportion}
+  - name: nodeorder
+    arguments: {leastrequested.weight: 0, mostrequested.weight: 2, balancedresource.weight: 3}
+""",
+}
+
+SHAPES = [(1, "1Gi"), (2, "2Gi"), (2, "8Gi"), (4, "4Gi"), ("500m", "512Mi")]
+
+
+@st.composite
+def clusters(draw: Any) -> list[dict]:
+    objs: list[dict] = []
+    n_nodes = draw(st.integers(2, 9))
+    for i in range(n_nodes):
+        kw: dict[str, Any] = {"labels": {"zone": f"z{i % 3}"}}
+        taint = draw(st.sampled_from([None, None, "NoSchedule", "PreferNoSchedule"]))
+        if taint:
+            kw["taints"] = [{"key": "dedicated", "value": "gpu", "effect": taint}]
+        if draw(st.integers(0, 9)) == 0:
+            kw["unschedulable"] = True
+        if i % 2:
+            kw["scalars"] = {"nvidia.com/gpu": "2"}
+        objs.append(node(f"n{i}", cpu=draw(st.sampled_from([4, 8, 16])), memory=draw(st.sampled_from(["8Gi", "16Gi"])),
+                         pods=draw(st.sampled_from([3, 110])), **kw))
+    objs += [queue("qa", weight=2, deserved={"cpu": "20", "memory": "40Gi"}),
+             queue("qb", weight=1, deserved={"cpu": "10", "memory": "20Gi"})]
+    for g in range(draw(st.integers(1, 8))):
+        size = draw(st.integers(1, 6))
+        q = draw(st.sampled_from(["qa", "qb"]))
+        objs.append(podgroup(f"g{g}", queue=q, min_member=draw(st.integers(1, size)),
+                             phase=draw(st.sampled_from(["Inqueue", "Running", "Pending"]))))
+        cpu, mem = draw(st.sampled_from(SHAPES))
+        extra: dict[str, Any] = {}
+        if draw(st.booleans()):
+            extra["nodeSelector"] = {"zone": draw(st.sampled_from(["z0", "z1", "z2"]))}
+        if draw(st.booleans()):
+            extra["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        if draw(st.integers(0, 3)) == 0:
+            extra["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "preference": {"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["z1"]}]}}]}}
+        gpu = {"scalars": {"nvidia.com/gpu": "1"}} if draw(st.integers(0, 4)) == 0 else {}
+        for t in range(size):
+            running = draw(st.integers(0, 4)) == 0
+            where = f"n{draw(st.integers(0, n_nodes - 1))}" if running else ""
+            deleting = running and draw(st.booleans())
+            objs.append(pod(f"g{g}-{t}", f"g{g}", cpu=cpu, memory=mem, node_name=where, deleting=deleting,
+                            **gpu, **extra))
+    return objs
+
+
+def _decide(objs: list[dict], conf: str | None, cached: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setattr(PlacementCache, "enabled", cached)
+    return cycle(objs, conf).to_json()
+
+
+@pytest.mark.parametrize("conf", sorted(CONFS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(objs=clusters())
+def test_cache_decides_as_the_full_recomputation(conf: str, objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    with_cache = _decide(objs, CONFS[conf], True, monkeypatch)
+    without = _decide(objs, CONFS[conf], False, monkeypatch)
+    assert with_cache == without
+
+
+def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten identical tasks on four nodes: one full computation, then one refresh per placement."""
+    objs = [node(f"n{i}", cpu=8) for i in range(4)] + [podgroup("g", min_member=10)]
+    objs += [pod(f"g-{t}", "g", cpu=2, memory="1Gi") for t in range(10)]
+    computed: list[int] = []
+    real = PlacementCache._compute
+
+    def spy(self: PlacementCache, task: Any, rows: Any, pos: int) -> Any:
+        computed.append(len(rows))
+        return real(self, task, rows, pos)
+
+    monkeypatch.setattr(PlacementCache, "_compute", spy)
+    result = cycle(objs)
+    assert len(result.binds) == 10
+    # least-requested spreads the tasks: n0..n3 get 3, 3, 2, 2 (ties to the smaller name)
+    assert sorted(result.binds.values()) == ["n0"] * 3 + ["n1"] * 3 + ["n2"] * 2 + ["n3"] * 2
+    assert computed[0] == 4 and computed[1:] == [1] * 9
+
+
+def test_a_normalised_score_turns_the_cache_off() -> None:
+    """Preferred node affinity is normalised over the candidates: no placement key for that task."""
+    from k8s import session
+
+    objs = [node("n0", labels={"zone": "z1"}), node("n1"), podgroup("g")]
+    objs.append(pod("g-0", "g", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}]}}))
+    objs.append(pod("h-0", None))
+    ssn = session(objs)
+    tasks = {t.name: t for j in ssn.jobs.values() for t in j.tasks.values()}
+    assert ssn.placement.key(tasks["g-0"]) is None
+    assert ssn.placement.key(tasks["h-0"]) is not None
