@@ -109,7 +109,5 @@ class PlacementCache:
         table = ssn.table
         vec, cols = ssn.task_vec(task), ssn.task_cols(task)
         pf = ssn.plugin_predicates(task, rows)
-        with np.errstate(all="ignore"):  # nodes that cannot take the task may divide by zero; never chosen
-            scores = ssn.node_scores(task, rows)
         return _Answers(pos, table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
-                        pf.ok.copy(), pf.unresolvable.copy(), scores)
+                        pf.ok.copy(), pf.unresolvable.copy(), ssn.node_scores(task, rows))

@@ -138,6 +138,8 @@ class Session:
         #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
         self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self.placement = PlacementCache(self)
+        #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
+        self.shared: dict[str, Any] = {}
         self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
         self.plugins: list[tuple[PluginOption, Plugin]] = []
         self.queue_decisions_blocked: str | None = None
@@ -237,7 +239,10 @@ class Session:
 
     # ================================================================= orders
     def queue_compare(self, l: QueueInfo, r: QueueInfo) -> int:
-        for _, _, fn in self._consulted(ep.QUEUE_ORDER):
+        fns = self._dispatch.get(ep.QUEUE_ORDER)
+        if fns is None:
+            fns = self._consulted(ep.QUEUE_ORDER)
+        for _, _, fn in fns:
             c = fn(l, r)
             if c:
                 return c

@@ -178,6 +178,7 @@ class CapacityPlugin(Plugin):
     # ================================================================= session open
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]] = {}
         args = self.arguments
         self.guarantee_enabled = args.get_bool(GUARANTEE_ENABLE, True)
         self.elastic_enabled = args.get_bool(ELASTIC_ENABLE, True)
@@ -507,15 +508,31 @@ class CapacityPlugin(Plugin):
         deepest common ancestor (or themselves)."""
         if l.priority != r.priority:
             return r.priority - l.priority
-        la, ra = self.attrs[l.name], self.attrs[r.name]
+        plan = self._pair_plans.get((l.name, r.name))
+        if plan is None:
+            plan = self._pair_plans[(l.name, r.name)] = self._pair_plan(l.name, r.name)
+        fixed, lp, rp, l_has, r_has = plan
+        if fixed:
+            return fixed
+        # compareShareWithDeserved on the two queues the plan names; only their shares move in a session
+        ls, rs = self.attrs[lp].share, self.attrs[rp].share
+        if ls == rs:
+            return 0 if l_has == r_has else (-1 if l_has else 1)
+        return -1 if ls < rs else 1
+
+    def _pair_plan(self, l: str, r: str) -> tuple[int, str, str, bool, bool]:
+        """What hierarchical_queue_order needs of a pair, all fixed for the session (the tree, leafness,
+        whether a deserved is set): (leaf-rule result or 0, the two queues whose shares decide, and
+        whether each of those has a deserved)."""
+        la, ra = self.attrs[l], self.attrs[r]
         if la.is_leaf() != ra.is_leaf():
-            return -1 if la.is_leaf() else 1
-        if not la.is_leaf():
-            return compare_share_with_deserved(la, ra)
-        level = queue_level(la, ra)
-        lp = self.attrs[la.ancestors[level + 1]] if level + 1 < len(la.ancestors) else la
-        rp = self.attrs[ra.ancestors[level + 1]] if level + 1 < len(ra.ancestors) else ra
-        return compare_share_with_deserved(lp, rp)
+            return (-1 if la.is_leaf() else 1), l, r, False, False
+        lp, rp = l, r
+        if la.is_leaf():
+            level = queue_level(la, ra)
+            lp = la.ancestors[level + 1] if level + 1 < len(la.ancestors) else l
+            rp = ra.ancestors[level + 1] if level + 1 < len(ra.ancestors) else r
+        return 0, lp, rp, not self.attrs[lp].deserved.is_empty(), not self.attrs[rp].deserved.is_empty()
 
     def victim_queue_order(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:
         """VictimQueueOrderFn (tree): the victim queue whose common ancestor with the preemptor's queue is

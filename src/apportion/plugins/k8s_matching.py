@@ -39,6 +39,7 @@ from apportion.cluster.model import (
     TaskInfo,
     Toleration,
 )
+from apportion.framework.session import EventHandler, Session
 from apportion.resources import GPU
 
 #: the only field a node selector's matchFields may name.
@@ -318,6 +319,8 @@ class NodeView:
     sums: np.ndarray = field(init=False)
     _row_of: dict[str, int] = field(init=False)
     _placed: dict[str, int] = field(init=False)
+    _requests: dict[str, tuple[float, float, float, float, float]] = field(init=False)
+    _vectors: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.nodes)
@@ -325,13 +328,25 @@ class NodeView:
         self.sums = np.zeros((n, 5))
         self._row_of = {node.name: i for i, node in enumerate(self.nodes)}
         self._placed = {}
+        self._requests = {}
+        self._vectors = {}
         for i, node in enumerate(self.nodes):
             for t in node.tasks.values():
                 self._apply(i, t, 1)
 
+    def requests(self, t: TaskInfo) -> tuple[float, float, float, float, float]:
+        """pod_requests(t), computed once per task (a task's requests do not change in a session)."""
+        r = self._requests.get(t.uid)
+        if r is None:
+            r = self._requests[t.uid] = pod_requests(t)
+        return r
+
     def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
         self.count[row] += sign
-        self.sums[row] += np.array(pod_requests(t)) * sign
+        v = self._vectors.get(t.uid)
+        if v is None:
+            v = self._vectors[t.uid] = np.array(self.requests(t))
+        self.sums[row] += v * sign
 
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""
@@ -353,6 +368,17 @@ class NodeView:
         if row is None:
             return
         self._apply(row, task, -1)
+
+
+def session_node_view(ssn: Session) -> NodeView:
+    """The session's one NodeView, shared by predicates and nodeorder and kept current by one handler."""
+    view = ssn.shared.get("node_view")
+    if view is None:
+        view = NodeView(ssn.nodes)
+        ssn.shared["node_view"] = view
+        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
+    assert isinstance(view, NodeView)
+    return view
 
 
 def pod_requests(t: TaskInfo) -> tuple[float, float, float, float, float]:
@@ -419,6 +445,7 @@ __all__ = [
     "floor_div",
     "go_div",
     "pod_requests",
+    "session_node_view",
     "required_key",
     "selector_key",
     "take_rows",

@@ -35,7 +35,7 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.framework.session import Plugin, Session
 from apportion.plugins.k8s_matching import (
     NZ_CPU,
     NZ_MEM,
@@ -43,10 +43,9 @@ from apportion.plugins.k8s_matching import (
     REQ_GPU,
     REQ_MEM,
     NodeIndex,
-    NodeView,
     default_normalize,
     floor_div,
-    pod_requests,
+    session_node_view,
     take_rows,
 )
 from apportion.resources import GPU
@@ -151,14 +150,13 @@ class NodeOrderPlugin(Plugin):
         #: every node has cpu and memory allocatable: the common case, scored without per-node branches.
         self.cpu_mem_everywhere = bool(np.all(self.alloc[:, :2] > 0))
         self.index = NodeIndex(ssn.nodes)
-        self.view = NodeView(ssn.nodes)
+        self.view = session_node_view(ssn)
         self._affinity: dict[Any, np.ndarray] = {}
         self._prefer_taints: dict[Any, np.ndarray] = {}
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
         self.no_soft_taints = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key)
-        ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
 
     def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
         """What the score reads from the task, when every term is node-local; None when a normalised
@@ -167,7 +165,7 @@ class NodeOrderPlugin(Plugin):
             return None
         if self.w.taint_toleration and not self.no_soft_taints:
             return None
-        return pod_requests(task)
+        return self.view.requests(task)
 
     # ------------------------------------------------------------------ the score
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -176,7 +174,7 @@ class NodeOrderPlugin(Plugin):
         total = np.zeros(len(rows))
         if len(rows) == 0:
             return total
-        nz_cpu, nz_mem, cpu, mem, gpu = pod_requests(task)
+        nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         # BalancedAllocation skips best-effort pods (no cpu, memory or gpu request at all).
         balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
         if w.least_requested or w.most_requested or balanced:

@@ -33,13 +33,13 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, NodeFilter, Plugin, Session
+from apportion.framework.session import NodeFilter, Plugin, Session
 from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,
-    NodeView,
     required_key,
     selector_key,
+    session_node_view,
     tolerated,
     tolerations_key,
 )
@@ -89,7 +89,7 @@ class PredicatesPlugin(Plugin):
         args.get_bool("predicate.CacheEnable", False)
 
         self.index = NodeIndex(ssn.nodes)
-        self.view = NodeView(ssn.nodes)
+        self.view = session_node_view(ssn)
         self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
         self._by_uid: dict[str, _Signature] = {}
         self._by_key: dict[Any, _Signature] = {}
@@ -99,7 +99,6 @@ class PredicatesPlugin(Plugin):
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
         ssn.add_fn(ep.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
-        ssn.add_event_handler(EventHandler(allocate=self.view.on_allocate, deallocate=self.view.on_deallocate))
         # A node's answer is its pod count plus the signature's mask: node-local. Tasks sharing a
         # signature share the _Signature object, so its identity is the key.
         ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)))
