@@ -36,12 +36,36 @@ def _nat(name: str, v: float) -> float:
 
 @dataclass
 class Series:
-    """Samples of one leaf queue: times and per-resource values (natural units)."""
+    """One leaf queue's step functions, stored at their change points only: `times` is the queue's
+    own, and a value holds until the next entry. A thousand queues over thousands of sessions would
+    otherwise cost a float per queue, dimension and session (gigabytes), though most queues are idle.
+    """
 
+    times: list[float] = field(default_factory=list)
     allocated: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     deserved: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     pending: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     share: list[float] = field(default_factory=list)
+    last: tuple[float, ...] | None = None
+
+    def put(self, t: float, dims: list[str], values: tuple[float, ...]) -> None:
+        """Record `values` (allocated, deserved, pending per dim, then share) at t if they changed."""
+        if values == self.last:
+            return
+        if self.times and self.times[-1] == t:
+            self.times.pop()
+            for m in (self.allocated, self.deserved, self.pending):
+                for d in dims:
+                    m[d].pop()
+            self.share.pop()
+        n = len(dims)
+        self.times.append(t)
+        for i, d in enumerate(dims):
+            self.allocated[d].append(values[i])
+            self.deserved[d].append(values[n + i])
+            self.pending[d].append(values[2 * n + i])
+        self.share.append(values[3 * n])
+        self.last = values
 
 
 class Recorder:
@@ -66,6 +90,7 @@ class Recorder:
         self.events: list[tuple[float, str, str, str]] = []
         self.evictions: list[tuple[float, str, str, str]] = []
         self.reported: dict[str, Resource] = {}
+        self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
         self.final_time = 0.0
 
     # ----------------------------------------------------------------- hooks
@@ -106,72 +131,84 @@ class Recorder:
                 out[q.name] = q.deserved
         return out
 
+    def _deserved_nat(self, leaves: dict[str, Resource]) -> dict[str, tuple[tuple[float, ...], list[str]]]:
+        """Per leaf: deserved in natural units and the dimensions it names (cached by identity, as
+        the deserved Resources are replaced, not mutated, when they change)."""
+        out = {}
+        cache = self._des_cache
+        for q, des in leaves.items():
+            hit = cache.get(q)
+            if hit is None or hit[0] is not des:
+                hit = (des, tuple(_nat(d, des.get(d)) for d in self.dims), [d for d in self.dims if des.get(d) > 0])
+                cache[q] = hit
+            out[q] = (hit[1], hit[2])
+        return out
+
     def sample(self, t: float) -> None:
         sim = self.sim
+        dims = self.dims
+        nd = len(dims)
         leaves = self._leaf_queues()
-        alloc: dict[str, Resource] = {q: Resource() for q in leaves}
-        pend: dict[str, Resource] = {q: Resource() for q in leaves}
+        des = self._deserved_nat(leaves)
+        # allocated and pending requests per queue with work, raw units, one float per dimension
+        alloc: dict[str, list[float]] = {}
+        pend: dict[str, list[float]] = {}
         for job in sim.active.values():
-            a = alloc.setdefault(job.queue, Resource())
-            p = pend.setdefault(job.queue, Resource())
+            running = waiting = 0
             for task in job.tasks:
                 if task.status == "running":
-                    a.add(job.resreq)
+                    running += 1
                 elif task.status == "pending":
-                    p.add(job.resreq)
+                    waiting += 1
+            if not running and not waiting:
+                continue
+            req = [job.resreq.get(d) for d in dims]
+            a = alloc.setdefault(job.queue, [0.0] * nd)
+            p = pend.setdefault(job.queue, [0.0] * nd)
+            for i in range(nd):
+                a[i] += running * req[i]
+                p[i] += waiting * req[i]
         if self.times and self.times[-1] == t:
             self._drop_last()
         self.times.append(t)
-        n_before = len(self.times) - 1
-        used = Resource()
+        zero = [0.0] * nd
+        used = [0.0] * nd
         xs = []
-        for q in sorted(set(leaves) | set(alloc)):
+        t0 = self.times[0]
+        for q in set(leaves) | set(alloc) | set(self.queues):
+            a = alloc.get(q, zero)
+            p = pend.get(q, zero)
+            d_nat, keys = des.get(q, (tuple(zero), []))
+            sh = 0.0
+            for d in keys:
+                i = dims.index(d)
+                sh = max(sh, _nat(d, a[i]) / d_nat[i])
+            if a is not zero:
+                for i in range(nd):
+                    used[i] += a[i]
+                if keys:
+                    xs.append((q, sh))
+            values = (*(_nat(d, a[i]) for i, d in enumerate(dims)), *d_nat,
+                      *(_nat(d, p[i]) for i, d in enumerate(dims)), sh)
             s = self.queues.get(q)
             if s is None:
                 s = self.queues[q] = Series()
-                for d in self.dims:  # a queue first seen late is empty before
-                    s.allocated[d].extend([0.0] * n_before)
-                    s.deserved[d].extend([0.0] * n_before)
-                    s.pending[d].extend([0.0] * n_before)
-                s.share.extend([0.0] * n_before)
-            a, p = alloc.get(q, Resource()), pend.get(q, Resource())
-            des = leaves.get(q, Resource())
-            used.add(a)
-            for d in self.dims:
-                s.allocated[d].append(_nat(d, a.get(d)))
-                s.deserved[d].append(_nat(d, des.get(d)))
-                s.pending[d].append(_nat(d, p.get(d)))
-            sh = 0.0
-            keys = [d for d in self.dims if des.get(d) > 0]
-            for d in keys:
-                sh = max(sh, a.get(d) / des.get(d))
-            s.share.append(sh)
-            if keys and any(a.get(d) > 0 or p.get(d) > 0 for d in self.dims):
-                xs.append(sh)
-        # queues that vanished (expired reservation children) get zeros
-        for s in self.queues.values():
-            if len(s.share) < len(self.times):
-                for d in self.dims:
-                    s.allocated[d].append(0.0)
-                    s.deserved[d].append(0.0)
-                    s.pending[d].append(0.0)
-                s.share.append(0.0)
+                if t > t0:  # a queue first seen late was empty before
+                    s.put(t0, dims, (0.0,) * (3 * nd + 1))
+            s.put(t, dims, values)
         total = Resource()
         for n in sim.nodes.values():
             total.add(n.allocatable)
-        for d in self.dims:
-            self.used[d].append(_nat(d, used.get(d)))
+        for i, d in enumerate(dims):
+            self.used[d].append(_nat(d, used[i]))
             self.total[d].append(_nat(d, total.get(d)))
-        self.busy.append(len(xs))
-        self.fairness.append(jain(xs) if xs else float("nan"))
+        shares = [x for _, x in sorted(xs)]
+        self.busy.append(len(shares))
+        self.fairness.append(jain(shares) if shares else float("nan"))
 
     def _drop_last(self) -> None:
+        # a second sample at the same instant replaces the first (queues' Series do that in put)
         self.times.pop()
-        for s in self.queues.values():
-            for m in (s.allocated, s.deserved, s.pending):
-                for d in m:
-                    m[d].pop()
-            s.share.pop()
         for d in self.dims:
             self.used[d].pop()
             self.total[d].pop()
@@ -251,10 +288,10 @@ def summarize(res: SimulationResult) -> dict[str, Any]:
     for q in sorted(rec.queues):
         s = rec.queues[q]
         series[q] = {
-            "allocated": {d: _r(time_weighted(rec.times, s.allocated[d], end)) for d in rec.dims},
-            "deserved": {d: _r(time_weighted(rec.times, s.deserved[d], end)) for d in rec.dims},
-            "pending": {d: _r(time_weighted(rec.times, s.pending[d], end)) for d in rec.dims},
-            "share": _r(time_weighted(rec.times, s.share, end)),
+            "allocated": {d: _r(time_weighted(s.times, s.allocated[d], end)) for d in rec.dims},
+            "deserved": {d: _r(time_weighted(s.times, s.deserved[d], end)) for d in rec.dims},
+            "pending": {d: _r(time_weighted(s.times, s.pending[d], end)) for d in rec.dims},
+            "share": _r(time_weighted(s.times, s.share, end)),
         }
         if q in queues:
             queues[q]["timeAverage"] = series[q]

@@ -160,7 +160,7 @@ def write_csvs(out: Path, res: SimulationResult, prefix: str) -> None:
         w.writerow(["time", "queue", "resource", "allocated", "deserved", "pending", "share"])
         for q in sorted(rec.queues):
             s = rec.queues[q]
-            for i, t in enumerate(rec.times):
+            for i, t in enumerate(s.times):
                 for d in rec.dims:
                     w.writerow([t, q, _unit_name(d), s.allocated[d][i], s.deserved[d][i], s.pending[d][i],
                                 round(s.share[i], 6)])
@@ -214,6 +214,15 @@ def _scale(res: SimulationResult) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
+def _until(times: list[float], end: float, sc: float) -> list[float]:
+    """A step function's change points, scaled, closed at the run's end (series store changes only)."""
+    return [x / sc for x in times] + [max(end, times[-1] if times else 0.0) / sc]
+
+
+def _last_again(values: list[float]) -> list[float]:
+    return values + values[-1:]
+
+
 def plot_queues(res: SimulationResult, other: SimulationResult | None = None) -> str:
     """Allocation vs deserved over time, one panel per leaf queue (B dashed when comparing)."""
     import matplotlib
@@ -235,14 +244,15 @@ def plot_queues(res: SimulationResult, other: SimulationResult | None = None) ->
     for k, q in enumerate(qs):
         ax = axes[k // cols][k % cols]
         s = rec.queues[q]
-        t = [x / sc for x in rec.times]
-        ax.step(t, s.allocated[d], where="post", label="allocated", color="tab:blue")
-        ax.step(t, s.deserved[d], where="post", label="deserved", color="tab:green", linestyle="--")
-        ax.fill_between(t, s.pending[d], step="post", alpha=0.15, color="tab:orange", label="pending")
+        t = _until(s.times, rec.final_time, sc)
+        ax.step(t, _last_again(s.allocated[d]), where="post", label="allocated", color="tab:blue")
+        ax.step(t, _last_again(s.deserved[d]), where="post", label="deserved", color="tab:green", linestyle="--")
+        ax.fill_between(t, _last_again(s.pending[d]), step="post", alpha=0.15, color="tab:orange", label="pending")
         if other is not None and q in other.recorder.queues:
             ro = other.recorder
-            ax.step([x / sc for x in ro.times], ro.queues[q].allocated[d], where="post", color="tab:red",
-                    label="allocated (B)", alpha=0.8)
+            so = ro.queues[q]
+            ax.step(_until(so.times, ro.final_time, sc), _last_again(so.allocated[d]), where="post",
+                    color="tab:red", label="allocated (B)", alpha=0.8)
         ax.set_title(q, fontsize=9)
         ax.tick_params(labelsize=7)
     for k in range(len(qs), rows * cols):
