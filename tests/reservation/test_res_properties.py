@@ -31,11 +31,11 @@ ops = st.lists(st.tuples(st.sampled_from(["submit", "submit", "update", "delete"
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=ops)
 def test_random_operations_keep_invariants(agent, ops):
     s = system(agent, capacity=(8192, 6), max_periodicity=60_000,
-               policy=CapacityOverTimePolicy(1.0, 1.0, 86_400_000))
+               policy=CapacityOverTimePolicy(1.0, 0.8, 120_000))
     plan = s.plan
     for op, n, (arrival, length, stages, interp, rec) in ops:
         stages_b = [(c, g * k, k, d) for c, g, k, d in stages]
