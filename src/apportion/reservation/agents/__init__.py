@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apportion.reservation.agents.aligned import LowCostAlignedAllocator, aligned_agent
 from apportion.reservation.agents.common import ReservationAgent, TryMany
-from apportion.reservation.agents.greedy import GreedyAgent
+from apportion.reservation.agents.greedy import GreedyAgent, GreedyReferenceAgent
 from apportion.reservation.agents.iterative import (
     GreedyStageAllocator,
     IterativePlanner,
@@ -14,11 +14,16 @@ from apportion.reservation.agents.iterative import (
 
 AGENT_NAMES = ("greedy", "greedy-left", "greedy-right", "aligned-left", "aligned-right", "none")
 
+#: the seed's agent walked one time step at a time; for tests and benchmarks, not a contract name
+REFERENCE_AGENT = "greedy-reference"
+
 
 def make_agent(name: str, smoothness: int = 10) -> ReservationAgent | None:
     """The agent called `name`; None for "none"; ValueError for an unknown name."""
     if name == "greedy":
         return GreedyAgent()
+    if name == REFERENCE_AGENT:
+        return GreedyReferenceAgent()
     if name == "greedy-left":
         return greedy_left()
     if name == "greedy-right":
@@ -35,9 +40,11 @@ def make_agent(name: str, smoothness: int = 10) -> ReservationAgent | None:
 __all__ = [
     "AGENT_NAMES",
     "GreedyAgent",
+    "GreedyReferenceAgent",
     "GreedyStageAllocator",
     "IterativePlanner",
     "LowCostAlignedAllocator",
+    "REFERENCE_AGENT",
     "ReservationAgent",
     "TryMany",
     "make_agent",
