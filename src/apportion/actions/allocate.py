@@ -40,8 +40,9 @@ def execute(ssn: Session) -> None:
             queues.append(queue)
         queue_jobs[queue.name].append(job)
 
-    while queues:
-        queue = pop_best(queues, ssn.queue_compare)
+    picker = ssn.queue_picker(queues)
+    while len(picker):
+        queue = picker.pop()
         if ssn.overused(queue):
             for job in queue_jobs[queue.name]:
                 ssn.explain(job.uid, f"queue {queue.name} is overused: allocated has reached deserved")
@@ -55,7 +56,7 @@ def execute(ssn: Session) -> None:
             stmt.commit()
             if task_lists[job.uid]:
                 jobs.append(job)
-        queues.append(queue)
+        picker.push(queue)
 
 
 def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo]) -> Statement | None:

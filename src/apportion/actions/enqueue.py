@@ -21,8 +21,9 @@ def execute(ssn: Session) -> None:
         if job.is_pending():
             pending[queue.name].append(job)
 
-    while queues:
-        queue = pop_best(queues, ssn.queue_compare)
+    picker = ssn.queue_picker(queues)
+    while len(picker):
+        queue = picker.pop()
         jobs = pending[queue.name]
         if not jobs:
             continue
@@ -31,4 +32,4 @@ def execute(ssn: Session) -> None:
         if job.min_resources is None or ssn.job_enqueueable(job):
             ssn.job_enqueued(job)
             job.phase = PodGroupPhase.INQUEUE
-        queues.append(queue)
+        picker.push(queue)

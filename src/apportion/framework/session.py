@@ -33,6 +33,7 @@ from apportion.errors import InternalError
 from apportion.framework import extension as ep
 from apportion.framework.conf import Arguments, PluginOption, SchedulerConf
 from apportion.framework.placement import PlacementCache
+from apportion.framework.queue_picker import PickerFactory, QueuePicker, ScanPicker
 from apportion.resources import Resource, format_amount
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ def _node_kind(status: TaskStatus) -> str | None:
 class Session:
     """One scheduling session over one snapshot. A snapshot is consumed by the session that opens it."""
 
+    #: tests switch this off to compare plugins' queue pickers against the reference scan
+    fast_queue_pickers = True
+
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, session_id: str = "session-1") -> None:
         from apportion.plugins import registry
 
@@ -138,6 +142,8 @@ class Session:
         #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
         self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self.placement = PlacementCache(self)
+        #: queue-order plugins' fast pickers (used when that plugin alone orders queues)
+        self.queue_pickers: dict[str, PickerFactory] = {}
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
         self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
@@ -207,6 +213,19 @@ class Session:
         """Vouch that the plugin's predicate / node-order answer for a node depends only on that node and
         on what `fn(task)` summarises (None: not for this task). Enables the placement cache."""
         self.node_local_keys[plugin] = fn
+
+    def add_queue_picker(self, plugin: str, factory: PickerFactory) -> None:
+        """Offer a picker that finds the best queue faster under the plugin's own queue order."""
+        self.queue_pickers[plugin] = factory
+
+    def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
+        """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""
+        fns = self._consulted(ep.QUEUE_ORDER)
+        if len(fns) == 1 and self.fast_queue_pickers:
+            factory = self.queue_pickers.get(fns[0][1].name)
+            if factory is not None:
+                return factory(queues, self.queue_compare)
+        return ScanPicker(queues, self.queue_compare)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)

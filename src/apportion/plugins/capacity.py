@@ -24,6 +24,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Plugin, Session
 from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity_picker import TreePicker
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource, format_amount
 
 GUARANTEE_ENABLE = "capacity.GuaranteeEnable"
@@ -179,6 +180,8 @@ class CapacityPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]] = {}
+        #: names of the queues whose real share changed, in order (the tree picker re-keys from it)
+        self.share_log: list[str] = []
         args = self.arguments
         self.guarantee_enabled = args.get_bool(GUARANTEE_ENABLE, True)
         self.elastic_enabled = args.get_bool(ELASTIC_ENABLE, True)
@@ -227,6 +230,7 @@ class CapacityPlugin(Plugin):
             if self.hierarchical:
                 ssn.add_fn(ep.QUEUE_ORDER, self.name, self.hierarchical_queue_order)
                 ssn.add_fn(ep.VICTIM_QUEUE_ORDER, self.name, self.victim_queue_order)
+                ssn.add_queue_picker(self.name, lambda queues, compare: TreePicker(self, queues, compare))
             else:
                 ssn.add_fn(ep.QUEUE_ORDER, self.name, self.queue_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
@@ -749,6 +753,7 @@ class CapacityPlugin(Plugin):
         for a in self._path(attr):
             a.allocated.add(task.resreq)
             a.update_share()  # Deviation (seed's worked example): ancestors' shares too
+            self.share_log.append(a.name)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         """DeallocateFunc: the reverse of on_allocate."""
@@ -758,6 +763,7 @@ class CapacityPlugin(Plugin):
         for a in self._path(attr):
             a.allocated.sub(task.resreq)
             a.update_share()
+            self.share_log.append(a.name)
 
     # ================================================================= output
     def queue_report(self, ssn: Session) -> dict[str, dict[str, Any]] | None:

@@ -1,0 +1,182 @@
+"""The capacity plugin's queue picker for tree mode: the scan's answer without scanning.
+
+In tree mode two leaves compare by the queues just below their deepest common ancestor: lower share
+first, at equal share the one with a deserved first; if those tie too, hierarchical_queue_order
+returns 0 and the session compares the *leaves'* creation time and name. That fallback can make the
+order intransitive, so no sort reproduces the scan in general. The scan does, however, return any
+queue that beats every other (the order is antisymmetric), and such a winner can be found by
+descending the tree, while every queue to visit is a leaf and all have the same priority:
+
+* at a node, take its active children with the smallest (share, has-deserved) key;
+* one such child: its own winner is the winner here (it beats the other children's leaves strictly);
+* several tied children: leaves under two different tied children compare by (creation, name), so the
+  winner is the tied children's winner with the smallest (creation, name), provided it is smaller than
+  that of *every* active leaf under the other tied children (each node keeps those sorted). Ties among
+  leaves always resolve this way.
+
+When some step finds no winner (or a share is NaN, a priority differs, a non-leaf is queued), the
+picker falls back to the reference scan over the same list in the same order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedList
+
+from apportion.cluster.model import QueueInfo
+from apportion.cluster.snapshot import ROOT_QUEUE
+from apportion.framework.queue_picker import pop_best_index
+
+if TYPE_CHECKING:
+    from apportion.plugins.capacity import CapacityPlugin
+
+Key = tuple[float, int]
+
+
+class TreePicker:
+    """QueuePicker for capacity's hierarchical queue order (see the module docstring)."""
+
+    def __init__(self, plugin: CapacityPlugin, queues: Iterable[QueueInfo],
+                 compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        self.plugin = plugin
+        self.attrs = plugin.attrs
+        self.compare = compare
+        #: the reference scan's list, kept in its order (a pushed queue goes to the end)
+        self.order: dict[str, QueueInfo] = {}
+        self.kids: dict[str, SortedList] = {}
+        self.key_of: dict[str, Key] = {}
+        #: per internal node, (creation, name) of every active leaf below it
+        self.below: dict[str, SortedList] = {}
+        self.unordered = 0  # active queues with a NaN share (not comparable)
+        self.nan_filed: set[str] = set()
+        self.non_leaves = 0  # queues to visit that are not leaves of the tree
+        self.cn: dict[str, tuple[str, str]] = {}  # (creation, name) of the active leaves
+        self.priorities: Counter[int] = Counter()
+        self.log_pos = len(plugin.share_log)
+        for q in queues:
+            self.push(q)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    # ------------------------------------------------------------------ the picker
+    def pop(self) -> QueueInfo:
+        self._sync()
+        name = None
+        if not (self.unordered or self.non_leaves or len(self.priorities) > 1):
+            name = self._winner(ROOT_QUEUE)
+        if name is None:
+            items = list(self.order.values())
+            queue = items[pop_best_index(items, self.compare)]
+        else:
+            queue = self.order[name]
+        self._deactivate(queue)
+        return queue
+
+    def _winner(self, node: str) -> str | None:
+        """The active leaf below `node` that beats every other one there, if the tree shows one."""
+        kids = self.kids[node]
+        first = kids[0][0]
+        group = []
+        for key, name in kids:
+            if key != first:
+                break
+            group.append(name)
+        if len(group) == 1:
+            only = group[0]
+            return self._winner(only) if only in self.kids else only
+        winners = []
+        for child in group:
+            w = self._winner(child) if child in self.kids else child
+            if w is None:
+                return None
+            winners.append((self.cn[w], w, child))
+        cn, w, home = min(winners)
+        for child in group:
+            if child != home and not cn < (self.below[child][0] if child in self.kids else self.cn[child]):
+                return None
+        return w
+
+    def push(self, queue: QueueInfo) -> None:
+        self.order[queue.name] = queue
+        attr = self.attrs.get(queue.name)
+        if attr is None or attr.children or not attr.ancestors:
+            self.non_leaves += 1
+            return
+        self.priorities[queue.priority] += 1
+        cn = self.cn[queue.name] = (queue.creation, queue.name)
+        for parent in attr.ancestors:
+            self.below.setdefault(parent, SortedList()).add(cn)
+        child = queue.name
+        for parent in reversed(attr.ancestors):
+            self._insert(parent, child)
+            if parent in self.key_of:
+                break
+            child = parent
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _deactivate(self, queue: QueueInfo) -> None:
+        del self.order[queue.name]
+        attr = self.attrs.get(queue.name)
+        if attr is None or attr.children or not attr.ancestors:
+            self.non_leaves -= 1
+            return
+        self.priorities[queue.priority] -= 1
+        if not self.priorities[queue.priority]:
+            del self.priorities[queue.priority]
+        cn = self.cn.pop(queue.name)
+        for parent in attr.ancestors:
+            below = self.below[parent]
+            below.remove(cn)
+            if not below:
+                del self.below[parent]
+        child = queue.name
+        for parent in reversed(attr.ancestors):
+            self._remove(parent, child)
+            if parent in self.kids:
+                break
+            child = parent
+
+    def _key(self, name: str) -> Key:
+        a = self.attrs[name]
+        # a NaN share compares with nothing; it is filed as +inf and turns the fast path off
+        share = a.share if a.share == a.share else float("inf")
+        return share, (1 if a.deserved.is_empty() else 0)
+
+    def _insert(self, parent: str, name: str) -> None:
+        key = self._key(name)
+        if self.attrs[name].share != self.attrs[name].share:
+            self.nan_filed.add(name)
+            self.unordered += 1
+        kids = self.kids.get(parent)
+        if kids is None:
+            kids = self.kids[parent] = SortedList()
+        kids.add((key, name))
+        self.key_of[name] = key
+
+    def _remove(self, parent: str, name: str) -> None:
+        key = self.key_of.pop(name)
+        if name in self.nan_filed:
+            self.nan_filed.discard(name)
+            self.unordered -= 1
+        kids = self.kids[parent]
+        kids.remove((key, name))
+        if not kids:
+            del self.kids[parent]
+
+    def _sync(self) -> None:
+        """Re-key the active queues whose share moved since the last pop."""
+        log = self.plugin.share_log
+        if self.log_pos == len(log):
+            return
+        for name in set(log[self.log_pos:]):
+            old = self.key_of.get(name)
+            if old is None or self._key(name) == old:
+                continue
+            parent = self.attrs[name].ancestors[-1]
+            self._remove(parent, name)
+            self._insert(parent, name)
+        self.log_pos = len(log)

@@ -1,0 +1,134 @@
+"""capacity's tree picker picks what the reference scan picks: whole cycles over random trees (with
+share ties, best-effort queues, mixed priorities and running pods) decide the same either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apportion.framework.session import Session
+from apportion.plugins import capacity_picker
+
+from k8s import cycle, node, pod, podgroup, queue
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""
+
+
+@st.composite
+def trees(draw: Any) -> list[dict]:
+    objs: list[dict] = [node(f"n{i}", cpu=8, memory="32Gi") for i in range(draw(st.integers(2, 6)))]
+    objs.append(queue("root"))
+    leaves: list[str] = []
+    for p in range(draw(st.integers(1, 3))):
+        pname = f"p{p}"
+        des = draw(st.sampled_from([None, "8", "16"]))
+        objs.append(queue(pname, parent="root", **({"deserved": {"cpu": des}} if des else {})))
+        for c in range(draw(st.integers(1, 4))):
+            cname = f"{pname}-l{c}"
+            cdes = draw(st.sampled_from([None, "4", "8"]))
+            spec: dict[str, Any] = {"parent": pname}
+            if cdes:
+                spec["deserved"] = {"cpu": cdes}
+            if draw(st.integers(0, 5)) == 0:
+                spec["priority"] = 1
+            objs.append(queue(cname, **spec))
+            leaves.append(cname)
+    if draw(st.booleans()):
+        objs.append(queue("solo", parent="root", deserved={"cpu": "4"}))
+        leaves.append("solo")
+    for g in range(draw(st.integers(1, 12))):
+        q = draw(st.sampled_from(leaves))
+        size = draw(st.integers(1, 3))
+        objs.append(podgroup(f"g{g}", queue=q, min_member=size,
+                             phase=draw(st.sampled_from(["Pending", "Inqueue"])),
+                             min_resources={"cpu": str(size)}))
+        running = draw(st.integers(0, 3)) == 0
+        for t in range(size):
+            objs.append(pod(f"g{g}-{t}", f"g{g}", cpu=draw(st.sampled_from([1, 2])), memory="1Gi",
+                            node_name="n0" if running else ""))
+    return objs
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(objs=trees())
+def test_tree_picker_decides_as_the_scan(objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Session, "fast_queue_pickers", True)
+    fast = cycle(objs, CONF).to_json()
+    monkeypatch.setattr(Session, "fast_queue_pickers", False)
+    assert fast == cycle(objs, CONF).to_json()
+
+
+def test_tree_picker_descends_without_scanning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pop is a descent, none a scan; the order is the seeds' (batch, whose parent team-b has
+    the lower share, before training)."""
+    objs = [node("n0", cpu=100, memory="400Gi"), queue("root"),
+            queue("team-a", parent="root", deserved={"cpu": "60"}),
+            queue("team-b", parent="root", deserved={"cpu": "40"}),
+            queue("training", parent="team-a", deserved={"cpu": "40"}),
+            queue("batch", parent="team-b", deserved={"cpu": "30"}),
+            podgroup("ta", queue="training"), pod("ta-0", "ta", cpu=1, memory="1Gi", node_name="n0"),
+            podgroup("new-a", queue="training"), pod("new-a-0", "new-a", cpu=1),
+            podgroup("new-b", queue="batch"), pod("new-b-0", "new-b", cpu=1)]
+    scans = 0
+    real_scan = capacity_picker.pop_best_index
+
+    def spy(*args: Any) -> int:
+        nonlocal scans
+        scans += 1
+        return real_scan(*args)
+
+    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
+    order: list[str] = []
+    from apportion.actions import allocate
+
+    real_step = allocate.allocate_for_job
+
+    def record(ssn: Any, q: Any, job: Any, tasks: Any) -> Any:
+        order.append(q.name)
+        return real_step(ssn, q, job, tasks)
+
+    monkeypatch.setattr(allocate, "allocate_for_job", record)
+    result = cycle(objs, CONF)
+    assert result.binds == {"ns/new-a-0": "n0", "ns/new-b-0": "n0"}
+    # team-b 0/40 < team-a 1/60: batch first, then training
+    assert order == ["batch", "training"]
+    assert scans == 0
+
+
+def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything at share 0 (the usual start): the order is by leaf name, found by descent."""
+    objs = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+    for p in ("pb", "pa"):
+        objs.append(queue(p, parent="root", deserved={"cpu": "16"}))
+        for leaf in ("y", "x"):
+            objs.append(queue(f"{p}-{leaf}", parent=p, deserved={"cpu": "8"}))
+            objs += [podgroup(f"{p}-{leaf}-j", queue=f"{p}-{leaf}", phase="Pending"), pod(f"{p}-{leaf}-j-0", f"{p}-{leaf}-j", cpu=1)]
+    scans = 0
+    real_scan = capacity_picker.pop_best_index
+
+    def spy(*args: Any) -> int:
+        nonlocal scans
+        scans += 1
+        return real_scan(*args)
+
+    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
+    order: list[str] = []
+    real_enq = Session.job_enqueued
+
+    def record(self: Session, job: Any) -> None:
+        order.append(job.queue)
+        real_enq(self, job)
+
+    monkeypatch.setattr(Session, "job_enqueued", record)
+    cycle(objs, CONF)
+    assert order == ["pa-x", "pa-y", "pb-x", "pb-y"]
+    assert scans == 0
