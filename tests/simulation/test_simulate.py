@@ -76,10 +76,16 @@ workload:
 """)
     res = simulate(sc)
     jobs = {j.spec.name: j for j in res.jobs}
+    # a: binds in the session at 0 and holds the only node (4 cpu) until 0 + 100 = 100
     assert (jobs["a"].first_start, jobs["a"].finish) == (0.0, 100.0)
-    # b arrives between sessions; it waits for a's node and starts at the session at 100
+    # b arrives at 10.5, between sessions (period 1); the node is busy until a finishes at 100, and
+    # the completion is applied before the session at 100: start 100, finish 100 + 50 = 150,
+    # wait 100 - 10.5 = 89.5, JCT 150 - 10.5 = 139.5
     assert (jobs["b"].first_start, jobs["b"].finish) == (100.0, 150.0)
-    assert jobs["b"].first_start - jobs["b"].spec.arrival == 89.5
+    s = summarize(res)["queues"]["q"]
+    assert s["wait"]["max"] == 89.5 and s["wait"]["mean"] == pytest.approx((0 + 89.5) / 2)
+    assert s["jct"]["mean"] == pytest.approx((100 + 139.5) / 2)
+    assert res.events == 4  # two arrivals, two completions
 
 
 def test_reclaim_exact_eviction_times() -> None:
@@ -93,15 +99,24 @@ workload:
   - {name: late, queue: q2, arrival: 100, duration: 50, tasks: 2, minMember: 2, resources: {cpu: 1, memory: 1Gi}}
 """)
     res = simulate(sc)
+    # hog takes all 4 cpu at 0 (q1 borrows q2's 2); late's gang of 2 arrives at 100 and q2 is under
+    # its deserved, so reclaim evicts 2 of hog's tasks in the session at 100
     ev = [(t, job, reason) for t, job, _task, reason in res.recorder.evictions]
     assert ev == [(100.0, "sim/hog", "reclaim"), (100.0, "sim/hog", "reclaim")]
     jobs = {j.spec.name: j for j in res.jobs}
-    # victims released at once (grace 0); the pipelined reclaimer is placed by the next session
+    # victims released at once (grace 0); the pipelined reclaimer is bound by the next session, 101,
+    # and runs 50 s: finish 151
     assert jobs["late"].first_start == 101.0
     assert jobs["late"].finish == 151.0
-    assert jobs["hog"].evictions == 2
+    # hog is not a gang (minMember 1): its 2 other tasks go on and finish at 1000; the 2 victims lost
+    # 100 s × 1 cpu each (200 cpu-s), restart from scratch when late frees its 2 cpu at 151 and
+    # finish at 151 + 1000 = 1151
+    hog = jobs["hog"]
+    assert hog.evictions == 2 and hog.lost_cpu_seconds == 200.0
+    assert sorted((t.start, t.attempt) for t in hog.tasks) == [(0.0, 0), (0.0, 0), (151.0, 1), (151.0, 1)]
+    assert (hog.first_start, hog.last_start, hog.finish) == (0.0, 151.0, 1151.0)
     s = summarize(res)
-    assert s["evictions"]["reclaim"] == 2
+    assert s["evictions"]["reclaim"] == 2 and s["evictions"]["lostCpuHours"] == round(200 / 3600, 6)
 
 
 RESERVABLE = node(cpu=8) + HIER_CAPACITY + """
@@ -132,23 +147,61 @@ def test_reservation_job_starts_at_window_start() -> None:
 """))
     res = simulate(sc)
     job = res.jobs[0]
+    # r1 asks 2 cpu for 200 s in [100, 400]; greedy-early placement under NoOverCommit puts it at
+    # [100, 300). The job arrives at 100, is routed to the reservation's queue, and starts at once:
+    # start 100, finish 100 + 150 = 250, inside the window
     assert job.first_start == 100.0 and job.finish == 250.0
-    assert job.queue == "reservation_0_0001"
+    assert job.queue == "reservation_0_0001" and job.reservation_id == "reservation_0_0001"
     out = summarize(res)["reservations"][0]
     assert out["accepted"] and out["start"] == 100.0 and out["end"] == 300.0 and out["honoured"]
+    # the reservation's queue appears at 100 deserving exactly its 2 cpu, and still does when the
+    # workload is over at 250 (the run stops there: only the window's end is left)
+    rq = res.recorder.queues["reservation_0_0001"]
+    assert list(zip(rq.times, rq.deserved["cpu"], rq.allocated["cpu"])) == [
+        (0.0, 0.0, 0.0), (100.0, 2.0, 2.0), (250.0, 2.0, 0.0)]
+    assert res.end_time == 250.0
 
 
-def test_routing_rejects_inactive_reservation_and_defaults() -> None:
-    sc = scenario(reservable("""
+def test_routing_by_reservation_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = reservable("""
   - {name: early, queue: res, reservation: r1, arrival: 50, duration: 10, resources: {cpu: 1, memory: 1Gi}}
   - {name: plain, queue: res, arrival: 50, duration: 10, resources: {cpu: 1, memory: 1Gi}}
-"""))
-    res = simulate(sc)
+  - {name: inside, queue: res, reservation: r1, arrival: 120, duration: 10, resources: {cpu: 1, memory: 1Gi}}
+  - {name: refused, queue: res, reservation: r2, arrival: 120, duration: 10, resources: {cpu: 1, memory: 1Gi}}
+""").replace("workload:", """- name: r2
+  queue: res
+  submitAt: 0
+  arrival: 100
+  deadline: 400
+  requests: [{resources: {cpu: 8, memory: 2Gi}, numContainers: 1, duration: 10}]
+workload:""")
+    import apportion.simulation.engine as sim_engine
+
+    seen: dict[str, tuple[str, dict[str, str]]] = {}
+    real_open = sim_engine.open_session
+
+    def spy(snap, conf, **kw):  # type: ignore[no-untyped-def]
+        for uid, j in snap.jobs.items():
+            seen.setdefault(uid, (j.queue, dict(j.annotations)))
+        return real_open(snap, conf, **kw)
+
+    monkeypatch.setattr(sim_engine, "open_session", spy)
+    res = simulate(scenario(body))
     jobs = {j.spec.name: j for j in res.jobs}
-    assert jobs["early"].state == "rejected"
-    assert "not currently active: reservation_0_0001" in jobs["early"].message
-    assert jobs["plain"].queue == "res-default" and jobs["plain"].state == "done"
-    assert any(e[2] == "Rejected" for e in res.recorder.events)
+    # r1 is active over [100, 300): a job naming it at 50 is refused, at 120 routed to its queue with
+    # the podgroup annotation the engine sees
+    assert jobs["early"].state == "rejected" and "sim/early" not in seen
+    assert jobs["early"].message == ("Application sim/early submitted to a reservation which is not currently "
+                                     "active: reservation_0_0001")
+    assert seen["sim/inside"] == ("reservation_0_0001", {"apportion.io/reservation-id": "reservation_0_0001"})
+    assert (jobs["inside"].first_start, jobs["inside"].state) == (120.0, "done")
+    # no reservation: the reservable queue's default child, no annotation
+    assert seen["sim/plain"] == ("res-default", {})
+    assert (jobs["plain"].first_start, jobs["plain"].finish) == (50.0, 60.0)
+    # r2 (8 cpu on a 4-cpu plan) was not accepted, so its job is refused on arrival
+    assert jobs["refused"].state == "rejected" and "sim/refused" not in seen
+    assert jobs["refused"].message == "Application sim/refused names reservation 'r2', which was not accepted"
+    assert [e[1] for e in res.recorder.events if e[2] == "Rejected"] == ["sim/early", "sim/refused"]
 
 
 @pytest.mark.parametrize("move", [True, False])
@@ -158,10 +211,14 @@ def test_expiry_moves_or_kills(move: bool) -> None:
 """, move=move))
     res = simulate(sc)
     job = res.jobs[0]
+    # the job runs from 100; r1's window ends at 300 while it still has 300 s to go
     if move:
+        # moved to res-default at 300 without a restart: it finishes at 100 + 500 = 600
         assert job.state == "done" and job.queue == "res-default" and job.finish == 600.0
-        assert any(e[2] == "MovedOnExpiry" and e[0] == 300.0 for e in res.recorder.events)
+        assert (job.first_start, job.last_start, job.evictions, job.lost_cpu_seconds) == (100.0, 100.0, 0, 0.0)
+        assert [(e[0], e[1]) for e in res.recorder.events if e[2] == "MovedOnExpiry"] == [(300.0, "sim/long")]
     else:
+        # killed at 300: 200 s × 2 cpu of work lost
         assert job.state == "killed" and job.finish == 300.0
         assert job.lost_cpu_seconds == pytest.approx(2 * 200.0)
 
@@ -174,14 +231,18 @@ def test_plan_follower_queue_changes() -> None:
     stage = StageSpec(Resource.from_natural({"cpu": 1, "memory": 2**30}), 3, 100)
     r = plan.submit(ReservationSpec("a", "res", "u", 0, 10, 500, "R_ALL", False, [stage]), 0.0)
     assert r.accepted
+    # plan capacity = res's guarantee, 4 cpu; the reservation is 3 × 1 cpu over [10, 110)
     before = follow(plan, q, 5.0, total)
     assert [c.name for c in before.children] == ["res-default"]
-    assert before.children[0].deserved.cpu == 4000.0
+    assert before.children[0].deserved.cpu == 4000.0 and before.children[0].guarantee.cpu == 4000.0
     during = follow(plan, q, 50.0, total)
     assert [c.name for c in during.children] == ["reservation_0_0001", "res-default"]
     rq, dq = during.children
     assert rq.deserved.cpu == rq.guarantee.cpu == 3000.0 and rq.parent == "res"
-    assert dq.deserved.cpu == 1000.0
+    # over-use allowed (the plan's default): the reservation may grow to the parent's capability
+    assert rq.capability.equal(q.capability) and rq.annotations == {"apportion.io/reservation": "a"}
+    # the default child keeps the rest: 4 - 3 = 1 cpu deserved and guaranteed
+    assert dq.deserved.cpu == 1000.0 and dq.guarantee.cpu == 1000.0 and dq.parent == "res"
     after = follow(plan, q, 110.0, total)
     assert [c.name for c in after.children] == ["res-default"]
     # a capacity drop below what is reserved runs the replanner
@@ -210,16 +271,22 @@ workload:
     t0 = time.perf_counter()
     res = simulate(sc)
     assert res.end_time == 2592000.0
-    assert res.sessions < 12  # a month of 1 s periods, a handful of sessions
+    # a month of 1 s periods, 7 sessions: 0 (binds a), 1 (a's podgroup turns Running), 2 (nothing
+    # changes: idle until the next event), the same three at 1296000 for b, 1296010 (b finished);
+    # none at 2592000, a's completion leaves nothing to schedule
+    assert res.sessions == 7 and res.events == 4
+    jobs = {j.spec.name: j for j in res.jobs}
+    assert (jobs["b"].first_start, jobs["b"].finish) == (1296000.0, 1296010.0)
     assert time.perf_counter() - t0 < 5
 
 
-def test_determinism_same_seed_same_summary(tmp_path: Path) -> None:
-    a = summarize(simulate(load_scenario(default_scenario_path())))
-    b = summarize(simulate(load_scenario(default_scenario_path())))
-    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    c = summarize(simulate(load_scenario(default_scenario_path()), seed=8))
-    assert json.dumps(a, sort_keys=True) != json.dumps(c, sort_keys=True)
+def test_determinism_same_seed_same_summary() -> None:
+    # summary.json is this serialisation (report.write_outputs); two runs must give the same bytes
+    runs = [json.dumps(summarize(simulate(load_scenario(default_scenario_path()))), indent=1, sort_keys=True)
+            for _ in range(2)]
+    assert runs[0] == runs[1]
+    other = summarize(simulate(load_scenario(default_scenario_path()), seed=8))
+    assert json.dumps(other, indent=1, sort_keys=True) != runs[0]
 
 
 def test_default_scenario_reservations() -> None:
@@ -317,3 +384,41 @@ run: {{period: 60, seed: 0, horizon: 2592000, drain: false}}
     print(f"philly 30 days: {s['jobs']}, sessions {res.sessions}, events {res.events}, wall {wall:.1f}s, "
           f"{res.events / wall:.0f} events/s")
     assert s["jobs"]["completed"] > 1000
+
+
+def test_cli_compare_reports_both_runs(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from apportion.cli import main
+
+    reclaim = node(cpu=4) + FLAT_CAPACITY + """
+queues:
+- {kind: Queue, metadata: {name: q1}, spec: {deserved: {cpu: 2, memory: 32Gi}}}
+- {kind: Queue, metadata: {name: q2}, spec: {deserved: {cpu: 2, memory: 32Gi}}}
+workload:
+  jobs:
+  - {name: hog, queue: q1, arrival: 0, duration: 1000, tasks: 4, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
+  - {name: late, queue: q2, arrival: 100, duration: 50, tasks: 2, minMember: 2, resources: {cpu: 1, memory: 1Gi}}
+"""
+    a = tmp_path / "with-reclaim.yaml"
+    a.write_text(reclaim)
+    conf = tmp_path / "no-reclaim.conf"
+    conf.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+                    "- plugins:\n  - name: drf\n  - name: predicates\n  - name: capacity\n")
+    out = tmp_path / "ab"
+    r = CliRunner().invoke(main, ["simulate", str(a), "--compare", str(conf), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "A/B: with-reclaim vs no-reclaim" in r.output
+    summary = json.loads((out / "summary.json").read_text())
+    sa, sb = summary["A"], summary["B"]
+    # A: reclaim evicts 2 of hog's tasks at 100 and late starts at 101 (wait 1 s);
+    # B: no reclaim, late waits for hog's tasks to finish at 1000 (wait 900 s)
+    assert (sa["evictions"]["reclaim"], sb["evictions"]["reclaim"]) == (2, 0)
+    assert (sa["queues"]["q2"]["wait"]["mean"], sb["queues"]["q2"]["wait"]["mean"]) == (1.0, 900.0)
+    assert (sa["label"], sb["label"]) == ("with-reclaim", "no-reclaim")
+    html = (out / "report.html").read_text()
+    assert "A/B: with-reclaim vs no-reclaim" in html
+    assert html.count("data:image/png;base64,") >= 3
+    for f in ("queues.csv", "b-queues.csv", "jobs.csv", "b-jobs.csv"):
+        assert (out / f).exists()
+    assert "late" in (out / "b-jobs.csv").read_text()

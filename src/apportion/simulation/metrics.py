@@ -295,6 +295,16 @@ def summarize(res: SimulationResult) -> dict[str, Any]:
         }
         if q in queues:
             queues[q]["timeAverage"] = series[q]
+    # a reservable queue's jobs ran in its children (the plan follower's queues): its time averages
+    # are their sums (a sum of time averages is the time average of the sum)
+    for q in res.plans:
+        kids = [k for k in series if k == f"{q}-default" or k in {e["id"] for e in res.reservation_log
+                                                                    if e["queue"] == q}]
+        if q in queues and kids:
+            queues[q]["timeAverage"] = {
+                m: {d: _r(sum(series[k][m][d] or 0.0 for k in kids)) for d in rec.dims}
+                for m in ("allocated", "deserved", "pending")
+            }
     util = {}
     for d in rec.dims:
         ratio = [u / t if t else 0.0 for u, t in zip(rec.used[d], rec.total[d])]

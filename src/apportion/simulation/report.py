@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -56,9 +57,10 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
     e = summary["evictions"]
     run.add_row("evictions", f"reclaim {e['reclaim']}, preempt {e['preempt']}, node failure {e['nodeFailure']}; "
                              f"lost {e['lostGpuHours']:.2f} GPU-h")
-    q = Table(title="queues", title_justify="left")
-    for col in ("queue", "jobs", "done", "wait mean", "wait p95", "JCT mean", "evict", "lost GPU-h", "alloc/deserved"):
-        q.add_column(col, justify="left" if col == "queue" else "right")
+    # light borders and unwrapped cells: the tables stay readable on an 80-column pipe
+    q = Table(title="queues", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("queue", "jobs", "done", "wait\nmean", "wait\np95", "JCT\nmean", "evict", "lost\nGPU-h", "alloc/\ndeserved"):
+        q.add_column(col, justify="left" if col == "queue" else "right", no_wrap=True)
     for name, s in summary["queues"].items():
         ta = s.get("timeAverage", {})
         dom = ""
@@ -74,10 +76,11 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                   _fmt(s["jct"]["mean"], "s"), str(s["evictions"]), f"{s['lostGpuHours']:.2f}", dom)
     out = [run, q]
     if summary["reservations"]:
-        r = Table(title="reservations", title_justify="left", caption_justify="left")
+        r = Table(title="reservations", title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
         notes: list[str] = []
-        for col in ("name", "id", "queue", "outcome", "window", "jobs inside window"):
-            r.add_column(col)
+        for col in ("name", "id", "queue", "outcome", "window", "jobs inside\nwindow"):
+            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"))
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
@@ -85,7 +88,7 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                 window = f"{_dur(e2['start'])} – {_dur(e2['end'])}"
                 jobs = f"{inside}/{len(e2['jobs'])}" + (" (honoured)" if e2.get("honoured") else "")
             else:
-                outcome = "rejected (" + e2.get("message", "").split(":")[0] + ")"
+                outcome = "rejected"  # why: the caption under the table
                 window, jobs = "-", f"0/{len(e2['jobs'])}"
                 notes.append(f"{e2['name']}: {e2.get('message', '')}")
             r.add_row(e2["name"], e2["id"], e2["queue"], outcome, window, jobs)
