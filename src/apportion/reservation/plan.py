@@ -23,7 +23,6 @@ from apportion.reservation.stepfn import (
     merge,
     merge_pieces,
     radd,
-    rsub,
 )
 
 if TYPE_CHECKING:
@@ -263,18 +262,22 @@ class InMemoryPlan:
         return acc
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
-        cap = self.capacity
-        committed = self.committed_over(s, e + 1)
+        cm, cv = self.capacity
+        if self.periodic_load.is_empty():
+            committed = self.load.pieces(s, e + 1)
+        else:
+            committed = merge_pieces(self.load, self.periodic_load, s, e + 1, radd)
         net_pieces = []
-        for a, b, r in committed.pieces(s, e + 1):
-            v = rsub(cap, r)
-            if v[0] < 0 or v[1] < 0:
+        for a, b, r in committed:
+            vm = cm - r[0]
+            vv = cv - r[1]
+            if vm < 0 or vv < 0:
                 raise PlanningException(
                     "RLESparseResourceAllocation: merge failed as the resulting "
                     "RLESparseResourceAllocation would be negative"
                 )
-            net_pieces.append((a, b, v))
-        net = StepFunction.from_intervals(net_pieces)
+            net_pieces.append((a, b, (vm, vv)))
+        net = StepFunction.from_pieces(net_pieces)
         old = self.reservations.get(old_id) if old_id is not None else None
         if old is not None:
             net.add_function(old.over_time(s, e + 1))

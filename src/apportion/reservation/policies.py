@@ -130,14 +130,18 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         old = plan.reservations.get(old_id) if old_id is not None else None
         if old is not None:
             used = merge(used, old.over_time(s, e + 1), s, e + 1, rsub)
-        quota = StepFunction.from_intervals([(s, e + 1, limit)])
-        quota.add_function(used, -1)
+        # the quota is limit − used on [s, e]; it is folded into the merge instead of being built
+        lm, lv = limit
         calc = plan.calc
+        if calc.kind == "default":
+            def cmin(a: Res, u: Res) -> Res:
+                q = (lm - u[0], lv - u[1])
+                return a if a[0] <= q[0] else q
+        else:
+            def cmin(a: Res, u: Res) -> Res:
+                return calc.rmin(a, (lm - u[0], lv - u[1]), cap)
 
-        def cmin(a: Res, b: Res) -> Res:
-            return calc.rmin(a, b, cap)
-
-        return merge(net, quota, s, e + 1, cmin)
+        return merge(net, used, s, e + 1, cmin)
 
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         try:
@@ -237,11 +241,11 @@ def _clamped(f: StepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
 
 def _overlapping(f: StepFunction, first: int | None, cs: int, ce: int) -> list[tuple[int, Res | None]]:
     """getRangeOverlapping(cs, ce): from the last change at or before cs (or the first change), to ce."""
-    pts = f.breakpoints()
-    if not pts:
+    if f.is_empty():
         return []
-    start = first if first is not None else pts[0][0]
-    return [(t, v) for t, v in pts if start <= t <= ce]
+    start = first if first is not None else f.first_change()
+    assert start is not None
+    return f.items_between(start, ce)
 
 
 def _periodic_overlapping(pf: PeriodicStepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:

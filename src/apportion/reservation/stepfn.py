@@ -170,13 +170,43 @@ class StepFunction:
     __slots__ = ("_d",)
 
     def __init__(self, points: Iterable[tuple[int, Res]] | None = None) -> None:
-        self._d: SortedDict = SortedDict()
-        if points is not None:
-            prev = ZERO
-            for t, v in sorted(points):
-                if v != prev:
-                    self._d[t] = v
-                    prev = v
+        if points is None:
+            self._d: SortedDict = SortedDict()
+            return
+        keys: list[int] = []
+        values: list[Res] = []
+        prev = ZERO
+        for t, v in sorted(points):
+            if v != prev:
+                keys.append(t)
+                values.append(v)
+                prev = v
+        self._d = SortedDict(zip(keys, values))
+
+    @classmethod
+    def _bulk(cls, keys: list[int], values: list[Res]) -> StepFunction:
+        """From sorted, canonical breakpoint lists; one bulk load is far cheaper than one insert each."""
+        f = cls.__new__(cls)
+        f._d = SortedDict(zip(keys, values))
+        return f
+
+    @classmethod
+    def from_pieces(cls, pieces: Iterable[tuple[int, int, Res]]) -> StepFunction:
+        """From contiguous pieces in time order (as `pieces` and `merge_pieces` yield), zero outside."""
+        keys: list[int] = []
+        values: list[Res] = []
+        prev = ZERO
+        last_end: int | None = None
+        for a, b, r in pieces:
+            if r != prev:
+                keys.append(a)
+                values.append(r)
+                prev = r
+            last_end = b
+        if prev != ZERO and last_end is not None:
+            keys.append(last_end)
+            values.append(ZERO)
+        return cls._bulk(keys, values)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -192,17 +222,20 @@ class StepFunction:
             d = deltas.setdefault(e, [0, 0])
             d[0] -= r[0]
             d[1] -= r[1]
-        f = cls()
+        keys: list[int] = []
+        values: list[Res] = []
         m = v = 0
         prev = ZERO
         for t in sorted(deltas):
-            m += deltas[t][0]
-            v += deltas[t][1]
+            dm, dv = deltas[t]
+            m += dm
+            v += dv
             cur = (m, v)
             if cur != prev:
-                f._d[t] = cur
+                keys.append(t)
+                values.append(cur)
                 prev = cur
-        return f
+        return cls._bulk(keys, values)
 
     def copy(self) -> StepFunction:
         f = StepFunction()
@@ -227,6 +260,11 @@ class StepFunction:
 
     def breakpoints(self) -> list[tuple[int, Res]]:
         return list(self._d.items())
+
+    def items_between(self, s: int, e: int) -> list[tuple[int, Res]]:
+        """The breakpoints t with s <= t <= e, in order."""
+        d = self._d
+        return [(t, d[t]) for t in d.irange(s, e)]
 
     def at(self, t: int) -> Res:
         """The value at time t."""
@@ -267,21 +305,14 @@ class StepFunction:
         if s >= e:
             return
         d = self._d
-        i = d.bisect_right(s) - 1
-        cur = d.peekitem(i)[1] if i >= 0 else ZERO
+        keys = d._list
+        i = keys.bisect_right(s)
+        cur = d[keys[i - 1]] if i > 0 else ZERO
         a = s
-        keys = d.keys()
-        j = i + 1
-        n = len(d)
-        while j < n:
-            k = keys[j]
-            if k >= e:
-                break
-            if k > a:
-                yield (a, k, cur)
-                a = k
+        for k in d.irange(s, e, inclusive=(False, False)):
+            yield (a, k, cur)
+            a = k
             cur = d[k]
-            j += 1
         yield (a, e, cur)
 
     def nonzero_pieces(self) -> list[tuple[int, int, Res]]:
@@ -344,7 +375,7 @@ class StepFunction:
 
     def clip(self, s: int, e: int) -> StepFunction:
         """The function restricted to `[s, e)` (zero elsewhere)."""
-        return StepFunction.from_intervals((a, b, r) for a, b, r in self.pieces(s, e) if r != ZERO)
+        return StepFunction.from_pieces(self.pieces(s, e))
 
 
 def merge_pieces(
@@ -378,18 +409,7 @@ def merge(
     op: Callable[[Res, Res], Res],
 ) -> StepFunction:
     """op(a, b) on `[s, e)` as a new step function (zero outside)."""
-    f = StepFunction()
-    d = f._d
-    prev = ZERO
-    last_end = s
-    for t0, t1, r in merge_pieces(a, b, s, e, op):
-        if r != prev:
-            d[t0] = r
-            prev = r
-        last_end = t1
-    if prev != ZERO:
-        d[last_end] = ZERO
-    return f
+    return StepFunction.from_pieces(merge_pieces(a, b, s, e, op))
 
 
 def madd(a: StepFunction, b: StepFunction) -> StepFunction:
@@ -475,7 +495,7 @@ class PeriodicStepFunction:
 
     def unrolled(self, s: int, e: int) -> StepFunction:
         """The function over `[s, e)` as a plain step function (zero outside)."""
-        return StepFunction.from_intervals((a, b, r) for a, b, r in self.pieces(s, e) if r != ZERO)
+        return StepFunction.from_pieces(self.pieces(s, e))
 
     def last_change_at_or_before(self, t: int) -> int | None:
         """Latest breakpoint of the unrolled function at or before t."""
