@@ -245,7 +245,8 @@ def _overlapping(f: StepFunction, first: int | None, cs: int, ce: int) -> list[t
         return []
     start = first if first is not None else f.first_change()
     assert start is not None
-    return f.items_between(start, ce)
+    out: list[tuple[int, Res | None]] = list(f.items_between(start, ce))
+    return out
 
 
 def _periodic_overlapping(pf: PeriodicStepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
