@@ -322,6 +322,11 @@ def plot_waits(res: SimulationResult, other: SimulationResult | None = None) -> 
         ax.boxplot([[x / sc for x in wb.get(q, [0.0])] for q in qs], positions=pos_b, widths=0.6,
                    patch_artist=True, boxprops={"facecolor": "tab:red", "alpha": 0.4})
         ax.set_xticks([2 * i + 1.2 for i in range(len(qs))], qs)
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor="tab:blue", alpha=0.4, label=res.label or "A"),
+                           Patch(facecolor="tab:red", alpha=0.4, label=f"{other.label or 'B'} (B)")],
+                  fontsize=7, loc="upper left")
     ax.set_ylabel(f"wait ({unit})")
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
     return _png(fig)
