@@ -263,6 +263,7 @@ class InMemoryPlan:
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
         cm, cv = self.capacity
+        committed: Iterable[Interval]
         if self.periodic_load.is_empty():
             committed = self.load.pieces(s, e + 1)
         else:

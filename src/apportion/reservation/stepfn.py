@@ -57,9 +57,15 @@ def fmt_res(r: Res) -> str:
     return f"<memory:{r[0]}, vCores:{r[1]}>"
 
 
+_F32 = struct.Struct("f")
+_F32_EXACT = 1 << 24
+
+
 def f32(x: float) -> float:
     """Round a double to single precision (YARN keeps percentages and shares as Java floats)."""
-    return float(struct.unpack("f", struct.pack("f", x))[0])
+    if type(x) is int and -_F32_EXACT <= x <= _F32_EXACT:
+        return float(x)  # every integer up to 2**24 is a float already: skip the pack/unpack
+    return float(_F32.unpack(_F32.pack(x))[0])
 
 
 def f32_str(x: float) -> str:
@@ -378,27 +384,56 @@ class StepFunction:
         return StepFunction.from_pieces(self.pieces(s, e))
 
 
+def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+    """The breakpoints of f inside `[s, e)` as parallel lists, the first one at s."""
+    if isinstance(f, StepFunction):
+        d = f._d
+        inner = list(d.irange(s, e, inclusive=(False, False)))
+        keys = d._list
+        i = keys.bisect_right(s)
+        values = [d[keys[i - 1]] if i > 0 else ZERO]
+        values.extend([d[k] for k in inner])
+        inner.insert(0, s)
+        return inner, values
+    ks: list[int] = []
+    vs: list[Res] = []
+    for a, _b, r in f.pieces(s, e):
+        ks.append(a)
+        vs.append(r)
+    return ks, vs
+
+
 def merge_pieces(
     a: StepFunction | PeriodicStepFunction,
     b: StepFunction | PeriodicStepFunction,
     s: int,
     e: int,
     op: Callable[[Res, Res], Res],
-) -> Iterator[tuple[int, int, Res]]:
+) -> list[tuple[int, int, Res]]:
     """Pieces of op(a, b) over `[s, e)`, walking the union of both breakpoint lists."""
-    ia = a.pieces(s, e)
-    ib = b.pieces(s, e)
-    pa = next(ia, None)
-    pb = next(ib, None)
+    if s >= e:
+        return []
+    ka, va = _breaks(a, s, e)
+    kb, vb = _breaks(b, s, e)
+    ka.append(e)
+    kb.append(e)
+    out: list[tuple[int, int, Res]] = []
+    i = j = 0
     t = s
-    while pa is not None and pb is not None and t < e:
-        end = min(pa[1], pb[1])
-        yield (t, end, op(pa[2], pb[2]))
+    na = ka[1]
+    nb = kb[1]
+    while True:
+        end = na if na < nb else nb
+        out.append((t, end, op(va[i], vb[j])))
+        if end >= e:
+            return out
+        if na == end:
+            i += 1
+            na = ka[i + 1]
+        if nb == end:
+            j += 1
+            nb = kb[j + 1]
         t = end
-        if pa[1] == end:
-            pa = next(ia, None)
-        if pb[1] == end:
-            pb = next(ib, None)
 
 
 def merge(
