@@ -153,3 +153,12 @@ def test_agent_none():
     s = system("none")
     assert message(submit(s, body(1, 0, 10_000, [(C1, 1, 1, 1000)]))) == (
         "No reservation agent is configured for queue dedicated.")
+
+
+def test_rule_3_no_stages_checked_by_the_validator_itself():
+    """REST conversion answers an empty stage list first; the validator keeps YARN's own message."""
+    from res_helpers import definition, make_plan
+
+    with pytest.raises(ValidationError, match="No resources have been specified to reserve. Please try again by "
+                                              "specifying the resources to reserve."):
+        validate_definition(make_plan(), definition(0, 10_000, []), 0)
