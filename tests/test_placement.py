@@ -100,9 +100,9 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
     computed: list[int] = []
     real = PlacementCache._compute
 
-    def spy(self: PlacementCache, task: Any, rows: Any) -> Any:
+    def spy(self: PlacementCache, task: Any, rows: Any, pos: int) -> Any:
         computed.append(len(rows))
-        return real(self, task, rows)
+        return real(self, task, rows, pos)
 
     monkeypatch.setattr(PlacementCache, "_compute", spy)
     result = cycle(objs)
