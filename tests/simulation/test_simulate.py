@@ -422,3 +422,54 @@ workload:
     for f in ("queues.csv", "b-queues.csv", "jobs.csv", "b-jobs.csv"):
         assert (out / f).exists()
     assert "late" in (out / "b-jobs.csv").read_text()
+
+
+PROPORTION = """
+scheduler: |
+  actions: "enqueue, allocate, preempt, reclaim, backfill"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+  - plugins:
+    - name: drf
+    - name: predicates
+    - name: proportion
+"""
+
+
+@pytest.mark.parametrize("conf", [FLAT_CAPACITY, PROPORTION, ""])
+def test_sessions_leave_queue_objects_untouched(monkeypatch: pytest.MonkeyPatch, conf: str) -> None:
+    """The simulator hands the same Queue objects to every session (copying a thousand of them per
+    session was expensive); this holds only while sessions do not write to them."""
+    import copy
+
+    import apportion.simulation.engine as sim_engine
+
+    real_run = sim_engine.run_session
+    checked = []
+
+    def guarded(ssn):  # type: ignore[no-untyped-def]
+        before = {n: copy.deepcopy(q) for n, q in ssn.queues.items()}
+        out = real_run(ssn)
+        changed = [n for n, q in before.items() if ssn.queues[n] != q]
+        assert not changed, f"session wrote to queues {changed}"
+        checked.append(len(before))
+        return out
+
+    monkeypatch.setattr(sim_engine, "run_session", guarded)
+    body = node(cpu=4) + conf + """
+queues:
+- {kind: Queue, metadata: {name: q1}, spec: {deserved: {cpu: 2, memory: 32Gi}, capability: {cpu: 4}, weight: 1}}
+- {kind: Queue, metadata: {name: q2}, spec: {deserved: {cpu: 2, memory: 32Gi}, guarantee: {resource: {cpu: 1}}}}
+workload:
+  jobs:
+  - {name: hog, queue: q1, arrival: 0, duration: 1000, tasks: 4, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
+  - {name: late, queue: q2, arrival: 100, duration: 50, tasks: 2, minMember: 2, resources: {cpu: 1, memory: 1Gi}}
+"""
+    simulate(scenario(body))
+    res = simulate(scenario(reservable("""
+  - {name: rj, queue: res, reservation: r1, arrival: 100, duration: 150, resources: {cpu: 2, memory: 1Gi}}
+  - {name: be, queue: res, arrival: 0, duration: 500, tasks: 4, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
+""")))
+    assert res.jobs and len(checked) > 4

@@ -91,6 +91,9 @@ class Recorder:
         self.evictions: list[tuple[float, str, str, str]] = []
         self.reported: dict[str, Resource] = {}
         self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
+        self._reported_nat: dict[str, dict[str, float]] = {}
+        self._static_leaves: list[str] | None = None
+        self._had_work: set[str] = set()
         self.final_time = 0.0
 
     # ----------------------------------------------------------------- hooks
@@ -113,34 +116,41 @@ class Recorder:
         for name, attrs in queues.items():
             d = attrs.get("deserved")
             if isinstance(d, dict) and d:
-                self.reported[name] = Resource.from_natural(
-                    {k: float(v) for k, v in d.items() if isinstance(v, (int, float))})
+                nat = {k: float(v) for k, v in d.items() if isinstance(v, (int, float))}
+                # an unchanged value keeps its object: sample() recognises unchanged queues by identity
+                if self._reported_nat.get(name) != nat:
+                    self._reported_nat[name] = nat
+                    self.reported[name] = Resource.from_natural(nat)
 
     # ----------------------------------------------------------------- sampling
     def _leaf_queues(self) -> dict[str, Resource]:
         """Leaf queue -> deserved (reported, else spec)."""
         sim = self.sim
-        parents = {q.parent for q in sim.queues.values() if q.parent}
+        if self._static_leaves is None:  # the scenario's tree is fixed; only plan children change
+            parents = {q.parent for q in sim.queues.values() if q.parent}
+            self._static_leaves = [n for n in sim.queues if n not in parents and n not in sim.plans]
         out: dict[str, Resource] = {}
-        for name, q in sim.queues.items():
-            if name in parents or name in sim.plans:
-                continue
-            out[name] = self.reported.get(name, q.deserved)
+        for name in self._static_leaves:
+            out[name] = self.reported.get(name, sim.queues[name].deserved)
         for kids in sim.children.values():
             for q in kids:
                 out[q.name] = q.deserved
         return out
 
-    def _deserved_nat(self, leaves: dict[str, Resource]) -> dict[str, tuple[tuple[float, ...], list[str]]]:
+    def _deserved_nat(self, leaves: dict[str, Resource],
+                      changed: set[str]) -> dict[str, tuple[tuple[float, ...], list[str]]]:
         """Per leaf: deserved in natural units and the dimensions it names (cached by identity, as
-        the deserved Resources are replaced, not mutated, when they change)."""
+        the deserved Resources are replaced, not mutated, when they change); adds to `changed` the
+        leaves whose deserved changed."""
         out = {}
         cache = self._des_cache
         for q, des in leaves.items():
             hit = cache.get(q)
             if hit is None or hit[0] is not des:
-                hit = (des, tuple(_nat(d, des.get(d)) for d in self.dims), [d for d in self.dims if des.get(d) > 0])
-                cache[q] = hit
+                new = (des, tuple(_nat(d, des.get(d)) for d in self.dims), [d for d in self.dims if des.get(d) > 0])
+                if hit is None or hit[1] != new[1]:
+                    changed.add(q)
+                hit = cache[q] = new
             out[q] = (hit[1], hit[2])
         return out
 
@@ -149,7 +159,8 @@ class Recorder:
         dims = self.dims
         nd = len(dims)
         leaves = self._leaf_queues()
-        des = self._deserved_nat(leaves)
+        changed: set[str] = set()
+        des = self._deserved_nat(leaves, changed)
         # allocated and pending requests per queue with work, raw units, one float per dimension
         alloc: dict[str, list[float]] = {}
         pend: dict[str, list[float]] = {}
@@ -175,7 +186,12 @@ class Recorder:
         used = [0.0] * nd
         xs = []
         t0 = self.times[0]
-        for q in set(leaves) | set(alloc) | set(self.queues):
+        # A queue without work now or at the last sample, whose deserved did not change, would record
+        # the same values again (Series.put drops them): with 1,000 mostly idle queues, skip it
+        known = self.queues.keys()
+        todo = set(alloc) | self._had_work | changed | (leaves.keys() - known) | (known - leaves.keys())
+        self._had_work = set(alloc)
+        for q in todo:
             a = alloc.get(q, zero)
             p = pend.get(q, zero)
             d_nat, keys = des.get(q, (tuple(zero), []))
