@@ -27,24 +27,28 @@ def trees(draw: Any) -> list[dict]:
     objs: list[dict] = [node(f"n{i}", cpu=8, memory="32Gi") for i in range(draw(st.integers(2, 6)))]
     objs.append(queue("root"))
     leaves: list[str] = []
+    # interleaved leaf names (q0p0, q0p1, q1p0, ...) make tied parents' leaves alternate by name, the
+    # intransitive case the picker must leave to a scan
+    interleave = draw(st.booleans())
+    priorities = draw(st.integers(0, 3)) == 0
     for p in range(draw(st.integers(1, 3))):
         pname = f"p{p}"
         des = draw(st.sampled_from([None, "8", "16"]))
         objs.append(queue(pname, parent="root", **({"deserved": {"cpu": des}} if des else {})))
         for c in range(draw(st.integers(1, 4))):
-            cname = f"{pname}-l{c}"
+            cname = f"q{c}{pname}" if interleave else f"{pname}-l{c}"
             cdes = draw(st.sampled_from([None, "4", "8"]))
             spec: dict[str, Any] = {"parent": pname}
             if cdes:
                 spec["deserved"] = {"cpu": cdes}
-            if draw(st.integers(0, 5)) == 0:
+            if priorities and draw(st.integers(0, 3)) == 0:
                 spec["priority"] = 1
             objs.append(queue(cname, **spec))
             leaves.append(cname)
     if draw(st.booleans()):
         objs.append(queue("solo", parent="root", deserved={"cpu": "4"}))
         leaves.append("solo")
-    for g in range(draw(st.integers(1, 12))):
+    for g in range(draw(st.integers(1, 16))):
         q = draw(st.sampled_from(leaves))
         size = draw(st.integers(1, 3))
         objs.append(podgroup(f"g{g}", queue=q, min_member=size,
@@ -132,3 +136,30 @@ def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.Monk
     cycle(objs, CONF)
     assert order == ["pa-x", "pa-y", "pb-x", "pb-y"]
     assert scans == 0
+
+
+def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """p0 and p1 tie; under p0, q1p0 (with a deserved) beats the best-effort q0p0; across the tie leaves
+    compare by name: q0p0 < q0p1 < q1p0. q1p0 > q0p0 > q0p1 > q1p0 is a cycle, so no queue beats all
+    and the scan decides; p2 (higher share) is beaten by both and its leaf is not scanned."""
+    objs = [node("n0", cpu=64, memory="256Gi"), queue("root"),
+            queue("p0", parent="root", deserved={"cpu": "8"}), queue("p1", parent="root", deserved={"cpu": "8"}),
+            queue("p2", parent="root", deserved={"cpu": "8"}),
+            queue("q0p0", parent="p0"), queue("q1p0", parent="p0", deserved={"cpu": "4"}),
+            queue("q0p1", parent="p1", deserved={"cpu": "4"}), queue("q0p2", parent="p2", deserved={"cpu": "4"}),
+            podgroup("hold", queue="q0p2"), pod("hold-0", "hold", cpu=1, node_name="n0")]
+    for q in ("q0p0", "q1p0", "q0p1", "q0p2"):
+        objs += [podgroup(f"{q}-j", queue=q, phase="Pending"), pod(f"{q}-j-0", f"{q}-j", cpu=1)]
+    scanned: list[list[str]] = []
+    real_scan = capacity_picker.pop_best_index
+
+    def spy(items: Any, compare: Any) -> int:
+        scanned.append([q.name for q in items])
+        return real_scan(items, compare)
+
+    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
+    fast = cycle(objs, CONF).to_json()
+    assert scanned and all("q0p2" not in s for s in scanned[:1])
+    assert scanned[0] == ["q0p0", "q0p1", "q1p0"]
+    monkeypatch.setattr(Session, "fast_queue_pickers", False)
+    assert fast == cycle(objs, CONF).to_json()

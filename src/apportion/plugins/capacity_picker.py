@@ -14,8 +14,9 @@ descending the tree, while every queue to visit is a leaf and all have the same 
   that of *every* active leaf under the other tied children (each node keeps those sorted). Ties among
   leaves always resolve this way.
 
-When some step finds no winner (or a share is NaN, a priority differs, a non-leaf is queued), the
-picker falls back to the reference scan over the same list in the same order.
+When the tied group has no winner, the picker scans, in list order, only the leaves under that group
+(the rest are beaten by all of them, so the scan cannot end elsewhere). When a share is NaN, a
+priority differs or a non-leaf is queued, it scans the whole list.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class TreePicker:
         self.nan_filed: set[str] = set()
         self.non_leaves = 0  # queues to visit that are not leaves of the tree
         self.cn: dict[str, tuple[str, str]] = {}  # (creation, name) of the active leaves
+        #: position in the scan's list: a pushed queue goes to the end
+        self.seq: dict[str, int] = {}
+        self.pushes = 0
+        #: per node, its winner (or None), valid until a child list at or below it changes
+        self.winners: dict[str, str | None] = {}
         self.priorities: Counter[int] = Counter()
         self.log_pos = len(plugin.share_log)
         for q in queues:
@@ -65,19 +71,39 @@ class TreePicker:
     # ------------------------------------------------------------------ the picker
     def pop(self) -> QueueInfo:
         self._sync()
-        name = None
-        if not (self.unordered or self.non_leaves or len(self.priorities) > 1):
-            name = self._winner(ROOT_QUEUE)
-        if name is None:
+        if self.unordered or self.non_leaves or len(self.priorities) > 1:
             items = list(self.order.values())
-            queue = items[pop_best_index(items, self.compare)]
         else:
-            queue = self.order[name]
+            name, node, group = self._descend()
+            if name is not None:
+                queue = self.order[name]
+                self._deactivate(queue)
+                return queue
+            # Every leaf outside the tied group is beaten by every leaf inside it, so the scan's running
+            # best, once inside the group, never leaves it: scanning the group's leaves (in list order) is
+            # scanning the list.
+            leaves = [leaf for child in group
+                      for leaf in ([c[1] for c in self.below[child]] if child in self.kids else [child])]
+            items = [self.order[leaf] for leaf in sorted(leaves, key=self.seq.__getitem__)]
+        queue = items[pop_best_index(items, self.compare)]
         self._deactivate(queue)
         return queue
 
-    def _winner(self, node: str) -> str | None:
-        """The active leaf below `node` that beats every other one there, if the tree shows one."""
+    def _descend(self) -> tuple[str | None, str, set[str]]:
+        """Down the smallest child while it is alone; at the first tie, the tied group's winner if any.
+        Returns (winner, the node of the tie, the tied children)."""
+        node = ROOT_QUEUE
+        while True:
+            group = self._smallest(node)
+            if len(group) > 1:
+                return self._winner(node), node, set(group)
+            only = group[0]
+            if only not in self.kids:
+                return only, node, set(group)
+            node = only
+
+    def _smallest(self, node: str) -> list[str]:
+        """The active children of `node` that share the smallest key."""
         kids = self.kids[node]
         first = kids[0][0]
         group = []
@@ -85,6 +111,18 @@ class TreePicker:
             if key != first:
                 break
             group.append(name)
+        return group
+
+    def _winner(self, node: str) -> str | None:
+        """The active leaf below `node` that beats every other one there, if the tree shows one."""
+        if node in self.winners:
+            return self.winners[node]
+        w = self._find_winner(node)
+        self.winners[node] = w
+        return w
+
+    def _find_winner(self, node: str) -> str | None:
+        group = self._smallest(node)
         if len(group) == 1:
             only = group[0]
             return self._winner(only) if only in self.kids else only
@@ -102,6 +140,8 @@ class TreePicker:
 
     def push(self, queue: QueueInfo) -> None:
         self.order[queue.name] = queue
+        self.seq[queue.name] = self.pushes
+        self.pushes += 1
         attr = self.attrs.get(queue.name)
         if attr is None or attr.children or not attr.ancestors:
             self.non_leaves += 1
@@ -120,6 +160,7 @@ class TreePicker:
     # ------------------------------------------------------------------ bookkeeping
     def _deactivate(self, queue: QueueInfo) -> None:
         del self.order[queue.name]
+        del self.seq[queue.name]
         attr = self.attrs.get(queue.name)
         if attr is None or attr.children or not attr.ancestors:
             self.non_leaves -= 1
@@ -146,7 +187,14 @@ class TreePicker:
         share = a.share if a.share == a.share else float("inf")
         return share, (1 if a.deserved.is_empty() else 0)
 
+    def _touch(self, parent: str) -> None:
+        """A child list changed at `parent`: the winners of it and of its ancestors may differ."""
+        self.winners.pop(parent, None)
+        for a in self.attrs[parent].ancestors:
+            self.winners.pop(a, None)
+
     def _insert(self, parent: str, name: str) -> None:
+        self._touch(parent)
         key = self._key(name)
         if self.attrs[name].share != self.attrs[name].share:
             self.nan_filed.add(name)
@@ -158,6 +206,7 @@ class TreePicker:
         self.key_of[name] = key
 
     def _remove(self, parent: str, name: str) -> None:
+        self._touch(parent)
         key = self.key_of.pop(name)
         if name in self.nan_filed:
             self.nan_filed.discard(name)
