@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from apportion.actions.common import fits_idle, need_continue_allocating, pop_best
+from apportion.actions.common import need_continue_allocating, pop_best
 from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
@@ -77,13 +77,13 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[T
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        row, summary = ssn.choose_node(task)
+        row, idle, summary = ssn.choose_node(task)
         if row is None:
             ssn.record_fit_errors(job, task, summary, n_nodes)
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        if fits_idle(ssn, task, row):
+        if idle:
             stmt.allocate(task, row)
         else:
             stmt.pipeline(task, row)

@@ -30,10 +30,6 @@ def fits_future_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
     return ssn.table.fits_row(row, ssn.task_vec(task), ssn.task_cols(task), future=True)
 
 
-def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
-    return ssn.table.fits_row(row, ssn.task_vec(task), ssn.task_cols(task), future=False)
-
-
 def validate_victims(ssn: Session, task: TaskInfo, row: int, victims: list[TaskInfo]) -> bool:
     """ValidateVictims: request <= FutureIdle + sum of victims (rule a)."""
     avail = ssn.table.future_idle_row(row).copy()

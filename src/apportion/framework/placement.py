@@ -51,11 +51,24 @@ class PlacementCache:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.answers: dict[Hashable, _Answers] = {}
+        self.keys: dict[str, Hashable | None] = {}
 
     def key(self, task: TaskInfo) -> Hashable | None:
-        """The task's placement key, or None when some plugin in use cannot vouch for it."""
+        """The task's placement key, or None when some plugin in use cannot vouch for it.
+
+        What the key summarises (request, constraints, configuration) is fixed for the session, so it
+        is computed once per task."""
+        if not self.enabled:
+            return None
+        try:
+            return self.keys[task.uid]
+        except KeyError:
+            k = self.keys[task.uid] = self._key(task)
+            return k
+
+    def _key(self, task: TaskInfo) -> Hashable | None:
         ssn = self.ssn
-        if not self.enabled or ssn.has_fn(ep.BEST_NODE):
+        if ssn.has_fn(ep.BEST_NODE):
             return None
         parts: list[Hashable] = [ssn.task_vec(task).tobytes(), ssn.task_cols(task).tobytes()]
         for point in (ep.PREDICATE, ep.NODE_ORDER):
@@ -67,9 +80,10 @@ class PlacementCache:
                 parts.append((point, opt.name, k))
         return tuple(parts)
 
-    def choose(self, task: TaskInfo) -> int | None:
-        """The node row allocate would pick for `task`, or None when there is no feasible node or the
-        task is not cacheable (the caller then takes the full path, which also explains failures)."""
+    def choose(self, task: TaskInfo) -> tuple[int, bool] | None:
+        """The node row allocate would pick for `task` and whether it fits Idle, or None when there is
+        no feasible node or the task is not cacheable (the caller then takes the full path, which also
+        explains failures)."""
         key = self.key(task)
         if key is None:
             return None
@@ -81,9 +95,10 @@ class PlacementCache:
         if unres.any():
             self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(np.flatnonzero(unres).tolist())
         preferred = feasible & a.idle_fit
-        cand = np.flatnonzero(preferred if preferred.any() else feasible)
+        fits_idle = bool(preferred.any())
+        cand = np.flatnonzero(preferred if fits_idle else feasible)
         # first maximum in row (node-name) order, as best_node's argmax over the candidate rows
-        return int(cand[int(np.argmax(a.scores[cand]))])
+        return int(cand[int(np.argmax(a.scores[cand]))]), fits_idle
 
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table

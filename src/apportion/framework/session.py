@@ -503,18 +503,19 @@ class Session:
                 return int(choice)
         return int(rows[int(np.argmax(scores))])
 
-    def choose_node(self, task: TaskInfo) -> tuple[int | None, list[tuple[str, int]]]:
+    def choose_node(self, task: TaskInfo) -> tuple[int | None, bool, list[tuple[str, int]]]:
         """allocate's node choice: feasible nodes (FutureIdle and the predicates), those that fit Idle
-        if any, then the best score. None with the failure summary when no node is feasible."""
-        row = self.placement.choose(task)
-        if row is not None:
-            return row, []
+        if any, then the best score. Returns (row, whether it fits Idle, failure summary); the row is
+        None, with the summary, when no node is feasible."""
+        choice = self.placement.choose(task)
+        if choice is not None:
+            return choice[0], choice[1], []
         feasible, summary = self.predicate_for_allocate(task)
         if len(feasible) == 0:
-            return None, summary
+            return None, False, summary
         idle_ok = self.fits_idle_rows(task, feasible)
-        candidates = feasible[idle_ok] if idle_ok.any() else feasible
-        return self.best_node(task, candidates), summary
+        fits_idle = bool(idle_ok.any())
+        return self.best_node(task, feasible[idle_ok] if fits_idle else feasible), fits_idle, summary
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
         scores = self.node_scores(task, rows)
