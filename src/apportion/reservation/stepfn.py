@@ -403,6 +403,12 @@ def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[lis
     return ks, vs
 
 
+def segments(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+    """The breakpoints of f strictly inside `(s, e)` plus its value at s, as fresh parallel lists:
+    what `merge_pieces` walks for f over `[s, e)`, and over any `[a, b)` inside it."""
+    return _breaks(f, s, e)
+
+
 def merge_pieces(
     a: StepFunction | PeriodicStepFunction,
     b: StepFunction | PeriodicStepFunction,

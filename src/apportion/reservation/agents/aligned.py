@@ -8,12 +8,13 @@ greedy stage allocator. The first that places the job and gets it into the plan 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
-from apportion.reservation.stepfn import Res, StepFunction, merge_pieces, radd, rmul, round_up
+from apportion.reservation.stepfn import LONG_MAX, Res, StepFunction, rmul, round_up, segments
 
 
 class LowCostAlignedAllocator:
@@ -21,6 +22,7 @@ class LowCostAlignedAllocator:
 
     def __init__(self, smoothness: int = 10) -> None:
         self.smoothness = max(1, smoothness)
+        self._ratios: dict[tuple[str, Res], dict[Res, float]] = {}
 
     def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
         plan = job.plan
@@ -34,29 +36,84 @@ class LowCostAlignedAllocator:
         calc = plan.calc
         cap = plan.capacity
         avail = plan.available(job.user, job.rid if job.old is not None else None, s, d, job.period)
-        load = job.load()
         placed = job.placed
+        # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would walk
+        # use the breakpoints of each operand strictly inside (a, b) plus its value at a, which are
+        # exactly these lists restricted to [a, b). So the pieces (and the float sums over them, in
+        # the same order) are those of merge_pieces, without building a merge per candidate.
+        lt, lv = segments(job.load(), s, d)
+        vt, vv = segments(avail, s, d)
+        pt, pv = segments(placed, s, d)
+        lt.append(LONG_MAX)
+        vt.append(LONG_MAX)
+        pt.append(LONG_MAX)
+        # calc.ratio rounds through single precision, which costs more than the rest of a piece;
+        # the plan's load values recur from job to job, so the ratios are kept across calls
+        ratios = self._ratios.get((calc.kind, cap))
+        if ratios is None or len(ratios) > 200_000:
+            ratios = self._ratios[(calc.kind, cap)] = {}
+        by_memory = calc.kind == "default" and gang[0] > 0
+        g0 = gang[0]
 
         def cost(a: int, b: int) -> float:
             # area of (plan load + this job) in plan-fractions x steps, summed in time order
             total = 0.0
-            for x, y, r in merge_pieces(load, placed, a, b, radd):
-                total += calc.ratio(r, cap) * (y - x) / step
+            i = bisect_right(lt, a) - 1
+            j = bisect_right(pt, a) - 1
+            x = a
+            nl = lt[i + 1]
+            npl = pt[j + 1]
+            while x < b:
+                y = nl if nl < npl else npl
+                if y > b:
+                    y = b
+                u = lv[i]
+                w = pv[j]
+                r = (u[0] + w[0], u[1] + w[1])
+                q = ratios.get(r)
+                if q is None:
+                    q = ratios[r] = calc.ratio(r, cap)
+                total += q * (y - x) / step
+                if nl == y:
+                    i += 1
+                    nl = lt[i + 1]
+                if npl == y:
+                    j += 1
+                    npl = pt[j + 1]
+                x = y
             return total
 
         def fit(a: int, b: int) -> int:
             best = to_place_now[0]
-            for _x, _y, r in merge_pieces(avail, placed, a, b, _sub):
+            i = bisect_right(vt, a) - 1
+            j = bisect_right(pt, a) - 1
+            x = a
+            nv = vt[i + 1]
+            npl = pt[j + 1]
+            while x < b:
+                y = nv if nv < npl else npl
+                if y > b:
+                    y = b
+                u = vv[i]
+                w = pv[j]
+                r = (u[0] - w[0], u[1] - w[1])
                 if r[0] < 0 or r[1] < 0:
                     raise PlanningException(
                         "RLESparseResourceAllocation: merge failed as the resulting "
                         "RLESparseResourceAllocation would be negative"
                     )
-                n = calc.gangs(r, gang, best)
+                n = r[0] // g0 if by_memory else calc.gangs(r, gang, best)
                 if n < best:
                     best = n
                 if best <= 0:
                     return 0
+                if nv == y:
+                    i += 1
+                    nv = vt[i + 1]
+                if npl == y:
+                    j += 1
+                    npl = pt[j + 1]
+                x = y
             return best
 
         to_place_now = [to_place]
@@ -83,6 +140,8 @@ class LowCostAlignedAllocator:
             if n > 0:
                 r = rmul(gang, n)
                 placed.add(a, b, r)
+                pt, pv = segments(placed, s, d)
+                pt.append(LONG_MAX)
                 mine.append((a, b, r))
                 to_place -= n
             to_place_now[0] = max(to_place, 1)
@@ -91,10 +150,6 @@ class LowCostAlignedAllocator:
         merged = StepFunction.from_intervals(mine)
         pts = merged.breakpoints()
         return [(t, t2, v) for (t, v), (t2, _) in zip(pts, pts[1:]) if v != (0, 0)]
-
-
-def _sub(a: Res, b: Res) -> Res:
-    return (a[0] - b[0], a[1] - b[1])
 
 
 def aligned_agent(allocate_left: bool, smoothness: int = 10) -> TryMany:
