@@ -23,6 +23,7 @@ from apportion.reservation.stepfn import (
     merge,
     merge_pieces,
     radd,
+    segments,
 )
 
 if TYPE_CHECKING:
@@ -262,6 +263,81 @@ class InMemoryPlan:
         return acc
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
+        old = self.reservations.get(old_id) if old_id is not None else None
+        if old is None:
+            return self._available_fused(user, s, e)
+        return self._available_merged(user, old_id, s, e)
+
+    def _available_fused(self, user: str | None, s: int, e: int) -> StepFunction:
+        """`_available_merged` without an old version, in one pass over `[s, e + 1)`.
+
+        Every step of the merged path is pointwise (capacity − committed, the over-commit check,
+        the policy's min with limit − used), so evaluating it on the union of the operands'
+        breakpoints and keeping the canonical form gives the same function, without building the
+        intermediate step functions.
+        """
+        end = e + 1
+        policy = self.policy
+        cap = self.capacity
+        cm, cv = cap
+        limit = policy.instantaneous_limit(self)
+        # value changes of the committed total (c) and of the user's consumption (u), by time
+        deltas: dict[int, list[int]] = {}
+        sources: list[tuple[StepFunction | PeriodicStepFunction, int]] = [(self.load, 0)]
+        if not self.periodic_load.is_empty():
+            sources.append((self.periodic_load, 0))
+        if limit is not None:
+            name = user or ""
+            ul = self.user_load.get(name)
+            up = self.user_periodic.get(name)
+            if ul is not None:
+                sources.append((ul, 2))
+            if up is not None:
+                sources.append((up, 2))
+        for f, col in sources:
+            keys, values = segments(f, s, end)
+            pm = pv = 0
+            for t, (m, v) in zip(keys, values):
+                d = deltas.get(t)
+                if d is None:
+                    d = deltas[t] = [0, 0, 0, 0]
+                d[col] += m - pm
+                d[col + 1] += v - pv
+                pm, pv = m, v
+        keys_out: list[int] = []
+        values_out: list[Res] = []
+        prev: Res = ZERO
+        c0 = c1 = u0 = u1 = 0
+        dominant = self.calc.kind != "default"
+        calc = self.calc
+        for t in sorted(deltas):
+            d = deltas[t]
+            c0 += d[0]
+            c1 += d[1]
+            u0 += d[2]
+            u1 += d[3]
+            a = (cm - c0, cv - c1)
+            if a[0] < 0 or a[1] < 0:
+                raise PlanningException(
+                    "RLESparseResourceAllocation: merge failed as the resulting "
+                    "RLESparseResourceAllocation would be negative"
+                )
+            if limit is not None:
+                q = (limit[0] - u0, limit[1] - u1)
+                if dominant:
+                    a = calc.rmin(a, q, cap)
+                elif a[0] > q[0]:
+                    a = q
+            if a != prev:
+                keys_out.append(t)
+                values_out.append(a)
+                prev = a
+        if prev != ZERO:
+            keys_out.append(end)
+            values_out.append(ZERO)
+        return StepFunction._bulk(keys_out, values_out)
+
+    def _available_merged(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
         cm, cv = self.capacity
         committed: Iterable[Interval]
         if self.periodic_load.is_empty():

@@ -59,6 +59,11 @@ class SharingPolicy(ABC):
         """Lower the plan availability for user over the closed range `[s, e]` (default: unchanged)."""
         return net
 
+    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+        """What `available_resources` caps a user at, when it is exactly `min(net, limit − used)`
+        pointwise (the plan then fuses it into its own pass); None when it leaves net unchanged."""
+        return None
+
     @abstractmethod
     def valid_window(self) -> int:
         """How long after their end reservations are kept (archiving, §8.4)."""
@@ -120,6 +125,9 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
     def valid_window(self) -> int:
         return self.window
+
+    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+        return scaled_limit(plan.capacity, self.max_inst)
 
     def available_resources(
         self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int

@@ -309,17 +309,11 @@ class StepFunction:
     def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
         """The constant pieces covering `[s, e)` in time order, zero pieces included."""
         if s >= e:
-            return
-        d = self._d
-        keys = d._list
-        i = keys.bisect_right(s)
-        cur = d[keys[i - 1]] if i > 0 else ZERO
-        a = s
-        for k in d.irange(s, e, inclusive=(False, False)):
-            yield (a, k, cur)
-            a = k
-            cur = d[k]
-        yield (a, e, cur)
+            return iter(())
+        ks, vs = _breaks(self, s, e)
+        ends = ks[1:]
+        ends.append(e)
+        return zip(ks, ends, vs)
 
     def nonzero_pieces(self) -> list[tuple[int, int, Res]]:
         """All maximal constant non-zero pieces."""
@@ -388,18 +382,42 @@ def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[lis
     """The breakpoints of f inside `[s, e)` as parallel lists, the first one at s."""
     if isinstance(f, StepFunction):
         d = f._d
-        inner = list(d.irange(s, e, inclusive=(False, False)))
         keys = d._list
         i = keys.bisect_right(s)
+        inner = keys[i:keys.bisect_left(e)]
         values = [d[keys[i - 1]] if i > 0 else ZERO]
-        values.extend([d[k] for k in inner])
+        values.extend(map(d.__getitem__, inner))
         inner.insert(0, s)
         return inner, values
+    return _periodic_breaks(f, s, e)
+
+
+def _periodic_breaks(f: PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+    """`_breaks` of the unrolled function, with `pieces`' merging across period boundaries: the
+    base is canonical, so only a period's first value can repeat the one before it."""
+    if f.base.is_empty():
+        return [s], [ZERO]
+    T = f.period
+    d = f.base._d
+    keys = d._list
+    getv = d.__getitem__
     ks: list[int] = []
     vs: list[Res] = []
-    for a, _b, r in f.pieces(s, e):
-        ks.append(a)
-        vs.append(r)
+    k = s // T
+    off = k * T
+    while off < e:
+        lo = s - off if s > off else 0
+        hi = e - off if e < off + T else T
+        i = keys.bisect_right(lo)
+        v0 = getv(keys[i - 1]) if i > 0 else ZERO
+        if not vs or vs[-1] != v0:
+            ks.append(lo + off)
+            vs.append(v0)
+        inner = keys[i:keys.bisect_left(hi)]
+        if inner:
+            ks.extend([t + off for t in inner])
+            vs.extend(map(getv, inner))
+        off += T
     return ks, vs
 
 
@@ -512,27 +530,11 @@ class PeriodicStepFunction:
     def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
         """Pieces over `[s, e)` of the unrolled function (merged across period boundaries)."""
         if s >= e:
-            return
-        T = self.period
-        if self.base.is_empty():
-            yield (s, e, ZERO)
-            return
-        pend: tuple[int, int, Res] | None = None
-        k = s // T
-        while k * T < e:
-            lo = max(s, k * T)
-            hi = min(e, (k + 1) * T)
-            for a, b, r in self.base.pieces(lo - k * T, hi - k * T):
-                piece = (a + k * T, b + k * T, r)
-                if pend is not None and pend[2] == r and pend[1] == piece[0]:
-                    pend = (pend[0], piece[1], r)
-                else:
-                    if pend is not None:
-                        yield pend
-                    pend = piece
-            k += 1
-        if pend is not None:
-            yield pend
+            return iter(())
+        ks, vs = _periodic_breaks(self, s, e)
+        ends = ks[1:]
+        ends.append(e)
+        return zip(ks, ends, vs)
 
     def unrolled(self, s: int, e: int) -> StepFunction:
         """The function over `[s, e)` as a plain step function (zero outside)."""
