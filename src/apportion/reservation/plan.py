@@ -143,9 +143,13 @@ class InMemoryPlan:
         self.periodic_load = PeriodicStepFunction(max_periodicity)
         self.user_load: dict[str, StepFunction] = {}
         self.user_periodic: dict[str, PeriodicStepFunction] = {}
+        # bumped by every load change; the availability cache is keyed on it
+        self._version = 0
+        self._avail_cache: tuple[tuple[object, ...], int, int, StepFunction] | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
     def _apply(self, res: ReservationAllocation, sign: int) -> None:
+        self._version += 1
         user = res.user or ""
         if res.period > 0:
             per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
@@ -234,7 +238,31 @@ class InMemoryPlan:
 
         Raises PlanningException when the plan is already over-committed in the range, or when the
         period does not divide maxPeriodicity or is shorter than the range.
+
+        The answer is a pointwise function of the plan's state on `[s, e]` (as long as the policy's
+        `available_resources` is one of the built-in ones), so the last answer is kept and a query
+        inside its range, with the same state, is served by clipping it: an agent asks once per
+        stage and the policy once more for the whole window. A range that raises is never kept,
+        and no sub-range of a range that did not raise can raise.
         """
+        old = self.reservations.get(old_id) if old_id is not None else None
+        pure = _pure_availability(self.policy)
+        key: tuple[object, ...] = (
+            self._version, user, old, period, self.capacity, self.max_periodicity, self.policy, self.calc,
+        )
+        c = self._avail_cache
+        if pure and c is not None and c[1] <= s <= e <= c[2] and _same_key(c[0], key):
+            if c[1] == s and c[2] == e:
+                return c[3].copy()
+            return c[3].clip(s, e + 1)
+        result = self._available_uncached(user, old_id, s, e, period)
+        if pure and s <= e:
+            self._avail_cache = (key, s, e, result.copy())
+        return result
+
+    def _available_uncached(
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int
+    ) -> StepFunction:
         if period <= 0:
             return self._available_once(user, old_id, s, e)
         T = self.max_periodicity
@@ -264,7 +292,7 @@ class InMemoryPlan:
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
         old = self.reservations.get(old_id) if old_id is not None else None
-        if old is None:
+        if old is None and _pure_availability(self.policy):
             return self._available_fused(user, s, e)
         return self._available_merged(user, old_id, s, e)
 
@@ -415,6 +443,19 @@ class InMemoryPlan:
 
     def set_capacity(self, capacity: Res) -> None:
         self.capacity = capacity
+
+
+def _pure_availability(policy: SharingPolicy) -> bool:
+    """Whether the policy's availability is one of the built-in pointwise functions of the plan."""
+    from apportion.reservation.policies import CapacityOverTimePolicy, SharingPolicy
+
+    f = type(policy).available_resources
+    return f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
+
+
+def _same_key(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Equal keys, objects (old version, policy, calculator) compared by identity."""
+    return len(a) == len(b) and all(x is y or (type(x) in (int, str, tuple) and x == y) for x, y in zip(a, b))
 
 
 def java_rem(a: int, b: int) -> int:

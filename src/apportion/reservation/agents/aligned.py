@@ -35,6 +35,7 @@ class LowCostAlignedAllocator:
         to_place = st.num_containers // st.concurrency
         calc = plan.calc
         cap = plan.capacity
+        job.prime()
         avail = plan.available(job.user, job.rid if job.old is not None else None, s, d, job.period)
         placed = job.placed
         # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would walk

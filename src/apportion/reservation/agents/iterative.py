@@ -6,6 +6,7 @@ greedy stage allocator, allocating left to right (favor early) or right to left.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Protocol
 
 from apportion.reservation.agents.common import (
@@ -49,6 +50,7 @@ class JobContext:
         self.load_start = round_up(definition.arrival, step)
         self.load_end = round_down(definition.deadline, step)
         self._load: StepFunction | None = None
+        self._primed = False
 
     def load(self) -> StepFunction:
         """The plan load over [roundUp(arrival), roundDown(deadline)), old version subtracted (§7.1)."""
@@ -60,8 +62,22 @@ class JobContext:
             self._load = f
         return self._load
 
+    def prime(self) -> None:
+        """Ask the plan once for the whole window, so that its availability cache serves every
+        stage window and the policy's check of the result (both lie inside it)."""
+        if self._primed:
+            return
+        self._primed = True
+        d = self.definition
+        # on a refusal the stage windows ask for themselves and get their own answer
+        if d.arrival <= d.deadline:
+            with suppress(PlanningException):
+                self.plan.available(self.user, self.rid if self.old is not None else None, d.arrival, d.deadline,
+                                    self.period)
+
     def availability(self, s: int, d: int) -> StepFunction:
         """Plan availability for the user over [s, d] minus this job's placements (plain subtraction)."""
+        self.prime()
         avail = self.plan.available(self.user, self.rid if self.old is not None else None, s, d, self.period)
         avail.add_function(self.placed.clip(s, d + 1), -1)
         return avail
