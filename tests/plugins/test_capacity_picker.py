@@ -61,6 +61,20 @@ def trees(draw: Any) -> list[dict]:
     return objs
 
 
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The queue names of every fallback scan the tree picker makes, in order."""
+    seen: list[list[str]] = []
+    real_scan = capacity_picker.pop_best_index
+
+    def spy(items: Any, compare: Any) -> int:
+        seen.append([q.name for q in items])
+        return real_scan(items, compare)
+
+    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
+    return seen
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=trees())
@@ -71,7 +85,7 @@ def test_tree_picker_decides_as_the_scan(objs: list[dict], monkeypatch: pytest.M
     assert fast == cycle(objs, CONF).to_json()
 
 
-def test_tree_picker_descends_without_scanning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tree_picker_descends_without_scanning(monkeypatch: pytest.MonkeyPatch, scans: list[list[str]]) -> None:
     """Every pop is a descent, none a scan; the order is the seeds' (batch, whose parent team-b has
     the lower share, before training)."""
     objs = [node("n0", cpu=100, memory="400Gi"), queue("root"),
@@ -82,15 +96,6 @@ def test_tree_picker_descends_without_scanning(monkeypatch: pytest.MonkeyPatch) 
             podgroup("ta", queue="training"), pod("ta-0", "ta", cpu=1, memory="1Gi", node_name="n0"),
             podgroup("new-a", queue="training"), pod("new-a-0", "new-a", cpu=1),
             podgroup("new-b", queue="batch"), pod("new-b-0", "new-b", cpu=1)]
-    scans = 0
-    real_scan = capacity_picker.pop_best_index
-
-    def spy(*args: Any) -> int:
-        nonlocal scans
-        scans += 1
-        return real_scan(*args)
-
-    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
     order: list[str] = []
     from apportion.actions import allocate
 
@@ -105,10 +110,11 @@ def test_tree_picker_descends_without_scanning(monkeypatch: pytest.MonkeyPatch) 
     assert result.binds == {"ns/new-a-0": "n0", "ns/new-b-0": "n0"}
     # team-b 0/40 < team-a 1/60: batch first, then training
     assert order == ["batch", "training"]
-    assert scans == 0
+    assert scans == []
 
 
-def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.MonkeyPatch,
+                                                        scans: list[list[str]]) -> None:
     """Everything at share 0 (the usual start): the order is by leaf name, found by descent."""
     objs = [node("n0", cpu=64, memory="256Gi"), queue("root")]
     for p in ("pb", "pa"):
@@ -116,15 +122,6 @@ def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.Monk
         for leaf in ("y", "x"):
             objs.append(queue(f"{p}-{leaf}", parent=p, deserved={"cpu": "8"}))
             objs += [podgroup(f"{p}-{leaf}-j", queue=f"{p}-{leaf}", phase="Pending"), pod(f"{p}-{leaf}-j-0", f"{p}-{leaf}-j", cpu=1)]
-    scans = 0
-    real_scan = capacity_picker.pop_best_index
-
-    def spy(*args: Any) -> int:
-        nonlocal scans
-        scans += 1
-        return real_scan(*args)
-
-    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
     order: list[str] = []
     real_enq = Session.job_enqueued
 
@@ -135,10 +132,11 @@ def test_tied_siblings_resolve_by_name_without_scanning(monkeypatch: pytest.Monk
     monkeypatch.setattr(Session, "job_enqueued", record)
     cycle(objs, CONF)
     assert order == ["pa-x", "pa-y", "pb-x", "pb-y"]
-    assert scans == 0
+    assert scans == []
 
 
-def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatch: pytest.MonkeyPatch,
+                                                                      scans: list[list[str]]) -> None:
     """p0 and p1 tie; under p0, q1p0 (with a deserved) beats the best-effort q0p0; across the tie leaves
     compare by name: q0p0 < q0p1 < q1p0. q1p0 > q0p0 > q0p1 > q1p0 is a cycle, so no queue beats all
     and the scan decides; p2 (higher share) is beaten by both and its leaf is not scanned."""
@@ -150,16 +148,7 @@ def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatc
             podgroup("hold", queue="q0p2"), pod("hold-0", "hold", cpu=1, node_name="n0")]
     for q in ("q0p0", "q1p0", "q0p1", "q0p2"):
         objs += [podgroup(f"{q}-j", queue=q, phase="Pending"), pod(f"{q}-j-0", f"{q}-j", cpu=1)]
-    scanned: list[list[str]] = []
-    real_scan = capacity_picker.pop_best_index
-
-    def spy(items: Any, compare: Any) -> int:
-        scanned.append([q.name for q in items])
-        return real_scan(items, compare)
-
-    monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
     fast = cycle(objs, CONF).to_json()
-    assert scanned and all("q0p2" not in s for s in scanned[:1])
-    assert scanned[0] == ["q0p0", "q0p1", "q1p0"]
+    assert scans and scans[0] == ["q0p0", "q0p1", "q1p0"]
     monkeypatch.setattr(Session, "fast_queue_pickers", False)
     assert fast == cycle(objs, CONF).to_json()
