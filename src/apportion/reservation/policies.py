@@ -201,40 +201,75 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         f_map = _merge_maps(consumption, mine)
         if not f_map:
             return True
-        # grid G: the change points plus k + i*W inside every segment followed by a defined value
-        grid: dict[int, Res | None] = {}
-        for (k, v), (k2, v2) in zip(f_map, f_map[1:]):
-            if v2 is None:
-                continue
-            for i in range(1, (k2 - k) // W + 1):
-                grid[k + i * W] = v
-        for k, v in f_map:
-            grid[k] = v
-        up: list[tuple[int, Res]] = []
-        down: list[tuple[int, Res]] = []
-        prev_t = f_map[0][0]
-        pm = pv = 0
-        tm = tv = 0
-        for g in sorted(grid):
-            tm += pm * (g - prev_t)
-            tv += pv * (g - prev_t)
-            a = (_round_half_up(tm, W), _round_half_up(tv, W))
-            up.append((g, a))
-            down.append((g + W, a))
-            v = grid[g]
-            pm, pv = (v if v is not None else (0, 0))
-            prev_t = g
         limit = scaled_limit(plan.capacity, self.max_avg)
-        return _integral_within(up, down, cs, ce, limit)
+        return _average_within(f_map, W, cs, ce, limit)
+
+
+def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: int, limit: Res) -> bool:
+    """Trunk's integral check on the merged map: A(t) - A(t - W) <= limit at every time of [cs, ce].
+
+    The grid G holds the change points plus k + i*W inside every segment followed by a defined
+    value; A is the running integral on G divided by W and rounded half up (Math.round), stepping
+    up at every g and back down at g + W. Both event lists are sorted, so one merge walk visits
+    every event of [cs, ce] (and cs itself) once.
+    """
+    grid: dict[int, Res | None] = {}
+    for (k, v), (k2, v2) in zip(f_map, f_map[1:]):
+        if v2 is None or k2 - k < W:
+            continue
+        for i in range(1, (k2 - k) // W + 1):
+            grid[k + i * W] = v
+    for k, v in f_map:
+        grid[k] = v
+    gs = sorted(grid)
+    am: list[int] = []
+    av: list[int] = []
+    prev_t = f_map[0][0]
+    pm = pv = 0
+    tm = tv = 0
+    w2 = 2 * W
+    for g in gs:
+        tm += pm * (g - prev_t)
+        tv += pv * (g - prev_t)
+        am.append((2 * tm + W) // w2)
+        av.append((2 * tv + W) // w2)
+        v = grid[g]
+        if v is None:
+            pm = pv = 0
+        else:
+            pm, pv = v
+        prev_t = g
+    lm, lv = limit
+    n = len(gs)
+    iu = idn = 0
+    cum = cuv = cdm = cdv = 0
+    t = cs
+    while True:
+        while iu < n and gs[iu] <= t:
+            cum, cuv = am[iu], av[iu]
+            iu += 1
+        while idn < n and gs[idn] + W <= t:
+            cdm, cdv = am[idn], av[idn]
+            idn += 1
+        if cum - cdm > lm or cuv - cdv > lv:
+            return False
+        # the next event after t
+        nu = gs[iu] if iu < n else None
+        nd = gs[idn] + W if idn < n else None
+        if nu is None:
+            if nd is None:
+                return True
+            t = nd
+        elif nd is None or nu < nd:
+            t = nu
+        else:
+            t = nd
+        if t > ce:
+            return True
 
 
 def _add(a: Res, b: Res) -> Res:
     return (a[0] + b[0], a[1] + b[1])
-
-
-def _round_half_up(n: int, d: int) -> int:
-    """Math.round(n / d) for exact integers."""
-    return (2 * n + d) // (2 * d)
 
 
 def _clamped(f: StepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
@@ -298,26 +333,6 @@ def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]
             out.append((t, v))
     out.append((LONG_MAX, None))
     return out
-
-
-def _integral_within(
-    up: list[tuple[int, Res]], down: list[tuple[int, Res]], cs: int, ce: int, limit: Res
-) -> bool:
-    """A(g1) - A(g2) <= limit component-wise at every time of [cs, ce] (both lists sorted)."""
-    events = sorted({t for t, _ in up} | {t for t, _ in down})
-    iu = idn = 0
-    cu: Res = (0, 0)
-    cd: Res = (0, 0)
-    for t in [cs] + [t for t in events if cs < t <= ce]:
-        while iu < len(up) and up[iu][0] <= t:
-            cu = up[iu][1]
-            iu += 1
-        while idn < len(down) and down[idn][0] <= t:
-            cd = down[idn][1]
-            idn += 1
-        if cu[0] - cd[0] > limit[0] or cu[1] - cd[1] > limit[1]:
-            return False
-    return True
 
 
 def make_policy(spec: dict | None) -> SharingPolicy:
