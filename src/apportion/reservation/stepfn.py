@@ -349,9 +349,13 @@ class StepFunction:
         if e not in d:
             d[e] = self.at(e)
         rm, rv = r
-        for k in list(d.irange(s, e, inclusive=(True, False))):
+        keys = d._list
+        # the keys exist already, so the plain dict store is enough (SortedDict's would look
+        # each one up in its sorted list again)
+        setv = dict.__setitem__
+        for k in keys[keys.bisect_left(s):keys.bisect_left(e)]:
             v = d[k]
-            d[k] = (v[0] + rm, v[1] + rv)
+            setv(d, k, (v[0] + rm, v[1] + rv))
         self._coalesce(s)
         self._coalesce(e)
 
@@ -366,11 +370,13 @@ class StepFunction:
 
     def _coalesce(self, t: int) -> None:
         d = self._d
-        i = d.bisect_left(t)
-        if i >= len(d) or d.peekitem(i)[0] != t:
+        v = d.get(t)
+        if v is None:
             return
-        prev = d.peekitem(i - 1)[1] if i > 0 else ZERO
-        if d.peekitem(i)[1] == prev:
+        keys = d._list
+        i = keys.bisect_left(t)
+        prev = d[keys[i - 1]] if i > 0 else ZERO
+        if v == prev:
             del d[t]
 
     def clip(self, s: int, e: int) -> StepFunction:

@@ -199,6 +199,8 @@ class _Windows:
         self.f_start: list[int] = []
         self.f_vals = np.zeros((0, 2), dtype=np.int64)
         self.extra: list[tuple[int, int]] = []
+        # per window: _fit for its current extra, None until asked (a placement resets it)
+        self.fits: list[int | None] = []
 
     @classmethod
     def make(
@@ -228,6 +230,7 @@ class _Windows:
         w.f_vals = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
         w.f_start = np.searchsorted(fgrid, np.append(bounds, hi)).tolist()
         w.extra = [(0, 0)] * windows
+        w.fits = [None] * windows
         return w
 
     def _terms(self, vals: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -241,6 +244,7 @@ class _Windows:
         k = (a - self.lo) // self.dur
         e = self.extra[k]
         self.extra[k] = (e[0] + r[0], e[1] + r[1])
+        self.fits[k] = None
 
     def initial_cost(self, a: int) -> float:
         return self.c_init[(a - self.lo) // self.dur]
@@ -253,6 +257,20 @@ class _Windows:
 
     def fit(self, a: int, best: int) -> int:
         k = (a - self.lo) // self.dur
+        c = self.fits[k]
+        if c is None:
+            c = self.fits[k] = self._fit(k)
+        if c < 0:
+            raise PlanningException(
+                "RLESparseResourceAllocation: merge failed as the resulting "
+                "RLESparseResourceAllocation would be negative"
+            )
+        # the scalar walk caps every piece's count at best, so the answer is min(best, c)
+        return c if c < best else best
+
+    def _fit(self, k: int) -> int:
+        """The window's smallest gang count over its pieces (0 if the walk stops at a piece with
+        none), or -1 where the walk would raise: at a negative piece before any such stop."""
         i, j = self.f_start[k], self.f_start[k + 1]
         r = self.f_vals[i:j] - np.array(self.extra[k], dtype=np.int64)
         neg = (r < 0).any(axis=1)
@@ -262,15 +280,11 @@ class _Windows:
         zero = x <= 0
         has_neg = bool(neg.any())
         has_zero = bool(zero.any())
-        # the scalar walk raises at a negative piece unless a piece before it already ended the walk
         if has_neg and (not has_zero or int(neg.argmax()) <= int(zero.argmax())):
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
+            return -1
         if has_zero:
             return 0
-        return min(best, int(x.min()))
+        return int(x.min())
 
 
 def _arrays(f: StepFunction, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
