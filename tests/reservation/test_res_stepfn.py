@@ -12,6 +12,7 @@ from apportion.reservation.stepfn import (
     StepFunction,
     f32_str,
     merge,
+    merge_pieces,
     radd,
     rsub,
 )
@@ -138,3 +139,26 @@ def test_java_float_strings():
     assert f32_str(1.0) == "1.0"
     assert f32_str(0.699999988079071) == "0.7"
     assert f32_str(0.0001) == "1.0E-4"
+
+
+_pieces = st.lists(st.tuples(st.integers(-20, 80), st.integers(1, 17), st.integers(-3, 3), st.integers(-2, 2)),
+                   max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fa=_pieces, fb=_pieces, periodic=st.booleans(), s=st.integers(-30, 100), span=st.integers(-3, 120),
+       which=st.sampled_from(["add", "sub", "min"]))
+def test_fused_merge_equals_its_pieces(fa, fb, periodic, s, span, which):
+    """merge() collects the canonical breakpoints during the walk; it must equal building the
+    function from merge_pieces' pieces, for plain and periodic operands and any op."""
+    a = StepFunction()
+    b: StepFunction | PeriodicStepFunction = PeriodicStepFunction(17) if periodic else StepFunction()
+    for t, n, m, v in fa:
+        a.add(t, t + n, (m, v))
+    for t, n, m, v in fb:
+        b.add(t, t + n, (m, v))
+    op = {"add": radd, "sub": rsub, "min": lambda x, y: x if x[0] <= y[0] else y}[which]
+    e = s + span
+    want = StepFunction.from_pieces(merge_pieces(a, b, s, e, op)) if s < e else StepFunction()
+    assert merge(a, b, s, e, op) == want
+    assert merge(b, a, s, e, op) == (StepFunction.from_pieces(merge_pieces(b, a, s, e, op)) if s < e else StepFunction())

@@ -473,8 +473,49 @@ def merge(
     e: int,
     op: Callable[[Res, Res], Res],
 ) -> StepFunction:
-    """op(a, b) on `[s, e)` as a new step function (zero outside)."""
-    return StepFunction.from_pieces(merge_pieces(a, b, s, e, op))
+    """op(a, b) on `[s, e)` as a new step function (zero outside).
+
+    The same walk as `merge_pieces` feeding `StepFunction.from_pieces`, fused: the canonical
+    breakpoints are collected as the union is walked, without the list of pieces in between.
+    """
+    if s >= e:
+        return StepFunction()
+    ka, va = _breaks(a, s, e)
+    kb, vb = _breaks(b, s, e)
+    ka.append(e)
+    kb.append(e)
+    keys: list[int] = []
+    values: list[Res] = []
+    prev = ZERO
+    add = op is radd
+    i = j = 0
+    t = s
+    na = ka[1]
+    nb = kb[1]
+    while True:
+        end = na if na < nb else nb
+        if add:
+            x, y = va[i], vb[j]
+            r = (x[0] + y[0], x[1] + y[1])
+        else:
+            r = op(va[i], vb[j])
+        if r != prev:
+            keys.append(t)
+            values.append(r)
+            prev = r
+        if end >= e:
+            break
+        if na == end:
+            i += 1
+            na = ka[i + 1]
+        if nb == end:
+            j += 1
+            nb = kb[j + 1]
+        t = end
+    if prev != ZERO:
+        keys.append(e)
+        values.append(ZERO)
+    return StepFunction._bulk(keys, values)
 
 
 def madd(a: StepFunction, b: StepFunction) -> StepFunction:
