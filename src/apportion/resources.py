@@ -118,6 +118,15 @@ class Resource:
     def unlimited_cpu_memory(cls) -> Resource:
         return cls(UNLIMITED, UNLIMITED)
 
+    @classmethod
+    def zero(cls) -> Resource:
+        """Resource() without the constructor's conversions: hot paths make many of these."""
+        r = cls.__new__(cls)
+        r.cpu = 0.0
+        r.memory = 0.0
+        r.scalars = {}
+        return r
+
     def clone(self) -> Resource:
         r = Resource.__new__(Resource)
         r.cpu = self.cpu

@@ -459,3 +459,20 @@ workload:
   - {name: be, queue: res, arrival: 0, duration: 500, tasks: 4, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
 """)))
     assert res.jobs and len(checked) > 4
+
+
+def test_the_memo_carried_between_sessions_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator hands each session a memo (capacity keeps its tree there); forcing a rebuild every
+    session gives the same summary, over a window where reservation queues come and go."""
+    from apportion.plugins.capacity import CapacityPlugin
+    from apportion.simulation.metrics import summarize
+    from apportion.simulation.scenario import default_scenario_path, load_scenario
+
+    def summary() -> str:
+        sc = load_scenario(default_scenario_path())
+        sc.run.horizon = 3600.0  # the reservation queue appears at 1800 s
+        return json.dumps(summarize(simulate(sc)), sort_keys=True)
+
+    with_memo = summary()
+    monkeypatch.setattr(CapacityPlugin, "_tree_inputs", lambda self, ssn: object())  # never equal: rebuild
+    assert summary() == with_memo

@@ -65,6 +65,9 @@ class Snapshot:
     conf: SchedulerConf | None = None
     warnings: list[str] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    #: values derived from the snapshot that a caller carries from one snapshot to the next (the
+    #: simulator does); each user keys its entry by the inputs it was computed from, so none goes stale
+    memo: dict[str, Any] | None = None
 
     def ensure_queue(self, name: str) -> None:
         if name not in self.queues:

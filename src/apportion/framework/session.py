@@ -110,6 +110,8 @@ class Session:
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.nodes: list[NodeInfo] = snapshot.nodes
+        #: the caller's memo carried across snapshots (None: nothing carried); see Snapshot.memo
+        self.memo: dict[str, Any] | None = snapshot.memo
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.warnings: list[str] = list(snapshot.warnings) + list(conf.warnings)
         self.enabled_actions = set(conf.actions)

@@ -143,6 +143,49 @@ class CapacityState:
         return CapacityState({n: a.clone() for n, a in self.attrs.items()})
 
 
+TREE_MEMO = "capacity.tree"
+
+
+def _res_key(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    # unsorted: equal resources listed in another order only cost a rebuild, never a wrong match
+    return r.cpu, r.memory, tuple(r.scalars.items())
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A queue's limits and links in the tree: fixed by the queue specs and the cluster total. Shared by
+    every session that takes the tree from the memo, so never modified after the build."""
+
+    deserved: Resource
+    guarantee: Resource
+    capability: Resource | None
+    real_capability: Resource | None
+    terms: RealCapabilityTerms | None
+    parent: str
+    #: the lists and set are shared too: a session never edits a queue's links (QueueAttr.clone copies)
+    ancestors: list[str]
+    children: list[str]
+    inherited: set[str]
+
+    @classmethod
+    def of(cls, a: QueueAttr) -> _Limits:
+        return cls(a.deserved, a.guarantee, a.capability, a.real_capability, a.terms, a.parent,
+                   a.ancestors, a.children, a.inherited)
+
+    def session_attr(self, name: str) -> QueueAttr:
+        """The queue's attributes for a new session: these limits, and no accounting yet."""
+        z = Resource.zero
+        return QueueAttr(name, self.deserved, self.guarantee, self.capability, self.real_capability, z(), z(),
+                         z(), z(), 0.0, self.parent, self.ancestors, self.children, self.terms, self.inherited)
+
+
+@dataclass(frozen=True)
+class _TreeMemo:
+    inputs: tuple[Any, ...] | None
+    limits: dict[str, _Limits]
+    warnings: list[str]
+
+
 def compare_share_with_deserved(l: QueueAttr, r: QueueAttr) -> int:
     """compareShareWithDeserved: lower share first; at equal share a queue with a deserved first."""
     if l.share == r.share:
@@ -293,25 +336,36 @@ class CapacityPlugin(Plugin):
 
     # ----------------------------------------------------------------- tree (buildHierarchicalQueueAttrs)
     def build_hierarchical_queue_attrs(self, ssn: Session) -> None:
-        """Tree mode: every queue gets attributes; the tree comes from spec.parent (default root)."""
-        for name in sorted(ssn.queues):
-            q = ssn.queues[name]
-            cap = q.capability.clone() if q.capability_set else Resource()
-            self.attrs[name] = QueueAttr(name=name, deserved=q.deserved.clone(), guarantee=self._guarantee_of(q),
-                                         capability=cap, real_capability=Resource())
-        error = self.build_tree(ssn)
-        if error:
-            self.tree_ok = False
-            self.blocked = f"capacity: the queue hierarchy is invalid: {error}; every queue decision is refused"
-            # No tree: plain per-queue accounting only, so the event handlers (which still fire, e.g. for
-            # preempt's evictions) have something consistent to update.
-            for a in self.attrs.values():
-                a.ancestors, a.children, a.parent = [], [], ""
-            for uid in sorted(ssn.jobs):
-                job = ssn.jobs[uid]
-                if job.queue in self.attrs:
-                    self._charge_jobs(self.attrs[job.queue], [job])
-            return
+        """Tree mode: every queue gets attributes; the tree comes from spec.parent (default root).
+
+        The limits and links of the tree depend on the queue specs, the cluster total and two plugin
+        arguments, not on jobs. A caller that sessions the same cluster again and again (the simulator)
+        passes a memo with its snapshots; the tree is then taken from it while those inputs are unchanged,
+        and only the accounting is redone."""
+        fingerprint = self._tree_inputs(ssn) if ssn.memo is not None else None
+        cached = ssn.memo.get(TREE_MEMO) if ssn.memo is not None else None
+        if cached is not None and cached.inputs == fingerprint:
+            for text in cached.warnings:
+                self._warn(text)
+            self.attrs = {name: lim.session_attr(name) for name, lim in cached.limits.items()}
+        else:
+            warned = len(self.config_warnings)
+            for name in sorted(ssn.queues):
+                q = ssn.queues[name]
+                cap = q.capability.clone() if q.capability_set else Resource()
+                self.attrs[name] = QueueAttr(name=name, deserved=q.deserved.clone(),
+                                             guarantee=self._guarantee_of(q), capability=cap,
+                                             real_capability=Resource())
+            error = self.build_tree(ssn)
+            if error:
+                self._tree_failed(ssn, error)
+                return
+            self.init_root()
+            self.check_hierarchical_queue(self.attrs[ROOT_QUEUE])
+            if ssn.memo is not None:
+                warnings = [w.removeprefix("capacity: ") for w in self.config_warnings[warned:]]
+                ssn.memo[TREE_MEMO] = _TreeMemo(fingerprint, {n: _Limits.of(a) for n, a in self.attrs.items()},
+                                                warnings)
         non_leaf_jobs: list[JobInfo] = []
         for uid in sorted(self.ssn.jobs):
             job = ssn.jobs[uid]
@@ -331,10 +385,26 @@ class CapacityPlugin(Plugin):
             for j in non_leaf_jobs:
                 ssn.explain(j.uid, f"queue {j.queue} is not a leaf queue (children: "
                                    f"{', '.join(self.attrs[j.queue].children)}); submit the job to a leaf queue")
-        self.init_root()
-        self.check_hierarchical_queue(self.attrs[ROOT_QUEUE])
         for attr in self.attrs.values():
             attr.update_share()
+
+    def _tree_failed(self, ssn: Session, error: str) -> None:
+        self.tree_ok = False
+        self.blocked = f"capacity: the queue hierarchy is invalid: {error}; every queue decision is refused"
+        # No tree: plain per-queue accounting only, so the event handlers (which still fire, e.g. for
+        # preempt's evictions) have something consistent to update.
+        for a in self.attrs.values():
+            a.ancestors, a.children, a.parent = [], [], ""
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            if job.queue in self.attrs:
+                self._charge_jobs(self.attrs[job.queue], [job])
+
+    def _tree_inputs(self, ssn: Session) -> tuple[Any, ...]:
+        """Everything the tree's limits and links are computed from, by value."""
+        return (self.guarantee_enabled, self.root_mode, _res_key(self.total),
+                tuple((name, q.parent, _res_key(q.deserved), q.capability_set, _res_key(q.capability),
+                       _res_key(q.guarantee)) for name, q in sorted(ssn.queues.items())))
 
     def build_tree(self, ssn: Session) -> str | None:
         """updateAncestors for every queue: parent links, children, ancestors; the error text, or None.

@@ -141,6 +141,9 @@ class Simulator:
         self.node_tasks: dict[str, set[tuple[str, int]]] = {n: set() for n in self.nodes}
         self._node_list: list[NodeInfo] | None = None
         self._queue_copies: dict[str, QueueInfo] | None = None
+        #: carried from session to session: plugins keep here what only the queue specs and the cluster
+        #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
+        self._memo: dict[str, Any] = {}
         self.jobs: dict[str, SimJob] = {}
         self.active: dict[str, SimJob] = {}
         self.queues = scenario.queues
@@ -479,7 +482,7 @@ class Simulator:
                 ))
             jobs[uid] = ji
         return Snapshot(nodes=nodes, queues=queues, jobs=jobs, conf=self.conf,
-                        priority_classes=dict(self.sc.priority_classes))
+                        priority_classes=dict(self.sc.priority_classes), memo=self._memo)
 
     def _session(self) -> None:
         self._follow_plans()
