@@ -97,16 +97,18 @@ def measure(shape: dict[str, Any], repeats: int) -> dict[str, Any]:
     load_s = time.perf_counter() - t0
     times: list[float] = []
     res = None
+    cpu: list[float] = []
     for _ in range(repeats):
         gc.collect()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = simulate(sc)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     assert res is not None
     med = statistics.median(times)
     done = sum(1 for j in res.jobs if j.state == "done")
     waits = [j.first_start - j.spec.arrival for j in res.jobs if j.first_start is not None]
-    return {"median_s": med, "runs": times, "load_s": load_s, "jobs": len(res.jobs), "completed": done,
+    return {"median_s": med, "median_cpu_s": statistics.median(cpu), "runs": times, "load_s": load_s, "jobs": len(res.jobs), "completed": done,
             "events": res.events, "sessions": res.sessions, "events_per_s": res.events / med if med else 0.0,
             "simulated_s": res.end_time, "mean_wait_s": statistics.fmean(waits) if waits else 0.0}
 
