@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import alloc
 
+from apportion.reservation import plan as plan_module
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy, NoPolicy
@@ -55,9 +56,19 @@ def _reference(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
 
 @pytest.mark.parametrize("policy", ["cot", "noc", "none"])
 @pytest.mark.parametrize("calc", ["default", "dominant"])
+@pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(res=reservations, outer=window, inner=window, period=st.sampled_from([0, 0, 10_000]))
-def test_fast_availability_equals_the_merges(policy, calc, res, outer, inner, period):
+def test_fast_availability_equals_the_merges(policy, calc, vector_min, res, outer, inner, period):
+    saved = plan_module._VECTOR_MIN
+    plan_module._VECTOR_MIN = vector_min  # 0: the numpy pass for every query
+    try:
+        _check(policy, calc, res, outer, inner, period)
+    finally:
+        plan_module._VECTOR_MIN = saved
+
+
+def _check(policy, calc, res, outer, inner, period) -> None:
     plan = _plan(policy, calc)
     for n, (ps, user, p) in enumerate(res, start=1):
         ivs = [(a * 1000, (a + ln) * 1000, (m * 1024, v)) for a, ln, m, v in ps]
@@ -78,3 +89,15 @@ def test_fast_availability_equals_the_merges(policy, calc, res, outer, inner, pe
             if si <= ei:
                 # served from the cache when the outer query did not raise
                 assert _answer(plan, user, old, si, ei, period) == want_inner
+
+
+@pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])
+def test_a_fully_committed_start_leaves_no_breakpoint_there(vector_min):
+    saved = plan_module._VECTOR_MIN
+    plan_module._VECTOR_MIN = vector_min
+    try:
+        plan = InMemoryPlan("dedicated", (2048, 2), step=1000, policy=NoPolicy())
+        plan.add_reservation(alloc(1, [(0, 5000, (2048, 2))]), is_recovering=True)
+        assert plan.available("bob", None, 0, 9999).breakpoints() == [(5000, (2048, 2)), (10000, (0, 0))]
+    finally:
+        plan_module._VECTOR_MIN = saved
