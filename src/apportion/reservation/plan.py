@@ -235,11 +235,14 @@ class InMemoryPlan:
         return out
 
     # -- availability (§8.3) ------------------------------------------------------------------
-    def available(self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0) -> StepFunction:
+    def available(
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0, *, shared: bool = False
+    ) -> StepFunction:
         """Availability for user over the closed range `[s, e]` (returned on `[s, e + 1)`).
 
         Raises PlanningException when the plan is already over-committed in the range, or when the
-        period does not divide maxPeriodicity or is shorter than the range.
+        period does not divide maxPeriodicity or is shorter than the range. With `shared` the answer
+        may be the object the plan keeps (below): the caller must only read it.
 
         The answer is a pointwise function of the plan's state on `[s, e]` (as long as the policy's
         `available_resources` is one of the built-in ones), so the last answer is kept and a query
@@ -255,7 +258,8 @@ class InMemoryPlan:
         c = self._avail_cache
         if pure and c is not None and c[1] <= s <= e <= c[2] and _same_key(c[0], key):
             if c[1] == s and c[2] == e:
-                return c[3].copy()
+                # shared: the caller only reads it, so the kept answer itself will do
+                return c[3] if shared else c[3].copy()
             return c[3].clip(s, e + 1)
         result = self._available_uncached(user, old_id, s, e, period)
         if pure and s <= e:

@@ -96,7 +96,7 @@ class NoOverCommitPolicy(SharingPolicy):
 
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         _check_user(plan, res)
-        avail = plan.available(res.user, res.id, res.start, res.end, res.period)
+        avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
         ask = res.over_time(res.start, res.end + 1)
         for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
             if r[0] < 0 or r[1] < 0:

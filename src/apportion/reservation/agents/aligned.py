@@ -219,14 +219,14 @@ class _Windows:
         lt, lv = _arrays(job.load(), lo, hi)
         pt, pv = _arrays(job.placed, lo, hi)
         vt, vv = _arrays(avail, lo, hi)
-        grid = np.union1d(np.union1d(lt, pt), bounds)
+        grid = _union(lt, pt, bounds)
         ip = np.searchsorted(pt, grid, "right") - 1
         w.c_vals = lv[np.searchsorted(lt, grid, "right") - 1] + pv[ip]
         w.c_lens = np.diff(np.append(grid, hi)).astype(np.float64)
         w.c_start = np.searchsorted(grid, np.append(bounds, hi)).tolist()
         terms = w._terms(w.c_vals, w.c_lens)
         w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
-        fgrid = np.union1d(np.union1d(vt, pt), bounds)
+        fgrid = _union(vt, pt, bounds)
         w.f_vals = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
         w.f_start = np.searchsorted(fgrid, np.append(bounds, hi)).tolist()
         w.extra = [(0, 0)] * windows
@@ -285,6 +285,16 @@ class _Windows:
         if has_zero:
             return 0
         return int(x.min())
+
+
+def _union(*parts: np.ndarray) -> np.ndarray:
+    """Sorted distinct times of the parts (np.union1d without its general-purpose overhead)."""
+    x = np.concatenate(parts)
+    x.sort()
+    keep = np.empty(len(x), dtype=bool)
+    keep[:1] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
 
 
 def _arrays(f: StepFunction, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
