@@ -242,7 +242,8 @@ class InMemoryPlan:
 
         Raises PlanningException when the plan is already over-committed in the range, or when the
         period does not divide maxPeriodicity or is shorter than the range. With `shared` the answer
-        may be the object the plan keeps (below): the caller must only read it.
+        may be the object the plan keeps (below), which can extend past `[s, e]`: the caller must
+        only read it, and only inside `[s, e + 1)`.
 
         The answer is a pointwise function of the plan's state on `[s, e]` (as long as the policy's
         `available_resources` is one of the built-in ones), so the last answer is kept and a query
@@ -257,9 +258,11 @@ class InMemoryPlan:
         )
         c = self._avail_cache
         if pure and c is not None and c[1] <= s <= e <= c[2] and _same_key(c[0], key):
+            if shared:
+                # the caller only reads it, inside [s, e + 1): the kept answer itself will do
+                return c[3]
             if c[1] == s and c[2] == e:
-                # shared: the caller only reads it, so the kept answer itself will do
-                return c[3] if shared else c[3].copy()
+                return c[3].copy()
             return c[3].clip(s, e + 1)
         result = self._available_uncached(user, old_id, s, e, period)
         if pure and s <= e:

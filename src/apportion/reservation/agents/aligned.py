@@ -38,7 +38,8 @@ class LowCostAlignedAllocator:
         calc = plan.calc
         cap = plan.capacity
         job.prime()
-        avail = plan.available(job.user, job.rid if job.old is not None else None, s, d, job.period)
+        # read only inside [s, d + 1) below
+        avail = plan.available(job.user, job.rid if job.old is not None else None, s, d, job.period, shared=True)
         placed = job.placed
         # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would walk
         # use the breakpoints of each operand strictly inside (a, b) plus its value at a, which are
@@ -148,18 +149,22 @@ class LowCostAlignedAllocator:
         mine: list[Interval] = []
         while to_place > 0:
             if not heap:
-                for a, b, r in mine:
-                    placed.remove(a, b, r)
+                if fast is None:
+                    for a, b, r in mine:
+                        placed.remove(a, b, r)
                 return None
             _c, _k, a, b = heapq.heappop(heap)
             to_place_now[0] = to_place
             n = min(per_step, to_place, fit(a, b))
             if n > 0:
                 r = rmul(gang, n)
-                placed.add(a, b, r)
                 if fast is not None:
+                    # placed is not read until the stage is done (fast keeps the stage's own
+                    # load): the blocks go in at the end, one per window, which gives the same
+                    # canonical function
                     fast.add(a, r)
                 else:
+                    placed.add(a, b, r)
                     pt, pv = segments(placed, s, d)
                     pt.append(LONG_MAX)
                 mine.append((a, b, r))
@@ -167,6 +172,9 @@ class LowCostAlignedAllocator:
             to_place_now[0] = max(to_place, 1)
             if to_place > 0 and fit(a, b) > 0:
                 heapq.heappush(heap, (cost(a, b), b if job.left else -b, a, b))
+        if fast is not None:
+            for a, r in fast.placed():
+                placed.add(a, a + dur, r)
         merged = StepFunction.from_intervals(mine)
         pts = merged.breakpoints()
         return [(t, t2, v) for (t, v), (t2, _) in zip(pts, pts[1:]) if v != (0, 0)]
@@ -245,6 +253,10 @@ class _Windows:
         e = self.extra[k]
         self.extra[k] = (e[0] + r[0], e[1] + r[1])
         self.fits[k] = None
+
+    def placed(self) -> list[tuple[int, Res]]:
+        """(window start, what the stage placed there) for every window it placed on."""
+        return [(self.lo + k * self.dur, r) for k, r in enumerate(self.extra) if r != (0, 0)]
 
     def initial_cost(self, a: int) -> float:
         return self.c_init[(a - self.lo) // self.dur]
