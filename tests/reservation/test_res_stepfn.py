@@ -162,3 +162,14 @@ def test_fused_merge_equals_its_pieces(fa, fb, periodic, s, span, which):
     want = StepFunction.from_pieces(merge_pieces(a, b, s, e, op)) if s < e else StepFunction()
     assert merge(a, b, s, e, op) == want
     assert merge(b, a, s, e, op) == (StepFunction.from_pieces(merge_pieces(b, a, s, e, op)) if s < e else StepFunction())
+
+
+@settings(max_examples=300, deadline=None)
+@given(fa=_pieces, s=st.integers(-30, 100), span=st.integers(-3, 120))
+def test_clip_equals_the_function_built_from_its_pieces(fa, s, span):
+    """clip() reuses the canonical breakpoints inside the range; it must equal from_pieces(pieces)."""
+    a = StepFunction()
+    for t, n, m, v in fa:
+        a.add(t, t + n, (m, v))
+    e = s + span
+    assert a.clip(s, e) == (StepFunction.from_pieces(a.pieces(s, e)) if s < e else StepFunction())

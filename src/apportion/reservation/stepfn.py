@@ -386,7 +386,18 @@ class StepFunction:
 
     def clip(self, s: int, e: int) -> StepFunction:
         """The function restricted to `[s, e)` (zero elsewhere)."""
-        return StepFunction.from_pieces(self.pieces(s, e))
+        if s >= e:
+            return StepFunction()
+        # the breakpoints inside (s, e) are canonical already: only the value at s (which may be
+        # zero) and the closing zero at e need what from_pieces would do
+        keys, values = _breaks(self, s, e)
+        if values[0] == ZERO:
+            del keys[0]
+            del values[0]
+        if values and values[-1] != ZERO:
+            keys.append(e)
+            values.append(ZERO)
+        return StepFunction._bulk(keys, values)
 
 
 def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
