@@ -64,7 +64,7 @@ def _row(name: str, r: dict[str, Any], rss: float, smoke: bool) -> str:
         med, unit = r["median_s"], "s"
     else:
         med, unit = r.get("per_reservation_ms", 0.0), "ms/res"
-    cpu = r.get("median_cpu_s")
+    cpu = r.get("median_cpu_s", r.get("per_reservation_cpu_ms"))
     thr = r.get("pods_per_s") or r.get("events_per_s") or r.get("reservations_per_s") or 0
     target = None if smoke else _target(name)
     verdict = ""
@@ -73,7 +73,7 @@ def _row(name: str, r: dict[str, Any], rss: float, smoke: bool) -> str:
     limit = None if smoke else PEAK_RSS_LIMIT.get(name)
     if limit is not None:
         verdict += f"; RSS <= {limit / 2**30:g}Gi {'met' if rss <= limit else 'NOT met'}"
-    cpu_s = f"{cpu:>8.3f}s" if cpu is not None else f"{'':>9}"
+    cpu_s = f"{cpu:>8.3f}{'s' if unit == 's' else 'ms'}" if cpu is not None else f"{'':>10}"
     return f"{name:<34} {med:>8.3f}{unit:<6} {cpu_s} {thr:>12.0f}/s {rss / 2**20:>7.0f}Mi  {verdict}"
 
 
