@@ -48,7 +48,7 @@ def test_random_operations_keep_invariants(agent, ops):
         if op == "submit":
             status, _ = s.submit("bob", b)
             if status == 202 and not existed:
-                check_agent_reservation(plan.get(rid(n)), STEP)
+                check_agent_reservation(plan.get(rid(n)), STEP, agent != "greedy")
                 # deleting what was added restores the plan exactly
                 snapshot = plan.get(rid(n))
                 assert s.delete("bob", {"reservation-id": str(rid(n))})[0] == 200
@@ -57,7 +57,7 @@ def test_random_operations_keep_invariants(agent, ops):
         elif op == "update":
             status, _ = s.update("bob", b)
             if status == 200:
-                check_agent_reservation(plan.get(rid(n)), STEP)
+                check_agent_reservation(plan.get(rid(n)), STEP, agent != "greedy")
             else:
                 # a refused update leaves the plan as it was
                 assert (plan.load.breakpoints(), plan.periodic_load.base.breakpoints()) == before
@@ -66,7 +66,7 @@ def test_random_operations_keep_invariants(agent, ops):
         check_plan_within_capacity(plan)
         check_load_is_sum(plan)
         for r in plan.reservations.values():
-            check_agent_reservation(r, STEP)
+            check_agent_reservation(r, STEP, agent != "greedy")
 
 
 # one memory:vCores ratio per stage, so every allocation piece tells which stage holds it (a piece
