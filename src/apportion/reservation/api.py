@@ -9,6 +9,7 @@ replay and the HTTP service share them, so both answer identically.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from apportion.reservation.agents import ReservationAgent
@@ -167,16 +168,10 @@ class ReservationSystem:
                 "reservation definition was provided. Please try again with a new reservation id, or consider "
                 "updating the reservation instead.",
             )
-        if self.agent is None:
-            return error(400, f"No reservation agent is configured for queue {plan.queue}.")
-        try:
-            ok = self.agent.create(plan, rid, user, definition)
-        except PlanningException as e:
-            return error(400, e.java_string())
-        except PlanIllegalArgument as e:
-            return error(400, e.message)
-        if not ok:
-            return error(400, f"Unable to create reservation: {rid}")
+        failed = self._ask_agent(plan, lambda agent: agent.create(plan, rid, user, definition),
+                                 f"Unable to create reservation: {rid}")
+        if failed is not None:
+            return failed
         self.queue_of[rid] = plan.queue
         if self.cluster is not None and definition.arrival - plan.now < plan.step:
             self.follower.step(plan.now)
@@ -206,17 +201,21 @@ class ReservationSystem:
             return error(e.status, e.message)
         except ValidationError as e:
             return error(400, e.message)
+        failed = self._ask_agent(plan, lambda agent: agent.update(plan, rid, user, definition),
+                                 f"Unable to update reservation: {rid}")
+        return failed if failed is not None else (200, {})
+
+    def _ask_agent(self, plan: InMemoryPlan, call: Callable[[ReservationAgent], bool], failure: str) -> Response | None:
+        """Let the plan's agent create or update; None on success, else YARN's 400 answer."""
         if self.agent is None:
             return error(400, f"No reservation agent is configured for queue {plan.queue}.")
         try:
-            ok = self.agent.update(plan, rid, user, definition)
+            ok = call(self.agent)
         except PlanningException as e:
             return error(400, e.java_string())
         except PlanIllegalArgument as e:
             return error(400, e.message)
-        if not ok:
-            return error(400, f"Unable to update reservation: {rid}")
-        return 200, {}
+        return None if ok else error(400, failure)
 
     def delete(self, user: str | None, body: Any) -> Response:
         """POST /reservation/delete (200 {} on success)."""
