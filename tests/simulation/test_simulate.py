@@ -21,21 +21,7 @@ from apportion.simulation.scenario import (
     load_scenario,
     parse_scenario,
 )
-
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
-
-FLAT_CAPACITY = """
-scheduler: |
-  actions: "enqueue, allocate, reclaim, backfill"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-  - plugins:
-    - name: drf
-    - name: predicates
-    - name: capacity
-"""
+from scenario_text import FLAT_CAPACITY, TRACES
 
 HIER_CAPACITY = """
 scheduler: |

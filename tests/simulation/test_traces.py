@@ -10,26 +10,11 @@ from apportion.errors import InputError
 from apportion.resources import GPU
 from apportion.simulation.engine import simulate
 from apportion.simulation.scenario import parse_scenario
+from scenario_text import FLAT_CAPACITY, TRACES
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
-
-CAPACITY = """
-scheduler: |
-  actions: "enqueue, allocate, reclaim, backfill"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-  - plugins:
-    - name: drf
-    - name: predicates
-    - name: capacity
-"""
-
-
 def philly(options: str) -> str:
-    return f"cluster: {{}}\nqueues: []\n{CAPACITY}workload:\n  traces:\n  - {{type: philly, path: philly, {options}}}\n"
+    return f"cluster: {{}}\nqueues: []\n{FLAT_CAPACITY}workload:\n  traces:\n  - {{type: philly, path: philly, {options}}}\n"
 
 
 def test_philly_mapping() -> None:
@@ -80,7 +65,7 @@ def test_philly_without_cluster_needs_nodes() -> None:
 
 
 def test_alibaba_mapping() -> None:
-    body = ("cluster: {}\nqueues: []\n" + CAPACITY
+    body = ("cluster: {}\nqueues: []\n" + FLAT_CAPACITY
             + "workload:\n  traces:\n  - {type: alibaba, path: alibaba, clusterScale: 0.5}\n")
     sc = parse_scenario(body, source="a.yaml", base=FIXTURES)
     jobs = {j.name: j for j in sc.jobs}
@@ -125,7 +110,7 @@ def test_shared_philly_trace_loads() -> None:
 def test_shared_alibaba_trace_loads() -> None:
     if not (TRACES / "alibaba-openb-2023" / "openb_pod_list_default.csv").exists():
         pytest.skip(f"Alibaba openb trace not found under {TRACES} (the shared traces are not in the repository)")
-    body = ("cluster: {}\nqueues: []\n" + CAPACITY + "workload:\n  traces:\n"
+    body = ("cluster: {}\nqueues: []\n" + FLAT_CAPACITY + "workload:\n  traces:\n"
             f"  - {{type: alibaba, path: {TRACES / 'alibaba-openb-2023'}, clusterScale: 0.05}}\n")
     sc = parse_scenario(body, source="a.yaml")
     assert 7000 < len(sc.jobs) <= 8152
