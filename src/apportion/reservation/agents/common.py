@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId, Stage
 from apportion.reservation.exceptions import ContractValidationException, PlanningException
@@ -98,22 +99,17 @@ class TryMany(ReservationAgent):
         raise NotImplementedError("TryMany delegates: each planner plans and adds on its own")
 
     def create(self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition) -> bool:
-        last: PlanningException | None = None
-        for a in self.agents:
-            try:
-                if a.create(plan, rid, user, definition):
-                    return True
-            except PlanningException as e:
-                last = e
-        if last is not None:
-            raise last
-        return False
+        return self._first(lambda a: a.create(plan, rid, user, definition))
 
     def update(self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition) -> bool:
+        return self._first(lambda a: a.update(plan, rid, user, definition))
+
+    def _first(self, attempt: Callable[[ReservationAgent], bool]) -> bool:
+        """The first agent that succeeds wins; if none does, the last one's refusal is raised."""
         last: PlanningException | None = None
         for a in self.agents:
             try:
-                if a.update(plan, rid, user, definition):
+                if attempt(a):
                     return True
             except PlanningException as e:
                 last = e
