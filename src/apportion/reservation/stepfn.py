@@ -171,6 +171,13 @@ class Calculator:
         return self.compare(a, ZERO, ref) > 0
 
 
+
+def _as_pieces(ks: list[int], vs: list[Res], e: int) -> Iterator[tuple[int, int, Res]]:
+    """Breakpoints and their values as (start, end, value) pieces, the last one ending at `e`."""
+    ends = ks[1:]
+    ends.append(e)
+    return zip(ks, ends, vs)
+
 class StepFunction:
     """A piecewise-constant resource function of time on sorted breakpoints (canonical form)."""
 
@@ -315,10 +322,7 @@ class StepFunction:
         """The constant pieces covering `[s, e)` in time order, zero pieces included."""
         if s >= e:
             return iter(())
-        ks, vs = _breaks(self, s, e)
-        ends = ks[1:]
-        ends.append(e)
-        return zip(ks, ends, vs)
+        return _as_pieces(*_breaks(self, s, e), e)
 
     def nonzero_pieces(self) -> list[tuple[int, int, Res]]:
         """All maximal constant non-zero pieces."""
@@ -594,10 +598,7 @@ class PeriodicStepFunction:
         """Pieces over `[s, e)` of the unrolled function (merged across period boundaries)."""
         if s >= e:
             return iter(())
-        ks, vs = _periodic_breaks(self, s, e)
-        ends = ks[1:]
-        ends.append(e)
-        return zip(ks, ends, vs)
+        return _as_pieces(*_periodic_breaks(self, s, e), e)
 
     def unrolled(self, s: int, e: int) -> StepFunction:
         """The function over `[s, e)` as a plain step function (zero outside)."""
