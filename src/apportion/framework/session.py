@@ -260,10 +260,7 @@ class Session:
 
     # ================================================================= orders
     def queue_compare(self, l: QueueInfo, r: QueueInfo) -> int:
-        fns = self._dispatch.get(ep.QUEUE_ORDER)
-        if fns is None:
-            fns = self._consulted(ep.QUEUE_ORDER)
-        for _, _, fn in fns:
+        for _, _, fn in self._consulted(ep.QUEUE_ORDER):
             c = fn(l, r)
             if c:
                 return c

@@ -175,8 +175,10 @@ class _Limits:
     def session_attr(self, name: str) -> QueueAttr:
         """The queue's attributes for a new session: these limits, and no accounting yet."""
         z = Resource.zero
-        return QueueAttr(name, self.deserved, self.guarantee, self.capability, self.real_capability, z(), z(),
-                         z(), z(), 0.0, self.parent, self.ancestors, self.children, self.terms, self.inherited)
+        return QueueAttr(name=name, deserved=self.deserved, guarantee=self.guarantee, capability=self.capability,
+                         real_capability=self.real_capability, allocated=z(), request=z(), inqueue=z(),
+                         elastic=z(), parent=self.parent, ancestors=self.ancestors, children=self.children,
+                         terms=self.terms, inherited=self.inherited)
 
 
 @dataclass(frozen=True)
