@@ -24,6 +24,8 @@ from apportion.reservation.stepfn import (
     StepFunction,
     merge,
     merge_pieces,
+    periods_meeting,
+    piece_integral,
     radd,
     segments,
 )
@@ -147,16 +149,40 @@ class InMemoryPlan:
         self.user_periodic: dict[str, PeriodicStepFunction] = {}
         # bumped by every load change; the availability cache is keyed on it
         self._version = 0
+        # per user, the exact integral of its non-periodic load and of one period of its periodic
+        # load, and whether every reservation ever added was non-negative: together they bound
+        # what the user can consume over any range (see user_integral_bound)
+        self._user_integral: dict[str, Res] = {}
+        self._user_periodic_integral: dict[str, Res] = {}
+        self._nonnegative = True
         self._avail_cache: tuple[tuple[object, ...], int, int, StepFunction] | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
     def _apply(self, res: ReservationAllocation, sign: int) -> None:
         self._version += 1
         user = res.user or ""
+        pieces = res.rle.nonzero_pieces()
+        try:
+            self._apply_loads(res, user, pieces, sign)
+        except BaseException:
+            # a partial update (an interval longer than the period) leaves the loads unaccounted for
+            self._nonnegative = False
+            raise
+        if sign > 0 and any(r[0] < 0 or r[1] < 0 for _a, _b, r in pieces):
+            self._nonnegative = False
+        im, iv = piece_integral(pieces)
+        if res.period > 0:
+            # each of the max_periodicity // period copies added one folded period's integral
+            k = self.max_periodicity // res.period
+            im, iv = im * k, iv * k
+        totals = self._user_periodic_integral if res.period > 0 else self._user_integral
+        tm, tv = totals.get(user, ZERO)
+        totals[user] = (tm + sign * im, tv + sign * iv)
+
+    def _apply_loads(self, res: ReservationAllocation, user: str, pieces: list[Interval], sign: int) -> None:
         if res.period > 0:
             per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
             p = res.period
-            pieces = res.rle.nonzero_pieces()
             for k in range(self.max_periodicity // p):
                 for a, b, r in pieces:
                     rr = r if sign > 0 else (-r[0], -r[1])
@@ -166,7 +192,7 @@ class InMemoryPlan:
                 del self.user_periodic[user]
         else:
             ul = self.user_load.setdefault(user, StepFunction())
-            for a, b, r in res.rle.nonzero_pieces():
+            for a, b, r in pieces:
                 rr = r if sign > 0 else (-r[0], -r[1])
                 self.load.add(a, b, rr)
                 ul.add(a, b, rr)
@@ -205,6 +231,21 @@ class InMemoryPlan:
         if a is None:
             return b.unrolled(s, e)
         return merge(a, b, s, e, radd)
+
+    def user_integral_bound(self, user: str, s: int, e: int) -> Res | None:
+        """An upper bound of the integral of the user's consumption over any part of `[s - 2T, e]`
+        (T = maxPeriodicity), per component; None when the plan cannot vouch that the consumption
+        is non-negative (some reservation ever added had a negative value), so no bound holds.
+
+        The non-periodic load counts whole; the periodic load counts one period's integral for
+        every copy of the period that can meet the range.
+        """
+        if not self._nonnegative:
+            return None
+        m, v = self._user_integral.get(user, ZERO)
+        pm, pv = self._user_periodic_integral.get(user, ZERO)
+        copies = periods_meeting(s, e, self.max_periodicity)
+        return (m + pm * copies, v + pv * copies)
 
     def last_end_time(self) -> int:
         """End of the last non-zero piece of the non-periodic load, or -1 (contract §3.4, §12 row 9)."""

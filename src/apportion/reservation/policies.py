@@ -27,11 +27,14 @@ from apportion.reservation.stepfn import (
     f32_str,
     merge,
     merge_pieces,
+    periods_meeting,
+    piece_integral,
     rsub,
 )
 
 if TYPE_CHECKING:
     from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+
 
 
 def yarn_fraction(fraction: float) -> float:
@@ -166,6 +169,17 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
     # -- the integral check -------------------------------------------------------------------
     def _average_ok(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+        """Trunk's integral check; `_average_walk` is the check itself, the bound in front only
+        answers the cases where no window's average can reach the limit at all."""
+        W = self.window
+        cs = res.start - W
+        ce = res.end + W
+        old = plan.reservations.get(res.id)
+        if _integral_bound_within(plan, res, old, cs, ce, W, scaled_limit(plan.capacity, self.max_avg)):
+            return True
+        return self._average_walk(plan, res)
+
+    def _average_walk(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
         W = self.window
         cs = res.start - W
         ce = res.end + W
@@ -203,6 +217,38 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
             return True
         limit = scaled_limit(plan.capacity, self.max_avg)
         return _average_within(f_map, W, cs, ce, limit)
+
+
+def _integral_bound_within(
+    plan: InMemoryPlan, res: ReservationAllocation, old: ReservationAllocation | None, cs: int, ce: int, W: int,
+    limit: Res,
+) -> bool:
+    """Whether `_average_walk` must answer True because everything it sums is too small to matter.
+
+    With non-negative values the walk's running integral A never decreases, so every A(t) - A(t - W)
+    it compares is at most A at its last grid point inside [cs, ce], which is Math.round(I / W) for
+    I the integral of the merged map up to there. That map is the user's consumption (plus the old
+    version, on an update) and the reservation, each exact on its part of [cs - 2T, ce] and
+    undefined (zero) elsewhere, so I is at most the bound summed here; and I <= W * limit gives
+    round(I / W) <= limit (rounding half up: floor((2I + W) / 2W) <= floor(limit + 1/2)).
+    """
+    bound = plan.user_integral_bound(res.user or "", cs, ce)
+    if bound is None:
+        return False
+    m, v = bound
+    for r in (res, old):
+        if r is None:
+            continue
+        pieces = r.rle.nonzero_pieces()
+        if any(x[0] < 0 or x[1] < 0 for _a, _b, x in pieces):
+            return False
+        im, iv = piece_integral(pieces)
+        if r.period > 0:
+            k = periods_meeting(cs, ce, r.period)
+            im, iv = im * k, iv * k
+        m += im
+        v += iv
+    return m <= W * limit[0] and v <= W * limit[1]
 
 
 def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: int, limit: Res) -> bool:

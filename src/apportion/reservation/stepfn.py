@@ -618,6 +618,20 @@ class PeriodicStepFunction:
         return (k - 1) * T + last
 
 
+def piece_integral(pieces: Iterable[tuple[int, int, Res]]) -> Res:
+    """The exact integral of a sum of pieces, per component."""
+    m = v = 0
+    for a, b, r in pieces:
+        m += r[0] * (b - a)
+        v += r[1] * (b - a)
+    return (m, v)
+
+
+def periods_meeting(s: int, e: int, period: int) -> int:
+    """How many copies `[k*period, (k+1)*period)` can meet `[s - 2*period, e]`, at most (with room to spare)."""
+    return max(e - s, 0) // period + 5
+
+
 def ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
 
