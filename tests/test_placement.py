@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.framework import extension as ep
+from apportion.framework import placement
+from apportion.framework.conf import parse_conf
 from apportion.framework.placement import PlacementCache
 
 from k8s import cycle, node, pod, podgroup, queue
@@ -83,18 +87,48 @@ def _decide(objs: list[dict], conf: str | None, cached: bool, monkeypatch: pytes
     return cycle(objs, conf).to_json()
 
 
+@pytest.mark.parametrize("top", [2, 32])
 @pytest.mark.parametrize("conf", sorted(CONFS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(objs=clusters())
-def test_cache_decides_as_the_full_recomputation(conf: str, objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_decides_as_the_full_recomputation(conf: str, top: int, objs: list[dict],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # top=2 makes the ranked prefix shorter than the node list, so it runs empty and is re-ranked
+    monkeypatch.setattr(placement, "TOP", top)
     with_cache = _decide(objs, CONFS[conf], True, monkeypatch)
     without = _decide(objs, CONFS[conf], False, monkeypatch)
     assert with_cache == without
 
 
+@pytest.mark.parametrize("conf", sorted(CONFS))
+@settings(max_examples=40, deadline=None)
+@given(objs=clusters())
+def test_one_node_functions_equal_the_array_functions(conf: str, objs: list[dict]) -> None:
+    """The plugins' one-node answers (the cache's refresh) equal their array answers on every node."""
+    from k8s import session
+
+    text = CONFS[conf]
+    ssn = session(objs, parse_conf(text) if text else None)
+    rows = np.arange(len(ssn.nodes))
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            for point in (ep.PREDICATE, ep.NODE_ORDER):
+                for _, opt, fn in ssn.consulted(point):
+                    row_fn = ssn.node_row_fns.get(opt.name)
+                    if row_fn is None:
+                        continue
+                    full = fn(task, rows)
+                    for r in rows.tolist():
+                        got = row_fn(task, r)
+                        if point == ep.PREDICATE:
+                            assert got == (bool(full.ok[r]), bool(full.unresolvable[r]))
+                        else:
+                            assert got == float(full[r]) and isinstance(got, float)
+
+
 def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ten identical tasks on four nodes: one full computation, then one refresh per placement."""
+    """Ten identical tasks on four nodes: one full computation, then a one-node refresh per placement."""
     objs = [node(f"n{i}", cpu=8) for i in range(4)] + [podgroup("g", min_member=10)]
     objs += [pod(f"g-{t}", "g", cpu=2, memory="1Gi") for t in range(10)]
     computed: list[int] = []
@@ -104,12 +138,22 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
         computed.append(len(rows))
         return real(self, task, rows, pos)
 
+    refreshed: list[int] = []
+    real_row = PlacementCache._row
+
+    def spy_row(self: PlacementCache, task: Any, row: int) -> Any:
+        refreshed.append(row)
+        return real_row(self, task, row)
+
     monkeypatch.setattr(PlacementCache, "_compute", spy)
+    monkeypatch.setattr(PlacementCache, "_row", spy_row)
     result = cycle(objs)
     assert len(result.binds) == 10
     # least-requested spreads the tasks: n0..n3 get 3, 3, 2, 2 (ties to the smaller name)
     assert sorted(result.binds.values()) == ["n0"] * 3 + ["n1"] * 3 + ["n2"] * 2 + ["n3"] * 2
-    assert computed[0] == 4 and computed[1:] == [1] * 9
+    assert computed == [4]
+    # each refresh is the node the previous task went to
+    assert refreshed == [0, 1, 2, 3, 0, 1, 2, 3, 0]
 
 
 def test_a_normalised_score_turns_the_cache_off() -> None:

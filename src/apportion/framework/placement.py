@@ -11,26 +11,48 @@ makes, bit for bit; `tests/test_placement.py` checks that on random sessions.
 A plugin vouches by registering a key function with `Session.add_node_local_key`; it returns a
 hashable summary of what the plugin reads from the task, or None when, for this task, its answers
 are not node-local (nodeorder's normalised affinity and soft-taint scores, for instance).
+
+A placement changes one node, so the common refresh is one row. Numpy's per-call overhead on a
+one-row array costs more than the arithmetic, so the plugins also register one-node functions in
+plain floats (the same operations in the same order, hence the same values), and the cache keeps the
+best nodes ranked (`_Answers.top`) so that choosing does not pass over every node either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+import bisect
+import functools
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from apportion.framework import extension as ep
+from apportion.resources import MIN_RESOURCE
 
 if TYPE_CHECKING:
     from apportion.cluster.model import TaskInfo
     from apportion.framework.session import Session
 
 
-class _Answers:
-    """Per-node answers for one placement key, current as of `pos` in the node table's touch log."""
+#: How many of the best nodes a key keeps ranked (see _Answers.top).
+TOP = 32
+#: The bound when `top` holds every feasible node.
+_ALL: tuple[int, float, int] = (0, 0.0, 0)
 
-    __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores")
+
+class _Answers:
+    """Per-node answers for one placement key, current as of `pos` in the node table's touch log.
+
+    Besides the per-node arrays it keeps the best nodes ranked: `top` is the sorted list of rank keys
+    (-class, -score, row) of every feasible node whose key is <= `bound` (class 2: fits Idle, 1: fits
+    FutureIdle only), and every node outside it ranks after `bound`. The best node is then `top[0]`,
+    and a placement, which changes one node, costs a bisect instead of a pass over every node.
+    When `top` runs empty the next choice ranks the arrays again.
+    """
+
+    __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
+                 "unres_rows", "nan")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
@@ -40,6 +62,65 @@ class _Answers:
         self.ok = ok  # the plugin predicates pass
         self.unresolvable = unresolvable  # a plugin predicate failed unresolvably
         self.scores = scores
+        self.top: list[tuple[int, float, int]] = []
+        self.in_top: dict[int, tuple[int, float, int]] = {}
+        self.bound = _ALL
+        #: rows that fit FutureIdle but fail a predicate for good (reclaim and preempt skip them)
+        self.unres_rows: set[int] = set(np.flatnonzero(fit & unresolvable).tolist())
+        #: a NaN score: argmax's treatment of it is left to the full path
+        self.nan = bool(np.isnan(scores).any())
+        self.rank()
+
+    def rank(self) -> None:
+        """Rank the best TOP feasible nodes from the arrays."""
+        feasible = self.fit & self.ok
+        idle = feasible & self.idle_fit
+        top: list[tuple[int, float, int]] = []
+        self.bound = _ALL
+        for cls, mask in ((2, idle), (1, feasible & ~self.idle_fit)):
+            rows = np.flatnonzero(mask)
+            if not len(rows):
+                continue
+            need = TOP - len(top)
+            if need == 0:
+                self.bound = top[-1]
+                break
+            s = self.scores[rows]
+            cut = len(rows) > need
+            if cut:
+                # only the rows scoring at least the need-th best can be among the need best
+                kth = np.partition(s, len(s) - need)[len(s) - need]
+                rows = rows[s >= kth]
+                s = self.scores[rows]
+            order = np.lexsort((rows, -s))[:need]
+            top += [(-cls, -x, r) for x, r in zip(s[order].tolist(), rows[order].tolist(), strict=True)]
+            if cut:
+                self.bound = top[-1]
+                break
+        self.top = top
+        self.in_top = {k[2]: k for k in top}
+
+    def update(self, row: int, fit: bool, idle_fit: bool, ok: bool, unres: bool, score: float) -> None:
+        """Record one node's fresh answers in the arrays and in the ranking."""
+        self.fit[row] = fit
+        self.idle_fit[row] = idle_fit
+        self.ok[row] = ok
+        self.unresolvable[row] = unres
+        self.scores[row] = score
+        if fit and unres:
+            self.unres_rows.add(row)
+        else:
+            self.unres_rows.discard(row)
+        if score != score:
+            self.nan = True
+        old = self.in_top.pop(row, None)
+        if old is not None:
+            del self.top[bisect.bisect_left(self.top, old)]
+        if fit and ok:
+            key = (-2 if idle_fit else -1, -score, row)
+            if key <= self.bound:
+                bisect.insort(self.top, key)
+                self.in_top[row] = key
 
 
 class PlacementCache:
@@ -52,6 +133,7 @@ class PlacementCache:
         self.ssn = ssn
         self.answers: dict[Hashable, _Answers] = {}
         self.keys: dict[str, Hashable | None] = {}
+        self._row_fns: tuple[list[RowPredicate], list[RowScore]] | None = None
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.
@@ -88,17 +170,17 @@ class PlacementCache:
         if key is None:
             return None
         a = self._current(key, task)
-        feasible = a.fit & a.ok
-        if not feasible.any():
+        if a.nan:
             return None
-        unres = a.fit & a.unresolvable
-        if unres.any():
-            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(np.flatnonzero(unres).tolist())
-        preferred = feasible & a.idle_fit
-        fits_idle = bool(preferred.any())
-        cand = np.flatnonzero(preferred if fits_idle else feasible)
-        # first maximum in row (node-name) order, as best_node's argmax over the candidate rows
-        return int(cand[int(np.argmax(a.scores[cand]))]), fits_idle
+        if not a.top and a.bound is not _ALL:
+            a.rank()
+        if not a.top:
+            return None
+        if a.unres_rows:
+            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(a.unres_rows)
+        cls, _, row = a.top[0]
+        # the first maximum in row (node-name) order, as best_node's argmax over the candidate rows
+        return row, cls == -2
 
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table
@@ -109,14 +191,16 @@ class PlacementCache:
             a = self._compute(task, np.arange(n), len(log))
             self.answers[key] = a
         elif len(log) > a.pos:
-            rows = np.unique(np.asarray(log[a.pos:], dtype=np.int64))
-            fresh = self._compute(task, rows, len(log))
-            a.fit[rows] = fresh.fit
-            a.idle_fit[rows] = fresh.idle_fit
-            a.ok[rows] = fresh.ok
-            a.unresolvable[rows] = fresh.unresolvable
-            a.scores[rows] = fresh.scores
-            a.pos = fresh.pos
+            rows = sorted(set(log[a.pos:]))
+            if len(rows) <= 4:
+                for r in rows:
+                    a.update(r, *self._row(task, r))
+            else:
+                fresh = self._compute(task, np.array(rows, dtype=np.int64), len(log))
+                for r, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
+                                       fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
+                    a.update(r, *answers)
+            a.pos = len(log)
         return a
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
@@ -126,3 +210,58 @@ class PlacementCache:
         pf = ssn.plugin_predicates(task, rows)
         return _Answers(pos, table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
                         pf.ok.copy(), pf.unresolvable.copy(), ssn.node_scores(task, rows))
+
+    def _row(self, task: TaskInfo, row: int) -> tuple[bool, bool, bool, bool, float]:
+        """One node's answers (fit, idle fit, predicates pass, unresolvable, score) without arrays where the
+        plugins offer one-node functions; the same values `_compute` gives for that row."""
+        ssn = self.ssn
+        table = ssn.table
+        vec, cols = ssn.task_vec(task), ssn.task_cols(task)
+        preds, scorers = self._row_functions()
+        fit = _fits(vec, cols, table.future[row])
+        idle_fit = _fits(vec, cols, table.idle[row])
+        ok, unres = True, False
+        for pred in preds:
+            p_ok, p_unres = pred(task, row)
+            if not p_ok:
+                # plugin_predicates: a node failing one plugin is not asked by the next
+                ok, unres = False, p_unres
+                break
+        score = 0.0
+        for scorer in scorers:
+            score += scorer(task, row)
+        return fit, idle_fit, ok, unres, score
+
+    def _row_functions(self) -> tuple[list[RowPredicate], list[RowScore]]:
+        """Per consulted predicate / node-order plugin, its one-node function, else its array function on
+        a one-row array."""
+        if self._row_fns is None:
+            ssn = self.ssn
+            preds: list[RowPredicate] = []
+            for _, opt, fn in ssn.consulted(ep.PREDICATE):
+                preds.append(ssn.node_row_fns.get(opt.name) or functools.partial(_predicate_on_one_row, fn))
+            scorers: list[RowScore] = []
+            for _, opt, fn in ssn.consulted(ep.NODE_ORDER):
+                scorers.append(ssn.node_row_fns.get(opt.name) or functools.partial(_score_on_one_row, fn))
+            self._row_fns = (preds, scorers)
+        return self._row_fns
+
+
+RowPredicate = Callable[["TaskInfo", int], tuple[bool, bool]]
+RowScore = Callable[["TaskInfo", int], float]
+
+
+def _fits(req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> bool:
+    """NodeTable.fits on one row, in plain floats (same comparisons, same tolerance)."""
+    a = avail.tolist()
+    r = req.tolist()
+    return all(r[c] < a[c] or abs(r[c] - a[c]) < MIN_RESOURCE for c in cols.tolist())
+
+
+def _predicate_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> tuple[bool, bool]:
+    f = fn(task, np.array([row]))
+    return bool(f.ok[0]), bool(f.unresolvable[0])
+
+
+def _score_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> float:
+    return float(fn(task, np.array([row]))[0])

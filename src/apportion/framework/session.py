@@ -143,6 +143,8 @@ class Session:
         self.unresolvable_nodes: dict[str, set[int]] = {}
         #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
         self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
+        #: their optional one-node answers (see add_node_local_key)
+        self.node_row_fns: dict[str, Callable[[TaskInfo, int], Any]] = {}
         self.placement = PlacementCache(self)
         #: queue-order plugins' fast pickers (used when that plugin alone orders queues)
         self.queue_pickers: dict[str, PickerFactory] = {}
@@ -211,10 +213,19 @@ class Session:
         self.fns[point][plugin] = fn
         self._dispatch.pop(point, None)
 
-    def add_node_local_key(self, plugin: str, fn: Callable[[TaskInfo], Hashable | None]) -> None:
+    def add_node_local_key(self, plugin: str, fn: Callable[[TaskInfo], Hashable | None],
+                           row_fn: Callable[[TaskInfo, int], Any] | None = None) -> None:
         """Vouch that the plugin's predicate / node-order answer for a node depends only on that node and
-        on what `fn(task)` summarises (None: not for this task). Enables the placement cache."""
+        on what `fn(task)` summarises (None: not for this task). Enables the placement cache.
+
+        `row_fn(task, row)` is the same answer for one node, computed without arrays: (passes,
+        unresolvable) for a predicate, the score for a node-order function. It must equal the vectorised
+        function's answer for that row exactly; the cache refreshes the node a placement touched with it,
+        where a numpy call on a one-row array costs more in overhead than the arithmetic.
+        """
         self.node_local_keys[plugin] = fn
+        if row_fn is not None:
+            self.node_row_fns[plugin] = row_fn
 
     def add_queue_picker(self, plugin: str, factory: PickerFactory) -> None:
         """Offer a picker that finds the best queue faster under the plugin's own queue order."""

@@ -28,6 +28,7 @@ the session and drops pods evicted in it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +122,14 @@ def balanced_score(fractions: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.trunc((1 - std) * float(MAX_NODE_SCORE))
 
 
+def _floor_div(a: float, b: float) -> float:
+    """floor_div on one pair of floats (the same two steps, so the same result)."""
+    q = float(math.floor(a / b))
+    if q * b > a:
+        q -= 1.0
+    return q
+
+
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 
@@ -155,8 +164,9 @@ class NodeOrderPlugin(Plugin):
         self._prefer_taints: dict[Any, np.ndarray] = {}
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
         self.no_soft_taints = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
+        self._alloc_rows: list[list[float]] = self.alloc.tolist()
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
-        ssn.add_node_local_key(self.name, self.placement_key)
+        ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
 
     def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
         """What the score reads from the task, when every term is node-local; None when a normalised
@@ -200,6 +210,35 @@ class NodeOrderPlugin(Plugin):
                 counts = self._prefer_no_schedule(task)[rows]
                 total += w.taint_toleration * default_normalize(counts, reverse=True)
         # ImageLocality, InterPodAffinity and PodTopologySpread score 0 on every node: no inputs.
+        return total
+
+    def node_order_row(self, task: TaskInfo, row: int) -> float:
+        """node_order(task, [row])[0] in plain floats, for the placement cache's one-node refresh.
+
+        The common terms (LeastAllocated, two-resource BalancedAllocation, constant TaintToleration) are
+        the same IEEE operations in the same order as the array code, so the result is identical; any
+        other configuration takes the array code on one row.
+        """
+        w = self.w
+        nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
+        balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
+        if (not self.cpu_mem_everywhere or w.most_requested or (balanced and gpu != 0)
+                or (w.node_affinity and task.preferred_terms) or (w.taint_toleration and not self.no_soft_taints)):
+            return float(self.node_order(task, np.array([row]))[0])
+        total = 0.0
+        cap_cpu, cap_mem, _ = self._alloc_rows[row]
+        if w.least_requested or balanced:
+            sums = self.view.sums[row].tolist()
+            if w.least_requested:
+                lc = _floor_div(max((cap_cpu - (sums[NZ_CPU] + nz_cpu)) * MAX_NODE_SCORE, 0.0), cap_cpu)
+                lm = _floor_div(max((cap_mem - (sums[NZ_MEM] + nz_mem)) * MAX_NODE_SCORE, 0.0), cap_mem)
+                total += w.least_requested * _floor_div(lc * 50 + lm * 50, 100.0)
+            if balanced:
+                fc = min((sums[REQ_CPU] + cpu) / cap_cpu, 1.0)
+                fm = min((sums[REQ_MEM] + mem) / cap_mem, 1.0)
+                total += w.balanced_resource * float(math.trunc((1 - abs(fc - fm) / 2) * float(MAX_NODE_SCORE)))
+        if w.taint_toleration:
+            total += w.taint_toleration * float(MAX_NODE_SCORE)
         return total
 
     def _least(self, req_cpu: np.ndarray, cap_cpu: np.ndarray, req_mem: np.ndarray, cap_mem: np.ndarray) -> np.ndarray:

@@ -101,7 +101,7 @@ class PredicatesPlugin(Plugin):
         ssn.add_fn(ep.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
         # A node's answer is its pod count plus the signature's mask: node-local. Tasks sharing a
         # signature share the _Signature object, so its identity is the key.
-        ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)))
+        ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)), self.predicate_row)
 
     # ------------------------------------------------------------------ signatures
     def _signature(self, task: TaskInfo) -> _Signature:
@@ -183,6 +183,11 @@ class PredicatesPlugin(Plugin):
             if m.any():
                 reasons.append((text, m))
         return NodeFilter(ok=ok, unresolvable=~static_ok, reasons=reasons)
+
+    def predicate_row(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
+        """predicate(task, [row]) as (passes, unresolvable), without arrays (the placement cache's refresh)."""
+        static_ok = bool(self._signature(task).ok[row])
+        return static_ok and not self.max_pods[row] <= self.view.count[row], not static_ok
 
     def simulate_predicate(self, task: TaskInfo, row: int, state: dict[str, Any]) -> str | None:
         """SimulatePredicateFn for topology-aware preemption: the stable filters on one node.
