@@ -462,3 +462,43 @@ def test_the_memo_carried_between_sessions_changes_no_result(monkeypatch: pytest
     with_memo = summary()
     monkeypatch.setattr(CapacityPlugin, "_tree_inputs", lambda self, ssn: object())  # never equal: rebuild
     assert summary() == with_memo
+
+
+def test_sessions_are_freed_by_reference_counting_and_the_collector_is_restored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each session is released once applied, so with the cycle collector off every session object is
+    already gone when the next one opens; the run's collector settings are put back afterwards."""
+    import gc
+    import weakref
+
+    from apportion.simulation import engine
+
+    sessions: list[weakref.ref] = []
+    real = engine.open_session
+
+    def spy(*args: object, **kw: object) -> object:
+        assert all(r() is None for r in sessions), "a finished session is still alive"
+        ssn = real(*args, **kw)  # type: ignore[arg-type]
+        sessions.append(weakref.ref(ssn))
+        return ssn
+
+    monkeypatch.setattr(engine, "open_session", spy)
+    before = gc.get_threshold()
+    gc.disable()
+    try:
+        sc = scenario(FLAT_CAPACITY + node(cpu=4, count=2) + """
+queues:
+- {kind: Queue, metadata: {name: q1}, spec: {deserved: {cpu: 4, memory: 8Gi}}}
+- {kind: Queue, metadata: {name: q2}, spec: {deserved: {cpu: 4, memory: 8Gi}}}
+workload:
+  jobs:
+  - {name: a, queue: q1, arrival: 0, duration: 30, tasks: 2, minMember: 2, resources: {cpu: 2, memory: 1Gi}}
+  - {name: b, queue: q2, arrival: 5, duration: 30, tasks: 3, resources: {cpu: 1, memory: 1Gi}}
+  - {name: c, queue: q1, arrival: 12, duration: 10, resources: {cpu: 4, memory: 1Gi}}
+""")
+        res = simulate(sc)
+    finally:
+        gc.enable()
+    assert len(sessions) >= 3 and all(j.state == "done" for j in res.jobs)
+    assert all(r() is None for r in sessions)
+    assert gc.get_threshold() == before
