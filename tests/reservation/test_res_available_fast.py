@@ -1,8 +1,10 @@
 """The plan's fast availability paths against the merge-by-merge one (exact equality).
 
 `InMemoryPlan.available` evaluates capacity − committed and the policy's per-user cap in one pass
-when there is no old version, and serves a query inside the last answered range by clipping that
-answer. Both must give exactly what the step-by-step merges give, and raise exactly when they raise.
+when there is no old version (on numpy slices of the plan's load mirrors, or on its step functions
+when the mirrors are off), and serves a query inside the last answered range by clipping that
+answer. All must give exactly what the step-by-step merges give, and raise exactly when they raise;
+`available_arrays` must give the same breakpoints as arrays.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from apportion.reservation import plan as plan_module
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy, NoPolicy
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.stepfn import Calculator, StepFunction
 
 T = 20_000
 
@@ -42,34 +44,51 @@ def _answer(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
         return str(x)
 
 
+def _answer_arrays(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
+    try:
+        arrays = plan.available_arrays(user, old, s, e, period)
+    except PlanningException as x:
+        return str(x)
+    assert arrays is not None
+    t, v = arrays
+    # shared: it may reach past [s, e + 1), the caller reads inside only
+    f = StepFunction(zip(t.tolist(), map(tuple, v.tolist())))
+    return f.clip(s, e + 1).breakpoints()
+
+
 def _reference(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
     plan._avail_cache = None
     fused = InMemoryPlan._available_fused
-    # the merged path is the reference: route every query through it
+    mirrored = plan._mirrored
+    # the merged path is the reference: route every query through it (not through the mirrors)
     InMemoryPlan._available_fused = lambda self, u, a, b: self._available_merged(u, None, a, b)  # type: ignore[method-assign]
+    plan._mirrored = False
     try:
         return _answer(plan, user, old, s, e, period)
     finally:
         InMemoryPlan._available_fused = fused  # type: ignore[method-assign]
+        plan._mirrored = mirrored
         plan._avail_cache = None
 
 
 @pytest.mark.parametrize("policy", ["cot", "noc", "none"])
 @pytest.mark.parametrize("calc", ["default", "dominant"])
 @pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])
+@pytest.mark.parametrize("mirrors", [True, False])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(res=reservations, outer=window, inner=window, period=st.sampled_from([0, 0, 10_000]))
-def test_fast_availability_equals_the_merges(policy, calc, vector_min, res, outer, inner, period):
+@given(res=reservations, outer=window, inner=window, period=st.sampled_from([0, 0, 10_000, 20_000]))
+def test_fast_availability_equals_the_merges(policy, calc, vector_min, mirrors, res, outer, inner, period):
     saved = plan_module._VECTOR_MIN
     plan_module._VECTOR_MIN = vector_min  # 0: the numpy pass for every query
     try:
-        _check(policy, calc, res, outer, inner, period)
+        _check(policy, calc, res, outer, inner, period, mirrors)
     finally:
         plan_module._VECTOR_MIN = saved
 
 
-def _check(policy, calc, res, outer, inner, period) -> None:
+def _check(policy, calc, res, outer, inner, period, mirrors=True) -> None:
     plan = _plan(policy, calc)
+    plan._mirrored = mirrors  # off: the step-function fast paths (fused, vectorised) answer
     for n, (ps, user, p) in enumerate(res, start=1):
         ivs = [(a * 1000, (a + ln) * 1000, (m * 1024, v)) for a, ln, m, v in ps]
         if p:
@@ -89,6 +108,10 @@ def _check(policy, calc, res, outer, inner, period) -> None:
             if si <= ei:
                 # served from the cache when the outer query did not raise
                 assert _answer(plan, user, old, si, ei, period) == want_inner
+            plan._avail_cache = None
+            assert _answer_arrays(plan, user, old, s, e, period) == want_outer
+            if si <= ei:
+                assert _answer_arrays(plan, user, old, si, ei, period) == want_inner
 
 
 @pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])

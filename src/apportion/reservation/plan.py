@@ -15,6 +15,15 @@ import numpy as np
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.steparrays import (
+    LONG_MIN,
+    MAX_VALUE,
+    PeriodicStepArrays,
+    StepArrays,
+    arrays_of,
+    compact,
+    running,
+)
 from apportion.reservation.stepfn import (
     LONG_MAX,
     ZERO,
@@ -155,7 +164,14 @@ class InMemoryPlan:
         self._user_integral: dict[str, Res] = {}
         self._user_periodic_integral: dict[str, Res] = {}
         self._nonnegative = True
-        self._avail_cache: tuple[tuple[object, ...], int, int, StepFunction] | None = None
+        # the same loads as numpy breakpoint arrays (steparrays), for window queries; off for good
+        # once an edit does not fit int64 or fails half-way
+        self._mirrored = True
+        self._load_arrays = StepArrays()
+        self._periodic_arrays = PeriodicStepArrays(max_periodicity)
+        self._user_arrays: dict[str, StepArrays] = {}
+        self._user_periodic_arrays: dict[str, PeriodicStepArrays] = {}
+        self._avail_cache: _Availability | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
     def _apply(self, res: ReservationAllocation, sign: int) -> None:
@@ -167,7 +183,10 @@ class InMemoryPlan:
         except BaseException:
             # a partial update (an interval longer than the period) leaves the loads unaccounted for
             self._nonnegative = False
+            self._mirrored = False
             raise
+        if self._mirrored:
+            self._mirrored = self._apply_mirrors(res.period, user, pieces, sign)
         if sign > 0 and any(r[0] < 0 or r[1] < 0 for _a, _b, r in pieces):
             self._nonnegative = False
         im, iv = piece_integral(pieces)
@@ -199,6 +218,26 @@ class InMemoryPlan:
             if ul.is_empty():
                 del self.user_load[user]
 
+    def _apply_mirrors(self, period: int, user: str, pieces: list[Interval], sign: int) -> bool:
+        """The edit `_apply_loads` made, on the arrays; False when they cannot follow it."""
+        if period > 0:
+            every = [(a + k * period, b + k * period, r) for k in range(self.max_periodicity // period)
+                     for a, b, r in pieces]
+            mine = self._user_periodic_arrays.get(user)
+            if mine is None:
+                mine = self._user_periodic_arrays[user] = PeriodicStepArrays(self.max_periodicity)
+            ok = self._periodic_arrays.add_pieces(every, sign) and mine.add_pieces(every, sign)
+            if user not in self.user_periodic:
+                del self._user_periodic_arrays[user]
+            return ok
+        ua = self._user_arrays.get(user)
+        if ua is None:
+            ua = self._user_arrays[user] = StepArrays()
+        ok = self._load_arrays.add_pieces(pieces, sign) and ua.add_pieces(pieces, sign)
+        if user not in self.user_load:
+            del self._user_arrays[user]
+        return ok
+
     # -- queries ------------------------------------------------------------------------------
     def total_at(self, t: int) -> Res:
         """getTotalCommittedResources: non-periodic load at t plus periodic load at t mod T."""
@@ -218,6 +257,19 @@ class InMemoryPlan:
         if self.periodic_load.is_empty():
             return self.load.clip(s, e)
         return merge(self.load, self.periodic_load, s, e, radd)
+
+    def committed_arrays(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """`committed_over(s, e)`'s breakpoints as arrays (times, (n, 2) values), from the mirrors;
+        None when the plan does not keep them."""
+        if not self._mirrored or not _in_int64(s, e):
+            return None
+        if e <= s:
+            return _NO_TIMES, _NO_VALUES
+        sources = [(*self._load_arrays.breaks(s, e), 0)]
+        if not self._periodic_arrays.is_empty():
+            sources.append((*self._periodic_arrays.breaks(s, e), 0))
+        t, run = running(sources, 2)
+        return compact(t, run, e)
 
     def user_over(self, user: str, s: int, e: int) -> StepFunction:
         """The user's consumption over `[s, e)`."""
@@ -292,29 +344,98 @@ class InMemoryPlan:
         stage and the policy once more for the whole window. A range that raises is never kept,
         and no sub-range of a range that did not raise can raise.
         """
+        c = self._availability(user, old_id, s, e, period)
+        if c is None:
+            return self._available_uncached(user, old_id, s, e, period)
+        f = c.function()
+        if shared:
+            # the caller only reads it, inside [s, e + 1): the kept answer itself will do
+            return f
+        if c.s == s and c.e == e:
+            return f.copy()
+        return f.clip(s, e + 1)
+
+    def available_arrays(
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """`available(..., shared=True)`'s canonical breakpoints as arrays (times, (n, 2) values),
+        raising as it raises; the caller only reads them, and only inside `[s, e + 1)`. None when
+        int64 cannot hold them."""
+        c = self._availability(user, old_id, s, e, period)
+        if c is None:
+            return arrays_of(self._available_uncached(user, old_id, s, e, period))
+        return c.arrays()
+
+    def warm_availability(self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int) -> None:
+        """Compute and keep the availability over `[s, e]`, in whichever form is cheaper to get
+        (raising as `available` raises), so that later queries inside the range are served."""
+        if self._availability(user, old_id, s, e, period) is None:
+            self._available_uncached(user, old_id, s, e, period)
+
+    def _availability(
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int
+    ) -> _Availability | None:
+        """The kept answer for a range covering `[s, e]` with the plan as it is, computed (and kept)
+        on a miss; None when no answer is kept for the query (a policy of its own, an empty range)."""
+        if s > e or not _pure_availability(self.policy):
+            return None
         old = self.reservations.get(old_id) if old_id is not None else None
-        pure = _pure_availability(self.policy)
         key: tuple[object, ...] = (
             self._version, user, old, period, self.capacity, self.max_periodicity, self.policy, self.calc,
         )
         c = self._avail_cache
-        if pure and c is not None and c[1] <= s <= e <= c[2] and _same_key(c[0], key):
-            if shared:
-                # the caller only reads it, inside [s, e + 1): the kept answer itself will do
-                return c[3]
-            if c[1] == s and c[2] == e:
-                return c[3].copy()
-            return c[3].clip(s, e + 1)
-        result = self._available_uncached(user, old_id, s, e, period)
-        if pure and s <= e:
-            self._avail_cache = (key, s, e, result.copy())
-        return result
+        if c is not None and c.s <= s <= e <= c.e and _same_key(c.key, key):
+            return c
+        arrays = self._available_mirrored(user, old, s, e, period)
+        if arrays is not None:
+            c = _Availability(key, s, e, None, arrays)
+        else:
+            c = _Availability(key, s, e, self._available_uncached(user, old_id, s, e, period), None)
+        self._avail_cache = c
+        return c
 
-    def _available_uncached(
-        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int
-    ) -> StepFunction:
-        if period <= 0:
-            return self._available_once(user, old_id, s, e)
+    def _available_mirrored(
+        self, user: str | None, old: ReservationAllocation | None, s: int, e: int, period: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """`_available_uncached` on the mirrors: `_fused_vectorised` on slices of the plan's arrays.
+        None where only the step functions apply: an old version, the dominant calculator, a
+        period with several copies in maxPeriodicity, values int64 might not hold."""
+        if not self._mirrored or old is not None or self.calc.kind != "default" or not _in_int64(s, e + 1):
+            return None
+        if period > 0:
+            T = self.max_periodicity
+            if T % period == 0 and T // period > 1:
+                return None
+            self._check_period(s, e, period)
+        cap = self.capacity
+        limit = self.policy.instantaneous_limit(self)
+        if max(map(abs, cap + (limit or ZERO))) > MAX_VALUE:
+            return None
+        end = e + 1
+        sources = [(*self._load_arrays.breaks(s, end), 0)]
+        if not self._periodic_arrays.is_empty():
+            sources.append((*self._periodic_arrays.breaks(s, end), 0))
+        if limit is not None:
+            name = user or ""
+            ua = self._user_arrays.get(name)
+            up = self._user_periodic_arrays.get(name)
+            if ua is not None:
+                sources.append((*ua.breaks(s, end), 2))
+            if up is not None:
+                sources.append((*up.breaks(s, end), 2))
+        t, run = running(sources, 4 if limit is not None else 2)
+        a = np.array(cap, dtype=np.int64) - run[:, 0:2]
+        if bool((a < 0).any()):
+            raise PlanningException(
+                "RLESparseResourceAllocation: merge failed as the resulting "
+                "RLESparseResourceAllocation would be negative"
+            )
+        if limit is not None:
+            q = np.array(limit, dtype=np.int64) - run[:, 2:4]
+            a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)
+        return compact(t, a, end)
+
+    def _check_period(self, s: int, e: int, period: int) -> None:
         T = self.max_periodicity
         if T % period != 0:
             raise PlanningException(
@@ -324,6 +445,14 @@ class InMemoryPlan:
             raise PlanningException(
                 f"Invalid input: (end - start) = ({e} - {s}) = {e - s} > period = {period}"
             )
+
+    def _available_uncached(
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int
+    ) -> StepFunction:
+        if period <= 0:
+            return self._available_once(user, old_id, s, e)
+        T = self.max_periodicity
+        self._check_period(s, e, period)
         acc = self._available_once(user, old_id, s, e)
         cap = self.capacity
         calc = self.calc
@@ -549,6 +678,44 @@ def _fused_vectorised(
         keys_out.append(end)
         values_out.append(ZERO)
     return StepFunction._bulk(keys_out, values_out)
+
+
+_NO_TIMES = np.empty(0, dtype=np.int64)
+_NO_VALUES = np.empty((0, 2), dtype=np.int64)
+
+
+def _in_int64(s: int, e: int) -> bool:
+    return s >= LONG_MIN and e <= LONG_MAX
+
+
+class _Availability:
+    """The plan's kept availability answer: its key and range, as a step function, as arrays or
+    both (each form made from the other on first use)."""
+
+    __slots__ = ("key", "s", "e", "fn", "arr")
+
+    def __init__(
+        self, key: tuple[object, ...], s: int, e: int, fn: StepFunction | None,
+        arr: tuple[np.ndarray, np.ndarray] | None,
+    ) -> None:
+        self.key = key
+        self.s = s
+        self.e = e
+        self.fn = fn
+        self.arr = arr
+
+    def function(self) -> StepFunction:
+        if self.fn is None:
+            assert self.arr is not None
+            t, v = self.arr
+            self.fn = StepFunction._bulk(t.tolist(), list(zip(v[:, 0].tolist(), v[:, 1].tolist())))
+        return self.fn
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.arr is None:
+            assert self.fn is not None
+            self.arr = arrays_of(self.fn)
+        return self.arr
 
 
 def _pure_availability(policy: SharingPolicy) -> bool:

@@ -18,6 +18,7 @@ from apportion.reservation.exceptions import (
     ResourceOverCommitException,
     wrap_quota,
 )
+from apportion.reservation.steparrays import arrays_of, fits_under
 from apportion.reservation.stepfn import (
     LONG_MAX,
     PeriodicStepFunction,
@@ -99,13 +100,24 @@ class NoOverCommitPolicy(SharingPolicy):
 
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         _check_user(plan, res)
-        avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
+        avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period)
         ask = res.over_time(res.start, res.end + 1)
+        ask_arrays = arrays_of(ask) if avail_arrays is not None else None
+        if avail_arrays is not None and ask_arrays is not None:
+            # the same pointwise check on arrays (the walk below is the reference)
+            if not fits_under(ask_arrays, avail_arrays, res.start, res.end + 1):
+                raise self._overcommit(res)
+            return
+        avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
         for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
             if r[0] < 0 or r[1] < 0:
-                raise ResourceOverCommitException(
-                    f"Resources at time {res.start} would be overcommitted by accepting reservation: {res.id}"
-                )
+                raise self._overcommit(res)
+
+    @staticmethod
+    def _overcommit(res: ReservationAllocation) -> ResourceOverCommitException:
+        return ResourceOverCommitException(
+            f"Resources at time {res.start} would be overcommitted by accepting reservation: {res.id}"
+        )
 
     def valid_window(self) -> int:
         return 0

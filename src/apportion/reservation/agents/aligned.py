@@ -16,6 +16,7 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
+from apportion.reservation.steparrays import union, window
 from apportion.reservation.stepfn import LONG_MAX, Calculator, Res, StepFunction, rmul, round_up, segments
 
 
@@ -38,19 +39,10 @@ class LowCostAlignedAllocator:
         calc = plan.calc
         cap = plan.capacity
         job.prime()
-        # read only inside [s, d + 1) below
-        avail = plan.available(job.user, job.rid if job.old is not None else None, s, d, job.period, shared=True)
+        old_id = job.rid if job.old is not None else None
+        # read only inside [s, d + 1) below; raises (as the plan's availability does) before anything is placed
+        avail_arrays = plan.available_arrays(job.user, old_id, s, d, job.period)
         placed = job.placed
-        # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would walk
-        # use the breakpoints of each operand strictly inside (a, b) plus its value at a, which are
-        # exactly these lists restricted to [a, b). So the pieces (and the float sums over them, in
-        # the same order) are those of merge_pieces, without building a merge per candidate.
-        lt, lv = segments(job.load(), s, d)
-        vt, vv = segments(avail, s, d)
-        pt, pv = segments(placed, s, d)
-        lt.append(LONG_MAX)
-        vt.append(LONG_MAX)
-        pt.append(LONG_MAX)
         # calc.ratio rounds through single precision, which costs more than the rest of a piece;
         # the plan's load values recur from job to job, so the ratios are kept across calls
         ratios = self._ratios.get((calc.kind, cap))
@@ -125,8 +117,24 @@ class LowCostAlignedAllocator:
             cands = [(s + i * dur, s + (i + 1) * dur) for i in range(windows)]
         else:
             cands = [(d - (i + 1) * dur, d - i * dur) for i in range(windows)]
-        fast = _Windows.make(job, avail, s, d, dur, windows, gang, calc, cap, step)
-        if fast is not None:
+        load_arrays = job.load_arrays() if avail_arrays is not None else None
+        fast = None
+        if avail_arrays is not None and load_arrays is not None:
+            fast = _Windows.make(job, load_arrays, avail_arrays, s, d, dur, windows, gang, calc, cap, step)
+        if fast is None:
+            avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
+            # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would
+            # walk use the breakpoints of each operand strictly inside (a, b) plus its value at a,
+            # which are exactly these lists restricted to [a, b). So the pieces (and the float sums
+            # over them, in the same order) are those of merge_pieces, without building a merge per
+            # candidate.
+            lt, lv = segments(job.load(), s, d)
+            vt, vv = segments(avail, s, d)
+            pt, pv = segments(placed, s, d)
+            lt.append(LONG_MAX)
+            vt.append(LONG_MAX)
+            pt.append(LONG_MAX)
+        else:
             # the same cost and fit, vectorised over the windows (see _Windows)
             def cost(a: int, b: int) -> float:  # noqa: F811
                 return fast.cost(a)
@@ -212,10 +220,12 @@ class _Windows:
 
     @classmethod
     def make(
-        cls, job: JobContext, avail: StepFunction, s: int, d: int, dur: int, windows: int, gang: Res,
-        calc: Calculator, cap: Res, step: int,
+        cls, job: JobContext, load: tuple[np.ndarray, np.ndarray], avail: tuple[np.ndarray, np.ndarray], s: int,
+        d: int, dur: int, windows: int, gang: Res, calc: Calculator, cap: Res, step: int,
     ) -> _Windows | None:
-        """None where the scalar code has a special case (a zero capacity or gang component)."""
+        """The windows of a stage from the breakpoints of the job's load and of the availability
+        (as arrays, `job.load_arrays()` and the plan's `available_arrays`); None where the scalar
+        code has a special case (a zero capacity or gang component)."""
         if cap[0] <= 0 or gang[0] <= 0 or (calc.kind != "default" and (cap[1] <= 0 or gang[1] <= 0)):
             return None
         w = cls()
@@ -224,17 +234,17 @@ class _Windows:
         w.lo, w.dur, w.step, w.gang, w.kind = lo, dur, step, gang, calc.kind
         w.cap32 = np.array(cap, dtype=np.float32)
         bounds = np.arange(lo, hi, dur, dtype=np.int64)
-        lt, lv = _arrays(job.load(), lo, hi)
+        lt, lv = window(*load, lo, hi)
         pt, pv = _arrays(job.placed, lo, hi)
-        vt, vv = _arrays(avail, lo, hi)
-        grid = _union(lt, pt, bounds)
+        vt, vv = window(*avail, lo, hi)
+        grid = union(lt, pt, bounds)
         ip = np.searchsorted(pt, grid, "right") - 1
         w.c_vals = lv[np.searchsorted(lt, grid, "right") - 1] + pv[ip]
         w.c_lens = np.diff(np.append(grid, hi)).astype(np.float64)
         w.c_start = np.searchsorted(grid, np.append(bounds, hi)).tolist()
         terms = w._terms(w.c_vals, w.c_lens)
         w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
-        fgrid = _union(vt, pt, bounds)
+        fgrid = union(vt, pt, bounds)
         w.f_vals = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
         w.f_start = np.searchsorted(fgrid, np.append(bounds, hi)).tolist()
         w.extra = [(0, 0)] * windows
@@ -297,16 +307,6 @@ class _Windows:
         if has_zero:
             return 0
         return int(x.min())
-
-
-def _union(*parts: np.ndarray) -> np.ndarray:
-    """Sorted distinct times of the parts (np.union1d without its general-purpose overhead)."""
-    x = np.concatenate(parts)
-    x.sort()
-    keep = np.empty(len(x), dtype=bool)
-    keep[:1] = True
-    np.not_equal(x[1:], x[:-1], out=keep[1:])
-    return x[keep]
 
 
 def _arrays(f: StepFunction, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Protocol
 
+import numpy as np
+
 from apportion.reservation.agents.common import (
     NO_GAP_VIOLATED,
     NOT_SATISFIABLE,
@@ -28,6 +30,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.steparrays import arrays_of
 from apportion.reservation.stepfn import Res, StepFunction, rmul, round_down, round_up
 
 
@@ -50,6 +53,7 @@ class JobContext:
         self.load_start = round_up(definition.arrival, step)
         self.load_end = round_down(definition.deadline, step)
         self._load: StepFunction | None = None
+        self._load_arrays: tuple[np.ndarray, np.ndarray] | None = None
         self._primed = False
 
     def load(self) -> StepFunction:
@@ -62,6 +66,16 @@ class JobContext:
             self._load = f
         return self._load
 
+    def load_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """`load()`'s breakpoints as arrays (times, (n, 2) values); None when int64 cannot hold them.
+        Without an old version they come from the plan's mirrors, and `load()` is never built."""
+        if self._load_arrays is None:
+            arrays = None
+            if self.old is None:
+                arrays = self.plan.committed_arrays(self.load_start, self.load_end)
+            self._load_arrays = arrays if arrays is not None else arrays_of(self.load())
+        return self._load_arrays
+
     def prime(self) -> None:
         """Ask the plan once for the whole window, so that its availability cache serves every
         stage window and the policy's check of the result (both lie inside it)."""
@@ -72,8 +86,8 @@ class JobContext:
         # on a refusal the stage windows ask for themselves and get their own answer
         if d.arrival <= d.deadline:
             with suppress(PlanningException):
-                self.plan.available(self.user, self.rid if self.old is not None else None, d.arrival, d.deadline,
-                                    self.period)
+                self.plan.warm_availability(self.user, self.rid if self.old is not None else None, d.arrival,
+                                            d.deadline, self.period)
 
     def availability(self, s: int, d: int) -> StepFunction:
         """Plan availability for the user over [s, d] minus this job's placements (plain subtraction)."""

@@ -1,0 +1,185 @@
+"""The plan's numpy load mirrors against its step functions (the reference): identical breakpoints.
+
+A `StepArrays` takes the same edits as a `StepFunction` (a `PeriodicStepArrays` as a
+`PeriodicStepFunction`, wrapping included) and must hold the same canonical breakpoints after
+every edit, and read any window as `segments` reads it. A plan keeps one per load; through adds,
+deletes, updates and rollbacks they must stay equal to the step functions, user by user, and the
+committed load read from them must be `committed_over`'s. The array checks built on them
+(`fits_under`, NoOverCommit's validation) must answer as the walks they replace.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from res_helpers import make_plan, rid
+
+from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.policies import CapacityOverTimePolicy
+from apportion.reservation.steparrays import MAX_VALUE, PeriodicStepArrays, StepArrays, arrays_of, fits_under
+from apportion.reservation.stepfn import (
+    LONG_MAX,
+    PeriodicStepFunction,
+    StepFunction,
+    merge_pieces,
+    rsub,
+    segments,
+)
+
+piece = st.tuples(st.integers(-30, 130), st.integers(1, 60), st.integers(-3, 6), st.integers(-1, 3))
+edits = st.lists(st.tuples(st.lists(piece, min_size=1, max_size=4), st.integers(0, 3)), min_size=1, max_size=10)
+windows = st.lists(st.tuples(st.integers(-80, 200), st.integers(0, 150)), min_size=1, max_size=4)
+
+
+def _read(k, v):
+    return k.tolist(), [tuple(x) for x in v.tolist()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=edits, windows=windows, period=st.sampled_from([7, 50, 100]))
+def test_mirrors_take_every_edit_like_the_step_functions(edits, windows, period):
+    f, a = StepFunction(), StepArrays()
+    pf, pa = PeriodicStepFunction(period), PeriodicStepArrays(period)
+    done: list[list[tuple[int, int, tuple[int, int]]]] = []
+    for ps, undo in edits:
+        if undo == 0 and done:
+            pcs, sign = done.pop(), -1  # removing what was added restores the breakpoints
+        else:
+            pcs = [(x, x + min(ln, period), (m, c)) for x, ln, m, c in ps]
+            done.append(pcs)
+            sign = 1
+        for x, y, r in pcs:
+            rr = r if sign > 0 else (-r[0], -r[1])
+            f.add(x, y, rr)
+            pf.add(x, y, rr)
+        assert a.add_pieces(pcs, sign)
+        assert pa.add_pieces(pcs, sign)
+        assert a.breakpoints() == f.breakpoints()
+        assert pa.base.breakpoints() == pf.base.breakpoints()
+        for s, n in windows:
+            e = s + n + 1
+            assert _read(*a.breaks(s, e)) == segments(f, s, e)
+            assert _read(*pa.breaks(s, e)) == segments(pf, s, e)
+
+
+def test_mirrors_refuse_what_int64_cannot_hold():
+    a = StepArrays()
+    assert not a.add_pieces([(0, 10, (MAX_VALUE + 1, 0))], 1)
+    assert not a.add_pieces([(0, LONG_MAX + 1, (1, 0))], 1)
+    assert a.add_pieces([(0, LONG_MAX, (1, 0))], 1)
+    assert a.breakpoints() == [(0, (1, 0)), (LONG_MAX, (0, 0))]
+    assert a.add_pieces([(5, 6, (MAX_VALUE - 1, 0))], 1)
+    assert not a.add_pieces([(5, 6, (1, 0))], 1)
+    assert a.breakpoints() == [(0, (1, 0)), (5, (MAX_VALUE, 0)), (6, (1, 0)), (LONG_MAX, (0, 0))]
+    assert not PeriodicStepArrays(10).add_pieces([(0, 11, (1, 1))], 1)
+
+
+T = 20_000
+booking = st.tuples(
+    st.lists(st.tuples(st.integers(0, 39), st.integers(1, 10), st.integers(0, 4), st.integers(0, 3)),
+             min_size=1, max_size=3),
+    st.sampled_from(["alice", "bob", "carol"]),
+    st.sampled_from([0, 0, 5_000, 10_000, 20_000]),
+    st.sampled_from(["add", "add", "delete", "update"]),
+)
+
+
+def _in_sync(plan: InMemoryPlan) -> None:
+    assert plan._mirrored
+    assert plan._load_arrays.breakpoints() == plan.load.breakpoints()
+    assert plan._periodic_arrays.base.breakpoints() == plan.periodic_load.base.breakpoints()
+    assert set(plan._user_arrays) == set(plan.user_load)
+    assert set(plan._user_periodic_arrays) == set(plan.user_periodic)
+    for u, f in plan.user_load.items():
+        assert plan._user_arrays[u].breakpoints() == f.breakpoints()
+    for u, pf in plan.user_periodic.items():
+        assert plan._user_periodic_arrays[u].base.breakpoints() == pf.base.breakpoints()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bookings=st.lists(booking, min_size=1, max_size=10), windows=windows, tight=st.booleans())
+def test_a_plans_mirrors_follow_its_loads(bookings, windows, tight):
+    # tight: a small capacity and per-user cap, so that updates get refused and rolled back
+    cap = (4 * 1024, 4) if tight else (64 * 1024, 64)
+    plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    for n, (ps, user, period, what) in enumerate(bookings, start=1):
+        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
+        if period:
+            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
+        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        target = rid(1 + n % 3) if what != "add" else rid(n + 10)
+        try:
+            if what == "delete":
+                plan.delete_reservation(target)
+            elif what == "update" and plan.get(target) is not None:
+                old = plan.get(target)
+                assert old is not None
+                plan.update_reservation(ReservationAllocation(target, old.user, None, s, e, ivs, period=period))
+            else:
+                plan.add_reservation(ReservationAllocation(target, user, None, s, e, ivs, period=period))
+        except (PlanningException, PlanIllegalArgument):
+            pass
+        _in_sync(plan)
+        for s0, n0 in windows:
+            got = plan.committed_arrays(s0 * 200, (s0 + n0) * 200)
+            assert got is not None
+            want = plan.committed_over(s0 * 200, (s0 + n0) * 200).breakpoints()
+            assert [(t, tuple(v)) for t, v in zip(got[0].tolist(), got[1].tolist())] == want
+
+
+def _function(points):
+    t = 0
+    out = []
+    for dt, m, c in points:
+        t += dt
+        out.append((t, (m, c)))
+    return StepFunction(out)
+
+
+fn_points = st.lists(st.tuples(st.integers(1, 20), st.integers(-2, 6), st.integers(-1, 4)), max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(f=fn_points, g=fn_points, s=st.integers(-5, 120), n=st.integers(-3, 120))
+def test_fits_under_checks_what_the_merge_walk_checks(f, g, s, n):
+    ff, gg = _function(f), _function(g)
+    e = s + n
+    want = all(r[0] >= 0 and r[1] >= 0 for _a, _b, r in merge_pieces(gg, ff, s, e, rsub))
+    fa, ga = arrays_of(ff), arrays_of(gg)
+    assert fa is not None and ga is not None
+    assert fits_under(fa, ga, s, e) == want
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bookings=st.lists(booking, min_size=1, max_size=8), tight=st.booleans())
+def test_no_overcommit_validates_on_arrays_as_on_the_walk(bookings, tight):
+    cap = (4 * 1024, 4) if tight else (16 * 1024, 16)
+    plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    for n, (ps, user, period, what) in enumerate(bookings, start=1):
+        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
+        if period:
+            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
+        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        target = rid(1 + n % 3) if what == "update" and plan.get(rid(1 + n % 3)) is not None else rid(n + 10)
+        old = plan.get(target)
+        res = ReservationAllocation(target, old.user if old is not None else user, None, s, e, ivs, period=period)
+        outcomes = []
+        for arrays in (True, False):
+            plan._avail_cache = None
+            saved = plan.available_arrays
+            if not arrays:
+                plan.available_arrays = lambda *a, **k: None  # type: ignore[method-assign]
+            try:
+                plan.policy.validate(plan, res)
+                outcomes.append("ok")
+            except PlanningException as x:
+                outcomes.append(f"{type(x).__name__}: {x}")
+            finally:
+                plan.available_arrays = saved  # type: ignore[method-assign]
+        assert outcomes[0] == outcomes[1]
+        if outcomes[0] == "ok":
+            if old is not None:
+                plan.update_reservation(res)
+            else:
+                plan.add_reservation(res)
