@@ -105,3 +105,49 @@ def test_vectorised_terms_round_like_calc_ratio(kind, cap, vals, lens, step):
     for t in want:
         total += t
     assert float(np.add.accumulate(np.array(terms))[-1]) == total
+
+
+def _fit_per_piece(free: np.ndarray, gang, kind: str, n: int) -> int:
+    """The window's fit by definition, piece by piece (the vectorised code it replaced)."""
+    r = free - np.array((gang[0] * n, gang[1] * n), dtype=np.int64)
+    neg = (r < 0).any(axis=1)
+    x = r[:, 0] // gang[0]
+    if kind != "default":
+        x = np.minimum(x, r[:, 1] // gang[1])
+    zero = x <= 0
+    if neg.any() and (not zero.any() or int(neg.argmax()) <= int(zero.argmax())):
+        return -1
+    if zero.any():
+        return 0
+    return int(x.min())
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kind=st.sampled_from(["default", "dominant"]),
+    gang=st.tuples(st.integers(1, 5), st.integers(0, 3)),
+    windows=st.lists(st.lists(st.tuples(st.integers(-3, 30), st.integers(-2, 12)), min_size=1, max_size=8),
+                     min_size=1, max_size=4),
+    adds=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), max_size=6),
+)
+def test_window_fits_from_minima_match_the_pieces(kind, gang, windows, adds):
+    """A window's fit after any sequence of placements is the per-piece definition's."""
+    if kind != "default" and gang[1] == 0:
+        gang = (gang[0], 1)  # make() leaves a zero gang component to the scalar walk
+    w = aligned._Windows()
+    w.gang, w.kind, w.lo, w.dur = gang, kind, 0, 10
+    free = np.array([p for ps in windows for p in ps], dtype=np.int64).reshape(-1, 2)
+    starts = [0]
+    for ps in windows:
+        starts.append(starts[-1] + len(ps))
+    w.fit_pieces(free, starts)
+    counts = [0] * len(windows)
+    for k, n in [(0, 0)] + adds:
+        k %= len(windows)
+        if n:
+            w.add(k * 10, n)
+            counts[k] += n
+        for j in range(len(windows)):
+            want = _fit_per_piece(free[starts[j]:starts[j + 1]], gang, kind, counts[j])
+            assert w._fit(j) == want
+    assert w.placed() == [(k * 10, (gang[0] * c, gang[1] * c)) for k, c in enumerate(counts) if c]

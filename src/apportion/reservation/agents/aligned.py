@@ -170,7 +170,7 @@ class LowCostAlignedAllocator:
                     # placed is not read until the stage is done (fast keeps the stage's own
                     # load): the blocks go in at the end, one per window, which gives the same
                     # canonical function
-                    fast.add(a, r)
+                    fast.add(a, n)
                 else:
                     placed.add(a, b, r)
                     pt, pv = segments(placed, s, d)
@@ -213,8 +213,14 @@ class _Windows:
         self.c_lens = np.zeros(0, dtype=np.float64)
         self.c_init: list[float] = []
         self.f_start: list[int] = []
-        self.f_vals = np.zeros((0, 2), dtype=np.int64)
+        # per fit piece: how many gangs fit in its free value (floor), and the free value itself
+        self.f_gangs: list[int] = []
+        self.f_mem: list[int] = []
+        self.f_vc: list[int] = []
+        # per window: the minima of those three (see _fit), taken when first asked
+        self.lows: list[tuple[int, int, int] | None] = []
         self.extra: list[tuple[int, int]] = []
+        self.counts: list[int] = []  # gangs placed per window: extra is gang x count
         # per window: _fit for its current extra, None until asked (a placement resets it)
         self.fits: list[int | None] = []
 
@@ -245,11 +251,25 @@ class _Windows:
         terms = w._terms(w.c_vals, w.c_lens)
         w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
         fgrid = union(vt, pt, bounds)
-        w.f_vals = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
-        w.f_start = np.searchsorted(fgrid, np.append(bounds, hi)).tolist()
-        w.extra = [(0, 0)] * windows
-        w.fits = [None] * windows
+        free = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
+        w.fit_pieces(free, np.searchsorted(fgrid, np.append(bounds, hi)).tolist())
         return w
+
+    def fit_pieces(self, free: np.ndarray, starts: list[int]) -> None:
+        """The free value of every fit piece (availability minus what the job placed before the
+        stage), window k's pieces at `starts[k]:starts[k + 1]`; nothing placed by the stage yet."""
+        windows = len(starts) - 1
+        self.f_start = starts
+        gangs = free[:, 0] // self.gang[0]
+        if self.kind != "default":
+            gangs = np.minimum(gangs, free[:, 1] // self.gang[1])
+        self.f_gangs = gangs.tolist()
+        self.f_mem = free[:, 0].tolist()
+        self.f_vc = free[:, 1].tolist()
+        self.lows = [None] * windows
+        self.extra = [(0, 0)] * windows
+        self.counts = [0] * windows
+        self.fits = [None] * windows
 
     def _terms(self, vals: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * (y - x) / step for every piece."""
@@ -258,10 +278,12 @@ class _Windows:
             q = np.maximum(q, vals[:, 1].astype(np.float32) / self.cap32[1])
         return q.astype(np.float64) * lens / self.step
 
-    def add(self, a: int, r: Res) -> None:
+    def add(self, a: int, n: int) -> None:
+        """The stage places n more gangs on the window starting at a."""
         k = (a - self.lo) // self.dur
         e = self.extra[k]
-        self.extra[k] = (e[0] + r[0], e[1] + r[1])
+        self.extra[k] = (e[0] + self.gang[0] * n, e[1] + self.gang[1] * n)
+        self.counts[k] += n
         self.fits[k] = None
 
     def placed(self) -> list[tuple[int, Res]]:
@@ -292,21 +314,29 @@ class _Windows:
 
     def _fit(self, k: int) -> int:
         """The window's smallest gang count over its pieces (0 if the walk stops at a piece with
-        none), or -1 where the walk would raise: at a negative piece before any such stop."""
+        none), or -1 where the walk would raise: at a negative piece before any such stop.
+
+        With n gangs placed the window's extra is gang x n, so a piece's free value is f - gang x n
+        and its count floor((f - g n) / g) = floor(f / g) - n: the count is zero or less where
+        floor(f / g) <= n, and the piece is negative where f_mem < g_mem n or f_vc < g_vc n. From
+        the window's minima of the three: without a negative piece the answer is 0 or the
+        smallest count; with one, the pieces are walked to see which kind comes first.
+        """
         i, j = self.f_start[k], self.f_start[k + 1]
-        r = self.f_vals[i:j] - np.array(self.extra[k], dtype=np.int64)
-        neg = (r < 0).any(axis=1)
-        x = r[:, 0] // self.gang[0]
-        if self.kind != "default":
-            x = np.minimum(x, r[:, 1] // self.gang[1])
-        zero = x <= 0
-        has_neg = bool(neg.any())
-        has_zero = bool(zero.any())
-        if has_neg and (not has_zero or int(neg.argmax()) <= int(zero.argmax())):
-            return -1
-        if has_zero:
-            return 0
-        return int(x.min())
+        lows = self.lows[k]
+        if lows is None:
+            lows = self.lows[k] = (min(self.f_gangs[i:j]), min(self.f_mem[i:j]), min(self.f_vc[i:j]))
+        n = self.counts[k]
+        need_m, need_v = self.gang[0] * n, self.gang[1] * n
+        if lows[1] >= need_m and lows[2] >= need_v:
+            return 0 if lows[0] <= n else lows[0] - n
+        gangs, mem, vc = self.f_gangs, self.f_mem, self.f_vc
+        for x in range(i, j):
+            if mem[x] < need_m or vc[x] < need_v:
+                return -1
+            if gangs[x] <= n:
+                return 0
+        raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
 
 
 def _arrays(f: StepFunction, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
