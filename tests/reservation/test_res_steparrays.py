@@ -183,3 +183,48 @@ def test_no_overcommit_validates_on_arrays_as_on_the_walk(bookings, tight):
                 plan.update_reservation(res)
             else:
                 plan.add_reservation(res)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bookings=st.lists(booking, min_size=1, max_size=10))
+def test_batched_load_edits_match_the_one_by_one_adds(bookings):
+    """`_apply_loads` (one walk per load) leaves every load as `_apply_loads_one_by_one` does."""
+    plans = [make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T) for _ in range(2)]
+    plans[1]._apply_loads = plans[1]._apply_loads_one_by_one  # type: ignore[method-assign]
+    for n, (ps, user, period, what) in enumerate(bookings, start=1):
+        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
+        if period:
+            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
+        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        for plan in plans:
+            if what == "delete" and plan.get(rid(1 + n % 3)) is not None:
+                plan.delete_reservation(rid(1 + n % 3))
+            elif plan.get(rid(1 + n % 3)) is None:
+                plan.add_reservation(ReservationAllocation(rid(1 + n % 3), user, None, s, e, ivs, period=period),
+                                     is_recovering=True)
+        a, b = plans
+        assert a.load == b.load
+        assert a.periodic_load == b.periodic_load
+        assert a.user_load == b.user_load
+        assert a.user_periodic == b.user_periodic
+        _in_sync(a)
+        _in_sync(b)
+
+
+def test_a_piece_longer_than_the_period_fails_as_it_always_did():
+    plans = [make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T) for _ in range(2)]
+    plans[1]._apply_loads = plans[1]._apply_loads_one_by_one  # type: ignore[method-assign]
+    errors = []
+    for plan in plans:
+        plan.add_reservation(ReservationAllocation(rid(1), "alice", None, 0, 4000, [(0, 4000, (1024, 1))],
+                                                   period=5_000), is_recovering=True)
+        long = StepFunction.from_intervals([(1000, 2000, (1024, 1)), (2000, 2000 + 2 * T, (2048, 1))])
+        bad = ReservationAllocation(rid(2), "alice", None, 0, 2 * T, [], period=5_000, rle=long)
+        try:
+            plan.add_reservation(bad, is_recovering=True)
+        except ValueError as e:
+            errors.append(str(e))
+        assert not plan._mirrored and plan.user_integral_bound("alice", 0, 1) is None
+    assert len(errors) == 2 and errors[0] == errors[1]
+    a, b = plans
+    assert (a.periodic_load, a.user_periodic) == (b.periodic_load, b.user_periodic)

@@ -173,3 +173,38 @@ def test_clip_equals_the_function_built_from_its_pieces(fa, s, span):
         a.add(t, t + n, (m, v))
     e = s + span
     assert a.clip(s, e) == (StepFunction.from_pieces(a.pieces(s, e)) if s < e else StepFunction())
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.lists(interval, max_size=10), batches=st.lists(st.lists(interval, max_size=6), min_size=1, max_size=4))
+def test_add_pieces_is_the_adds_one_by_one(base, batches):
+    """One walk over the span (overlapping and negative pieces too) gives the same map as `add`s."""
+    f = build(base)
+    g = build(base)
+    for ops in batches:
+        for s, e, r in ops:
+            f.add(s, e, r)
+        g.add_pieces(ops)
+        assert g.breakpoints() == f.breakpoints()
+        assert [g.at(t) for t in range(-1, H + 2)] == [f.at(t) for t in range(-1, H + 2)]
+    # and a batch of removals restores the map
+    for ops in reversed(batches):
+        g.add_pieces([(s, e, (-r[0], -r[1])) for s, e, r in ops])
+    assert g.breakpoints() == build(base).breakpoints()
+
+
+@settings(max_examples=150, deadline=None)
+@given(period=st.integers(1, 12), ops=st.lists(st.tuples(st.integers(-30, 30), st.integers(0, 14), res), max_size=6))
+def test_periodic_wrapped_pieces_are_what_add_puts_on_the_base(period, ops):
+    p = PeriodicStepFunction(period)
+    pieces = [(s, s + n, r) for s, n, r in ops]
+    wrapped = p.wrapped(pieces)
+    if any(n > period and r != ZERO for _s, n, r in ops):
+        assert wrapped is None
+        return
+    assert wrapped is not None
+    for s, e, r in pieces:
+        p.add(s, e, r)
+    q = PeriodicStepFunction(period)
+    q.base.add_pieces(wrapped)
+    assert q == p

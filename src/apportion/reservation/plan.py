@@ -199,6 +199,31 @@ class InMemoryPlan:
         totals[user] = (tm + sign * im, tv + sign * iv)
 
     def _apply_loads(self, res: ReservationAllocation, user: str, pieces: list[Interval], sign: int) -> None:
+        signed = pieces if sign > 0 else [(a, b, (-r[0], -r[1])) for a, b, r in pieces]
+        if res.period > 0:
+            p = res.period
+            every = [(a + k * p, b + k * p, r) for k in range(self.max_periodicity // p) for a, b, r in signed]
+            wrapped = self.periodic_load.wrapped(every)
+            if wrapped is None:
+                # a piece the periodic load refuses: add one by one, to fail where it always did
+                self._apply_loads_one_by_one(res, user, pieces, sign)
+                return
+            per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
+            self.periodic_load.base.add_pieces(wrapped)
+            per_user.base.add_pieces(wrapped)
+            if per_user.is_empty():
+                del self.user_periodic[user]
+        else:
+            ul = self.user_load.setdefault(user, StepFunction())
+            self.load.add_pieces(signed)
+            ul.add_pieces(signed)
+            if ul.is_empty():
+                del self.user_load[user]
+
+    def _apply_loads_one_by_one(
+        self, res: ReservationAllocation, user: str, pieces: list[Interval], sign: int
+    ) -> None:
+        """What `_apply_loads` does, piece by piece (the reference; test_res_steparrays compares)."""
         if res.period > 0:
             per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
             p = res.period

@@ -372,6 +372,80 @@ class StepFunction:
         """Subtract r on `[s, e)`."""
         self.add(s, e, (-r[0], -r[1]))
 
+    def add_pieces(self, pieces: Iterable[tuple[int, int, Res]]) -> None:
+        """`add` of every piece, in one walk over the breakpoints the pieces span.
+
+        The result is the function the `add`s give one by one, and canonical forms are unique, so
+        it is the same map: every time in the span gets the old value plus the deltas summed up
+        to it; a time whose value then equals the one before is dropped, a new one inserted.
+        """
+        deltas: dict[int, list[int]] = {}
+        for a, b, r in pieces:
+            if a >= b or r == ZERO:
+                continue
+            x = deltas.get(a)
+            if x is None:
+                x = deltas[a] = [0, 0]
+            x[0] += r[0]
+            x[1] += r[1]
+            x = deltas.get(b)
+            if x is None:
+                x = deltas[b] = [0, 0]
+            x[0] -= r[0]
+            x[1] -= r[1]
+        if not deltas:
+            return
+        events = sorted(deltas)
+        d = self._d
+        keys = d._list
+        i0 = keys.bisect_left(events[0])
+        old = keys[i0:keys.bisect_right(events[-1])]
+        # the deltas sum to zero after the last event: past it nothing changes, and the next
+        # breakpoint still differs from the value before it
+        last = d[keys[i0 - 1]] if i0 > 0 else ZERO
+        cur = last
+        setv = dict.__setitem__
+        drop: list[int] = []
+        new: list[tuple[int, Res]] = []
+        dm = dv = 0
+        i = j = 0
+        n_old, n_ev = len(old), len(events)
+        past = events[-1] + 1  # every old key is at or before the last event
+        while i < n_old or j < n_ev:
+            x_t = old[i] if i < n_old else past
+            y_t = events[j] if j < n_ev else past
+            if x_t <= y_t:
+                t = x_t
+                cur = d[t]
+                i += 1
+                known = True
+                if y_t == t:
+                    dd = deltas[t]
+                    dm += dd[0]
+                    dv += dd[1]
+                    j += 1
+            else:
+                t = y_t
+                dd = deltas[t]
+                dm += dd[0]
+                dv += dd[1]
+                j += 1
+                known = False
+            v = (cur[0] + dm, cur[1] + dv)
+            if v == last:
+                if known:
+                    drop.append(t)
+            else:
+                if known:
+                    setv(d, t, v)
+                else:
+                    new.append((t, v))
+                last = v
+        for t in drop:
+            del d[t]
+        for t, v in new:
+            d[t] = v
+
     def add_function(self, other: StepFunction, sign: int = 1) -> None:
         """self += sign * other, piece by piece."""
         for a, b, r in other.nonzero_pieces():
@@ -590,6 +664,25 @@ class PeriodicStepFunction:
 
     def remove(self, s: int, e: int, r: Res) -> None:
         self.add(s, e, rneg(r))
+
+    def wrapped(self, pieces: Iterable[tuple[int, int, Res]]) -> list[tuple[int, int, Res]] | None:
+        """The pieces as `add` puts them on the base (wrapped past the period), or None when
+        `add` would refuse one (longer than the period)."""
+        T = self.period
+        out: list[tuple[int, int, Res]] = []
+        for s, e, r in pieces:
+            length = e - s
+            if length <= 0 or r == ZERO:
+                continue
+            if length > T:
+                return None
+            s0 = s % T
+            if s0 + length <= T:
+                out.append((s0, s0 + length, r))
+            else:
+                out.append((s0, T, r))
+                out.append((0, s0 + length - T, r))
+        return out
 
     def at(self, t: int) -> Res:
         return self.base.at(t % self.period)
