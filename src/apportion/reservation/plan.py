@@ -23,6 +23,7 @@ from apportion.reservation.steparrays import (
     arrays_of,
     compact,
     running,
+    window,
 )
 from apportion.reservation.stepfn import (
     LONG_MAX,
@@ -171,6 +172,8 @@ class InMemoryPlan:
         self._periodic_arrays = PeriodicStepArrays(max_periodicity)
         self._user_arrays: dict[str, StepArrays] = {}
         self._user_periodic_arrays: dict[str, PeriodicStepArrays] = {}
+        # (version, s, e, times, committed sums) of the last mirrored availability
+        self._committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
         self._avail_cache: _Availability | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
@@ -290,6 +293,10 @@ class InMemoryPlan:
             return None
         if e <= s:
             return _NO_TIMES, _NO_VALUES
+        seen = self._committed_seen
+        if seen is not None and seen[0] == self._version and seen[1] <= s and e <= seen[2]:
+            # the last availability summed the committed load over a range holding this one
+            return compact(*window(seen[3], seen[4], s, e), e)
         sources = [(*self._load_arrays.breaks(s, e), 0)]
         if not self._periodic_arrays.is_empty():
             sources.append((*self._periodic_arrays.breaks(s, e), 0))
@@ -455,6 +462,8 @@ class InMemoryPlan:
                 "RLESparseResourceAllocation: merge failed as the resulting "
                 "RLESparseResourceAllocation would be negative"
             )
+        # the committed load at every time it changes on [s, e + 1): committed_arrays reads it
+        self._committed_seen = (self._version, s, end, t, run[:, 0:2])
         if limit is not None:
             q = np.array(limit, dtype=np.int64) - run[:, 2:4]
             a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)

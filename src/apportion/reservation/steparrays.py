@@ -1,13 +1,16 @@
-"""The plan's loads as numpy breakpoint arrays, kept beside its step functions.
+"""The plan's loads as numpy arrays of change points, kept beside its step functions.
 
 `InMemoryPlan` keeps every load as a `StepFunction` (the reference). A `StepArrays` holds the same
-canonical breakpoints as sorted int64 arrays and takes the same edits, so that a window query
-(availability, committed load) is a slice and a few vector operations instead of a walk over
-sorted containers and a rebuild of one. An edit splices only the range it touches: its cost is
-the edit's breakpoints plus one copy of the arrays, never a walk over the horizon.
+canonical breakpoints as sorted int64 arrays, each with the change of value there (never zero),
+the function being their running sum, and takes the same edits. So a window query (availability,
+committed load) is a slice, one sum for the value at the window's start and a few vector
+operations, instead of a walk over sorted containers and a rebuild of one; and an edit touches
+only the times it adds or removes a change at (whatever lies between keeps its change), at the
+cost of one copy of the arrays, never a walk over its span or over the horizon.
 
-A mirror only holds what int64 sums hold exactly: an edit with a time outside int64 or a value
-beyond `MAX_VALUE` is refused (`add_pieces` returns False) and the plan stops using its mirrors.
+A mirror only holds what int64 sums hold exactly: it keeps a bound on every value it can reach
+(the sum of the sizes of all edits) and refuses an edit (`add_pieces` returns False) with a time
+outside int64 or past `VALUE_BOUND`; the plan then stops using its mirrors.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from apportion.reservation.stepfn import LONG_MAX, Res, StepFunction
 LONG_MIN = -(1 << 63)
 #: values up to this size cannot overflow int64 when a few thousand of them are summed
 MAX_VALUE = 1 << 48
+#: what a mirror's values may reach: sums of a few of them, and a capacity up to MAX_VALUE, stay in int64
+VALUE_BOUND = 1 << 58
 
 _NO_TIMES = np.empty(0, dtype=np.int64)
 _NO_VALUES = np.empty((0, 2), dtype=np.int64)
@@ -29,13 +34,15 @@ _ZERO_ROW = np.zeros((1, 2), dtype=np.int64)
 
 
 class StepArrays:
-    """A step function's canonical breakpoints: times `t` (n,) and values `v` (n, 2), zero before t[0]."""
+    """A step function's canonical breakpoints: times `t` (n,), sorted, and the change `d` (n, 2)
+    at each, never zero; the value is the running sum of the changes (zero before t[0])."""
 
-    __slots__ = ("t", "v")
+    __slots__ = ("t", "d", "reach")
 
     def __init__(self) -> None:
         self.t = _NO_TIMES
-        self.v = _NO_VALUES
+        self.d = _NO_VALUES
+        self.reach = 0  # no value is larger than this, in either component
 
     def __len__(self) -> int:
         return len(self.t)
@@ -45,84 +52,99 @@ class StepArrays:
 
     def breakpoints(self) -> list[tuple[int, Res]]:
         """As `StepFunction.breakpoints` (for tests and conversions)."""
-        return [(t, (m, v)) for t, (m, v) in zip(self.t.tolist(), self.v.tolist())]
+        v = np.cumsum(self.d, axis=0)
+        return [(t, (m, c)) for t, (m, c) in zip(self.t.tolist(), v.tolist())]
+
+    def value_before(self, i: int) -> tuple[int, int]:
+        """The value on `[t[i - 1], t[i])`: the sum of the first i changes."""
+        d = self.d[:i]
+        # column by column: numpy's axis-0 sum over two columns is ten times slower
+        return int(d[:, 0].sum()), int(d[:, 1].sum())
 
     def add_pieces(self, pieces: Iterable[tuple[int, int, Res]], sign: int) -> bool:
-        """Add sign * r on every `[a, b)`; False (and unchanged) when int64 cannot hold the result."""
+        """Add sign * r on every `[a, b)`; False (and unchanged) when int64 might not hold the result."""
         deltas: dict[int, list[int]] = {}
-        big = 0
+        size = 0
         for a, b, r in pieces:
             if a >= b or (r[0] == 0 and r[1] == 0):
                 continue
             xm, xv = r[0] * sign, r[1] * sign
-            big = max(big, abs(xm), abs(xv))
-            d = deltas.get(a)
-            if d is None:
-                d = deltas[a] = [0, 0]
-            d[0] += xm
-            d[1] += xv
-            d = deltas.get(b)
-            if d is None:
-                d = deltas[b] = [0, 0]
-            d[0] -= xm
-            d[1] -= xv
-        if not deltas:
+            size += max(abs(xm), abs(xv))
+            x = deltas.get(a)
+            if x is None:
+                x = deltas[a] = [0, 0]
+            x[0] += xm
+            x[1] += xv
+            x = deltas.get(b)
+            if x is None:
+                x = deltas[b] = [0, 0]
+            x[0] -= xm
+            x[1] -= xv
+        events = sorted(k for k, x in deltas.items() if x[0] or x[1])
+        if not events:
             return True
-        events = sorted(deltas)
-        lo, hi = events[0], events[-1]
-        if lo < LONG_MIN or hi > LONG_MAX or big > MAX_VALUE:
+        if events[0] < LONG_MIN or events[-1] > LONG_MAX or self.reach + size > VALUE_BOUND:
             return False
-        t, v = self.t, self.v
-        # only [lo, hi] changes (the deltas sum to zero after hi), and an edit touches few
-        # breakpoints: merge them with the deltas in Python, splice the result in
-        i0 = int(t.searchsorted(lo, "left"))
-        i1 = int(t.searchsorted(hi, "right"))
-        old_t: list[int] = t[i0:i1].tolist()
-        old_v: list[list[int]] = v[i0:i1].tolist()
-        pm, pv = v[i0 - 1].tolist() if i0 > 0 else (0, 0)
-        om, ov = pm, pv  # the old value, then the running sum of deltas
-        dm = dv = 0
+        self.reach += size
+        t, d = self.t, self.d
+        n = len(t)
+        at = t.searchsorted(np.array(events, dtype=np.int64)).tolist()
+        # the arrays between the changed times are kept as they are; the changed times are
+        # rebuilt: a new change is inserted, an existing one updated, or dropped when it cancels
+        parts_t: list[np.ndarray] = []
+        parts_d: list[np.ndarray] = []
         new_t: list[int] = []
-        new_v: list[tuple[int, int]] = []
-        i = j = 0
-        n_old, n_ev = len(old_t), len(events)
-        while i < n_old or j < n_ev:
-            x = old_t[i] if i < n_old else LONG_MAX + 1
-            y = events[j] if j < n_ev else LONG_MAX + 1
-            if x <= y:
-                om, ov = old_v[i]
-                i += 1
-            if y <= x:
-                dd = deltas[y]
-                dm += dd[0]
-                dv += dd[1]
-                j += 1
-            cm, cv = om + dm, ov + dv
-            if cm != pm or cv != pv:
-                if abs(cm) > MAX_VALUE or abs(cv) > MAX_VALUE:
-                    return False
-                new_t.append(x if x <= y else y)
-                new_v.append((cm, cv))
-                pm, pv = cm, cv
-        if not new_t and i0 == i1:
-            return True
-        self.t = np.concatenate((t[:i0], np.array(new_t, dtype=np.int64), t[i1:]))
-        self.v = np.concatenate((v[:i0], np.array(new_v, dtype=np.int64).reshape(-1, 2), v[i1:]))
+        new_d: list[tuple[int, int]] = []
+        kept = 0
+        for te, i in zip(events, at):
+            dm, dv = deltas[te]
+            hit = i < n and int(t[i]) == te
+            if hit:
+                om, ov = d[i].tolist()
+                dm += om
+                dv += ov
+            if i > kept:
+                if new_t:
+                    parts_t.append(np.array(new_t, dtype=np.int64))
+                    parts_d.append(np.array(new_d, dtype=np.int64))
+                    new_t, new_d = [], []
+                parts_t.append(t[kept:i])
+                parts_d.append(d[kept:i])
+            if dm or dv:
+                new_t.append(te)
+                new_d.append((dm, dv))
+            kept = i + 1 if hit else i
+        if new_t:
+            parts_t.append(np.array(new_t, dtype=np.int64))
+            parts_d.append(np.array(new_d, dtype=np.int64))
+        parts_t.append(t[kept:])
+        parts_d.append(d[kept:])
+        self.t = np.concatenate(parts_t)
+        self.d = np.concatenate(parts_d)
         return True
 
     def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """`stepfn.segments` on arrays: the value at s, then the breakpoints strictly inside (s, e)."""
-        return window(self.t, self.v, s, e)
+        """`stepfn.segments` read as changes: time s with the value there, then the breakpoints
+        strictly inside (s, e) with their changes (the running sum gives `segments`' values)."""
+        t = self.t
+        i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
+        keys = np.concatenate(((s,), t[i:j]))
+        changes = np.concatenate(((self.value_before(i),), self.d[i:j]))
+        return keys, changes
 
 
 class PeriodicStepArrays:
     """A `PeriodicStepFunction`'s base on offsets `[0, period)`, as `StepArrays`."""
 
-    __slots__ = ("period", "base")
+    __slots__ = ("period", "base", "_ends")
 
     def __init__(self, period: int) -> None:
         self.period = period
         self.base = StepArrays()
+        # first and last index of the base's changes inside (0, period), and the change at every
+        # period's start (value at offset 0 minus the value just before the period): read by
+        # every unrolled read, changed only by an edit
+        self._ends: tuple[int, int, tuple[int, int]] | None = None
 
     def is_empty(self) -> bool:
         return self.base.is_empty()
@@ -143,35 +165,42 @@ class PeriodicStepArrays:
             else:
                 wrapped.append((s0, T, r))
                 wrapped.append((0, s0 + length - T, r))
+        self._ends = None
         return self.base.add_pieces(wrapped, sign)
 
     def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """`stepfn.segments` of the unrolled function over `[s, e)`, merged across period boundaries
-        like `_periodic_breaks` (only a period's first value can repeat the one before it)."""
-        bt, bv = self.base.t, self.base.v
+        """`stepfn.segments` of the unrolled function over `[s, e)`, read as changes (see
+        `StepArrays.breaks`); like `_periodic_breaks`, a period's start is a breakpoint only when
+        the value changes there."""
+        base = self.base
+        bt, bd = base.t, base.d
         if len(bt) == 0:
             return np.array([s], dtype=np.int64), _ZERO_ROW.copy()
         T = self.period
+        ends = self._ends
+        if ends is None:
+            i0, iT = bt.searchsorted((0, T - 1), "right").tolist()
+            start = base.value_before(i0)  # the value at offset 0
+            end = base.value_before(iT)  # the value just before offset T
+            ends = self._ends = (i0, iT, (start[0] - end[0], start[1] - end[1]))
+        i0, iT, wrap = ends
         ts: list[np.ndarray] = []
-        vs: list[np.ndarray] = []
-        last: tuple[int, int] | None = None
+        ds: list[np.ndarray] = []
         off = (s // T) * T
+        # the first period from s on, as a plain function read
+        keys, changes = base.breaks(s - off, e - off if e < off + T else T)
+        ts.append(keys + off)
+        ds.append(changes)
+        off += T
         while off < e:
-            lo = s - off if s > off else 0
-            hi = e - off if e < off + T else T
-            i = int(np.searchsorted(bt, lo, "right"))
-            j = int(np.searchsorted(bt, hi, "left"))
-            first = (int(bv[i - 1, 0]), int(bv[i - 1, 1])) if i > 0 else (0, 0)
-            if last is None or first != last:
-                ts.append(np.array([lo + off], dtype=np.int64))
-                vs.append(np.array([first], dtype=np.int64))
-                last = first
-            if j > i:
-                ts.append(bt[i:j] + off)
-                vs.append(bv[i:j])
-                last = (int(bv[j - 1, 0]), int(bv[j - 1, 1]))
+            if wrap != (0, 0):
+                ts.append(np.array((off,), dtype=np.int64))
+                ds.append(np.array((wrap,), dtype=np.int64))
+            j = iT if e >= off + T else int(bt.searchsorted(e - off - 1, "right"))
+            ts.append(bt[i0:j] + off)
+            ds.append(bd[i0:j])
             off += T
-        return np.concatenate(ts), np.concatenate(vs)
+        return np.concatenate(ts), np.concatenate(ds)
 
 
 def window(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
@@ -195,21 +224,20 @@ def union(*parts: np.ndarray) -> np.ndarray:
 
 
 def running(sources: list[tuple[np.ndarray, np.ndarray, int]], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of functions read from the same s (each as `window` gives it), source by source into
-    columns `col, col + 1` of `width`: the distinct times where some value may change, and the
-    running sums there (the value changes summed in time order, as the scalar pass sums them)."""
-    times = np.concatenate([k for k, _v, _c in sources])
+    """Sums of functions read from the same s as changes (each as `breaks` gives it), source by
+    source into columns `col, col + 1` of `width`: the distinct times where some value may change,
+    and the running sums there (the changes summed in time order, as the scalar pass sums them)."""
+    times = np.concatenate([k for k, _d, _c in sources])
     deltas = np.zeros((len(times), width), dtype=np.int64)
     i = 0
-    for k, v, col in sources:
+    for k, d, col in sources:
         n = len(k)
-        deltas[i, col:col + 2] = v[0]
-        np.subtract(v[1:], v[:-1], out=deltas[i + 1:i + n, col:col + 2])
+        deltas[i:i + n, col:col + 2] = d
         i += n
     order = np.argsort(times, kind="stable")
     times = times[order]
     run = np.cumsum(deltas[order], axis=0)
-    # the running sums after the last delta at each time
+    # the running sums after the last change at each time
     last = np.empty(len(times), dtype=bool)
     last[-1:] = True
     np.not_equal(times[1:], times[:-1], out=last[:-1])
@@ -219,11 +247,12 @@ def running(sources: list[tuple[np.ndarray, np.ndarray, int]], width: int) -> tu
 def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
     """Keep the times where the value changes (the first one if non-zero); close with zero at end."""
     change = np.empty(len(t), dtype=bool)
-    change[0] = bool((a[0] != 0).any())
-    change[1:] = (a[1:] != a[:-1]).any(axis=1)
+    change[0] = bool(a[0, 0] != 0 or a[0, 1] != 0)
+    # column by column: .any(axis=1) over two columns is three times slower
+    np.logical_or(a[1:, 0] != a[:-1, 0], a[1:, 1] != a[:-1, 1], out=change[1:])
     kt = t[change]
     kv = a[change]
-    if len(kv) and bool((kv[-1] != 0).any()):
+    if len(kv) and (kv[-1, 0] != 0 or kv[-1, 1] != 0):
         kt = np.append(kt, np.int64(end))
         kv = np.concatenate((kv, _ZERO_ROW))
     return kt, kv
