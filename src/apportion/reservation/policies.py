@@ -101,13 +101,16 @@ class NoOverCommitPolicy(SharingPolicy):
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period)
-        ask = res.over_time(res.start, res.end + 1)
-        ask_arrays = arrays_of(ask) if avail_arrays is not None else None
+        ask_arrays = None
+        if avail_arrays is not None:
+            # a plain reservation is read inside [start, end + 1) only: its own function will do
+            ask_arrays = arrays_of(res.rle if res.period <= 0 else res.over_time(res.start, res.end + 1))
         if avail_arrays is not None and ask_arrays is not None:
             # the same pointwise check on arrays (the walk below is the reference)
             if not fits_under(ask_arrays, avail_arrays, res.start, res.end + 1):
                 raise self._overcommit(res)
             return
+        ask = res.over_time(res.start, res.end + 1)
         avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
         for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
             if r[0] < 0 or r[1] < 0:

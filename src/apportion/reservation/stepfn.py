@@ -178,6 +178,35 @@ def _as_pieces(ks: list[int], vs: list[Res], e: int) -> Iterator[tuple[int, int,
     ends.append(e)
     return zip(ks, ends, vs)
 
+def interval_breakpoints(intervals: Iterable[tuple[int, int, Res]]) -> tuple[list[int], list[Res]]:
+    """The canonical breakpoints of the sum of constant pieces `[start, end)` (overlapping pieces
+    add up), as two lists: `StepFunction.from_intervals` without building the map."""
+    deltas: dict[int, list[int]] = {}
+    for s, e, r in intervals:
+        if s >= e or r == ZERO:
+            continue
+        d = deltas.setdefault(s, [0, 0])
+        d[0] += r[0]
+        d[1] += r[1]
+        d = deltas.setdefault(e, [0, 0])
+        d[0] -= r[0]
+        d[1] -= r[1]
+    keys: list[int] = []
+    values: list[Res] = []
+    m = v = 0
+    prev = ZERO
+    for t in sorted(deltas):
+        dm, dv = deltas[t]
+        m += dm
+        v += dv
+        cur = (m, v)
+        if cur != prev:
+            keys.append(t)
+            values.append(cur)
+            prev = cur
+    return keys, values
+
+
 class StepFunction:
     """A piecewise-constant resource function of time on sorted breakpoints (canonical form)."""
 
@@ -226,30 +255,7 @@ class StepFunction:
     @classmethod
     def from_intervals(cls, intervals: Iterable[tuple[int, int, Res]]) -> StepFunction:
         """Sum of constant pieces `[start, end)`, overlapping pieces add up."""
-        deltas: dict[int, list[int]] = {}
-        for s, e, r in intervals:
-            if s >= e or r == ZERO:
-                continue
-            d = deltas.setdefault(s, [0, 0])
-            d[0] += r[0]
-            d[1] += r[1]
-            d = deltas.setdefault(e, [0, 0])
-            d[0] -= r[0]
-            d[1] -= r[1]
-        keys: list[int] = []
-        values: list[Res] = []
-        m = v = 0
-        prev = ZERO
-        for t in sorted(deltas):
-            dm, dv = deltas[t]
-            m += dm
-            v += dv
-            cur = (m, v)
-            if cur != prev:
-                keys.append(t)
-                values.append(cur)
-                prev = cur
-        return cls._bulk(keys, values)
+        return cls._bulk(*interval_breakpoints(intervals))
 
     def copy(self) -> StepFunction:
         f = StepFunction.__new__(StepFunction)

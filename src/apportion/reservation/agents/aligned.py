@@ -17,7 +17,16 @@ from apportion.reservation.agents.iterative import GreedyStageAllocator, Iterati
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.steparrays import union, window
-from apportion.reservation.stepfn import LONG_MAX, Calculator, Res, StepFunction, rmul, round_up, segments
+from apportion.reservation.stepfn import (
+    LONG_MAX,
+    ZERO,
+    Calculator,
+    Res,
+    interval_breakpoints,
+    rmul,
+    round_up,
+    segments,
+)
 
 
 class LowCostAlignedAllocator:
@@ -181,11 +190,10 @@ class LowCostAlignedAllocator:
             if to_place > 0 and fit(a, b) > 0:
                 heapq.heappush(heap, (cost(a, b), b if job.left else -b, a, b))
         if fast is not None:
-            for a, r in fast.placed():
-                placed.add(a, a + dur, r)
-        merged = StepFunction.from_intervals(mine)
-        pts = merged.breakpoints()
-        return [(t, t2, v) for (t, v), (t2, _) in zip(pts, pts[1:]) if v != (0, 0)]
+            placed.add_pieces([(a, a + dur, r) for a, r in fast.placed()])
+        # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
+        keys, values = interval_breakpoints(mine)
+        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if v != (0, 0)]
 
 
 class _Windows:
@@ -241,18 +249,34 @@ class _Windows:
         w.cap32 = np.array(cap, dtype=np.float32)
         bounds = np.arange(lo, hi, dur, dtype=np.int64)
         lt, lv = window(*load, lo, hi)
-        pt, pv = _arrays(job.placed, lo, hi)
         vt, vv = window(*avail, lo, hi)
-        grid = union(lt, pt, bounds)
-        ip = np.searchsorted(pt, grid, "right") - 1
-        w.c_vals = lv[np.searchsorted(lt, grid, "right") - 1] + pv[ip]
-        w.c_lens = np.diff(np.append(grid, hi)).astype(np.float64)
-        w.c_start = np.searchsorted(grid, np.append(bounds, hi)).tolist()
-        terms = w._terms(w.c_vals, w.c_lens)
+        pts, pvs = segments(job.placed, lo, hi)
+        if len(pts) == 1 and pvs[0] == ZERO:
+            # nothing placed before the stage inside its windows (an ORDER stage lies past what
+            # the earlier stages placed): the pieces are the load's and the availability's alone
+            grid = union(lt, bounds)
+            w.c_vals = lv[lt.searchsorted(grid, "right") - 1]
+            fgrid = union(vt, bounds)
+            free = vv[vt.searchsorted(fgrid, "right") - 1]
+        else:
+            pt = np.array(pts, dtype=np.int64)
+            pv = np.array(pvs, dtype=np.int64).reshape(-1, 2)
+            grid = union(lt, pt, bounds)
+            w.c_vals = lv[lt.searchsorted(grid, "right") - 1] + pv[pt.searchsorted(grid, "right") - 1]
+            fgrid = union(vt, pt, bounds)
+            free = vv[vt.searchsorted(fgrid, "right") - 1] - pv[pt.searchsorted(fgrid, "right") - 1]
+        n = len(grid)
+        lens = np.empty(n, dtype=np.float64)
+        lens[:-1] = grid[1:] - grid[:-1]
+        lens[-1] = hi - int(grid[-1])
+        w.c_lens = lens
+        w.c_start = grid.searchsorted(bounds).tolist()
+        w.c_start.append(n)
+        terms = w._terms(w.c_vals, lens)
         w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
-        fgrid = union(vt, pt, bounds)
-        free = vv[np.searchsorted(vt, fgrid, "right") - 1] - pv[np.searchsorted(pt, fgrid, "right") - 1]
-        w.fit_pieces(free, np.searchsorted(fgrid, np.append(bounds, hi)).tolist())
+        starts = fgrid.searchsorted(bounds).tolist()
+        starts.append(len(fgrid))
+        w.fit_pieces(free, starts)
         return w
 
     def fit_pieces(self, free: np.ndarray, starts: list[int]) -> None:
@@ -264,8 +288,7 @@ class _Windows:
         if self.kind != "default":
             gangs = np.minimum(gangs, free[:, 1] // self.gang[1])
         self.f_gangs = gangs.tolist()
-        self.f_mem = free[:, 0].tolist()
-        self.f_vc = free[:, 1].tolist()
+        self.f_mem, self.f_vc = free.T.tolist()
         self.lows = [None] * windows
         self.extra = [(0, 0)] * windows
         self.counts = [0] * windows
@@ -337,12 +360,6 @@ class _Windows:
             if gangs[x] <= n:
                 return 0
         raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
-
-
-def _arrays(f: StepFunction, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-    """`segments` of f over `[s, e)` as an int64 time vector and an (n, 2) int64 value matrix."""
-    ts, vs = segments(f, s, e)
-    return np.array(ts, dtype=np.int64), np.array(vs, dtype=np.int64).reshape(-1, 2)
 
 
 def aligned_agent(allocate_left: bool, smoothness: int = 10) -> TryMany:
