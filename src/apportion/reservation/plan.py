@@ -754,10 +754,17 @@ class _Availability:
 
 def _pure_availability(policy: SharingPolicy) -> bool:
     """Whether the policy's availability is one of the built-in pointwise functions of the plan."""
-    from apportion.reservation.policies import CapacityOverTimePolicy, SharingPolicy
-
     f = type(policy).available_resources
-    return f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
+    pure = _PURE.get(f)
+    if pure is None:
+        # asked on every availability query: the import and the comparison happen once per function
+        from apportion.reservation.policies import CapacityOverTimePolicy, SharingPolicy
+
+        pure = _PURE[f] = f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
+    return pure
+
+
+_PURE: dict[object, bool] = {}
 
 
 def _same_key(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

@@ -279,6 +279,8 @@ def fits_under(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray
         return True
     ft, fv = window(*f, s, e)
     gt, gv = window(*g, s, e)
-    grid = union(ft, gt)
-    d = gv[np.searchsorted(gt, grid, "right") - 1] - fv[np.searchsorted(ft, grid, "right") - 1]
-    return not bool((d < 0).any())
+    # every piece of the union starts at a time of f or of g (both start at s): g at f's times,
+    # then f at g's times, cover all of them
+    if bool((gv[gt.searchsorted(ft, "right") - 1] < fv).any()):
+        return False
+    return not bool((gv < fv[ft.searchsorted(gt, "right") - 1]).any())

@@ -42,8 +42,11 @@ def build_allocation(
     start: int,
     end: int,
     prefix: list[Interval] | None = None,
+    *,
+    owned: bool = False,
 ) -> ReservationAllocation:
-    """The reservation an agent hands to the plan; periodic jobs are folded into one period."""
+    """The reservation an agent hands to the plan; periodic jobs are folded into one period.
+    With `owned` the caller hands job over (it keeps no reference), so it is not copied."""
     period = definition.period()
     if period > 0:
         folded = fold_intervals(job.nonzero_pieces(), period)
@@ -57,7 +60,7 @@ def build_allocation(
         pieces = pre + stored_pieces(folded)
         return ReservationAllocation(rid, user, definition, start, end, pieces, period=period, rle=folded)
     pieces = list(prefix or []) + stored_pieces(job)
-    return ReservationAllocation(rid, user, definition, start, end, pieces, period=0, rle=job.copy())
+    return ReservationAllocation(rid, user, definition, start, end, pieces, period=0, rle=job if owned else job.copy())
 
 
 class ReservationAgent(ABC):

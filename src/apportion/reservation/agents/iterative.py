@@ -234,7 +234,8 @@ class IterativePlanner(ReservationAgent):
                 break
         if job.placed.is_empty() or not job.placed.nonzero_pieces():
             raise PlanningException(NOT_SATISFIABLE)
-        return build_allocation(rid, user, definition, job.placed, arrival, deadline)
+        # the job's placements go to the reservation: the context ends here
+        return build_allocation(rid, user, definition, job.placed, arrival, deadline, owned=True)
 
     def _by_demand(
         self, plan: InMemoryPlan, definition: ReservationDefinition, idx: int, st: Stage, a: int, d: int
