@@ -98,7 +98,8 @@ def test_vectorised_terms_round_like_calc_ratio(kind, cap, vals, lens, step):
     w = aligned._Windows()
     w.kind, w.step, w.cap32 = kind, step, np.array(cap, dtype=np.float32)
     ls = [lens + 13 * i for i in range(len(vals))]
-    terms = w._terms(np.array(vals, dtype=np.int64), np.array(ls, dtype=np.float64)).tolist()
+    v = np.array(vals, dtype=np.int64)
+    terms = w._terms(v[:, 0], v[:, 1], np.array(ls, dtype=np.float64)).tolist()
     want = [calc.ratio(v, cap) * n / step for v, n in zip(vals, ls)]
     assert terms == want
     total = 0.0

@@ -211,13 +211,18 @@ class InMemoryPlan:
                 # a piece the periodic load refuses: add one by one, to fail where it always did
                 self._apply_loads_one_by_one(res, user, pieces, sign)
                 return
-            per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
+            per_user = self.user_periodic.get(user)
+            if per_user is None:
+                # not setdefault: its default would build an empty function on every edit
+                per_user = self.user_periodic[user] = PeriodicStepFunction(self.max_periodicity)
             self.periodic_load.base.add_pieces(wrapped)
             per_user.base.add_pieces(wrapped)
             if per_user.is_empty():
                 del self.user_periodic[user]
         else:
-            ul = self.user_load.setdefault(user, StepFunction())
+            ul = self.user_load.get(user)
+            if ul is None:
+                ul = self.user_load[user] = StepFunction()
             self.load.add_pieces(signed)
             ul.add_pieces(signed)
             if ul.is_empty():

@@ -217,7 +217,8 @@ class _Windows:
         self.kind = "default"
         self.cap32 = np.zeros(2, dtype=np.float32)
         self.c_start: list[int] = []
-        self.c_vals = np.zeros((0, 2), dtype=np.int64)
+        self.c_mem = np.zeros(0, dtype=np.int64)  # plan load + what the job placed before, per cost piece
+        self.c_vc = np.zeros(0, dtype=np.int64)
         self.c_lens = np.zeros(0, dtype=np.float64)
         self.c_init: list[float] = []
         self.f_start: list[int] = []
@@ -255,14 +256,14 @@ class _Windows:
             # nothing placed before the stage inside its windows (an ORDER stage lies past what
             # the earlier stages placed): the pieces are the load's and the availability's alone
             grid = union(lt, bounds)
-            w.c_vals = lv[lt.searchsorted(grid, "right") - 1]
+            c_vals = lv[lt.searchsorted(grid, "right") - 1]
             fgrid = union(vt, bounds)
             free = vv[vt.searchsorted(fgrid, "right") - 1]
         else:
             pt = np.array(pts, dtype=np.int64)
             pv = np.array(pvs, dtype=np.int64).reshape(-1, 2)
             grid = union(lt, pt, bounds)
-            w.c_vals = lv[lt.searchsorted(grid, "right") - 1] + pv[pt.searchsorted(grid, "right") - 1]
+            c_vals = lv[lt.searchsorted(grid, "right") - 1] + pv[pt.searchsorted(grid, "right") - 1]
             fgrid = union(vt, pt, bounds)
             free = vv[vt.searchsorted(fgrid, "right") - 1] - pv[pt.searchsorted(fgrid, "right") - 1]
         n = len(grid)
@@ -272,7 +273,9 @@ class _Windows:
         w.c_lens = lens
         w.c_start = grid.searchsorted(bounds).tolist()
         w.c_start.append(n)
-        terms = w._terms(w.c_vals, lens)
+        w.c_mem = c_vals[:, 0].copy()
+        w.c_vc = c_vals[:, 1].copy()
+        terms = w._terms(w.c_mem, w.c_vc, lens)
         w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
         starts = fgrid.searchsorted(bounds).tolist()
         starts.append(len(fgrid))
@@ -294,12 +297,16 @@ class _Windows:
         self.counts = [0] * windows
         self.fits = [None] * windows
 
-    def _terms(self, vals: np.ndarray, lens: np.ndarray) -> np.ndarray:
-        """calc.ratio(value, capacity) * (y - x) / step for every piece."""
-        q = vals[:, 0].astype(np.float32) / self.cap32[0]
+    def _terms(self, mem: np.ndarray, vc: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """calc.ratio((mem, vc), capacity) * (y - x) / step for every piece: each value cast to
+        single precision and divided there, the quotient cast to double and multiplied by the
+        length, then divided by the step (the dtype= forms cast first, as astype would)."""
+        q = np.divide(mem, self.cap32[0], dtype=np.float32)
         if self.kind != "default":
-            q = np.maximum(q, vals[:, 1].astype(np.float32) / self.cap32[1])
-        return q.astype(np.float64) * lens / self.step
+            q = np.maximum(q, np.divide(vc, self.cap32[1], dtype=np.float32))
+        t = np.multiply(q, lens, dtype=np.float64)
+        t /= self.step
+        return t
 
     def add(self, a: int, n: int) -> None:
         """The stage places n more gangs on the window starting at a."""
@@ -319,8 +326,9 @@ class _Windows:
     def cost(self, a: int) -> float:
         k = (a - self.lo) // self.dur
         i, j = self.c_start[k], self.c_start[k + 1]
-        vals = self.c_vals[i:j] + np.array(self.extra[k], dtype=np.int64)
-        return float(np.add.accumulate(self._terms(vals, self.c_lens[i:j]))[-1])
+        e = self.extra[k]
+        vc = self.c_vc[i:j] + e[1] if self.kind != "default" else self.c_vc
+        return float(np.add.accumulate(self._terms(self.c_mem[i:j] + e[0], vc, self.c_lens[i:j]))[-1])
 
     def fit(self, a: int, best: int) -> int:
         k = (a - self.lo) // self.dur
