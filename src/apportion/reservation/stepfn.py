@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import struct
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
@@ -408,44 +409,46 @@ class StepFunction:
         old = keys[i0:keys.bisect_right(events[-1])]
         # the deltas sum to zero after the last event: past it nothing changes, and the next
         # breakpoint still differs from the value before it
-        last = d[keys[i0 - 1]] if i0 > 0 else ZERO
-        cur = last
+        last = d[keys[i0 - 1]] if i0 > 0 else ZERO  # the new value just before the walk's position
+        last_old = last  # the old value there
+        getv = d.__getitem__
         setv = dict.__setitem__
+        update = dict.update  # the keys exist: the sorted list needs no change
         drop: list[int] = []
         new: list[tuple[int, Res]] = []
         dm = dv = 0
-        i = j = 0
-        n_old, n_ev = len(old), len(events)
-        past = events[-1] + 1  # every old key is at or before the last event
-        while i < n_old or j < n_ev:
-            x_t = old[i] if i < n_old else past
-            y_t = events[j] if j < n_ev else past
-            if x_t <= y_t:
-                t = x_t
-                cur = d[t]
-                i += 1
-                known = True
-                if y_t == t:
-                    dd = deltas[t]
-                    dm += dd[0]
-                    dv += dd[1]
-                    j += 1
-            else:
-                t = y_t
-                dd = deltas[t]
-                dm += dd[0]
-                dv += dd[1]
-                j += 1
-                known = False
-            v = (cur[0] + dm, cur[1] + dv)
+        p = 0
+        n_old = len(old)
+        for te in events:
+            # the breakpoints strictly between two events all move by the same sum of deltas, so
+            # each still differs from the one before it: only the events need a comparison
+            q = bisect_left(old, te, p)
+            if q > p:
+                seg = old[p:q]
+                last_old = getv(seg[-1])
+                if dm or dv:
+                    moved = [(v[0] + dm, v[1] + dv) for v in map(getv, seg)]
+                    update(d, zip(seg, moved))
+                    last = moved[-1]
+                else:
+                    last = last_old
+                p = q
+            dd = deltas[te]
+            dm += dd[0]
+            dv += dd[1]
+            known = p < n_old and old[p] == te
+            if known:
+                last_old = getv(te)
+                p += 1
+            v = (last_old[0] + dm, last_old[1] + dv)
             if v == last:
                 if known:
-                    drop.append(t)
+                    drop.append(te)
             else:
                 if known:
-                    setv(d, t, v)
+                    setv(d, te, v)
                 else:
-                    new.append((t, v))
+                    new.append((te, v))
                 last = v
         for t in drop:
             del d[t]
