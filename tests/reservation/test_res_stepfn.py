@@ -15,6 +15,7 @@ from apportion.reservation.stepfn import (
     merge_pieces,
     radd,
     rsub,
+    segments,
 )
 
 H = 40  # horizon of the dense model
@@ -208,3 +209,11 @@ def test_periodic_wrapped_pieces_are_what_add_puts_on_the_base(period, ops):
     q = PeriodicStepFunction(period)
     q.base.add_pieces(wrapped)
     assert q == p
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=st.lists(interval, max_size=8), s=st.integers(-3, H + 3), span=st.integers(-2, H))
+def test_zero_on_is_a_zero_segment_read(ops, s, span):
+    f = build(ops)
+    keys, values = segments(f, s, s + span)
+    assert f.zero_on(s, s + span) == (len(keys) == 1 and values[0] == ZERO)

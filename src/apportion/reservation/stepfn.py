@@ -299,6 +299,15 @@ class StepFunction:
             return ZERO
         return d.peekitem(i)[1]
 
+    def zero_on(self, s: int, e: int) -> bool:
+        """Whether the function is zero everywhere on `[s, e)` (`segments` would give just a zero at s)."""
+        d = self._d
+        keys = d._list
+        i = keys.bisect_right(s)
+        if i > 0 and d[keys[i - 1]] != ZERO:
+            return False
+        return i == len(keys) or keys[i] >= e
+
     def first_change(self) -> int | None:
         return self._d.peekitem(0)[0] if self._d else None
 

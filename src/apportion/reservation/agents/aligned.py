@@ -19,7 +19,6 @@ from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.steparrays import union, window
 from apportion.reservation.stepfn import (
     LONG_MAX,
-    ZERO,
     Calculator,
     Res,
     interval_breakpoints,
@@ -215,11 +214,12 @@ class _Windows:
         self.step = 1
         self.gang: Res = (0, 0)
         self.kind = "default"
-        self.cap32 = np.zeros(2, dtype=np.float32)
+        # shared empty arrays until make() sets them: a stage builds one of these per call
+        self.cap32 = _NO_F32
         self.c_start: list[int] = []
-        self.c_mem = np.zeros(0, dtype=np.int64)  # plan load + what the job placed before, per cost piece
-        self.c_vc = np.zeros(0, dtype=np.int64)
-        self.c_lens = np.zeros(0, dtype=np.float64)
+        self.c_mem = _NO_I64  # plan load + what the job placed before, per cost piece
+        self.c_vc = _NO_I64
+        self.c_lens = _NO_F64
         self.c_init: list[float] = []
         self.f_start: list[int] = []
         # per fit piece: how many gangs fit in its free value (floor), and the free value itself
@@ -251,8 +251,7 @@ class _Windows:
         bounds = np.arange(lo, hi, dur, dtype=np.int64)
         lt, lv = window(*load, lo, hi)
         vt, vv = window(*avail, lo, hi)
-        pts, pvs = segments(job.placed, lo, hi)
-        if len(pts) == 1 and pvs[0] == ZERO:
+        if job.placed.zero_on(lo, hi):
             # nothing placed before the stage inside its windows (an ORDER stage lies past what
             # the earlier stages placed): the pieces are the load's and the availability's alone
             grid = union(lt, bounds)
@@ -260,6 +259,7 @@ class _Windows:
             fgrid = union(vt, bounds)
             free = vv[vt.searchsorted(fgrid, "right") - 1]
         else:
+            pts, pvs = segments(job.placed, lo, hi)
             pt = np.array(pts, dtype=np.int64)
             pv = np.array(pvs, dtype=np.int64).reshape(-1, 2)
             grid = union(lt, pt, bounds)
@@ -368,6 +368,11 @@ class _Windows:
             if gangs[x] <= n:
                 return 0
         raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
+
+
+_NO_F32 = np.zeros(2, dtype=np.float32)
+_NO_I64 = np.zeros(0, dtype=np.int64)
+_NO_F64 = np.zeros(0, dtype=np.float64)
 
 
 def aligned_agent(allocate_left: bool, smoothness: int = 10) -> TryMany:
