@@ -302,10 +302,10 @@ class InMemoryPlan:
         if seen is not None and seen[0] == self._version and seen[1] <= s and e <= seen[2]:
             # the last availability summed the committed load over a range holding this one
             return compact(*window(seen[3], seen[4], s, e), e)
-        sources = [(*self._load_arrays.breaks(s, e), 0)]
+        sources = [(self._load_arrays.read(s, e), 0)]
         if not self._periodic_arrays.is_empty():
-            sources.append((*self._periodic_arrays.breaks(s, e), 0))
-        t, run = running(sources, 2)
+            sources.append((self._periodic_arrays.read(s, e), 0))
+        t, run = running(s, sources, 2)
         return compact(t, run, e)
 
     def user_over(self, user: str, s: int, e: int) -> StepFunction:
@@ -449,20 +449,20 @@ class InMemoryPlan:
         if max(map(abs, cap + (limit or ZERO))) > MAX_VALUE:
             return None
         end = e + 1
-        sources = [(*self._load_arrays.breaks(s, end), 0)]
+        sources = [(self._load_arrays.read(s, end), 0)]
         if not self._periodic_arrays.is_empty():
-            sources.append((*self._periodic_arrays.breaks(s, end), 0))
+            sources.append((self._periodic_arrays.read(s, end), 0))
         if limit is not None:
             name = user or ""
             ua = self._user_arrays.get(name)
             up = self._user_periodic_arrays.get(name)
             if ua is not None:
-                sources.append((*ua.breaks(s, end), 2))
+                sources.append((ua.read(s, end), 2))
             if up is not None:
-                sources.append((*up.breaks(s, end), 2))
-        t, run = running(sources, 4 if limit is not None else 2)
-        a = np.array(cap, dtype=np.int64) - run[:, 0:2]
-        if bool((a < 0).any()):
+                sources.append((up.read(s, end), 2))
+        t, run = running(s, sources, 4 if limit is not None else 2)
+        free = np.subtract((cap[0], cap[1]), run[:, 0:2])
+        if int(free.min()) < 0:
             raise PlanningException(
                 "RLESparseResourceAllocation: merge failed as the resulting "
                 "RLESparseResourceAllocation would be negative"
@@ -470,9 +470,13 @@ class InMemoryPlan:
         # the committed load at every time it changes on [s, e + 1): committed_arrays reads it
         self._committed_seen = (self._version, s, end, t, run[:, 0:2])
         if limit is not None:
-            q = np.array(limit, dtype=np.int64) - run[:, 2:4]
-            a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)
-        return compact(t, a, end)
+            # the quota where its memory is below the free memory (a tie keeps the free value);
+            # usually nowhere, and then there is nothing to copy
+            quota = np.subtract((limit[0], limit[1]), run[:, 2:4])
+            lower = quota[:, 0] < free[:, 0]
+            if lower.any():
+                free[lower] = quota[lower]
+        return compact(t, free, end)
 
     def _check_period(self, s: int, e: int, period: int) -> None:
         T = self.max_periodicity

@@ -123,14 +123,17 @@ class StepArrays:
         self.d = np.concatenate(parts_d)
         return True
 
-    def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """`stepfn.segments` read as changes: time s with the value there, then the breakpoints
-        strictly inside (s, e) with their changes (the running sum gives `segments`' values)."""
+    def read(self, s: int, e: int) -> Read:
+        """The function over `[s, e)` as `running` takes it: the value at s, and the breakpoints
+        strictly inside (s, e) with their changes (views of the arrays: read them, never write)."""
         t = self.t
         i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
-        keys = np.concatenate(((s,), t[i:j]))
-        changes = np.concatenate(((self.value_before(i),), self.d[i:j]))
-        return keys, changes
+        return self.value_before(i), [(t[i:j], self.d[i:j])]
+
+    def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+        """`read` as two arrays: time s with the value there, then the inner breakpoints with
+        their changes (the running sum gives `stepfn.segments`' values)."""
+        return joined(s, self.read(s, e))
 
 
 class PeriodicStepArrays:
@@ -168,14 +171,13 @@ class PeriodicStepArrays:
         self._ends = None
         return self.base.add_pieces(wrapped, sign)
 
-    def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """`stepfn.segments` of the unrolled function over `[s, e)`, read as changes (see
-        `StepArrays.breaks`); like `_periodic_breaks`, a period's start is a breakpoint only when
-        the value changes there."""
+    def read(self, s: int, e: int) -> Read:
+        """The unrolled function over `[s, e)` as `StepArrays.read` gives a plain one; like
+        `_periodic_breaks`, a period's start is a breakpoint only when the value changes there."""
         base = self.base
         bt, bd = base.t, base.d
         if len(bt) == 0:
-            return np.array([s], dtype=np.int64), _ZERO_ROW.copy()
+            return (0, 0), []
         T = self.period
         ends = self._ends
         if ends is None:
@@ -184,23 +186,34 @@ class PeriodicStepArrays:
             end = base.value_before(iT)  # the value just before offset T
             ends = self._ends = (i0, iT, (start[0] - end[0], start[1] - end[1]))
         i0, iT, wrap = ends
-        ts: list[np.ndarray] = []
-        ds: list[np.ndarray] = []
         off = (s // T) * T
         # the first period from s on, as a plain function read
-        keys, changes = base.breaks(s - off, e - off if e < off + T else T)
-        ts.append(keys + off)
-        ds.append(changes)
+        first, blocks = base.read(s - off, e - off if e < off + T else T)
+        blocks = [(t + off, d) for t, d in blocks]
         off += T
         while off < e:
             if wrap != (0, 0):
-                ts.append(np.array((off,), dtype=np.int64))
-                ds.append(np.array((wrap,), dtype=np.int64))
+                blocks.append((np.array((off,), dtype=np.int64), np.array((wrap,), dtype=np.int64)))
             j = iT if e >= off + T else int(bt.searchsorted(e - off - 1, "right"))
-            ts.append(bt[i0:j] + off)
-            ds.append(bd[i0:j])
+            blocks.append((bt[i0:j] + off, bd[i0:j]))
             off += T
-        return np.concatenate(ts), np.concatenate(ds)
+        return first, blocks
+
+    def breaks(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+        """`read` as two arrays (see `StepArrays.breaks`)."""
+        return joined(s, self.read(s, e))
+
+
+#: a function read over [s, e): its value at s, and (times, changes) blocks strictly inside, in order
+Read = tuple[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]]
+
+
+def joined(s: int, read: Read) -> tuple[np.ndarray, np.ndarray]:
+    """A read as two arrays: time s with the value there first, then every block's rows."""
+    first, blocks = read
+    keys = np.concatenate([np.array((s,), dtype=np.int64)] + [t for t, _d in blocks])
+    changes = np.concatenate([np.array((first,), dtype=np.int64)] + [d for _t, d in blocks])
+    return keys, changes
 
 
 def window(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,17 +236,25 @@ def union(*parts: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
-def running(sources: list[tuple[np.ndarray, np.ndarray, int]], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of functions read from the same s as changes (each as `breaks` gives it), source by
-    source into columns `col, col + 1` of `width`: the distinct times where some value may change,
-    and the running sums there (the changes summed in time order, as the scalar pass sums them)."""
-    times = np.concatenate([k for k, _d, _c in sources])
+def running(s: int, sources: list[tuple[Read, int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sums of functions read from the same s (`read`), source by source into columns
+    `col, col + 1` of `width`: the distinct times where some value may change, and the running
+    sums there (the changes summed in time order, as the scalar pass sums them)."""
+    row = [0] * width
+    parts = [np.array((s,), dtype=np.int64)]
+    for (first, blocks), col in sources:
+        row[col] += first[0]
+        row[col + 1] += first[1]
+        parts += [t for t, _d in blocks]
+    times = np.concatenate(parts)
     deltas = np.zeros((len(times), width), dtype=np.int64)
-    i = 0
-    for k, d, col in sources:
-        n = len(k)
-        deltas[i:i + n, col:col + 2] = d
-        i += n
+    deltas[0] = row
+    i = 1
+    for (_first, blocks), col in sources:
+        for _t, d in blocks:
+            n = len(d)
+            deltas[i:i + n, col:col + 2] = d
+            i += n
     order = np.argsort(times, kind="stable")
     times = times[order]
     run = np.cumsum(deltas[order], axis=0)
