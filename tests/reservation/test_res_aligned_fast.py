@@ -48,6 +48,7 @@ def _outcome(left: bool, plan, definition, old: ReservationAllocation | None) ->
 
 
 @pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("mirrors", [True, False])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     step=st.sampled_from([1000, 700]),
@@ -60,10 +61,13 @@ def _outcome(left: bool, plan, definition, old: ReservationAllocation | None) ->
     use_old=st.integers(-1, 1),
 )
 def test_vectorised_windows_place_exactly_like_the_scalar_walk(
-    monkeypatch, left, step, calc, capacity, loads, drop, capped, jobs, use_old
+    monkeypatch, left, mirrors, step, calc, capacity, loads, drop, capped, jobs, use_old
 ):
     policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
     plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
+    # mirrors on from the start (the availability and load as the plan's arrays), or the small
+    # plan's step functions turned into arrays
+    plan._mirrored, plan._mirrors_off = mirrors, not mirrors
     ids = []
     for n, (a, ln, c, k, period) in enumerate(loads, start=1):
         ln = min(ln, period) if period else ln

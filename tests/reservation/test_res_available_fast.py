@@ -59,15 +59,15 @@ def _answer_arrays(plan: InMemoryPlan, user: str, old, s: int, e: int, period: i
 def _reference(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
     plan._avail_cache = None
     fused = InMemoryPlan._available_fused
-    mirrored = plan._mirrored
+    mirrored, off = plan._mirrored, plan._mirrors_off
     # the merged path is the reference: route every query through it (not through the mirrors)
     InMemoryPlan._available_fused = lambda self, u, a, b: self._available_merged(u, None, a, b)  # type: ignore[method-assign]
-    plan._mirrored = False
+    plan._mirrored, plan._mirrors_off = False, True
     try:
         return _answer(plan, user, old, s, e, period)
     finally:
         InMemoryPlan._available_fused = fused  # type: ignore[method-assign]
-        plan._mirrored = mirrored
+        plan._mirrored, plan._mirrors_off = mirrored, off
         plan._avail_cache = None
 
 
@@ -88,7 +88,8 @@ def test_fast_availability_equals_the_merges(policy, calc, vector_min, mirrors, 
 
 def _check(policy, calc, res, outer, inner, period, mirrors=True) -> None:
     plan = _plan(policy, calc)
-    plan._mirrored = mirrors  # off: the step-function fast paths (fused, vectorised) answer
+    # on from the start (however small the plan), or off: the step-function fast paths answer
+    plan._mirrored, plan._mirrors_off = mirrors, not mirrors
     for n, (ps, user, p) in enumerate(res, start=1):
         ivs = [(a * 1000, (a + ln) * 1000, (m * 1024, v)) for a, ln, m, v in ps]
         if p:

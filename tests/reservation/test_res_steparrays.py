@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
 
+from apportion.reservation import plan as plan_module
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy
@@ -97,6 +98,13 @@ booking = st.tuples(
 )
 
 
+def _mirrored_plan(cap: tuple[int, int]) -> InMemoryPlan:
+    """A plan whose mirrors are on from the start, however small it stays."""
+    plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    plan._mirrored = True
+    return plan
+
+
 def _in_sync(plan: InMemoryPlan) -> None:
     assert plan._mirrored
     assert plan._load_arrays.breakpoints() == plan.load.breakpoints()
@@ -114,7 +122,7 @@ def _in_sync(plan: InMemoryPlan) -> None:
 def test_a_plans_mirrors_follow_its_loads(bookings, windows, tight):
     # tight: a small capacity and per-user cap, so that updates get refused and rolled back
     cap = (4 * 1024, 4) if tight else (64 * 1024, 64)
-    plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    plan = _mirrored_plan(cap)
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
         ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
         if period:
@@ -171,7 +179,7 @@ def test_fits_under_checks_what_the_merge_walk_checks(f, g, s, n):
 @given(bookings=st.lists(booking, min_size=1, max_size=8), tight=st.booleans())
 def test_no_overcommit_validates_on_arrays_as_on_the_walk(bookings, tight):
     cap = (4 * 1024, 4) if tight else (16 * 1024, 16)
-    plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    plan = _mirrored_plan(cap)
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
         ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
         if period:
@@ -205,7 +213,7 @@ def test_no_overcommit_validates_on_arrays_as_on_the_walk(bookings, tight):
 @given(bookings=st.lists(booking, min_size=1, max_size=10))
 def test_batched_load_edits_match_the_one_by_one_adds(bookings):
     """`_apply_loads` (one walk per load) leaves every load as `_apply_loads_one_by_one` does."""
-    plans = [make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T) for _ in range(2)]
+    plans = [_mirrored_plan((64 * 1024, 64)) for _ in range(2)]
     plans[1]._apply_loads = plans[1]._apply_loads_one_by_one  # type: ignore[method-assign]
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
         ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
@@ -228,7 +236,7 @@ def test_batched_load_edits_match_the_one_by_one_adds(bookings):
 
 
 def test_a_piece_longer_than_the_period_fails_as_it_always_did():
-    plans = [make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T) for _ in range(2)]
+    plans = [_mirrored_plan((64 * 1024, 64)) for _ in range(2)]
     plans[1]._apply_loads = plans[1]._apply_loads_one_by_one  # type: ignore[method-assign]
     errors = []
     for plan in plans:
@@ -244,3 +252,33 @@ def test_a_piece_longer_than_the_period_fails_as_it_always_did():
     assert len(errors) == 2 and errors[0] == errors[1]
     a, b = plans
     assert (a.periodic_load, a.user_periodic) == (b.periodic_load, b.user_periodic)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bookings=st.lists(booking, min_size=4, max_size=12), threshold=st.integers(1, 12))
+def test_a_growing_plan_builds_its_mirrors_from_its_loads(bookings, threshold):
+    """Small plans answer from their step functions; the first query that finds MIRROR_MIN
+    breakpoints builds the mirrors from them, and every edit after keeps them in sync."""
+    saved = plan_module.MIRROR_MIN
+    plan_module.MIRROR_MIN = threshold
+    try:
+        _grow(bookings, threshold)
+    finally:
+        plan_module.MIRROR_MIN = saved
+
+
+def _grow(bookings, threshold) -> None:
+    plan = make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
+    for n, (ps, user, period, _what) in enumerate(bookings, start=1):
+        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
+        if period:
+            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
+        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        plan.add_reservation(ReservationAllocation(rid(n), user, None, s, e, ivs, period=period), is_recovering=True)
+        size = len(plan.load) + len(plan.periodic_load.base)
+        was = plan._mirrored
+        got = plan.committed_arrays(0, 30_000)
+        assert plan._mirrored == (was or size >= threshold)
+        assert (got is not None) == plan._mirrored
+        if plan._mirrored:
+            _in_sync(plan)

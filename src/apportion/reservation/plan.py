@@ -165,9 +165,12 @@ class InMemoryPlan:
         self._user_integral: dict[str, Res] = {}
         self._user_periodic_integral: dict[str, Res] = {}
         self._nonnegative = True
-        # the same loads as numpy breakpoint arrays (steparrays), for window queries; off for good
-        # once an edit does not fit int64 or fails half-way
-        self._mirrored = True
+        # the same loads as numpy change-point arrays (steparrays), for window queries. A small plan
+        # answers from its step functions (cheaper there); the mirrors are built once it holds
+        # MIRROR_MIN breakpoints, kept up to date from then on, and off for good once an edit does
+        # not fit int64 or fails half-way
+        self._mirrored = False
+        self._mirrors_off = False
         self._load_arrays = StepArrays()
         self._periodic_arrays = PeriodicStepArrays(max_periodicity)
         self._user_arrays: dict[str, StepArrays] = {}
@@ -187,9 +190,11 @@ class InMemoryPlan:
             # a partial update (an interval longer than the period) leaves the loads unaccounted for
             self._nonnegative = False
             self._mirrored = False
+            self._mirrors_off = True
             raise
-        if self._mirrored:
-            self._mirrored = self._apply_mirrors(res.period, user, pieces, sign)
+        if self._mirrored and not self._apply_mirrors(res.period, user, pieces, sign):
+            self._mirrored = False
+            self._mirrors_off = True
         if sign > 0 and any(r[0] < 0 or r[1] < 0 for _a, _b, r in pieces):
             self._nonnegative = False
         im, iv = piece_integral(pieces)
@@ -251,6 +256,27 @@ class InMemoryPlan:
             if ul.is_empty():
                 del self.user_load[user]
 
+    def _mirrors(self) -> bool:
+        """Whether the mirrors answer: kept, or built now from the step functions because the plan
+        has grown to MIRROR_MIN breakpoints (and int64 holds them)."""
+        if self._mirrored:
+            return True
+        if self._mirrors_off or len(self.load) + len(self.periodic_load.base) < MIRROR_MIN:
+            return False
+        load = StepArrays.of(self.load)
+        periodic = PeriodicStepArrays.of(self.periodic_load)
+        users = {u: StepArrays.of(f) for u, f in self.user_load.items()}
+        users_periodic = {u: PeriodicStepArrays.of(f) for u, f in self.user_periodic.items()}
+        if load is None or periodic is None or None in users.values() or None in users_periodic.values():
+            self._mirrors_off = True
+            return False
+        self._load_arrays = load
+        self._periodic_arrays = periodic
+        self._user_arrays = {u: a for u, a in users.items() if a is not None}
+        self._user_periodic_arrays = {u: a for u, a in users_periodic.items() if a is not None}
+        self._mirrored = True
+        return True
+
     def _apply_mirrors(self, period: int, user: str, pieces: list[Interval], sign: int) -> bool:
         """The edit `_apply_loads` made, on the arrays; False when they cannot follow it."""
         if period > 0:
@@ -294,7 +320,7 @@ class InMemoryPlan:
     def committed_arrays(self, s: int, e: int) -> tuple[np.ndarray, np.ndarray] | None:
         """`committed_over(s, e)`'s breakpoints as arrays (times, (n, 2) values), from the mirrors;
         None when the plan does not keep them."""
-        if not self._mirrored or not _in_int64(s, e):
+        if not _in_int64(s, e) or not self._mirrors():
             return None
         if e <= s:
             return _NO_TIMES, _NO_VALUES
@@ -393,14 +419,18 @@ class InMemoryPlan:
         return f.clip(s, e + 1)
 
     def available_arrays(
-        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0
+        self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0, *,
+        convert: bool = True,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """`available(..., shared=True)`'s canonical breakpoints as arrays (times, (n, 2) values),
         raising as it raises; the caller only reads them, and only inside `[s, e + 1)`. None when
-        int64 cannot hold them."""
+        int64 cannot hold them, or, without `convert`, when the plan has the answer as a step
+        function only (a small plan: the caller's step-function path is the cheaper one there)."""
         c = self._availability(user, old_id, s, e, period)
         if c is None:
-            return arrays_of(self._available_uncached(user, old_id, s, e, period))
+            return arrays_of(self._available_uncached(user, old_id, s, e, period)) if convert else None
+        if c.arr is None and not convert:
+            return None
         return c.arrays()
 
     def warm_availability(self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int) -> None:
@@ -437,7 +467,7 @@ class InMemoryPlan:
         """`_available_uncached` on the mirrors: `_fused_vectorised` on slices of the plan's arrays.
         None where only the step functions apply: an old version, the dominant calculator, a
         period with several copies in maxPeriodicity, values int64 might not hold."""
-        if not self._mirrored or old is not None or self.calc.kind != "default" or not _in_int64(s, e + 1):
+        if old is not None or self.calc.kind != "default" or not _in_int64(s, e + 1) or not self._mirrors():
             return None
         if period > 0:
             T = self.max_periodicity
@@ -673,6 +703,8 @@ class InMemoryPlan:
 
 #: below this many breakpoints the scalar pass is cheaper than numpy's fixed costs
 _VECTOR_MIN = 64
+#: from this many breakpoints in the plan's load the mirrors pay for their upkeep and their fixed costs
+MIRROR_MIN = 1024
 #: values up to this size cannot overflow int64 when a few thousand of them are summed
 _VECTOR_MAX_VALUE = 1 << 48
 

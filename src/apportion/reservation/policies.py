@@ -100,7 +100,7 @@ class NoOverCommitPolicy(SharingPolicy):
 
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         _check_user(plan, res)
-        avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period)
+        avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
         ask_arrays = None
         if avail_arrays is not None:
             # a plain reservation is read inside [start, end + 1) only: its own function will do

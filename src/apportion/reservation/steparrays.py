@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from apportion.reservation.stepfn import LONG_MAX, Res, StepFunction
+from apportion.reservation.stepfn import LONG_MAX, PeriodicStepFunction, Res, StepFunction
 
 #: Long.MIN_VALUE: the smallest time int64 holds
 LONG_MIN = -(1 << 63)
@@ -43,6 +43,24 @@ class StepArrays:
         self.t = _NO_TIMES
         self.d = _NO_VALUES
         self.reach = 0  # no value is larger than this, in either component
+
+    @classmethod
+    def of(cls, f: StepFunction) -> StepArrays | None:
+        """The mirror of f as it is now; None when int64 might not hold it."""
+        a = cls()
+        pts = f.breakpoints()
+        if not pts:
+            return a
+        ts = [t for t, _v in pts]
+        vs = [v for _t, v in pts]
+        reach = max(max(abs(m), abs(c)) for m, c in vs)
+        if ts[0] < LONG_MIN or ts[-1] > LONG_MAX or reach > VALUE_BOUND:
+            return None
+        v = np.array(vs, dtype=np.int64).reshape(-1, 2)
+        a.t = np.array(ts, dtype=np.int64)
+        a.d = np.diff(v, axis=0, prepend=_ZERO_ROW)
+        a.reach = reach
+        return a
 
     def __len__(self) -> int:
         return len(self.t)
@@ -148,6 +166,16 @@ class PeriodicStepArrays:
         # period's start (value at offset 0 minus the value just before the period): read by
         # every unrolled read, changed only by an edit
         self._ends: tuple[int, int, tuple[int, int]] | None = None
+
+    @classmethod
+    def of(cls, f: PeriodicStepFunction) -> PeriodicStepArrays | None:
+        """The mirror of f as it is now; None when int64 might not hold it."""
+        base = StepArrays.of(f.base)
+        if base is None:
+            return None
+        p = cls(f.period)
+        p.base = base
+        return p
 
     def is_empty(self) -> bool:
         return self.base.is_empty()
