@@ -57,12 +57,16 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, sessi
     return Session(snapshot, conf, session_id=session_id)
 
 
-def run_session(ssn: Session) -> CycleResult:
-    """Run the configured actions in order, close the session and collect the result."""
+def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
+    """Run the configured actions in order, close the session and collect the result.
+
+    `queue_report=False` leaves the result's `queues` empty: formatting every attribute of every
+    queue is a real cost for a caller that runs thousands of sessions and reads it now and then.
+    """
     for name in ssn.conf.actions:
         get_action(name)(ssn)
     pipelined = ssn.pipelined()
-    queues = ssn.queue_reports()
+    queues = ssn.queue_reports() if queue_report else {}
     ssn.close()
     return CycleResult(
         binds=dict(ssn.binds),

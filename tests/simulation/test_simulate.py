@@ -421,9 +421,9 @@ def test_sessions_leave_queue_objects_untouched(monkeypatch: pytest.MonkeyPatch,
     real_run = sim_engine.run_session
     checked = []
 
-    def guarded(ssn):  # type: ignore[no-untyped-def]
+    def guarded(ssn, **kw):  # type: ignore[no-untyped-def]
         before = {n: copy.deepcopy(q) for n, q in ssn.queues.items()}
-        out = real_run(ssn)
+        out = real_run(ssn, **kw)
         changed = [n for n, q in before.items() if ssn.queues[n] != q]
         assert not changed, f"session wrote to queues {changed}"
         checked.append(len(before))

@@ -504,10 +504,7 @@ class Simulator:
         if report:
             self.last_report = self.now
             self.structure_changed = False
-        else:
-            # run_session stays the one sequence of a session; only its report is skipped
-            ssn.queue_reports = dict  # type: ignore[method-assign]
-        result = run_session(ssn)
+        result = run_session(ssn, queue_report=report)
         for w in result.warnings:
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
