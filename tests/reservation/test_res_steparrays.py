@@ -98,6 +98,14 @@ booking = st.tuples(
 )
 
 
+def _intervals(ps, period):
+    """A drawn booking's pieces as plan intervals (folded into one period when periodic), and their span."""
+    ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
+    if period:
+        ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
+    return ivs, min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+
+
 def _mirrored_plan(cap: tuple[int, int]) -> InMemoryPlan:
     """A plan whose mirrors are on from the start, however small it stays."""
     plan = make_plan(cap, CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
@@ -124,10 +132,7 @@ def test_a_plans_mirrors_follow_its_loads(bookings, windows, tight):
     cap = (4 * 1024, 4) if tight else (64 * 1024, 64)
     plan = _mirrored_plan(cap)
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
-        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
-        if period:
-            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
-        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        ivs, s, e = _intervals(ps, period)
         target = rid(1 + n % 3) if what != "add" else rid(n + 10)
         try:
             if what == "delete":
@@ -181,10 +186,7 @@ def test_no_overcommit_validates_on_arrays_as_on_the_walk(bookings, tight):
     cap = (4 * 1024, 4) if tight else (16 * 1024, 16)
     plan = _mirrored_plan(cap)
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
-        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
-        if period:
-            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
-        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        ivs, s, e = _intervals(ps, period)
         target = rid(1 + n % 3) if what == "update" and plan.get(rid(1 + n % 3)) is not None else rid(n + 10)
         old = plan.get(target)
         res = ReservationAllocation(target, old.user if old is not None else user, None, s, e, ivs, period=period)
@@ -216,10 +218,7 @@ def test_batched_load_edits_match_the_one_by_one_adds(bookings):
     plans = [_mirrored_plan((64 * 1024, 64)) for _ in range(2)]
     plans[1]._apply_loads = plans[1]._apply_loads_one_by_one  # type: ignore[method-assign]
     for n, (ps, user, period, what) in enumerate(bookings, start=1):
-        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
-        if period:
-            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
-        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        ivs, s, e = _intervals(ps, period)
         for plan in plans:
             if what == "delete" and plan.get(rid(1 + n % 3)) is not None:
                 plan.delete_reservation(rid(1 + n % 3))
@@ -270,10 +269,7 @@ def test_a_growing_plan_builds_its_mirrors_from_its_loads(bookings, threshold):
 def _grow(bookings, threshold) -> None:
     plan = make_plan((64 * 1024, 64), CapacityOverTimePolicy(0.75, 1.0, T), max_periodicity=T)
     for n, (ps, user, period, _what) in enumerate(bookings, start=1):
-        ivs = [(a * 500, (a + ln) * 500, (m * 1024, c)) for a, ln, m, c in ps]
-        if period:
-            ivs = [(a % period, min(a % period + (b - a), period), r) for a, b, r in ivs]
-        s, e = min(a for a, _b, _r in ivs), max(b for _a, b, _r in ivs)
+        ivs, s, e = _intervals(ps, period)
         plan.add_reservation(ReservationAllocation(rid(n), user, None, s, e, ivs, period=period), is_recovering=True)
         size = len(plan.load) + len(plan.periodic_load.base)
         was = plan._mirrored

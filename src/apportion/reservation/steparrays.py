@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from apportion.reservation.stepfn import LONG_MAX, PeriodicStepFunction, Res, StepFunction
+from apportion.reservation.stepfn import LONG_MAX, PeriodicStepFunction, Res, StepFunction, wrap_pieces
 
 #: Long.MIN_VALUE: the smallest time int64 holds
 LONG_MIN = -(1 << 63)
@@ -182,20 +182,9 @@ class PeriodicStepArrays:
 
     def add_pieces(self, pieces: Iterable[tuple[int, int, Res]], sign: int) -> bool:
         """Add sign * r on every `[a, b)` taken modulo the period, wrapping as `PeriodicStepFunction.add`."""
-        T = self.period
-        wrapped: list[tuple[int, int, Res]] = []
-        for s, e, r in pieces:
-            length = e - s
-            if length <= 0 or (r[0] == 0 and r[1] == 0):
-                continue
-            if length > T:
-                return False
-            s0 = s % T
-            if s0 + length <= T:
-                wrapped.append((s0, s0 + length, r))
-            else:
-                wrapped.append((s0, T, r))
-                wrapped.append((0, s0 + length - T, r))
+        wrapped = wrap_pieces(pieces, self.period)
+        if wrapped is None:
+            return False
         self._ends = None
         return self.base.add_pieces(wrapped, sign)
 

@@ -637,6 +637,25 @@ def madd(a: StepFunction, b: StepFunction) -> StepFunction:
     return f
 
 
+def wrap_pieces(pieces: Iterable[tuple[int, int, Res]], period: int) -> list[tuple[int, int, Res]] | None:
+    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end;
+    empty and zero pieces dropped. None when a piece is longer than the period."""
+    out: list[tuple[int, int, Res]] = []
+    for s, e, r in pieces:
+        length = e - s
+        if length <= 0 or r == ZERO:
+            continue
+        if length > period:
+            return None
+        s0 = s % period
+        if s0 + length <= period:
+            out.append((s0, s0 + length, r))
+        else:
+            out.append((s0, period, r))
+            out.append((0, s0 + length - period, r))
+    return out
+
+
 class PeriodicStepFunction:
     """A step function that repeats with period T (YARN's PeriodicRLESparseResourceAllocation).
 
@@ -686,21 +705,7 @@ class PeriodicStepFunction:
     def wrapped(self, pieces: Iterable[tuple[int, int, Res]]) -> list[tuple[int, int, Res]] | None:
         """The pieces as `add` puts them on the base (wrapped past the period), or None when
         `add` would refuse one (longer than the period)."""
-        T = self.period
-        out: list[tuple[int, int, Res]] = []
-        for s, e, r in pieces:
-            length = e - s
-            if length <= 0 or r == ZERO:
-                continue
-            if length > T:
-                return None
-            s0 = s % T
-            if s0 + length <= T:
-                out.append((s0, s0 + length, r))
-            else:
-                out.append((s0, T, r))
-                out.append((0, s0 + length - T, r))
-        return out
+        return wrap_pieces(pieces, self.period)
 
     def at(self, t: int) -> Res:
         return self.base.at(t % self.period)
