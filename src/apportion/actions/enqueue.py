@@ -21,13 +21,18 @@ def execute(ssn: Session) -> None:
         if job.is_pending():
             pending[queue.name].append(job)
 
+    # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
+    # picker has none left, the remaining pops would only drop them, so the loop ends there.
+    waiting = sum(1 for jobs in pending.values() if jobs)
     picker = ssn.queue_picker(queues)
-    while len(picker):
+    while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
         if not jobs:
             continue
         job = pop_best(jobs, ssn.job_compare)
+        if not jobs:
+            waiting -= 1
         # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
         if job.min_resources is None or ssn.job_enqueueable(job):
             ssn.job_enqueued(job)

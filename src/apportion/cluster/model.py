@@ -26,6 +26,11 @@ class TaskStatus(Enum):
     FAILED = "Failed"
     UNKNOWN = "Unknown"
 
+    # Enum hashes by name in Python code; statuses are dict keys and set members on every hot path, and
+    # the identity hash is C-level. Iteration order over sets of statuses never decided anything: the
+    # name hash was randomised per process already.
+    __hash__ = object.__hash__
+
 
 S = TaskStatus
 #: AllocatedStatus: charged to job and queue.
@@ -48,6 +53,8 @@ class PodGroupPhase(Enum):
     RUNNING = "Running"
     UNKNOWN = "Unknown"
     COMPLETED = "Completed"
+
+    __hash__ = object.__hash__  # as TaskStatus
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")
@@ -242,8 +249,11 @@ class JobInfo:
         return [t for t in self.tasks.values() if t.status in statuses]
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        c = self.counts
-        return sum(c.get(s, 0) for s in statuses)
+        n = 0
+        for s, k in self.counts.items():  # a job's tasks are in few statuses; `statuses` lists up to 6
+            if s in statuses:
+                n += k
+        return n
 
     def ready_num(self) -> int:
         return self.count(READY_STATUSES)

@@ -101,6 +101,8 @@ def real_capability_flat(total: Resource, total_guarantee: Resource, guarantee: 
 
 def queue_share(allocated: Resource, deserved: Resource) -> float:
     """updateQueueAttrShare: max over deserved's names >= 0.1 (pods included) of Share."""
+    if not allocated.cpu and not allocated.memory and not any(allocated.scalars.values()):
+        return 0.0  # Share(0, d) is 0 for every d: most queues of a large cluster are idle
     res = 0.0
     for n in deserved.resource_names():
         res = max(res, share(allocated.get(n), deserved.get(n)))
