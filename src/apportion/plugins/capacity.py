@@ -295,12 +295,17 @@ class CapacityPlugin(Plugin):
         path = self._path(attr)
         for job in jobs:
             c = qc.job_contribution(job)
+            # Adding a resource that is 0 everywhere and lists no scalar changes no bit of a sum that
+            # started at +0.0 (no such sum is ever -0.0), and most running jobs have no inqueue and no
+            # elastic part: skip those adds.
+            parts = [(f, r) for f, r in (("allocated", c.allocated), ("request", c.request), ("inqueue", c.inqueue))
+                     if r.cpu or r.memory or r.scalars]
+            # design doc: ElasticEnable off -> nothing is elastic
+            if self.elastic_enabled and (c.elastic.cpu or c.elastic.memory or c.elastic.scalars):
+                parts.append(("elastic", c.elastic))
             for a in path:
-                a.allocated.add(c.allocated)
-                a.request.add(c.request)
-                a.inqueue.add(c.inqueue)
-                if self.elastic_enabled:  # design doc: ElasticEnable off -> nothing is elastic
-                    a.elastic.add(c.elastic)
+                for f, r in parts:
+                    getattr(a, f).add(r)
 
     # ----------------------------------------------------------------- flat (buildQueueAttrs)
     def build_queue_attrs(self, ssn: Session) -> None:

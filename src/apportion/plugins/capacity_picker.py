@@ -82,12 +82,32 @@ class TreePicker:
             # Every leaf outside the tied group is beaten by every leaf inside it, so the scan's running
             # best, once inside the group, never leaves it: scanning the group's leaves (in list order) is
             # scanning the list.
-            leaves = [leaf for child in group
-                      for leaf in ([c[1] for c in self.below[child]] if child in self.kids else [child])]
-            items = [self.order[leaf] for leaf in sorted(leaves, key=self.seq.__getitem__)]
+            home = {leaf: child for child in group
+                    for leaf in ([c[1] for c in self.below[child]] if child in self.kids else [child])}
+            queue = self.order[self._scan_group(sorted(home, key=self.seq.__getitem__), home)]
+            self._deactivate(queue)
+            return queue
         queue = items[pop_best_index(items, self.compare)]
         self._deactivate(queue)
         return queue
+
+    def _scan_group(self, leaves: list[str], home: dict[str, str]) -> str:
+        """pop_best_index over the tied group's leaves (in list order), without the session's compare
+        where its answer is known: two leaves under different tied children have their deepest common
+        ancestor at the tie, where the two children compare equal, so the session decides by the
+        leaves' (creation, name). Leaves under the same child compare by the plugin's order, then by
+        (creation, name), as the session does when the plugin orders queues alone."""
+        cn, order, plugin_order = self.cn, self.order, self.plugin.hierarchical_queue_order
+        best = leaves[0]
+        for leaf in leaves[1:]:
+            if home[leaf] != home[best]:
+                if cn[leaf] < cn[best]:
+                    best = leaf
+            else:
+                c = plugin_order(order[leaf], order[best])
+                if c < 0 or (c == 0 and cn[leaf] < cn[best]):
+                    best = leaf
+        return best
 
     def _descend(self) -> tuple[str | None, str, set[str]]:
         """Down the smallest child while it is alone; at the first tie, the tied group's winner if any.
