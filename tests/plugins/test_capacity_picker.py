@@ -71,7 +71,14 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         seen.append([q.name for q in items])
         return real_scan(items, compare)
 
+    real_group = capacity_picker.TreePicker._scan_group
+
+    def spy_group(self: Any, leaves: list[str], home: dict[str, str]) -> str:
+        seen.append(list(leaves))
+        return real_group(self, leaves, home)
+
     monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
+    monkeypatch.setattr(capacity_picker.TreePicker, "_scan_group", spy_group)
     return seen
 
 
