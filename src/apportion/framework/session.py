@@ -173,23 +173,34 @@ class Session:
 
     # ================================================================= set-up
     def _place_initial_tasks(self) -> None:
+        """Every task that occupies a node joins it, in job then task order, and the node table takes
+        them all in one vectorised step."""
+        placed: list[TaskInfo] = []
+        rows: list[int] = []
+        kinds: list[str] = []
+
+        def collect(t: TaskInfo) -> None:
+            kind = _node_kind(t.status)
+            if kind is None or not t.node_name:
+                return
+            node = self.node_by_name.get(t.node_name)
+            if node is None:
+                return
+            node.tasks[t.key] = t
+            placed.append(t)
+            rows.append(node.index)
+            kinds.append(kind)
+
         for job in self.jobs.values():
             for t in job.tasks.values():
                 t.initial_status = t.status
-                self._put_on_node(t)
+                collect(t)
         for t in self.snapshot.orphan_tasks:
-            self._put_on_node(t)
-
-    def _put_on_node(self, t: TaskInfo) -> None:
-        kind = _node_kind(t.status)
-        if kind is None or not t.node_name:
-            return
-        node = self.node_by_name.get(t.node_name)
-        if node is None:
-            return
-        node.tasks[t.key] = t
-        t.vec = self.table.vector(t.resreq)
-        self.table.add(node.index, t.vec, kind)
+            collect(t)
+        vecs = self.table.vectors([t.resreq for t in placed])
+        for t, v in zip(placed, vecs):
+            t.vec = v
+        self.table.add_many(rows, vecs, kinds)
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         if t.vec is None:
