@@ -215,9 +215,14 @@ class JobInfo:
     #: task count per status, maintained by add_task/set_status so readiness checks are O(1).
     counts: dict[TaskStatus, int] = field(default_factory=dict)
     pending_be: int = 0
+    #: False once a task's status changed or a task was replaced: `allocated` is then no longer the
+    #: plain sum, in task order, that `allocated_sum` can hand out without walking the tasks.
+    allocated_as_added: bool = True
 
     # ------------------------------------------------------------- membership and status
     def add_task(self, t: TaskInfo) -> None:
+        if t.uid in self.tasks:
+            self.allocated_as_added = False
         self.tasks[t.uid] = t
         self.counts[t.status] = self.counts.get(t.status, 0) + 1
         if t.status in ALLOCATED_STATUSES:
@@ -230,6 +235,7 @@ class JobInfo:
         old = t.status
         if old is new:
             return
+        self.allocated_as_added = False
         self.counts[old] -= 1
         self.counts[new] = self.counts.get(new, 0) + 1
         was, now = old in ALLOCATED_STATUSES, new in ALLOCATED_STATUSES
@@ -245,6 +251,17 @@ class JobInfo:
         t.status = new
 
     # ------------------------------------------------------------- counts
+    def allocated_sum(self) -> Resource:
+        """A new Resource: the requests of the allocated-status tasks added up in task order, as
+        session open charges them (the running `allocated` is that sum until a status changes)."""
+        if self.allocated_as_added:
+            return self.allocated.clone()
+        r = Resource()
+        for t in self.tasks.values():
+            if t.status in ALLOCATED_STATUSES:
+                r.add(t.resreq)
+        return r
+
     def tasks_with(self, statuses: frozenset[TaskStatus]) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.status in statuses]
 

@@ -6,7 +6,7 @@ on drf's entry the plugin warns and runs flat (see docs/semantics.md).
 
 from __future__ import annotations
 
-from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, TaskInfo
+from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Plugin, Session
 from apportion.resources import Resource, dominant_share
@@ -26,10 +26,7 @@ class DrfPlugin(Plugin):
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
         for uid, job in ssn.jobs.items():
-            a = Resource()
-            for t in job.tasks.values():
-                if t.status in ALLOCATED_STATUSES:
-                    a.add(t.resreq)
+            a = job.allocated_sum()
             self.allocated[uid] = a
             self.shares[uid] = dominant_share(a, self.total)
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)

@@ -55,16 +55,22 @@ def inqueue_resource(job: JobInfo) -> Resource:
 def job_contribution(job: JobInfo) -> JobContribution:
     """allocated = allocated-status tasks; request = allocated + Pending tasks; inqueue per phase;
     elastic = ExceededPart(allocated, minResources)."""
-    allocated = Resource()
-    request = Resource()
-    for t in job.tasks.values():
-        if t.status in ALLOCATED_STATUSES:
-            allocated.add(t.resreq)
-            request.add(t.resreq)
-        elif t.status is TaskStatus.PENDING:
-            request.add(t.resreq)
+    n_allocated = job.count(ALLOCATED_STATUSES)
+    if n_allocated == len(job.tasks):
+        # every task allocated: both sums add the same requests in the same order
+        allocated = job.allocated_sum()
+        request = allocated.clone()
+    else:
+        allocated = Resource()
+        request = Resource()
+        for t in job.tasks.values():
+            if t.status in ALLOCATED_STATUSES:
+                allocated.add(t.resreq)
+                request.add(t.resreq)
+            elif t.status is TaskStatus.PENDING:
+                request.add(t.resreq)
     inqueue = Resource()
-    running_gang = job.phase is PodGroupPhase.RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available
+    running_gang = job.phase is PodGroupPhase.RUNNING and n_allocated >= job.min_available
     if job.min_resources is not None and (job.phase is PodGroupPhase.INQUEUE or running_gang):
         inqueue = inqueue_resource(job)
     return JobContribution(allocated, request, inqueue, job.elastic())
