@@ -66,7 +66,9 @@ class Snapshot:
     warnings: list[str] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
     #: values derived from the snapshot that a caller carries from one snapshot to the next (the
-    #: simulator does); each user keys its entry by the inputs it was computed from, so none goes stale
+    #: simulator does); each user keys its entry by the inputs it was computed from, so none goes stale.
+    #: A caller that passes a memo replaces a QueueInfo that changes and never edits one in place:
+    #: entries may be keyed by the object itself.
     memo: dict[str, Any] | None = None
 
     def ensure_queue(self, name: str) -> None:

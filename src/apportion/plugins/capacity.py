@@ -16,6 +16,7 @@ then each extension point in the order `OnSessionOpen` registers it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -144,6 +145,7 @@ class CapacityState:
 
 
 TREE_MEMO = "capacity.tree"
+QUEUE_KEYS_MEMO = "capacity.queue-keys"
 
 
 def _res_key(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
@@ -172,13 +174,25 @@ class _Limits:
         return cls(a.deserved, a.guarantee, a.capability, a.real_capability, a.terms, a.parent,
                    a.ancestors, a.children, a.inherited)
 
+    @functools.cached_property
+    def _fields(self) -> dict[str, Any]:
+        return {"deserved": self.deserved, "guarantee": self.guarantee, "capability": self.capability,
+                "real_capability": self.real_capability, "share": 0.0, "parent": self.parent,
+                "ancestors": self.ancestors, "children": self.children, "terms": self.terms,
+                "inherited": self.inherited}
+
     def session_attr(self, name: str) -> QueueAttr:
-        """The queue's attributes for a new session: these limits, and no accounting yet."""
+        """The queue's attributes for a new session: these limits, and no accounting yet.
+
+        What QueueAttr(...) builds, filled from one prepared dict: a session makes one per queue, and
+        the dataclass constructor was most of that cost with a thousand queues."""
+        a = QueueAttr.__new__(QueueAttr)
+        d = a.__dict__
+        d.update(self._fields)
         z = Resource.zero
-        return QueueAttr(name=name, deserved=self.deserved, guarantee=self.guarantee, capability=self.capability,
-                         real_capability=self.real_capability, allocated=z(), request=z(), inqueue=z(),
-                         elastic=z(), parent=self.parent, ancestors=self.ancestors, children=self.children,
-                         terms=self.terms, inherited=self.inherited)
+        d["name"] = name
+        d["allocated"], d["request"], d["inqueue"], d["elastic"] = z(), z(), z(), z()
+        return a
 
 
 @dataclass(frozen=True)
@@ -408,10 +422,24 @@ class CapacityPlugin(Plugin):
                 self._charge_jobs(self.attrs[job.queue], [job])
 
     def _tree_inputs(self, ssn: Session) -> tuple[Any, ...]:
-        """Everything the tree's limits and links are computed from, by value."""
-        return (self.guarantee_enabled, self.root_mode, _res_key(self.total),
-                tuple((name, q.parent, _res_key(q.deserved), q.capability_set, _res_key(q.capability),
-                       _res_key(q.guarantee)) for name, q in sorted(ssn.queues.items())))
+        """Everything the tree's limits and links are computed from, by value.
+
+        A queue's part is kept in the memo with the QueueInfo it was read from and reused while the
+        snapshot holds that same object: a memo's snapshots replace a queue that changes, never edit
+        it in place (see Snapshot.memo)."""
+        assert ssn.memo is not None
+        known: dict[str, tuple[QueueInfo, tuple[Any, ...]]] = ssn.memo.setdefault(QUEUE_KEYS_MEMO, {})
+        keys = []
+        for name, q in sorted(ssn.queues.items()):
+            entry = known.get(name)
+            if entry is None or entry[0] is not q:
+                entry = known[name] = (q, (name, q.parent, _res_key(q.deserved), q.capability_set,
+                                           _res_key(q.capability), _res_key(q.guarantee)))
+            keys.append(entry[1])
+        if len(known) > 2 * len(ssn.queues):  # queues come and go (reservations): forget the gone ones
+            for name in [n for n in known if n not in ssn.queues]:
+                del known[name]
+        return self.guarantee_enabled, self.root_mode, _res_key(self.total), tuple(keys)
 
     def build_tree(self, ssn: Session) -> str | None:
         """updateAncestors for every queue: parent links, children, ancestors; the error text, or None.
