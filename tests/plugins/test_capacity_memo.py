@@ -80,3 +80,25 @@ def test_a_changed_spec_or_cluster_rebuilds(builds: list[int], change: dict[str,
     assert len(builds) == 2
     assert changed == decide(objects(**change), None)[0]
     assert changed["queues"] != decide(objects(), None)[0]["queues"]
+
+
+def test_queue_objects_kept_across_snapshots_are_read_once_and_a_replaced_one_is_noticed(
+        builds: list[int]) -> None:
+    """As the simulator does: the same QueueInfo objects in every snapshot, a changed queue replaced."""
+    memo: dict[str, Any] = {}
+    base = snapshot(*objects())
+    kept = dict(base.queues)
+
+    def decide_with(queues: dict[str, Any], objs: list[dict]) -> dict:
+        snap = snapshot(*objs)
+        snap.queues = dict(queues)
+        snap.memo = memo
+        return run_session(Session(snap, CONF)).to_json()
+
+    first = decide_with(kept, objects())
+    again = decide_with(kept, objects())
+    assert len(builds) == 1 and first == again == decide(objects(), None)[0]
+    replaced = dict(kept, training=snapshot(*objects(training_guarantee="25")).queues["training"])
+    changed = decide_with(replaced, objects())
+    assert len(builds) == 2
+    assert changed == decide(objects(training_guarantee="25"), None)[0]
