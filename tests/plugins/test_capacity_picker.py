@@ -23,7 +23,7 @@ tiers:
 
 
 @st.composite
-def trees(draw: Any) -> list[dict]:
+def trees(draw: Any, three_levels: bool = False) -> list[dict]:
     objs: list[dict] = [node(f"n{i}", cpu=8, memory="32Gi") for i in range(draw(st.integers(2, 6)))]
     objs.append(queue("root"))
     leaves: list[str] = []
@@ -31,6 +31,8 @@ def trees(draw: Any) -> list[dict]:
     # intransitive case the picker must leave to a scan
     interleave = draw(st.booleans())
     priorities = draw(st.integers(0, 3)) == 0
+    # a third level under some parents: leaves at two depths below one tied parent
+    deep = three_levels or draw(st.booleans())
     for p in range(draw(st.integers(1, 3))):
         pname = f"p{p}"
         des = draw(st.sampled_from([None, "8", "16"]))
@@ -44,7 +46,14 @@ def trees(draw: Any) -> list[dict]:
             if priorities and draw(st.integers(0, 3)) == 0:
                 spec["priority"] = 1
             objs.append(queue(cname, **spec))
-            leaves.append(cname)
+            if deep and draw(st.integers(0, 2)) == 0:
+                for k in range(draw(st.integers(1, 3))):
+                    gname = f"{cname}x{k}"
+                    gdes = draw(st.sampled_from([None, "2", "4"]))
+                    objs.append(queue(gname, parent=cname, **({"deserved": {"cpu": gdes}} if gdes else {})))
+                    leaves.append(gname)
+            else:
+                leaves.append(cname)
     if draw(st.booleans()):
         objs.append(queue("solo", parent="root", deserved={"cpu": "4"}))
         leaves.append("solo")
@@ -86,6 +95,19 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=trees())
 def test_tree_picker_decides_as_the_scan(objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Session, "fast_queue_pickers", True)
+    fast = cycle(objs, CONF).to_json()
+    monkeypatch.setattr(Session, "fast_queue_pickers", False)
+    assert fast == cycle(objs, CONF).to_json()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(objs=trees(three_levels=True))
+def test_tree_picker_decides_as_the_scan_with_leaves_at_two_depths(objs: list[dict],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leaves under one tied parent whose paths part below it: the group scan compares them by the
+    queues where their paths part."""
     monkeypatch.setattr(Session, "fast_queue_pickers", True)
     fast = cycle(objs, CONF).to_json()
     monkeypatch.setattr(Session, "fast_queue_pickers", False)

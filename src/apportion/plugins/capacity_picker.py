@@ -62,8 +62,7 @@ class TreePicker:
         self.winners: dict[str, str | None] = {}
         self.priorities: Counter[int] = Counter()
         self.log_pos = len(plugin.share_log)
-        for q in queues:
-            self.push(q)
+        self._push_all(queues)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -95,18 +94,27 @@ class TreePicker:
         """pop_best_index over the tied group's leaves (in list order), without the session's compare
         where its answer is known: two leaves under different tied children have their deepest common
         ancestor at the tie, where the two children compare equal, so the session decides by the
-        leaves' (creation, name). Leaves under the same child compare by the plugin's order, then by
-        (creation, name), as the session does when the plugin orders queues alone."""
-        cn, order, plugin_order = self.cn, self.order, self.plugin.hierarchical_queue_order
+        leaves' (creation, name). Leaves under the same child compare as the plugin orders them: by
+        the keys of the first queues where their paths part (what hierarchical_queue_order compares,
+        current after _sync), then by (creation, name), as the session does."""
+        cn, key_of, attrs = self.cn, self.key_of, self.attrs
         best = leaves[0]
         for leaf in leaves[1:]:
             if home[leaf] != home[best]:
                 if cn[leaf] < cn[best]:
                     best = leaf
+                continue
+            ax, ab = attrs[leaf].ancestors, attrs[best].ancestors
+            if ax == ab:
+                kx, kb = key_of[leaf], key_of[best]
             else:
-                c = plugin_order(order[leaf], order[best])
-                if c < 0 or (c == 0 and cn[leaf] < cn[best]):
-                    best = leaf
+                i, n = 0, min(len(ax), len(ab))
+                while i < n and ax[i] == ab[i]:
+                    i += 1
+                kx = key_of[ax[i] if i < len(ax) else leaf]
+                kb = key_of[ab[i] if i < len(ab) else best]
+            if kx < kb or (kx == kb and cn[leaf] < cn[best]):
+                best = leaf
         return best
 
     def _descend(self) -> tuple[str | None, str, set[str]]:
@@ -176,6 +184,39 @@ class TreePicker:
             if parent in self.key_of:
                 break
             child = parent
+
+    def _push_all(self, queues: Iterable[QueueInfo]) -> None:
+        """`push` of each queue in turn into the empty picker, with each sorted list built once at
+        the end (the same contents: a SortedList holds its items in order however they arrived)."""
+        below: dict[str, list[tuple[str, str]]] = {}
+        kids: dict[str, list[tuple[Key, str]]] = {}
+        for queue in queues:
+            self.order[queue.name] = queue
+            self.seq[queue.name] = self.pushes
+            self.pushes += 1
+            attr = self.attrs.get(queue.name)
+            if attr is None or attr.children or not attr.ancestors:
+                self.non_leaves += 1
+                continue
+            self.priorities[queue.priority] += 1
+            cn = self.cn[queue.name] = (queue.creation, queue.name)
+            for parent in attr.ancestors:
+                below.setdefault(parent, []).append(cn)
+            child = queue.name
+            for parent in reversed(attr.ancestors):
+                key = self._key(child)
+                if self.attrs[child].share != self.attrs[child].share:
+                    self.nan_filed.add(child)
+                    self.unordered += 1
+                kids.setdefault(parent, []).append((key, child))
+                self.key_of[child] = key
+                if parent in self.key_of:
+                    break
+                child = parent
+        for parent, items in below.items():
+            self.below[parent] = SortedList(items)
+        for parent, items in kids.items():
+            self.kids[parent] = SortedList(items)
 
     # ------------------------------------------------------------------ bookkeeping
     def _deactivate(self, queue: QueueInfo) -> None:
