@@ -213,10 +213,10 @@ class TreePicker:
                 if parent in self.key_of:
                     break
                 child = parent
-        for parent, items in below.items():
-            self.below[parent] = SortedList(items)
-        for parent, items in kids.items():
-            self.kids[parent] = SortedList(items)
+        for parent, leaves in below.items():
+            self.below[parent] = SortedList(leaves)
+        for parent, keyed in kids.items():
+            self.kids[parent] = SortedList(keyed)
 
     # ------------------------------------------------------------------ bookkeeping
     def _deactivate(self, queue: QueueInfo) -> None:
