@@ -311,15 +311,17 @@ class CapacityPlugin(Plugin):
             c = qc.job_contribution(job)
             # Adding a resource that is 0 everywhere and lists no scalar changes no bit of a sum that
             # started at +0.0 (no such sum is ever -0.0), and most running jobs have no inqueue and no
-            # elastic part: skip those adds.
-            parts = [(f, r) for f, r in (("allocated", c.allocated), ("request", c.request), ("inqueue", c.inqueue))
-                     if r.cpu or r.memory or r.scalars]
+            # elastic part: those adds are skipped.
+            inqueue = c.inqueue if _adds_anything(c.inqueue) else None
             # design doc: ElasticEnable off -> nothing is elastic
-            if self.elastic_enabled and (c.elastic.cpu or c.elastic.memory or c.elastic.scalars):
-                parts.append(("elastic", c.elastic))
+            elastic = c.elastic if self.elastic_enabled and _adds_anything(c.elastic) else None
             for a in path:
-                for f, r in parts:
-                    getattr(a, f).add(r)
+                a.allocated.add(c.allocated)
+                a.request.add(c.request)
+                if inqueue is not None:
+                    a.inqueue.add(inqueue)
+                if elastic is not None:
+                    a.elastic.add(elastic)
 
     # ----------------------------------------------------------------- flat (buildQueueAttrs)
     def build_queue_attrs(self, ssn: Session) -> None:
@@ -895,6 +897,11 @@ class CapacityPlugin(Plugin):
 
 
 # ===================================================================== small helpers
+def _adds_anything(r: Resource) -> bool:
+    """Whether adding r could change a sum: some dimension non-zero, or a scalar listed."""
+    return bool(r.cpu or r.memory or r.scalars)
+
+
 def _less_partly(mine: Resource, sum_children: Resource) -> list[str]:
     """The dimensions (pods aside) on which the children's sum is strictly above the parent's value."""
     names = dict.fromkeys([CPU, MEMORY, *sum_children.scalars])
