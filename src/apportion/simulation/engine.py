@@ -148,6 +148,8 @@ class Simulator:
         self._memo: dict[str, Any] = {}
         self.jobs: dict[str, SimJob] = {}
         self.active: dict[str, SimJob] = {}
+        #: task key (namespace/name, as sessions name tasks) -> its job and task
+        self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
         self.plans: dict[str, LocalPlan] = {}
@@ -190,6 +192,8 @@ class Simulator:
                      resreq=spec.resources, min_resources=minres,
                      tasks=[SimTask(index=i, name=f"{spec.name}-task-{i}") for i in range(spec.tasks)])
         self.jobs[uid] = job
+        for t in job.tasks:
+            self.task_by_key[f"{NAMESPACE}/{t.name}"] = (job, t)
         self._push(spec.arrival, EV_ARRIVAL, spec.name, uid)
 
     def warn(self, msg: str) -> None:
@@ -508,10 +512,7 @@ class Simulator:
         for w in result.warnings:
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
-        by_key: dict[str, tuple[SimJob, SimTask]] = {}
-        for sj in self.active.values():
-            for t in sj.tasks:
-                by_key[f"{NAMESPACE}/{t.name}"] = (sj, t)
+        by_key = self.task_by_key
         reasons = ssn.evict_reasons
         for key in result.evictions:
             sj, t = by_key[key]

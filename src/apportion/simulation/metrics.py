@@ -93,6 +93,15 @@ class Recorder:
         self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
         self._reported_nat: dict[str, dict[str, float]] = {}
         self._static_leaves: list[str] | None = None
+        #: bumped whenever `reported` changes: _leaf_queues rebuilds its answer only then (or when the
+        #: plan children change)
+        self._reported_version = 0
+        self._leaves: tuple[tuple[Any, ...], dict[str, Resource]] | None = None
+        self._des_last: tuple[dict[str, Resource], dict[str, tuple[tuple[float, ...], list[str]]]] | None = None
+        #: the cluster's allocatable total, until the next node event
+        self._cluster_total: Resource | None = None
+        #: per job uid: its per-task request in each sampled dimension (a job's requests never change)
+        self._req: dict[str, list[float]] = {}
         self._had_work: set[str] = set()
         self.final_time = 0.0
 
@@ -104,7 +113,7 @@ class Recorder:
         return None
 
     def cluster_changed(self, t: float) -> None:
-        return None
+        self._cluster_total = None
 
     def event(self, t: float, obj: str, reason: str, message: str) -> None:
         self.events.append((t, obj, reason, message))
@@ -121,11 +130,15 @@ class Recorder:
                 if self._reported_nat.get(name) != nat:
                     self._reported_nat[name] = nat
                     self.reported[name] = Resource.from_natural(nat)
+                    self._reported_version += 1
 
     # ----------------------------------------------------------------- sampling
     def _leaf_queues(self) -> dict[str, Resource]:
-        """Leaf queue -> deserved (reported, else spec)."""
+        """Leaf queue -> deserved (reported, else spec); the same dict while neither changed."""
         sim = self.sim
+        key = (self._reported_version, *(id(kids) for kids in sim.children.values()))
+        if self._leaves is not None and self._leaves[0] == key:
+            return self._leaves[1]
         if self._static_leaves is None:  # the scenario's tree is fixed; only plan children change
             parents = {q.parent for q in sim.queues.values() if q.parent}
             self._static_leaves = [n for n in sim.queues if n not in parents and n not in sim.plans]
@@ -135,6 +148,7 @@ class Recorder:
         for kids in sim.children.values():
             for q in kids:
                 out[q.name] = q.deserved
+        self._leaves = (key, out)
         return out
 
     def _deserved_nat(self, leaves: dict[str, Resource],
@@ -142,6 +156,8 @@ class Recorder:
         """Per leaf: deserved in natural units and the dimensions it names (cached by identity, as
         the deserved Resources are replaced, not mutated, when they change); adds to `changed` the
         leaves whose deserved changed."""
+        if self._des_last is not None and self._des_last[0] is leaves:
+            return self._des_last[1]  # the same leaves, deserved and all: nothing changed
         out = {}
         cache = self._des_cache
         for q, des in leaves.items():
@@ -152,6 +168,7 @@ class Recorder:
                     changed.add(q)
                 hit = cache[q] = new
             out[q] = (hit[1], hit[2])
+        self._des_last = (leaves, out)
         return out
 
     def sample(self, t: float) -> None:
@@ -173,7 +190,9 @@ class Recorder:
                     waiting += 1
             if not running and not waiting:
                 continue
-            req = [job.resreq.get(d) for d in dims]
+            req = self._req.get(job.uid)
+            if req is None:
+                req = self._req[job.uid] = [job.resreq.get(d) for d in dims]
             a = alloc.setdefault(job.queue, [0.0] * nd)
             p = pend.setdefault(job.queue, [0.0] * nd)
             for i in range(nd):
@@ -212,9 +231,11 @@ class Recorder:
                 if t > t0:  # a queue first seen late was empty before
                     s.put(t0, dims, (0.0,) * (3 * nd + 1))
             s.put(t, dims, values)
-        total = Resource()
-        for n in sim.nodes.values():
-            total.add(n.allocatable)
+        total = self._cluster_total
+        if total is None:
+            total = self._cluster_total = Resource()
+            for n in sim.nodes.values():
+                total.add(n.allocatable)
         for i, d in enumerate(dims):
             self.used[d].append(_nat(d, used[i]))
             self.total[d].append(_nat(d, total.get(d)))
