@@ -703,7 +703,7 @@ class Session:
             pending = sorted(
                 (t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
                 key=functools.cmp_to_key(self.task_compare),
-            )
+            ) if job.counts.get(TaskStatus.PENDING) else []
             job_msgs = self.explanations.get(uid, [])
             if job.phase is PodGroupPhase.PENDING and job.tasks:
                 msg = "; ".join(job_msgs) or "podgroup is Pending: not admitted by enqueue in this session"
