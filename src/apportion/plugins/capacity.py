@@ -176,8 +176,10 @@ class _Limits:
 
     @functools.cached_property
     def _fields(self) -> dict[str, Any]:
+        # the share of an empty account, as update_share gives it (Share(0, d) is 0; best-effort: 1)
+        share = 1.0 if self.deserved.is_empty() else 0.0
         return {"deserved": self.deserved, "guarantee": self.guarantee, "capability": self.capability,
-                "real_capability": self.real_capability, "share": 0.0, "parent": self.parent,
+                "real_capability": self.real_capability, "share": share, "parent": self.parent,
                 "ancestors": self.ancestors, "children": self.children, "terms": self.terms,
                 "inherited": self.inherited}
 
@@ -367,7 +369,8 @@ class CapacityPlugin(Plugin):
         and only the accounting is redone."""
         fingerprint = self._tree_inputs(ssn) if ssn.memo is not None else None
         cached = ssn.memo.get(TREE_MEMO) if ssn.memo is not None else None
-        if cached is not None and cached.inputs == fingerprint:
+        from_memo = cached is not None and cached.inputs == fingerprint
+        if cached is not None and from_memo:
             for text in cached.warnings:
                 self._warn(text)
             self.attrs = {name: lim.session_attr(name) for name, lim in cached.limits.items()}
@@ -390,11 +393,13 @@ class CapacityPlugin(Plugin):
                 ssn.memo[TREE_MEMO] = _TreeMemo(fingerprint, {n: _Limits.of(a) for n, a in self.attrs.items()},
                                                 warnings)
         non_leaf_jobs: list[JobInfo] = []
+        charged: set[str] = set()
         for uid in sorted(self.ssn.jobs):
             job = ssn.jobs[uid]
             attr = self.attrs.get(job.queue)
             if attr is None:
                 continue
+            charged.add(attr.name)
             if not attr.is_leaf():
                 non_leaf_jobs.append(job)
             # Volcano stops building at the first such job; apportion finishes the accounting (it refuses
@@ -408,8 +413,13 @@ class CapacityPlugin(Plugin):
             for j in non_leaf_jobs:
                 ssn.explain(j.uid, f"queue {j.queue} is not a leaf queue (children: "
                                    f"{', '.join(self.attrs[j.queue].children)}); submit the job to a leaf queue")
-        for attr in self.attrs.values():
-            attr.update_share()
+        if from_memo:
+            # session_attr gave every queue the share of an empty account: only charged paths moved
+            for name in charged | {a for leaf in charged for a in self.attrs[leaf].ancestors}:
+                self.attrs[name].update_share()
+        else:
+            for attr in self.attrs.values():
+                attr.update_share()
 
     def _tree_failed(self, ssn: Session, error: str) -> None:
         self.tree_ok = False
