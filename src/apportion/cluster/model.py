@@ -220,11 +220,15 @@ class JobInfo:
     #: False once a task's status changed or a task was replaced: `allocated` is then no longer the
     #: plain sum, in task order, that `allocated_sum` can hand out without walking the tasks.
     allocated_as_added: bool = True
+    #: how many gated tasks were added: 0 means no gated pod, so nothing to deduct from minResources
+    gated_tasks: int = 0
 
     # ------------------------------------------------------------- membership and status
     def add_task(self, t: TaskInfo) -> None:
         if t.uid in self.tasks:
             self.allocated_as_added = False
+        if t.gated:
+            self.gated_tasks += 1
         self.tasks[t.uid] = t
         self.counts[t.status] = self.counts.get(t.status, 0) + 1
         if t.status in ALLOCATED_STATUSES:

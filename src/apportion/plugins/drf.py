@@ -9,7 +9,7 @@ from __future__ import annotations
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Plugin, Session
-from apportion.resources import Resource, dominant_share
+from apportion.resources import Resource, share
 
 SHARE_DELTA = 1e-6
 
@@ -25,16 +25,24 @@ class DrfPlugin(Plugin):
         #: drf's own job allocated: includes tasks pipelined in this session (they fire allocate events)
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
+        self._basis: list[tuple[str, float]] | None = None
         for uid, job in ssn.jobs.items():
             a = job.allocated_sum()
             self.allocated[uid] = a
-            self.shares[uid] = dominant_share(a, self.total)
+            self.shares[uid] = self.share_of(a)
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)
         ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def share_of(self, r: Resource) -> float:
-        return dominant_share(r, self.total)
+        """dominant_share(r, total), with the total's names and amounts read once per session."""
+        basis = self._basis
+        if basis is None:
+            basis = self._basis = [(n, self.total.get(n)) for n in self.total.resource_names()]
+        res = 0.0
+        for n, d in basis:
+            res = max(res, share(r.get(n), d))
+        return res
 
     def job_order(self, l: JobInfo, r: JobInfo) -> int:
         """JobOrderFn: the lower dominant share first."""

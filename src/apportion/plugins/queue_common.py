@@ -41,7 +41,9 @@ def deduct_gated(job: JobInfo) -> Resource:
 def inqueue_resource(job: JobInfo) -> Resource:
     """GetInqueueResource: max(0, minResources - allocated) on minResources' dimensions, gated pods
     deducted, ephemeral-storage not counted."""
-    minres = deduct_gated(job)
+    # only read here: without gated pods there is nothing to deduct, and no copy to make
+    minres = deduct_gated(job) if job.gated_tasks else job.min_resources
+    assert minres is not None
     out = Resource()
     for n in minres.names():
         if n == EPHEMERAL or not minres.has(n):
