@@ -32,7 +32,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework.queue_picker import pop_best_index
 
 if TYPE_CHECKING:
-    from apportion.plugins.capacity import CapacityPlugin
+    from apportion.plugins.capacity import CapacityPlugin, QueueAttr
 
 Key = tuple[float, int]
 
@@ -167,15 +167,10 @@ class TreePicker:
         return w
 
     def push(self, queue: QueueInfo) -> None:
-        self.order[queue.name] = queue
-        self.seq[queue.name] = self.pushes
-        self.pushes += 1
-        attr = self.attrs.get(queue.name)
-        if attr is None or attr.children or not attr.ancestors:
-            self.non_leaves += 1
+        attr = self._enter(queue)
+        if attr is None:
             return
-        self.priorities[queue.priority] += 1
-        cn = self.cn[queue.name] = (queue.creation, queue.name)
+        cn = self.cn[queue.name]
         for parent in attr.ancestors:
             self.below.setdefault(parent, SortedList()).add(cn)
         child = queue.name
@@ -191,25 +186,15 @@ class TreePicker:
         below: dict[str, list[tuple[str, str]]] = {}
         kids: dict[str, list[tuple[Key, str]]] = {}
         for queue in queues:
-            self.order[queue.name] = queue
-            self.seq[queue.name] = self.pushes
-            self.pushes += 1
-            attr = self.attrs.get(queue.name)
-            if attr is None or attr.children or not attr.ancestors:
-                self.non_leaves += 1
+            attr = self._enter(queue)
+            if attr is None:
                 continue
-            self.priorities[queue.priority] += 1
-            cn = self.cn[queue.name] = (queue.creation, queue.name)
+            cn = self.cn[queue.name]
             for parent in attr.ancestors:
                 below.setdefault(parent, []).append(cn)
             child = queue.name
             for parent in reversed(attr.ancestors):
-                key = self._key(child)
-                if self.attrs[child].share != self.attrs[child].share:
-                    self.nan_filed.add(child)
-                    self.unordered += 1
-                kids.setdefault(parent, []).append((key, child))
-                self.key_of[child] = key
+                kids.setdefault(parent, []).append((self._file(child), child))
                 if parent in self.key_of:
                     break
                 child = parent
@@ -219,6 +204,28 @@ class TreePicker:
             self.kids[parent] = SortedList(keyed)
 
     # ------------------------------------------------------------------ bookkeeping
+    def _enter(self, queue: QueueInfo) -> QueueAttr | None:
+        """A push's place in the scan's list; for a leaf, its priority and (creation, name) too.
+        Returns the leaf's attributes, or None for a queue that is not a leaf of the tree."""
+        self.order[queue.name] = queue
+        self.seq[queue.name] = self.pushes
+        self.pushes += 1
+        attr = self.attrs.get(queue.name)
+        if attr is None or attr.children or not attr.ancestors:
+            self.non_leaves += 1
+            return None
+        self.priorities[queue.priority] += 1
+        self.cn[queue.name] = (queue.creation, queue.name)
+        return attr
+
+    def _file(self, name: str) -> Key:
+        """The key an active queue is filed under in its parent's child list (recorded in key_of)."""
+        key = self.key_of[name] = self._key(name)
+        if self.attrs[name].share != self.attrs[name].share:
+            self.nan_filed.add(name)
+            self.unordered += 1
+        return key
+
     def _deactivate(self, queue: QueueInfo) -> None:
         del self.order[queue.name]
         del self.seq[queue.name]
@@ -256,15 +263,11 @@ class TreePicker:
 
     def _insert(self, parent: str, name: str) -> None:
         self._touch(parent)
-        key = self._key(name)
-        if self.attrs[name].share != self.attrs[name].share:
-            self.nan_filed.add(name)
-            self.unordered += 1
+        key = self._file(name)
         kids = self.kids.get(parent)
         if kids is None:
             kids = self.kids[parent] = SortedList()
         kids.add((key, name))
-        self.key_of[name] = key
 
     def _remove(self, parent: str, name: str) -> None:
         self._touch(parent)
