@@ -136,9 +136,13 @@ class Recorder:
     def _leaf_queues(self) -> dict[str, Resource]:
         """Leaf queue -> deserved (reported, else spec); the same dict while neither changed."""
         sim = self.sim
-        key = (self._reported_version, *(id(kids) for kids in sim.children.values()))
-        if self._leaves is not None and self._leaves[0] == key:
-            return self._leaves[1]
+        # the children lists themselves, compared by identity (the follower replaces a list that
+        # changes; holding them keeps an id from being reused)
+        key = (self._reported_version, *sim.children.values())
+        last = self._leaves
+        if last is not None and len(last[0]) == len(key) and last[0][0] == key[0] and all(
+                a is b for a, b in zip(last[0][1:], key[1:])):
+            return last[1]
         if self._static_leaves is None:  # the scenario's tree is fixed; only plan children change
             parents = {q.parent for q in sim.queues.values() if q.parent}
             self._static_leaves = [n for n in sim.queues if n not in parents and n not in sim.plans]
