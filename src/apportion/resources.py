@@ -388,11 +388,18 @@ def share(allocated: float, deserved: float) -> float:
     return allocated / deserved
 
 
-def dominant_share(allocated: Resource, basis: Resource) -> float:
-    """The maximum over basis's names >= 0.1 (pods included) of Share(allocated, basis)."""
+def share_terms(basis: Resource) -> list[tuple[str, float]]:
+    """basis's names >= 0.1 (pods included) with their amounts: what dominant_share divides by."""
+    return [(n, basis.get(n)) for n in basis.resource_names()]
+
+
+def dominant_share(allocated: Resource, basis: Resource | list[tuple[str, float]]) -> float:
+    """The maximum over basis's names >= 0.1 (pods included) of Share(allocated, basis).
+
+    A caller that divides by the same basis many times passes its share_terms once computed."""
     res = 0.0
-    for n in basis.resource_names():
-        res = max(res, share(allocated.get(n), basis.get(n)))
+    for n, d in (share_terms(basis) if isinstance(basis, Resource) else basis):
+        res = max(res, share(allocated.get(n), d))
     return res
 
 

@@ -370,7 +370,8 @@ class CapacityPlugin(Plugin):
         fingerprint = self._tree_inputs(ssn) if ssn.memo is not None else None
         cached = ssn.memo.get(TREE_MEMO) if ssn.memo is not None else None
         from_memo = cached is not None and cached.inputs == fingerprint
-        if cached is not None and from_memo:
+        if from_memo:
+            assert cached is not None
             for text in cached.warnings:
                 self._warn(text)
             self.attrs = {name: lim.session_attr(name) for name, lim in cached.limits.items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Plugin, Session
-from apportion.resources import Resource, share
+from apportion.resources import Resource, dominant_share, share_terms
 
 SHARE_DELTA = 1e-6
 
@@ -25,7 +25,8 @@ class DrfPlugin(Plugin):
         #: drf's own job allocated: includes tasks pipelined in this session (they fire allocate events)
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
-        self._basis: list[tuple[str, float]] | None = None
+        #: the cluster total as dominant_share divides by it, read once: every share in the session uses it
+        self._terms = share_terms(self.total)
         for uid, job in ssn.jobs.items():
             a = job.allocated_sum()
             self.allocated[uid] = a
@@ -35,14 +36,7 @@ class DrfPlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def share_of(self, r: Resource) -> float:
-        """dominant_share(r, total), with the total's names and amounts read once per session."""
-        basis = self._basis
-        if basis is None:
-            basis = self._basis = [(n, self.total.get(n)) for n in self.total.resource_names()]
-        res = 0.0
-        for n, d in basis:
-            res = max(res, share(r.get(n), d))
-        return res
+        return dominant_share(r, self._terms)
 
     def job_order(self, l: JobInfo, r: JobInfo) -> int:
         """JobOrderFn: the lower dominant share first."""

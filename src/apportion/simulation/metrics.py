@@ -96,7 +96,8 @@ class Recorder:
         #: bumped whenever `reported` changes: _leaf_queues rebuilds its answer only then (or when the
         #: plan children change)
         self._reported_version = 0
-        self._leaves: tuple[tuple[Any, ...], dict[str, Resource]] | None = None
+        #: the last answer of _leaf_queues: (reported version, plan children lists, leaves)
+        self._leaves: tuple[int, list[list[Any]], dict[str, Resource]] | None = None
         self._des_last: tuple[dict[str, Resource], dict[str, tuple[tuple[float, ...], list[str]]]] | None = None
         #: the cluster's allocatable total, until the next node event
         self._cluster_total: Resource | None = None
@@ -138,11 +139,11 @@ class Recorder:
         sim = self.sim
         # the children lists themselves, compared by identity (the follower replaces a list that
         # changes; holding them keeps an id from being reused)
-        key = (self._reported_version, *sim.children.values())
+        kids_now = list(sim.children.values())
         last = self._leaves
-        if last is not None and len(last[0]) == len(key) and last[0][0] == key[0] and all(
-                a is b for a, b in zip(last[0][1:], key[1:])):
-            return last[1]
+        if (last is not None and last[0] == self._reported_version and len(last[1]) == len(kids_now)
+                and all(a is b for a, b in zip(last[1], kids_now))):
+            return last[2]
         if self._static_leaves is None:  # the scenario's tree is fixed; only plan children change
             parents = {q.parent for q in sim.queues.values() if q.parent}
             self._static_leaves = [n for n in sim.queues if n not in parents and n not in sim.plans]
@@ -152,7 +153,7 @@ class Recorder:
         for kids in sim.children.values():
             for q in kids:
                 out[q.name] = q.deserved
-        self._leaves = (key, out)
+        self._leaves = (self._reported_version, kids_now, out)
         return out
 
     def _deserved_nat(self, leaves: dict[str, Resource],
