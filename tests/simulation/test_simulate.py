@@ -502,3 +502,98 @@ workload:
     assert len(sessions) >= 3 and all(j.state == "done" for j in res.jobs)
     assert all(r() is None for r in sessions)
     assert gc.get_threshold() == before
+
+
+PREEMPT_AND_FAILURE = """
+  events:
+  - {at: 150, type: fail, nodes: [n-01]}
+  - {at: 400, type: recover, nodes: [n-01]}
+scheduler: |
+  actions: "enqueue, allocate, preempt, reclaim, backfill"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+    - name: conformance
+  - plugins:
+    - name: drf
+    - name: predicates
+    - name: capacity
+  - plugins:
+    - name: nodeorder
+priorityClasses: {high: 1000}
+queues:
+- {kind: Queue, metadata: {name: q1}, spec: {deserved: {cpu: 4, memory: 32Gi}}}
+- {kind: Queue, metadata: {name: q2}, spec: {deserved: {cpu: 4, memory: 32Gi}}}
+workload:
+  jobs:
+  - {name: hog, queue: q1, arrival: 0, duration: 600, tasks: 6, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
+  - {name: gang, queue: q2, arrival: 20, duration: 300, tasks: 2, minMember: 2, resources: {cpu: 2, memory: 1Gi}}
+  - {name: vip, queue: q1, arrival: 60, duration: 100, priorityClass: high, resources: {cpu: 2, memory: 1Gi}}
+  - {name: small, queue: q2, arrival: 90, duration: 50, tasks: 3, resources: {cpu: 1, memory: 1Gi}}
+"""
+
+
+def _reuse_scenarios() -> list[object]:
+    sc = load_scenario(default_scenario_path())
+    sc.run.horizon = 3600.0  # reservation queues, reclaim and a gang workload within the first hour
+    return [sc, scenario(node(cpu=4, count=2) + PREEMPT_AND_FAILURE)]
+
+
+def _fields(job: object) -> dict[str, object]:
+    """A JobInfo as plain values, its tasks too (TaskInfo compares by identity)."""
+    import dataclasses
+
+    out = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}  # type: ignore[arg-type]
+    out["tasks"] = {uid: {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+                    for uid, t in out["tasks"].items()}  # type: ignore[attr-defined]
+    return out
+
+
+def test_a_job_info_kept_between_sessions_equals_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator keeps the JobInfo of a job whose tasks all run from one session to the next.
+    Every time it does, the kept object must equal what a fresh build gives, field for field and task
+    for task, whatever the sessions before did to it (preempt and reclaim try victims and undo them,
+    gang writes conditions, a node fails)."""
+    from apportion.simulation.engine import Simulator
+
+    real = Simulator._job_info
+    kept = 0
+
+    def checked(self: Simulator, sj):  # type: ignore[no-untyped-def]
+        nonlocal kept
+        before = sj.info
+        got = real(self, sj)
+        if got is before:
+            kept += 1
+            saved = (sj.info, sj.info_of)
+            sj.info = None
+            fresh = real(self, sj)
+            sj.info, sj.info_of = saved
+            assert _fields(got) == _fields(fresh), f"{sj.uid}: the kept JobInfo differs from a fresh build"
+        return got
+
+    monkeypatch.setattr(Simulator, "_job_info", checked)
+    for sc in _reuse_scenarios():
+        simulate(sc)  # type: ignore[arg-type]
+    assert kept > 100
+
+
+def test_keeping_job_infos_between_sessions_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same summaries with every JobInfo built afresh for every session."""
+    from apportion.simulation.engine import Simulator
+    from apportion.simulation.metrics import summarize
+
+    def summaries() -> list[str]:
+        return [json.dumps(summarize(simulate(sc)), sort_keys=True)  # type: ignore[arg-type]
+                for sc in _reuse_scenarios()]
+
+    kept = summaries()
+    real = Simulator._job_info
+
+    def fresh(self: Simulator, sj):  # type: ignore[no-untyped-def]
+        sj.info = None
+        return real(self, sj)
+
+    monkeypatch.setattr(Simulator, "_job_info", fresh)
+    assert summaries() == kept
