@@ -541,10 +541,13 @@ def _reuse_scenarios() -> list[object]:
 
 
 def _fields(job: object) -> dict[str, object]:
-    """A JobInfo as plain values, its tasks too (TaskInfo compares by identity)."""
+    """A JobInfo as plain values, its tasks too (TaskInfo compares by identity). Values derived from
+    the job are left out: each records the version it was computed at, and a kept job is meant to
+    carry them."""
     import dataclasses
 
     out = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}  # type: ignore[arg-type]
+    del out["derived"]
     out["tasks"] = {uid: {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
                     for uid, t in out["tasks"].items()}  # type: ignore[attr-defined]
     return out

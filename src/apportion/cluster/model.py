@@ -222,9 +222,15 @@ class JobInfo:
     allocated_as_added: bool = True
     #: how many gated tasks were added: 0 means no gated pod, so nothing to deduct from minResources
     gated_tasks: int = 0
+    #: bumped by every task added and every task status changed
+    version: int = 0
+    #: what plugins computed from the job, by name, as (version, phase, value): valid while the job's
+    #: version and phase are those. A caller that keeps a JobInfo across sessions keeps these too.
+    derived: dict[str, tuple[int, PodGroupPhase, Any]] = field(default_factory=dict)
 
     # ------------------------------------------------------------- membership and status
     def add_task(self, t: TaskInfo) -> None:
+        self.version += 1
         if t.uid in self.tasks:
             self.allocated_as_added = False
         if t.gated:
@@ -241,6 +247,7 @@ class JobInfo:
         old = t.status
         if old is new:
             return
+        self.version += 1
         self.allocated_as_added = False
         self.counts[old] -= 1
         self.counts[new] = self.counts.get(new, 0) + 1

@@ -56,7 +56,11 @@ def inqueue_resource(job: JobInfo) -> Resource:
 
 def job_contribution(job: JobInfo) -> JobContribution:
     """allocated = allocated-status tasks; request = allocated + Pending tasks; inqueue per phase;
-    elastic = ExceededPart(allocated, minResources)."""
+    elastic = ExceededPart(allocated, minResources). Kept on the job (see JobInfo.derived): read it, do
+    not change it."""
+    hit = job.derived.get("contribution")
+    if hit is not None and hit[0] == job.version and hit[1] is job.phase:
+        return hit[2]  # type: ignore[no-any-return]
     n_allocated = job.count(ALLOCATED_STATUSES)
     if n_allocated == len(job.tasks):
         # every task allocated: both sums add the same requests in the same order
@@ -75,7 +79,9 @@ def job_contribution(job: JobInfo) -> JobContribution:
     running_gang = job.phase is PodGroupPhase.RUNNING and n_allocated >= job.min_available
     if job.min_resources is not None and (job.phase is PodGroupPhase.INQUEUE or running_gang):
         inqueue = inqueue_resource(job)
-    return JobContribution(allocated, request, inqueue, job.elastic())
+    c = JobContribution(allocated, request, inqueue, job.elastic())
+    job.derived["contribution"] = (job.version, job.phase, c)
+    return c
 
 
 def enqueued_resource(job: JobInfo) -> Resource:
