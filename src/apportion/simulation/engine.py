@@ -270,7 +270,7 @@ class Simulator:
             t = job.tasks[idx]
             if t.status == "releasing" and t.attempt == attempt:
                 self._free(job, t)
-                t.status = "pending" if job.state == "active" else "done"
+                self._set_status(job, t, "pending" if job.state == "active" else "done")
         elif kind == EV_NODE:
             self._node_event(payload)
         elif kind == EV_RESERVATION:
@@ -299,6 +299,7 @@ class Simulator:
                 job.queue = default_child(spec.queue)
         job.state = "active"
         self.active[job.uid] = job
+        self.recorder.work_changed(job.queue)
 
     def _reject(self, job: SimJob, message: str) -> None:
         job.state = "rejected"
@@ -310,7 +311,7 @@ class Simulator:
         if t.status != "running" or t.attempt != attempt:
             return  # an attempt that was evicted or killed meanwhile
         self._free(job, t)
-        t.status = "done"
+        self._set_status(job, t, "done")
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
             job.state = "done"
@@ -321,8 +322,12 @@ class Simulator:
     def _free(self, job: SimJob, t: SimTask) -> None:
         if t.node:
             self.node_tasks.get(t.node, set()).discard((job.uid, t.index))
-            self.recorder.release(job, t)
         t.node = ""
+
+    def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
+        """Every task status change goes through here: the metrics recount only the queues it names."""
+        t.status = status
+        self.recorder.work_changed(job.queue)
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
         """A running task stops now (evicted, killed, node lost): count the lost work."""
@@ -334,11 +339,11 @@ class Simulator:
         t.attempt += 1
         grace = self.sc.run.eviction_grace
         if grace > 0 and t.node in self.nodes:
-            t.status = "releasing"
+            self._set_status(job, t, "releasing")
             self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
         else:
             self._free(job, t)
-            t.status = "pending" if restart else "done"
+            self._set_status(job, t, "pending" if restart else "done")
 
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
@@ -359,7 +364,7 @@ class Simulator:
                     t = job.tasks[idx]
                     if t.status == "releasing":
                         self._free(job, t)
-                        t.status = "pending"
+                        self._set_status(job, t, "pending")
                         continue
                     self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
                     job.evictions += 1
@@ -439,6 +444,8 @@ class Simulator:
             if plan.spec.move_on_expiry:
                 self.recorder.event(self.now, job.uid, "MovedOnExpiry",
                                     f"reservation {job.queue} expired; moved to {target}")
+                self.recorder.work_changed(job.queue)
+                self.recorder.work_changed(target)
                 job.queue = target
             else:
                 self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
@@ -446,9 +453,10 @@ class Simulator:
                     if t.status == "running":
                         self._stop(job, t, restart=False)
                     elif t.status == "pending":
-                        t.status = "done"
+                        self._set_status(job, t, "done")
                 job.state = "killed"
                 job.finish = self.now
+                self.recorder.work_changed(job.queue)
                 self.active.pop(job.uid, None)
 
     # ================================================================= one session
@@ -553,11 +561,10 @@ class Simulator:
             sj, t = by_key[key]
             if t.status != "pending":
                 continue
-            t.status = "running"
+            self._set_status(sj, t, "running")
             t.node = node
             t.start = self.now
             self.node_tasks[node].add((sj.uid, t.index))
-            self.recorder.bind(sj, t)
             if sj.first_start is None:
                 sj.first_start = self.now
             sj.last_start = self.now

@@ -104,14 +104,19 @@ class Recorder:
         #: per job uid: its per-task request in each sampled dimension (a job's requests never change)
         self._req: dict[str, list[float]] = {}
         self._had_work: set[str] = set()
+        #: queues whose jobs changed since the last sample (the simulator says which: work_changed)
+        self._dirty: set[str] = set()
+        #: per queue with running or waiting tasks: allocated and pending, raw units, per dimension,
+        #: summed over its active jobs in the simulator's order; recounted only for dirty queues
+        self._work: dict[str, tuple[list[float], list[float]]] = {}
+        #: per queue, as last sampled: its share and whether its deserved names any dimension
+        self._shares: dict[str, tuple[float, bool]] = {}
         self.final_time = 0.0
 
     # ----------------------------------------------------------------- hooks
-    def bind(self, job: SimJob, task: SimTask) -> None:
-        return None
-
-    def release(self, job: SimJob, task: SimTask) -> None:
-        return None
+    def work_changed(self, queue: str) -> None:
+        """A job of `queue` changed a task's status, arrived, left or moved (to or from it)."""
+        self._dirty.add(queue)
 
     def cluster_changed(self, t: float) -> None:
         self._cluster_total = None
@@ -183,26 +188,35 @@ class Recorder:
         leaves = self._leaf_queues()
         changed: set[str] = set()
         des = self._deserved_nat(leaves, changed)
-        # allocated and pending requests per queue with work, raw units, one float per dimension
-        alloc: dict[str, list[float]] = {}
-        pend: dict[str, list[float]] = {}
-        for job in sim.active.values():
-            running = waiting = 0
-            for task in job.tasks:
-                if task.status == "running":
-                    running += 1
-                elif task.status == "pending":
-                    waiting += 1
-            if not running and not waiting:
-                continue
-            req = self._req.get(job.uid)
-            if req is None:
-                req = self._req[job.uid] = [job.resreq.get(d) for d in dims]
-            a = alloc.setdefault(job.queue, [0.0] * nd)
-            p = pend.setdefault(job.queue, [0.0] * nd)
-            for i in range(nd):
-                a[i] += running * req[i]
-                p[i] += waiting * req[i]
+        dirty, self._dirty = self._dirty, set()
+        work = self._work
+        if dirty:
+            # allocated and pending requests per dirty queue: the same sums, in the same order, as a
+            # pass over every active job would give for it
+            fresh: dict[str, tuple[list[float], list[float]]] = {}
+            for job in sim.active.values():
+                if job.queue not in dirty:
+                    continue
+                running = waiting = 0
+                for task in job.tasks:
+                    if task.status == "running":
+                        running += 1
+                    elif task.status == "pending":
+                        waiting += 1
+                if not running and not waiting:
+                    continue
+                req = self._req.get(job.uid)
+                if req is None:
+                    req = self._req[job.uid] = [job.resreq.get(d) for d in dims]
+                a, p = fresh.get(job.queue) or fresh.setdefault(job.queue, ([0.0] * nd, [0.0] * nd))
+                for i in range(nd):
+                    a[i] += running * req[i]
+                    p[i] += waiting * req[i]
+            for q in dirty:
+                if q in fresh:
+                    work[q] = fresh[q]
+                else:
+                    work.pop(q, None)
         if self.times and self.times[-1] == t:
             self._drop_last()
         self.times.append(t)
@@ -211,31 +225,36 @@ class Recorder:
         xs = []
         t0 = self.times[0]
         # A queue without work now or at the last sample, whose deserved did not change, would record
-        # the same values again (Series.put drops them): with 1,000 mostly idle queues, skip it
+        # the same values again (Series.put drops them): with 1,000 mostly idle queues, skip it. So is
+        # a queue whose work and deserved did not change; it still counts towards the cluster's use.
         known = self.queues.keys()
-        todo = set(alloc) | self._had_work | changed | (leaves.keys() - known) | (known - leaves.keys())
-        self._had_work = set(alloc)
-        for q in todo:
-            a = alloc.get(q, zero)
-            p = pend.get(q, zero)
-            d_nat, keys = des.get(q, (tuple(zero), []))
-            sh = 0.0
-            for d in keys:
-                i = dims.index(d)
-                sh = max(sh, _nat(d, a[i]) / d_nat[i])
+        recount = dirty | changed | (leaves.keys() - known) | (known - leaves.keys())
+        todo = work.keys() | self._had_work | recount
+        self._had_work = set(work)
+        shares = self._shares
+        for q in sorted(todo):  # sorted: `used` adds up in the same order whatever the history
+            a, p = work.get(q, (zero, zero))
+            if q in recount or q not in shares:
+                d_nat, keys = des.get(q, (tuple(zero), []))
+                sh = 0.0
+                for d in keys:
+                    i = dims.index(d)
+                    sh = max(sh, _nat(d, a[i]) / d_nat[i])
+                shares[q] = (sh, bool(keys))
+                values = (*(_nat(d, a[i]) for i, d in enumerate(dims)), *d_nat,
+                          *(_nat(d, p[i]) for i, d in enumerate(dims)), sh)
+                s = self.queues.get(q)
+                if s is None:
+                    s = self.queues[q] = Series()
+                    if t > t0:  # a queue first seen late was empty before
+                        s.put(t0, dims, (0.0,) * (3 * nd + 1))
+                s.put(t, dims, values)
             if a is not zero:
                 for i in range(nd):
                     used[i] += a[i]
-                if keys:
+                sh, named = shares[q]
+                if named:
                     xs.append((q, sh))
-            values = (*(_nat(d, a[i]) for i, d in enumerate(dims)), *d_nat,
-                      *(_nat(d, p[i]) for i, d in enumerate(dims)), sh)
-            s = self.queues.get(q)
-            if s is None:
-                s = self.queues[q] = Series()
-                if t > t0:  # a queue first seen late was empty before
-                    s.put(t0, dims, (0.0,) * (3 * nd + 1))
-            s.put(t, dims, values)
         total = self._cluster_total
         if total is None:
             total = self._cluster_total = Resource()
@@ -244,9 +263,9 @@ class Recorder:
         for i, d in enumerate(dims):
             self.used[d].append(_nat(d, used[i]))
             self.total[d].append(_nat(d, total.get(d)))
-        shares = [x for _, x in sorted(xs)]
-        self.busy.append(len(shares))
-        self.fairness.append(jain(shares) if shares else float("nan"))
+        busy = [x for _, x in sorted(xs)]
+        self.busy.append(len(busy))
+        self.fairness.append(jain(busy) if busy else float("nan"))
 
     def _drop_last(self) -> None:
         # a second sample at the same instant replaces the first (queues' Series do that in put)
