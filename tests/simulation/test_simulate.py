@@ -600,3 +600,38 @@ def test_keeping_job_infos_between_sessions_changes_no_result(monkeypatch: pytes
 
     monkeypatch.setattr(Simulator, "_job_info", fresh)
     assert summaries() == kept
+
+
+def test_metrics_recount_only_changed_queues_yet_match_a_full_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder recounts a queue's allocated and pending only when the simulator says one of its
+    jobs changed. After every sample that must equal a count over every active job: a status change,
+    arrival, completion, eviction, node failure, expiry move or kill the simulator did not report
+    would show here."""
+    from apportion.simulation.metrics import Recorder
+
+    real = Recorder.sample
+    samples = 0
+
+    def checked(self: Recorder, t: float) -> None:
+        nonlocal samples
+        real(self, t)
+        samples += 1
+        full: dict[str, tuple[list[float], list[float]]] = {}
+        for job in self.sim.active.values():
+            running = sum(1 for x in job.tasks if x.status == "running")
+            waiting = sum(1 for x in job.tasks if x.status == "pending")
+            if running or waiting:
+                a, p = full.setdefault(job.queue, ([0.0] * len(self.dims), [0.0] * len(self.dims)))
+                for i, d in enumerate(self.dims):
+                    a[i] += running * job.resreq.get(d)
+                    p[i] += waiting * job.resreq.get(d)
+        assert self._work == full, f"at {t}"
+
+    monkeypatch.setattr(Recorder, "sample", checked)
+    expiring = [scenario(reservable("""
+  - {name: long, queue: res, reservation: r1, arrival: 100, duration: 500, resources: {cpu: 2, memory: 1Gi}}
+  - {name: be, queue: res, arrival: 0, duration: 500, tasks: 4, minMember: 1, resources: {cpu: 1, memory: 1Gi}}
+""", move=move)) for move in (True, False)]
+    for sc in [*_reuse_scenarios(), *expiring]:
+        simulate(sc)  # type: ignore[arg-type]
+    assert samples > 100

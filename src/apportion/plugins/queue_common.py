@@ -60,7 +60,7 @@ def job_contribution(job: JobInfo) -> JobContribution:
     not change it."""
     hit = job.derived.get("contribution")
     if hit is not None and hit[0] == job.version and hit[1] is job.phase:
-        return hit[2]  # type: ignore[no-any-return]
+        return hit[2]
     n_allocated = job.count(ALLOCATED_STATUSES)
     if n_allocated == len(job.tasks):
         # every task allocated: both sums add the same requests in the same order
