@@ -548,7 +548,7 @@ def _fields(job: object) -> dict[str, object]:
 
     out = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}  # type: ignore[arg-type]
     del out["derived"]
-    out["tasks"] = {uid: {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+    out["tasks"] = {uid: {f.name: getattr(t, f.name) for f in dataclasses.fields(t) if f.name != "kube_requests"}
                     for uid, t in out["tasks"].items()}  # type: ignore[attr-defined]
     return out
 

@@ -14,6 +14,10 @@ from apportion.resources import Resource, dominant_share, share_terms
 SHARE_DELTA = 1e-6
 
 
+#: JobInfo.derived key: (the cluster total's share terms, the job's allocated sum, its dominant share)
+DERIVED = "drf.share"
+
+
 class DrfPlugin(Plugin):
     name = "drf"
 
@@ -27,10 +31,19 @@ class DrfPlugin(Plugin):
         self.shares: dict[str, float] = {}
         #: the cluster total as dominant_share divides by it, read once: every share in the session uses it
         self._terms = share_terms(self.total)
+        #: jobs whose `allocated` entry is drf's own: the others share the sum kept on the job (see
+        #: JobInfo.derived) and are copied before the first change
+        self._own: set[str] = set()
         for uid, job in ssn.jobs.items():
-            a = job.allocated_sum()
+            hit = job.derived.get(DERIVED)
+            if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2][0] == self._terms:
+                _, a, share = hit[2]
+            else:
+                a = job.allocated_sum()
+                share = self.share_of(a)
+                job.derived[DERIVED] = (job.version, job.phase, (self._terms, a, share))
             self.allocated[uid] = a
-            self.shares[uid] = self.share_of(a)
+            self.shares[uid] = share
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)
         ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
@@ -61,12 +74,20 @@ class DrfPlugin(Plugin):
                 victims.append(c)
         return victims, ep.PERMIT
 
+    def _owned(self, uid: str) -> Resource:
+        """The job's allocated as drf may change it."""
+        if uid not in self._own:
+            self._own.add(uid)
+            shared = self.allocated.get(uid)
+            self.allocated[uid] = Resource() if shared is None else shared.clone()
+        return self.allocated[uid]
+
     def on_allocate(self, task: TaskInfo) -> None:
-        a = self.allocated.setdefault(task.job, Resource())
+        a = self._owned(task.job)
         a.add(task.resreq)
         self.shares[task.job] = self.share_of(a)
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        a = self.allocated.setdefault(task.job, Resource())
+        a = self._owned(task.job)
         a.sub_without_assert(task.resreq)
         self.shares[task.job] = self.share_of(a)

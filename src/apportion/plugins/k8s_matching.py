@@ -319,7 +319,6 @@ class NodeView:
     sums: np.ndarray = field(init=False)
     _row_of: dict[str, int] = field(init=False)
     _placed: dict[str, int] = field(init=False)
-    _requests: dict[str, tuple[float, float, float, float, float]] = field(init=False)
     _vectors: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -328,7 +327,6 @@ class NodeView:
         self.sums = np.zeros((n, 5))
         self._row_of = {node.name: i for i, node in enumerate(self.nodes)}
         self._placed = {}
-        self._requests = {}
         self._vectors = {}
         # what _apply(i, t, 1) does task by task, in one step (add.at sums a repeated row in order)
         rows = [i for i, node in enumerate(self.nodes) for _ in node.tasks]
@@ -338,10 +336,10 @@ class NodeView:
             np.add.at(self.sums, rows, reqs)
 
     def requests(self, t: TaskInfo) -> tuple[float, float, float, float, float]:
-        """pod_requests(t), computed once per task (a task's requests do not change in a session)."""
-        r = self._requests.get(t.uid)
+        """pod_requests(t), computed once per task (kept on it: a task's requests never change)."""
+        r = t.kube_requests
         if r is None:
-            r = self._requests[t.uid] = pod_requests(t)
+            r = t.kube_requests = pod_requests(t)
         return r
 
     def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
