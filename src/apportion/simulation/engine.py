@@ -573,10 +573,9 @@ class Simulator:
             sj2 = self.active.get(uid)
             if sj2 is None:
                 continue
-            new = PodGroupPhase(phase)
-            if new is not sj2.phase:
+            if phase != sj2.phase.value:  # most phases stay; converting each one was a real cost
                 changed = True
-                sj2.phase = new
+                sj2.phase = PodGroupPhase(phase)
         for ev in result.events:
             sj3 = self.active.get(ev.object)
             if sj3 is not None:
