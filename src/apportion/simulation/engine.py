@@ -101,6 +101,8 @@ class SimJob:
     #: from (see Simulator._job_info)
     info: JobInfo | None = field(default=None, repr=False, compare=False)
     info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    #: bumped by every task status change (Simulator._set_status); a task's node changes only with it
+    changes: int = 0
 
     @property
     def gpus_per_task(self) -> float:
@@ -327,6 +329,7 @@ class Simulator:
     def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
         """Every task status change goes through here: the metrics recount only the queues it names."""
         t.status = status
+        job.changes += 1
         self.recorder.work_changed(job.queue)
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
@@ -487,24 +490,26 @@ class Simulator:
     def _job_info(self, sj: SimJob) -> JobInfo:
         """The job as a session sees it.
 
-        A job whose tasks all run keeps its JobInfo from one session to the next, while it runs the same
-        tasks on the same nodes, in the same queue and phase: at full load that is nine jobs in ten, and
-        building them was a tenth of the simulator's time. A session may write to a job it reads:
+        A job whose tasks all run keeps its JobInfo from one session to the next while none of its tasks
+        changed status (`changes`) and it stays in the same queue and phase: at full load that is nine
+        jobs in ten, and building them was a tenth of the simulator's time. A session may write to a job it reads:
         what it records for the session (conditions, fit errors, per-session task fields) is cleared
         here, and a task status it changed, even if changed back (an eviction undone), clears
         `allocated_as_added`, which sends the job back to a fresh build.
         """
         uid = sj.uid
-        of = (sj.phase, sj.queue, sj.reservation_id, *[(t.status, t.node) for t in sj.tasks])
+        of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         ji = sj.info
         if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
             ji.conditions.clear()
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
+            # what the session filled in at open (the node table's columns may differ next time); the
+            # rest a session writes to a task belongs to tasks it placed, evicted or pipelined, which
+            # would have cleared allocated_as_added
             for ti in ji.tasks.values():
-                ti.vec = ti.cols = ti.last_tx_status = ti.initial_status = None
-                ti.nominated_node = ""
+                ti.vec = ti.cols = ti.initial_status = None
             return ji
         ji = JobInfo(uid=uid, name=sj.spec.name, namespace=NAMESPACE, queue=sj.queue,
                      min_available=sj.spec.min_member, min_resources=sj.min_resources.clone(),
