@@ -181,3 +181,63 @@ def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatc
     assert scans and scans[0] == ["q0p0", "q0p1", "q1p0"]
     monkeypatch.setattr(Session, "fast_queue_pickers", False)
     assert fast == cycle(objs, CONF).to_json()
+
+
+def _enqueue_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[str]:
+    """Every job enqueue asks about, in order, with the tree picker or with the reference scan."""
+    asked: list[str] = []
+    real = Session.job_enqueueable
+
+    def record(self: Session, job: Any) -> bool:
+        asked.append(job.uid)
+        return real(self, job)
+
+    monkeypatch.setattr(Session, "job_enqueueable", record)
+    monkeypatch.setattr(Session, "fast_queue_pickers", fast)
+    cycle(objs, CONF)
+    monkeypatch.setattr(Session, "job_enqueueable", real)
+    return asked
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(objs=trees())
+def test_drained_enqueue_asks_in_the_scans_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enqueue takes the whole order from drain_order when it can: the jobs it asks about, and their
+    order, are those of the reference scan's pops (the admission checks depend on that order)."""
+    assert _enqueue_order(objs, monkeypatch, True) == _enqueue_order(objs, monkeypatch, False)
+
+
+def test_drain_order_passes_a_cyclic_tie_that_holds_one_pending_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pa and pb tie (1 cpu of 8 each). Under pa, pa-3 (share 0) beats pa-1 (1/4); across the tie leaves
+    compare by name: pa-1 < pb-2 < pa-3, and pa-3 < pa-1: a cycle. Only pa-1 has a pending job there,
+    so the cycle cannot change when it is reached: the order is known without popping, and pc-4's
+    pending job (its parent's share is higher) comes after."""
+    objs = [node("n0", cpu=64, memory="256Gi"), queue("root"),
+            queue("pa", parent="root", deserved={"cpu": "8"}), queue("pb", parent="root", deserved={"cpu": "8"}),
+            queue("pc", parent="root", deserved={"cpu": "4"}),
+            queue("pa-1", parent="pa", deserved={"cpu": "4"}), queue("pa-3", parent="pa", deserved={"cpu": "4"}),
+            queue("pb-2", parent="pb", deserved={"cpu": "4"}), queue("pc-4", parent="pc", deserved={"cpu": "4"}),
+            podgroup("run-a", queue="pa-1", phase="Running"), pod("run-a-0", "run-a", cpu=1, node_name="n0"),
+            podgroup("run-b", queue="pb-2", phase="Running"), pod("run-b-0", "run-b", cpu=1, node_name="n0"),
+            podgroup("run-c", queue="pc-4", phase="Running"), pod("run-c-0", "run-c", cpu=2, node_name="n0"),
+            podgroup("idle-a", queue="pa-3", phase="Inqueue"), pod("idle-a-0", "idle-a", cpu=1),
+            podgroup("new-a", queue="pa-1", phase="Pending", min_resources={"cpu": "1"}),
+            pod("new-a-0", "new-a", cpu=1),
+            podgroup("new-c", queue="pc-4", phase="Pending", min_resources={"cpu": "1"}),
+            pod("new-c-0", "new-c", cpu=1)]
+    drained: list[list[str]] = []
+    real = capacity_picker.TreePicker.drain_order
+
+    def spy(self: Any, pending: Any) -> Any:
+        out = real(self, pending)
+        if out is not None:
+            out = list(out)
+            drained.append([q.name for q in out])
+            out = iter(out)
+        return out
+
+    monkeypatch.setattr(capacity_picker.TreePicker, "drain_order", spy)
+    fast = _enqueue_order(objs, monkeypatch, True)
+    assert drained == [["pa-1", "pc-4"]]
+    assert fast == _enqueue_order(objs, monkeypatch, False) == ["ns/new-a", "ns/new-c"]

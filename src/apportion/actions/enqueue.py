@@ -25,6 +25,15 @@ def execute(ssn: Session) -> None:
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
     waiting = sum(1 for jobs in pending.values() if jobs)
     picker = ssn.queue_picker(queues)
+    # Admitting a job moves no queue's share, so a picker may know the whole order up front: the
+    # queues with pending jobs, each worked on until done (QueuePicker.drain_order).
+    drained = picker.drain_order([name for name, jobs in pending.items() if jobs]) if waiting else None
+    if drained is not None:
+        for queue in drained:
+            jobs = pending[queue.name]
+            while jobs:
+                _admit(ssn, pop_best(jobs, ssn.job_compare))
+        return
     while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
@@ -33,8 +42,12 @@ def execute(ssn: Session) -> None:
         job = pop_best(jobs, ssn.job_compare)
         if not jobs:
             waiting -= 1
-        # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
-        if job.min_resources is None or ssn.job_enqueueable(job):
-            ssn.job_enqueued(job)
-            job.phase = PodGroupPhase.INQUEUE
+        _admit(ssn, job)
         picker.push(queue)
+
+
+def _admit(ssn: Session, job: JobInfo) -> None:
+    # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
+    if job.min_resources is None or ssn.job_enqueueable(job):
+        ssn.job_enqueued(job)
+        job.phase = PodGroupPhase.INQUEUE

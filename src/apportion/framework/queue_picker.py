@@ -10,7 +10,7 @@ picker).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Protocol
 
 from apportion.cluster.model import QueueInfo
@@ -34,6 +34,14 @@ class QueuePicker(Protocol):
 
     def __len__(self) -> int: ...
 
+    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
+        """Where the caller works on the queues in `pending` until each is done, without changing the
+        queue order meanwhile (enqueue: it admits jobs, which moves no share), and drops the other
+        queues unseen: the order in which pop-work-push would first reach each pending queue and then
+        stay on it until it is done. None when the picker cannot tell without popping. The picker is
+        spent afterwards."""
+        ...
+
 
 class ScanPicker:
     """The reference picker: a scan in list order; a pushed queue goes to the end."""
@@ -50,6 +58,9 @@ class ScanPicker:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
+        return None  # the reference pops
 
 
 #: a plugin's picker factory: (queues in list order, the session's full comparison) -> picker

@@ -22,13 +22,14 @@ priority differs or a non-leaf is queued, it scans the whole list.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
+from apportion.errors import InternalError
 from apportion.framework.queue_picker import pop_best_index
 
 if TYPE_CHECKING:
@@ -89,6 +90,63 @@ class TreePicker:
         queue = items[pop_best_index(items, self.compare)]
         self._deactivate(queue)
         return queue
+
+    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
+        """The pending leaves in the order enqueue's pops would reach them, when no tie can make it
+        depend on the other queues (QueuePicker.drain_order).
+
+        Two leaves compare by the keys of the queues where their paths part and, only where those tie,
+        by the leaves' (creation, name). Call a tie *open* when, at some node, children with equal keys
+        include one that is not a leaf: under such a group the order may be cyclic. Outside open ties
+        every comparison agrees with the lexicographic order L of (keys along the path, creation,
+        name), and the leaves under each open tie form an interval of L. Suppose no open tie holds
+        more than one pending leaf, and let p be the L-first pending leaf. A scan only moves its best
+        to a queue that beats it: down L, or within an interval. Once at p or below it (which p
+        reaches as soon as the scan meets it, unless already there) the best never climbs past p's
+        interval, which holds no other pending leaf: the scan returns p or a queue without pending
+        work. Those are dropped; p is worked on and pushed back with the same key (nothing moves during
+        enqueue), and is again the scan's first pending answer until it is done. Hence: the pending
+        leaves in L order, each until done. Otherwise None: the pops decide.
+        """
+        self._sync()
+        if self.unordered or self.non_leaves or len(self.priorities) > 1:
+            return None
+        if any(name not in self.cn for name in pending):
+            return None
+        below: Counter[str] = Counter(pending)  # pending leaves at or below each queue
+        for name in pending:
+            below.update(self.attrs[name].ancestors)
+        for node, kids in self.kids.items():
+            if below[node] < 2:
+                continue  # no group under it can hold two
+            run: list[str] = []
+            last: Key | None = None
+            for key, name in kids:
+                if key != last:
+                    if self._open_tie_holds_two(run, below):
+                        return None
+                    run, last = [], key
+                run.append(name)
+            if self._open_tie_holds_two(run, below):
+                return None
+        key_of, cn = self.key_of, self.cn
+
+        def place(name: str) -> tuple[tuple[Key, ...], tuple[str, str]]:
+            return (*[key_of[a] for a in self.attrs[name].ancestors[1:]], key_of[name]), cn[name]
+
+        return self._drained(sorted(pending, key=place))
+
+    def _open_tie_holds_two(self, run: list[str], below: Counter[str]) -> bool:
+        return (len(run) > 1 and any(n in self.kids for n in run)
+                and sum(below[n] for n in run) > 1)
+
+    def _drained(self, names: list[str]) -> Iterator[QueueInfo]:
+        log = self.plugin.share_log
+        start = len(log)
+        for name in names:
+            if len(log) != start:
+                raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
+            yield self.order[name]
 
     def _scan_group(self, leaves: list[str], home: dict[str, str]) -> str:
         """pop_best_index over the tied group's leaves (in list order), without the session's compare
