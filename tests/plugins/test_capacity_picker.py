@@ -229,15 +229,75 @@ def test_drain_order_passes_a_cyclic_tie_that_holds_one_pending_queue(monkeypatc
     drained: list[list[str]] = []
     real = capacity_picker.TreePicker.drain_order
 
-    def spy(self: Any, pending: Any) -> Any:
-        out = real(self, pending)
-        if out is not None:
-            out = list(out)
-            drained.append([q.name for q in out])
-            out = iter(out)
-        return out
+    def spy(self: Any, has_work: Any) -> Any:
+        steps = real(self, has_work)
+        if steps is None:
+            return None
+        drained.append([])
+
+        def record() -> Any:
+            for q in steps:
+                drained[-1].append(q.name)
+                yield q
+        return record()
 
     monkeypatch.setattr(capacity_picker.TreePicker, "drain_order", spy)
     fast = _enqueue_order(objs, monkeypatch, True)
     assert drained == [["pa-1", "pc-4"]]
     assert fast == _enqueue_order(objs, monkeypatch, False) == ["ns/new-a", "ns/new-c"]
+
+
+@st.composite
+def tied_parents(draw: Any) -> list[dict]:
+    """Parents that tie (same deserved, same running use) over leaves whose own keys differ, with leaf
+    names interleaved across parents: the open groups, cyclic or not, that drain_order must either
+    order as the pops do or leave to a scan; a third level under some leaves."""
+    objs: list[dict] = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+    parents = draw(st.integers(2, 3))
+    used = draw(st.sampled_from([0, 1, 2]))
+    leaves: list[tuple[str, str]] = []
+    for p in range(parents):
+        objs.append(queue(f"p{p}", parent="root", deserved={"cpu": "8"}))
+        for c in range(draw(st.integers(1, 4))):
+            name = f"q{draw(st.integers(0, 9))}{c}p{p}"
+            cdes = draw(st.sampled_from([None, "2", "4"]))
+            objs.append(queue(name, parent=f"p{p}", **({"deserved": {"cpu": cdes}} if cdes else {})))
+            if draw(st.integers(0, 3)) == 0:
+                for k in range(draw(st.integers(1, 2))):
+                    objs.append(queue(f"{name}x{k}", parent=name, deserved={"cpu": "2"}))
+                    leaves.append((f"{name}x{k}", f"p{p}"))
+            else:
+                leaves.append((name, f"p{p}"))
+    if draw(st.booleans()):
+        objs.append(queue("solo", parent="root", deserved={"cpu": "8"}))
+        leaves.append(("solo", "root"))
+    # the same running use under every parent keeps them tied; which leaf carries it varies
+    by_parent: dict[str, list[str]] = {}
+    for leaf, parent in leaves:
+        by_parent.setdefault(parent, []).append(leaf)
+    g = 0
+    for parent, names in sorted(by_parent.items()):
+        if parent == "root" or not used:
+            continue
+        carrier = draw(st.sampled_from(names))
+        objs += [podgroup(f"r{g}", queue=carrier, phase="Running"),
+                 pod(f"r{g}-0", f"r{g}", cpu=used, node_name="n0")]
+        g += 1
+    for leaf, _ in leaves:
+        kind = draw(st.sampled_from(["pending", "pending2", "idle", "none"]))
+        if kind == "none":
+            continue
+        for _ in range(2 if kind == "pending2" else 1):
+            phase = "Inqueue" if kind == "idle" else "Pending"
+            objs += [podgroup(f"j{g}", queue=leaf, phase=phase, min_resources={"cpu": "1"}),
+                     pod(f"j{g}-0", f"j{g}", cpu=1)]
+            g += 1
+    return objs
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(objs=tied_parents())
+def test_drained_enqueue_over_tied_parents_asks_in_the_scans_order(objs: list[dict],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _enqueue_order(objs, monkeypatch, True) == _enqueue_order(objs, monkeypatch, False)

@@ -25,14 +25,12 @@ def execute(ssn: Session) -> None:
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
     waiting = sum(1 for jobs in pending.values() if jobs)
     picker = ssn.queue_picker(queues)
-    # Admitting a job moves no queue's share, so a picker may know the whole order up front: the
-    # queues with pending jobs, each worked on until done (QueuePicker.drain_order).
-    drained = picker.drain_order([name for name, jobs in pending.items() if jobs]) if waiting else None
-    if drained is not None:
-        for queue in drained:
-            jobs = pending[queue.name]
-            while jobs:
-                _admit(ssn, pop_best(jobs, ssn.job_compare))
+    # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
+    # every queue that has no pending job (QueuePicker.drain_order).
+    steps = picker.drain_order(lambda name: bool(pending[name])) if waiting else None
+    if steps is not None:
+        for queue in steps:
+            _admit(ssn, pop_best(pending[queue.name], ssn.job_compare))
         return
     while waiting and len(picker):
         queue = picker.pop()

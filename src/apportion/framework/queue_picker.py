@@ -10,7 +10,7 @@ picker).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from apportion.cluster.model import QueueInfo
@@ -34,12 +34,11 @@ class QueuePicker(Protocol):
 
     def __len__(self) -> int: ...
 
-    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
-        """Where the caller works on the queues in `pending` until each is done, without changing the
-        queue order meanwhile (enqueue: it admits jobs, which moves no share), and drops the other
-        queues unseen: the order in which pop-work-push would first reach each pending queue and then
-        stay on it until it is done. None when the picker cannot tell without popping. The picker is
-        spent afterwards."""
+    def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
+        """For a caller that pops a queue, works on it if `has_work(name)` (one step, which moves no
+        share: enqueue admitting a job) and pushes it back, and drops it otherwise: the queues it would
+        work on, one per step, skipping the pops of queues without work. None when the picker cannot
+        tell. The picker is spent afterwards."""
         ...
 
 
@@ -59,7 +58,7 @@ class ScanPicker:
     def __len__(self) -> int:
         return len(self.items)
 
-    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
+    def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
         return None  # the reference pops
 
 

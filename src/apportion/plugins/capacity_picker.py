@@ -22,7 +22,7 @@ priority differs or a non-leaf is queued, it scans the whole list.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
@@ -91,62 +91,94 @@ class TreePicker:
         self._deactivate(queue)
         return queue
 
-    def drain_order(self, pending: Collection[str]) -> Iterator[QueueInfo] | None:
-        """The pending leaves in the order enqueue's pops would reach them, when no tie can make it
-        depend on the other queues (QueuePicker.drain_order).
+    def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
+        """enqueue's pops without popping the queues that have no work (QueuePicker.drain_order).
 
         Two leaves compare by the keys of the queues where their paths part and, only where those tie,
-        by the leaves' (creation, name). Call a tie *open* when, at some node, children with equal keys
-        include one that is not a leaf: under such a group the order may be cyclic. Outside open ties
-        every comparison agrees with the lexicographic order L of (keys along the path, creation,
-        name), and the leaves under each open tie form an interval of L. Suppose no open tie holds
-        more than one pending leaf, and let p be the L-first pending leaf. A scan only moves its best
-        to a queue that beats it: down L, or within an interval. Once at p or below it (which p
-        reaches as soon as the scan meets it, unless already there) the best never climbs past p's
-        interval, which holds no other pending leaf: the scan returns p or a queue without pending
-        work. Those are dropped; p is worked on and pushed back with the same key (nothing moves during
-        enqueue), and is again the scan's first pending answer until it is done. Hence: the pending
-        leaves in L order, each until done. Otherwise None: the pops decide.
+        by the leaves' (creation, name). Call a group of equal keys among a node's children *open* when
+        one of them is not a leaf: under it the order may be cyclic. Elsewhere every comparison agrees
+        with the lexicographic order L of (keys along the path, creation, name), and the leaves under
+        an open group form an interval of L. A scan only moves its best to a queue that beats it: down
+        L, or within an interval. Take the L-first unit with work: a leaf outside open groups with
+        pending jobs, or an open group whose leaves have pending jobs. While queues below it remain the
+        scan returns one of them (each without work now: dropped); then, since the unit beats
+        everything above it, the scan's answer is the scan over the unit alone: the leaf itself, or
+        the group's leaves in list order. So: units in L order; a leaf worked on until done (it is
+        pushed back with the same key, as nothing moves during enqueue); a group scanned on its own,
+        with pushes going to the end, until none of its leaves has work. Keys only move with allocate
+        and deallocate events, which enqueue does not fire; the steps check that they did not.
         """
         self._sync()
         if self.unordered or self.non_leaves or len(self.priorities) > 1:
             return None
+        pending = [name for name in self.order if has_work(name)]
         if any(name not in self.cn for name in pending):
             return None
-        below: Counter[str] = Counter(pending)  # pending leaves at or below each queue
+        below: Counter[str] = Counter(pending)  # leaves with work at or below each queue
         for name in pending:
             below.update(self.attrs[name].ancestors)
-        for node, kids in self.kids.items():
-            if below[node] < 2:
-                continue  # no group under it can hold two
-            run: list[str] = []
-            last: Key | None = None
-            for key, name in kids:
-                if key != last:
-                    if self._open_tie_holds_two(run, below):
-                        return None
-                    run, last = [], key
-                run.append(name)
-            if self._open_tie_holds_two(run, below):
-                return None
-        key_of, cn = self.key_of, self.cn
+        # listed before the first step: working on a group edits the child lists _units walks
+        return self._steps(list(self._units(ROOT_QUEUE, below)), has_work)
 
-        def place(name: str) -> tuple[tuple[Key, ...], tuple[str, str]]:
-            return (*[key_of[a] for a in self.attrs[name].ancestors[1:]], key_of[name]), cn[name]
+    def _units(self, node: str, below: Counter[str]) -> Iterator[str | list[str]]:
+        """The units with work below `node` in L order: a leaf's name, or an open group's members."""
+        kids = self.kids.get(node, ())
+        i = 0
+        while i < len(kids):
+            key = kids[i][0]
+            run = []
+            while i < len(kids) and kids[i][0] == key:
+                run.append(kids[i][1])
+                i += 1
+            with_work = [m for m in run if below[m]]
+            if not with_work:
+                continue
+            if len(run) > 1 and any(m in self.kids for m in run) and sum(below[m] for m in with_work) > 1:
+                yield run  # an open group with more than one leaf with work: scanned on its own
+                continue
+            # not open, or one leaf with work under an open group (a cycle there cannot reach past it)
+            for m in sorted(with_work, key=lambda m: self.cn.get(m, ("", m))):
+                if m in self.kids:
+                    yield from self._units(m, below)
+                else:
+                    yield m
 
-        return self._drained(sorted(pending, key=place))
-
-    def _open_tie_holds_two(self, run: list[str], below: Counter[str]) -> bool:
-        return (len(run) > 1 and any(n in self.kids for n in run)
-                and sum(below[n] for n in run) > 1)
-
-    def _drained(self, names: list[str]) -> Iterator[QueueInfo]:
+    def _steps(self, units: list[str | list[str]], has_work: Callable[[str], bool]) -> Iterator[QueueInfo]:
         log = self.plugin.share_log
         start = len(log)
-        for name in names:
-            if len(log) != start:
-                raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
-            yield self.order[name]
+        for unit in units:
+            if isinstance(unit, str):
+                while has_work(unit):
+                    self._check(log, start)
+                    yield self.order[unit]
+                continue
+            # What the pops do once the scan is down to the group: a winner by descent, else the scan
+            # over the group's leaves in list order; a leaf worked on is pushed back to the end.
+            waiting = sum(1 for m in unit for leaf in self._leaves_of(m) if has_work(leaf))
+            while waiting:
+                members = [m for m in unit if m in self.key_of]
+                best = self._group_winner(members)
+                if best is None:
+                    home = {leaf: m for m in members for leaf in self._leaves_of(m)}
+                    best = self._scan_group(sorted(home, key=self.seq.__getitem__), home)
+                queue = self.order[best]
+                self._deactivate(queue)
+                if not has_work(best):
+                    continue
+                self._check(log, start)
+                yield queue
+                self.push(queue)
+                if not has_work(best):
+                    waiting -= 1
+
+    def _leaves_of(self, name: str) -> list[str]:
+        """The active leaves at or below an active queue."""
+        return [c[1] for c in self.below[name]] if name in self.kids else [name]
+
+    @staticmethod
+    def _check(log: list[str], start: int) -> None:
+        if len(log) != start:
+            raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
 
     def _scan_group(self, leaves: list[str], home: dict[str, str]) -> str:
         """pop_best_index over the tied group's leaves (in list order), without the session's compare
@@ -208,7 +240,10 @@ class TreePicker:
         return w
 
     def _find_winner(self, node: str) -> str | None:
-        group = self._smallest(node)
+        return self._group_winner(self._smallest(node))
+
+    def _group_winner(self, group: list[str]) -> str | None:
+        """The active leaf under the tied `group` that beats every other one there, if the tree shows one."""
         if len(group) == 1:
             only = group[0]
             return self._winner(only) if only in self.kids else only
