@@ -154,20 +154,23 @@ class TreePicker:
                 continue
             # What the pops do once the scan is down to the group: a winner by descent, else the scan
             # over the group's leaves in list order; a leaf worked on is pushed back to the end.
-            waiting = sum(1 for m in unit for leaf in self._leaves_of(m) if has_work(leaf))
+            home = {leaf: m for m in unit for leaf in self._leaves_of(m)}
+            listed = sorted(home, key=self.seq.__getitem__)  # the group's leaves in list order
+            waiting = sum(1 for leaf in listed if has_work(leaf))
             while waiting:
-                members = [m for m in unit if m in self.key_of]
-                best = self._group_winner(members)
+                best = self._group_winner([m for m in unit if m in self.key_of])
                 if best is None:
-                    home = {leaf: m for m in members for leaf in self._leaves_of(m)}
-                    best = self._scan_group(sorted(home, key=self.seq.__getitem__), home)
+                    best = self._scan_group(listed, home)
+                listed.remove(best)
                 queue = self.order[best]
                 self._deactivate(queue)
                 if not has_work(best):
+                    del home[best]
                     continue
                 self._check(log, start)
                 yield queue
                 self.push(queue)
+                listed.append(best)
                 if not has_work(best):
                     waiting -= 1
 
