@@ -11,6 +11,10 @@ _READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})
 _PIPELINED_FOR_ROLE = frozenset({*_READY_FOR_ROLE, TaskStatus.PIPELINED})
 
 
+#: JobInfo.derived key of job_valid's answer
+VALID_KEY = "gang.valid"
+
+
 class GangPlugin(Plugin):
     name = "gang"
 
@@ -33,7 +37,16 @@ class GangPlugin(Plugin):
         return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
 
     def job_valid(self, job: JobInfo) -> tuple[bool, str]:
-        """JobValidFn (no switch): enough valid tasks overall and per role."""
+        """JobValidFn (no switch): enough valid tasks overall and per role. Kept on the job (see
+        JobInfo.derived): it follows from the task statuses and the job's minimums."""
+        hit = job.derived.get(VALID_KEY)
+        if hit is not None and hit[0] == job.version and hit[1] is job.phase:
+            return hit[2]
+        out = self._job_valid(job)
+        job.derived[VALID_KEY] = (job.version, job.phase, out)
+        return out
+
+    def _job_valid(self, job: JobInfo) -> tuple[bool, str]:
         valid = job.valid_num()
         if valid < job.min_available:
             return False, (f"not enough valid tasks for gang-scheduling: {valid} valid, "
