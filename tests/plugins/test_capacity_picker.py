@@ -82,9 +82,9 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
     real_group = capacity_picker.TreePicker._scan_group
 
-    def spy_group(self: Any, leaves: list[str], home: dict[str, str]) -> str:
+    def spy_group(self: Any, leaves: list[str], home: dict[str, str], *rest: Any) -> str:
         seen.append(list(leaves))
-        return real_group(self, leaves, home)
+        return real_group(self, leaves, home, *rest)
 
     monkeypatch.setattr(capacity_picker, "pop_best_index", spy)
     monkeypatch.setattr(capacity_picker.TreePicker, "_scan_group", spy_group)

@@ -157,11 +157,14 @@ class TreePicker:
             home = {leaf: m for m in unit for leaf in self._leaves_of(m)}
             listed = sorted(home, key=self.seq.__getitem__)  # the group's leaves in list order
             waiting = sum(1 for leaf in listed if has_work(leaf))
+            bests: list[str] = []  # the scan's best after each leaf of `listed`, as far as scanned
             while waiting:
                 best = self._group_winner([m for m in unit if m in self.key_of])
                 if best is None:
-                    best = self._scan_group(listed, home)
-                listed.remove(best)
+                    best = self._scan_group(listed, home, bests)
+                at = listed.index(best)
+                del listed[at]
+                del bests[at:]  # the leaves before it scan as before
                 queue = self.order[best]
                 self._deactivate(queue)
                 if not has_work(best):
@@ -183,19 +186,27 @@ class TreePicker:
         if len(log) != start:
             raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
 
-    def _scan_group(self, leaves: list[str], home: dict[str, str]) -> str:
+    def _scan_group(self, leaves: list[str], home: dict[str, str], bests: list[str] | None = None) -> str:
         """pop_best_index over the tied group's leaves (in list order), without the session's compare
         where its answer is known: two leaves under different tied children have their deepest common
         ancestor at the tie, where the two children compare equal, so the session decides by the
         leaves' (creation, name). Leaves under the same child compare as the plugin orders them: by
         the keys of the first queues where their paths part (what hierarchical_queue_order compares,
-        current after _sync), then by (creation, name), as the session does."""
+        current after _sync), then by (creation, name), as the session does.
+
+        `bests`, when given, holds the scan's best after each of the first len(bests) leaves (from an
+        earlier scan of the same leading leaves); the scan goes on from there and extends it."""
         cn, key_of, attrs = self.cn, self.key_of, self.attrs
-        best = leaves[0]
-        for leaf in leaves[1:]:
+        if bests is None:
+            bests = []
+        if not bests:
+            bests.append(leaves[0])
+        best = bests[-1]
+        for leaf in leaves[len(bests):]:
             if home[leaf] != home[best]:
                 if cn[leaf] < cn[best]:
                     best = leaf
+                bests.append(best)
                 continue
             ax, ab = attrs[leaf].ancestors, attrs[best].ancestors
             if ax == ab:
@@ -208,6 +219,7 @@ class TreePicker:
                 kb = key_of[ab[i] if i < len(ab) else best]
             if kx < kb or (kx == kb and cn[leaf] < cn[best]):
                 best = leaf
+            bests.append(best)
         return best
 
     def _descend(self) -> tuple[str | None, str, set[str]]:
