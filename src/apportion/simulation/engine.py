@@ -327,7 +327,8 @@ class Simulator:
         t.node = ""
 
     def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
-        """Every task status change goes through here: the metrics recount only the queues it names."""
+        """Every task status change goes through here: kept JobInfos are checked against `changes`, and
+        the metrics recount only the queues named here."""
         t.status = status
         job.changes += 1
         self.recorder.work_changed(job.queue)
@@ -490,12 +491,12 @@ class Simulator:
     def _job_info(self, sj: SimJob) -> JobInfo:
         """The job as a session sees it.
 
-        A job whose tasks all run keeps its JobInfo from one session to the next while none of its tasks
-        changed status (`changes`) and it stays in the same queue and phase: at full load that is nine
-        jobs in ten, and building them was a tenth of the simulator's time. A session may write to a job it reads:
-        what it records for the session (conditions, fit errors, per-session task fields) is cleared
-        here, and a task status it changed, even if changed back (an eviction undone), clears
-        `allocated_as_added`, which sends the job back to a fresh build.
+        A job whose tasks all run keeps its JobInfo from one session to the next while none of its
+        tasks changed status (`changes`) and it stays in the same queue and phase: at full load that is
+        nine jobs in ten, and building them was a tenth of the simulator's time. A session may write to
+        a job it reads: what it records for the session (conditions, fit errors, per-session task
+        fields) is cleared here, and a task status it changed, even if changed back (an eviction
+        undone), clears `allocated_as_added`, which sends the job back to a fresh build.
         """
         uid = sj.uid
         of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
