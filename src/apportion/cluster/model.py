@@ -7,11 +7,14 @@ scheduled) live here so every action and plugin asks the same question the same 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from apportion.resources import Resource
+
+_T = TypeVar("_T")
 
 
 class TaskStatus(Enum):
@@ -227,9 +230,9 @@ class JobInfo:
     gated_tasks: int = 0
     #: bumped by every task added and every task status changed
     version: int = 0
-    #: what plugins computed from the job, by name, as (version, phase, value): valid while the job's
-    #: version and phase are those. A caller that keeps a JobInfo across sessions keeps these too.
-    derived: dict[str, tuple[int, PodGroupPhase, Any]] = field(default_factory=dict)
+    #: what plugins computed from the job (see `derive`), by name, as (version, phase, inputs, value).
+    #: A caller that keeps a JobInfo across sessions keeps these too.
+    derived: dict[str, tuple[int, PodGroupPhase, Any, Any]] = field(default_factory=dict)
 
     # ------------------------------------------------------------- membership and status
     def add_task(self, t: TaskInfo) -> None:
@@ -265,6 +268,17 @@ class JobInfo:
             if new is TaskStatus.PENDING:
                 self.pending_be += 1
         t.status = new
+
+    def derive(self, name: str, inputs: Any, compute: Callable[[], _T]) -> _T:
+        """compute(), kept under `name` while the task statuses (`version`), the phase and `inputs` (what
+        else the value depends on, compared with ==) stay as they were. Callers read the value and
+        never change it."""
+        hit = self.derived.get(name)
+        if hit is not None and hit[0] == self.version and hit[1] is self.phase and hit[2] == inputs:
+            return hit[3]
+        value = compute()
+        self.derived[name] = (self.version, self.phase, inputs, value)
+        return value
 
     # ------------------------------------------------------------- counts
     def allocated_sum(self) -> Resource:

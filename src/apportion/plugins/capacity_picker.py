@@ -136,8 +136,11 @@ class TreePicker:
             if len(run) > 1 and any(m in self.kids for m in run) and sum(below[m] for m in with_work) > 1:
                 yield run  # an open group with more than one leaf with work: scanned on its own
                 continue
-            # not open, or one leaf with work under an open group (a cycle there cannot reach past it)
-            for m in sorted(with_work, key=lambda m: self.cn.get(m, ("", m))):
+            # not open, or one leaf with work under an open group (a cycle there cannot reach past it);
+            # several with work here are leaves of a tie, ordered by (creation, name)
+            if len(with_work) > 1:
+                with_work.sort(key=self.cn.__getitem__)
+            for m in with_work:
                 if m in self.kids:
                     yield from self._units(m, below)
                 else:

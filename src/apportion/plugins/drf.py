@@ -6,6 +6,8 @@ on drf's entry the plugin warns and runs flat (see docs/semantics.md).
 
 from __future__ import annotations
 
+import functools
+
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Plugin, Session
@@ -14,7 +16,7 @@ from apportion.resources import Resource, dominant_share, share_terms
 SHARE_DELTA = 1e-6
 
 
-#: JobInfo.derived key: (the cluster total's share terms, the job's allocated sum, its dominant share)
+#: JobInfo.derive key: the job's allocated sum and dominant share, for the cluster total's share terms
 DERIVED = "drf.share"
 
 
@@ -35,18 +37,16 @@ class DrfPlugin(Plugin):
         #: JobInfo.derived) and are copied before the first change
         self._own: set[str] = set()
         for uid, job in ssn.jobs.items():
-            hit = job.derived.get(DERIVED)
-            if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2][0] == self._terms:
-                _, a, share = hit[2]
-            else:
-                a = job.allocated_sum()
-                share = self.share_of(a)
-                job.derived[DERIVED] = (job.version, job.phase, (self._terms, a, share))
+            a, share = job.derive(DERIVED, self._terms, functools.partial(self._sum_and_share, job))
             self.allocated[uid] = a
             self.shares[uid] = share
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)
         ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def _sum_and_share(self, job: JobInfo) -> tuple[Resource, float]:
+        a = job.allocated_sum()
+        return a, self.share_of(a)
 
     def share_of(self, r: Resource) -> float:
         return dominant_share(r, self._terms)

@@ -37,17 +37,10 @@ class GangPlugin(Plugin):
         return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
 
     def job_valid(self, job: JobInfo) -> tuple[bool, str]:
-        """JobValidFn (no switch): enough valid tasks overall and per role. Kept on the job (see
-        JobInfo.derived) with the minimums it was computed for: it follows from those and the task
-        statuses."""
-        hit = job.derived.get(VALID_KEY)
-        if hit is not None and hit[0] == job.version and hit[1] is job.phase:
-            min_available, min_task_member, out = hit[2]
-            if min_available == job.min_available and min_task_member == job.min_task_member:
-                return out
-        out = self._job_valid(job)
-        job.derived[VALID_KEY] = (job.version, job.phase, (job.min_available, dict(job.min_task_member), out))
-        return out
+        """JobValidFn (no switch): enough valid tasks overall and per role. Kept on the job
+        (JobInfo.derive): it follows from the task statuses and the job's minimums."""
+        minimums = (job.min_available, dict(job.min_task_member))
+        return job.derive(VALID_KEY, minimums, lambda: self._job_valid(job))
 
     def _job_valid(self, job: JobInfo) -> tuple[bool, str]:
         valid = job.valid_num()

@@ -56,13 +56,12 @@ def inqueue_resource(job: JobInfo) -> Resource:
 
 def job_contribution(job: JobInfo) -> JobContribution:
     """allocated = allocated-status tasks; request = allocated + Pending tasks; inqueue per phase;
-    elastic = ExceededPart(allocated, minResources). Kept on the job (see JobInfo.derived) with the
-    minimums it was computed for: read it, do not change it."""
-    hit = job.derived.get("contribution")
-    if hit is not None and hit[0] == job.version and hit[1] is job.phase:
-        min_available, min_resources, c = hit[2]
-        if min_available == job.min_available and min_resources is job.min_resources:
-            return c
+    elastic = ExceededPart(allocated, minResources). Kept on the job (JobInfo.derive): read it, do not
+    change it."""
+    return job.derive("contribution", (job.min_available, job.min_resources), lambda: _contribution(job))
+
+
+def _contribution(job: JobInfo) -> JobContribution:
     n_allocated = job.count(ALLOCATED_STATUSES)
     if n_allocated == len(job.tasks):
         # every task allocated: both sums add the same requests in the same order
@@ -81,9 +80,7 @@ def job_contribution(job: JobInfo) -> JobContribution:
     running_gang = job.phase is PodGroupPhase.RUNNING and n_allocated >= job.min_available
     if job.min_resources is not None and (job.phase is PodGroupPhase.INQUEUE or running_gang):
         inqueue = inqueue_resource(job)
-    c = JobContribution(allocated, request, inqueue, job.elastic())
-    job.derived["contribution"] = (job.version, job.phase, (job.min_available, job.min_resources, c))
-    return c
+    return JobContribution(allocated, request, inqueue, job.elastic())
 
 
 def enqueued_resource(job: JobInfo) -> Resource:
