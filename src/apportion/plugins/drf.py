@@ -34,7 +34,7 @@ class DrfPlugin(Plugin):
         #: the cluster total as dominant_share divides by it, read once: every share in the session uses it
         self._terms = share_terms(self.total)
         #: jobs whose `allocated` entry is drf's own: the others share the sum kept on the job (see
-        #: JobInfo.derived) and are copied before the first change
+        #: JobInfo.derive) and are copied before the first change
         self._own: set[str] = set()
         for uid, job in ssn.jobs.items():
             a, share = job.derive(DERIVED, self._terms, functools.partial(self._sum_and_share, job))

@@ -11,7 +11,7 @@ _READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})
 _PIPELINED_FOR_ROLE = frozenset({*_READY_FOR_ROLE, TaskStatus.PIPELINED})
 
 
-#: JobInfo.derived key of job_valid's answer
+#: JobInfo.derive key of job_valid's answer
 VALID_KEY = "gang.valid"
 
 
