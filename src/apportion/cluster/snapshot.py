@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -220,6 +220,108 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
     return out
 
 
+# ===================================================================== per-object records
+# Each Kubernetes object is parsed on its own into a record; a Snapshot is assembled from the records.
+# The cache (apportion.state) keeps records between sessions and re-parses only the objects an event
+# changes; `build_snapshot` parses a whole dump and assembles it once.
+
+
+@dataclass(slots=True)
+class PriorityClassSpec:
+    """A PriorityClass: its value and whether it is the cluster's global default."""
+
+    name: str
+    value: int
+    global_default: bool
+
+
+@dataclass(slots=True)
+class ConfMapSpec:
+    """A ConfigMap: the scheduler conf text it carries (None when it carries none)."""
+
+    text: str | None
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    """A Node as read; NodeInfo objects (with their per-session task maps) are made from it."""
+
+    name: str
+    allocatable: Resource
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+
+
+@dataclass(slots=True)
+class PodGroupSpec:
+    """A PodGroup as read; the priority is resolved against the PriorityClasses at assembly."""
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    min_available: int
+    min_task_member: dict[str, int]
+    min_resources: Resource | None
+    priority_class_name: str
+    phase: PodGroupPhase
+    creation: str
+    annotations: dict[str, str]
+
+
+@dataclass(slots=True)
+class PodSpec:
+    """A Pod as read: the task (a template, copied into each snapshot) and how it joins a job."""
+
+    key: str
+    task: TaskInfo
+    scheduler: str
+    #: the scheduling.k8s.io/group-name annotation ("" when the pod names no PodGroup)
+    group: str
+
+
+#: kind -> whether its objects are namespaced (keyed namespace/name) or cluster-scoped (keyed name)
+NAMESPACED = {"Node": False, "Queue": False, "PriorityClass": False, "PodGroup": True, "Pod": True,
+              "ConfigMap": True}
+
+
+@dataclass
+class Records:
+    """Parsed objects by kind, each keyed as Kubernetes keys it, as (location, record), in arrival order."""
+
+    priority_classes: dict[str, tuple[str, PriorityClassSpec]] = field(default_factory=dict)
+    configmaps: dict[str, tuple[str, ConfMapSpec]] = field(default_factory=dict)
+    nodes: dict[str, tuple[str, NodeSpec]] = field(default_factory=dict)
+    queues: dict[str, tuple[str, QueueInfo]] = field(default_factory=dict)
+    podgroups: dict[str, tuple[str, PodGroupSpec]] = field(default_factory=dict)
+    pods: dict[str, tuple[str, PodSpec]] = field(default_factory=dict)
+    #: warnings about the objects read (kinds apportion does not read)
+    warnings: list[str] = field(default_factory=list)
+
+    def table(self, kind: str) -> dict[str, tuple[str, Any]]:
+        """The records of one kind."""
+        return {
+            "PriorityClass": self.priority_classes, "ConfigMap": self.configmaps, "Node": self.nodes,
+            "Queue": self.queues, "PodGroup": self.podgroups, "Pod": self.pods,
+        }[kind]  # type: ignore[return-value]
+
+
+def object_key(kind: str, o: _Obj) -> str:
+    """The object's Kubernetes key: `name` for cluster-scoped kinds, `namespace/name` for the others."""
+    name = _check_name(o)
+    if NAMESPACED[kind]:
+        return f"{o.str_('metadata.namespace', 'default') or 'default'}/{name}"
+    return name
+
+
+def parse_object(kind: str, o: _Obj, node_names: set[str] | None = None) -> Any:
+    """The record of one object of a kind apportion reads (KNOWN_KINDS)."""
+    if kind == "Pod":
+        return parse_pod(o, node_names)
+    return _PARSERS[kind](o)
+
+
 # ===================================================================== building the snapshot
 def load_snapshot(paths: list[str], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
     """Load one or more kubectl YAML files (or `-`) into a Snapshot."""
@@ -227,26 +329,75 @@ def load_snapshot(paths: list[str], *, scheduler_names: tuple[str, ...] = SCHEDU
 
 
 def build_snapshot(objects: list[tuple[str, Any]], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
-    snap = Snapshot()
+    """A Snapshot of a whole dump: every object parsed (errors in kind order), then assembled."""
+    return assemble(parse_objects(objects), scheduler_names=scheduler_names, copy=False)
+
+
+def parse_objects(objects: list[tuple[str, Any]]) -> Records:
+    """Parse a dump strictly: duplicates, several global defaults, conflicting confs and pods on
+    nodes the dump does not contain are errors. Kinds are parsed in dependency order, so the first
+    error reported does not depend on the order of the documents."""
+    rec = Records()
     by_kind: dict[str, list[_Obj]] = {k: [] for k in KNOWN_KINDS}
     for where, data in objects:
         kind = data.get("kind")
         if not isinstance(kind, str):
             raise InputError("kind: required field is missing or not a string", where=where)
         if kind not in by_kind:
-            snap.warnings.append(f"{where}: kind {kind} is not read by apportion; skipped")
+            rec.warnings.append(f"{where}: kind {kind} is not read by apportion; skipped")
             continue
         by_kind[kind].append(_Obj(data, where))
 
-    _priority_classes(snap, by_kind["PriorityClass"])
-    global_default = snap.priority_classes.get("\x00global", None)
-    _conf(snap, by_kind["ConfigMap"])
-    node_names = _nodes(snap, by_kind["Node"])
-    _queues(snap, by_kind["Queue"])
-    _podgroups(snap, by_kind["PodGroup"], global_default)
-    _pods(snap, by_kind["Pod"], node_names, scheduler_names)
-    snap.priority_classes.pop("\x00global", None)
-    return snap
+    defaults: list[str] = []
+    for o in by_kind["PriorityClass"]:
+        name = _check_name(o)
+        if name in rec.priority_classes:
+            raise o.fail("metadata.name", f"duplicate PriorityClass {name!r}")
+        pc = parse_priority_class(o)
+        rec.priority_classes[name] = (o.where, pc)
+        if pc.global_default:
+            defaults.append(name)
+    if len(defaults) > 1:
+        raise InputError(
+            f"several PriorityClasses are globalDefault ({', '.join(defaults)}); Kubernetes allows one",
+            where=by_kind["PriorityClass"][0].where,
+        )
+    for i, o in enumerate(by_kind["ConfigMap"]):
+        # ConfigMaps are not checked for duplicates (only their conf text matters); the index keeps
+        # every one
+        rec.configmaps[f"{object_key('ConfigMap', o)}#{i}"] = (o.where, parse_conf_map(o))
+    texts = [(w, c.text) for w, c in rec.configmaps.values() if c.text is not None]
+    if len({t for _, t in texts}) > 1:
+        raise InputError("several ConfigMaps carry different volcano-scheduler.conf; keep one", where=texts[-1][0])
+    if texts:
+        conf_of(*texts[0])
+    for o in by_kind["Node"]:
+        name = _check_name(o)
+        if name in rec.nodes:
+            raise o.fail("metadata.name", f"duplicate Node {name!r}")
+        rec.nodes[name] = (o.where, parse_node(o))
+    for o in by_kind["Queue"]:
+        name = _check_name(o)
+        if name in rec.queues:
+            raise o.fail("metadata.name", f"duplicate Queue {name!r}")
+        rec.queues[name] = (o.where, parse_queue(o))
+    for o in by_kind["PodGroup"]:
+        uid = object_key("PodGroup", o)
+        if uid in rec.podgroups:
+            raise o.fail("metadata.name", f"duplicate PodGroup {uid!r}")
+        rec.podgroups[uid] = (o.where, parse_podgroup(o))
+    uids: set[str] = set()
+    node_names = set(rec.nodes)
+    for o in by_kind["Pod"]:
+        key = object_key("Pod", o)
+        if key in rec.pods:
+            raise o.fail("metadata.name", f"duplicate Pod {key!r}")
+        uid = o.str_("metadata.uid", "") or key
+        if uid in uids:
+            raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
+        uids.add(uid)
+        rec.pods[key] = (o.where, parse_pod(o, node_names))
+    return rec
 
 
 def _check_name(o: _Obj, path: str = "metadata.name") -> str:
@@ -256,46 +407,39 @@ def _check_name(o: _Obj, path: str = "metadata.name") -> str:
     return name
 
 
-def _priority_classes(snap: Snapshot, objs: list[_Obj]) -> None:
-    defaults: list[str] = []
-    for o in objs:
-        name = _check_name(o)
-        if name in snap.priority_classes:
-            raise o.fail("metadata.name", f"duplicate PriorityClass {name!r}")
-        value = o.int_("value", 0)
-        snap.priority_classes[name] = value
-        if o.bool_("globalDefault", False):
-            defaults.append(name)
-            snap.priority_classes["\x00global"] = value
-    if len(defaults) > 1:
-        raise InputError(
-            f"several PriorityClasses are globalDefault ({', '.join(defaults)}); Kubernetes allows one",
-            where=objs[0].where,
-        )
+def parse_priority_class(o: _Obj) -> PriorityClassSpec:
+    """A PriorityClass object."""
+    return PriorityClassSpec(name=_check_name(o), value=o.int_("value", 0),
+                             global_default=o.bool_("globalDefault", False))
 
 
-def _conf(snap: Snapshot, objs: list[_Obj]) -> None:
-    found: list[tuple[str, str]] = []
-    for o in objs:
-        data = o.map_("data")
-        if CONF_KEY in data:
-            text = data[CONF_KEY]
-            if not isinstance(text, str):
-                raise o.fail(f"data.{CONF_KEY}", "expected a string")
-            found.append((o.where, text))
-    if not found:
-        return
-    if len({t for _, t in found}) > 1:
-        raise InputError(
-            "several ConfigMaps carry different volcano-scheduler.conf; keep one", where=found[-1][0]
-        )
-    where, text = found[0]
-    try:
-        snap.conf = parse_conf(text, source=f"{where}: data.{CONF_KEY}")
-    except ConfError:
-        raise
-    snap.warnings.extend(snap.conf.warnings)
-    snap.conf.warnings = []
+def parse_conf_map(o: _Obj) -> ConfMapSpec:
+    """A ConfigMap: only its volcano-scheduler.conf is read."""
+    data = o.map_("data")
+    if CONF_KEY not in data:
+        return ConfMapSpec(None)
+    text = data[CONF_KEY]
+    if not isinstance(text, str):
+        raise o.fail(f"data.{CONF_KEY}", "expected a string")
+    return ConfMapSpec(text)
+
+
+_CONF_CACHE: dict[tuple[str, str], SchedulerConf] = {}
+
+
+def conf_of(where: str, text: str) -> SchedulerConf:
+    """The parsed conf of a ConfigMap's text (kept by text: a stream repeats the same ConfigMap). The
+    result is shared: callers copy it before changing it."""
+    hit = _CONF_CACHE.get((where, text))
+    if hit is None:
+        try:
+            hit = parse_conf(text, source=f"{where}: data.{CONF_KEY}")
+        except ConfError:
+            raise
+        if len(_CONF_CACHE) > 64:
+            _CONF_CACHE.clear()
+        _CONF_CACHE[(where, text)] = hit
+    return hit
 
 
 def _taints(o: _Obj) -> tuple[Taint, ...]:
@@ -311,93 +455,70 @@ def _taints(o: _Obj) -> tuple[Taint, ...]:
     return tuple(out)
 
 
-def _nodes(snap: Snapshot, objs: list[_Obj]) -> set[str]:
-    specs = []
-    seen: set[str] = set()
-    for o in objs:
-        name = _check_name(o)
-        if name in seen:
-            raise o.fail("metadata.name", f"duplicate Node {name!r}")
-        seen.add(name)
-        alloc = o.resource("status.allocatable") or Resource()
-        specs.append(
-            (name, alloc, o.str_map("metadata.labels"), _taints(o), o.bool_("spec.unschedulable", False))
-        )
-    specs.sort(key=lambda s: s[0])
-    for i, (name, alloc, labels, taints, unsched) in enumerate(specs):
-        labels.setdefault("kubernetes.io/hostname", name)
-        snap.nodes.append(NodeInfo(name=name, index=i, allocatable=alloc, labels=labels, taints=taints,
-                                   unschedulable=unsched))
-    return seen
+def parse_node(o: _Obj) -> NodeSpec:
+    """A Node object."""
+    name = _check_name(o)
+    alloc = o.resource("status.allocatable") or Resource()
+    labels = o.str_map("metadata.labels")
+    taints = _taints(o)
+    unsched = o.bool_("spec.unschedulable", False)
+    labels.setdefault("kubernetes.io/hostname", name)
+    return NodeSpec(name=name, allocatable=alloc, labels=labels, taints=taints, unschedulable=unsched)
 
 
-def _queues(snap: Snapshot, objs: list[_Obj]) -> None:
-    for o in objs:
-        name = _check_name(o)
-        if name in snap.queues:
-            raise o.fail("metadata.name", f"duplicate Queue {name!r}")
-        weight = o.int_("spec.weight", 1)
-        if weight < 0:
-            raise o.fail("spec.weight", f"must not be negative, got {weight}")
-        cap_raw = o.map_("spec.capability")
-        q = QueueInfo(
-            name=name,
-            weight=weight,
-            capability=o.resource("spec.capability") or Resource(),
-            deserved=o.resource("spec.deserved") or Resource(),
-            guarantee=o.resource("spec.guarantee.resource") or Resource(),
-            capability_set=bool(cap_raw),
-            deserved_set=bool(o.map_("spec.deserved")),
-            parent=o.str_("spec.parent", ""),
-            reclaimable=o.bool_("spec.reclaimable", True),
-            priority=o.int_("spec.priority", 0),
-            state=o.str_("status.state", "Open") or "Open",
-            creation=o.str_("metadata.creationTimestamp", ""),
-            annotations=o.str_map("metadata.annotations"),
-            capability_names=frozenset(k for k in cap_raw if k in (CPU, MEMORY)),
-        )
-        snap.queues[name] = q
-    snap.ensure_queue(DEFAULT_QUEUE)
+def parse_queue(o: _Obj) -> QueueInfo:
+    """A Queue object. The QueueInfo is shared by every snapshot made from it: sessions only read it."""
+    name = _check_name(o)
+    weight = o.int_("spec.weight", 1)
+    if weight < 0:
+        raise o.fail("spec.weight", f"must not be negative, got {weight}")
+    cap_raw = o.map_("spec.capability")
+    return QueueInfo(
+        name=name,
+        weight=weight,
+        capability=o.resource("spec.capability") or Resource(),
+        deserved=o.resource("spec.deserved") or Resource(),
+        guarantee=o.resource("spec.guarantee.resource") or Resource(),
+        capability_set=bool(cap_raw),
+        deserved_set=bool(o.map_("spec.deserved")),
+        parent=o.str_("spec.parent", ""),
+        reclaimable=o.bool_("spec.reclaimable", True),
+        priority=o.int_("spec.priority", 0),
+        state=o.str_("status.state", "Open") or "Open",
+        creation=o.str_("metadata.creationTimestamp", ""),
+        annotations=o.str_map("metadata.annotations"),
+        capability_names=frozenset(k for k in cap_raw if k in (CPU, MEMORY)),
+    )
 
 
-def _podgroups(snap: Snapshot, objs: list[_Obj], global_default: int | None) -> None:
-    for o in objs:
-        name = _check_name(o)
-        ns = o.str_("metadata.namespace", "default") or "default"
-        uid = f"{ns}/{name}"
-        if uid in snap.jobs:
-            raise o.fail("metadata.name", f"duplicate PodGroup {uid!r}")
-        min_member = o.int_("spec.minMember", 1)
-        if min_member < 0:
-            raise o.fail("spec.minMember", f"must not be negative, got {min_member}")
-        mtm: dict[str, int] = {}
-        for role, v in o.map_("spec.minTaskMember").items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {v!r}")
-            mtm[str(role)] = v
-        phase_s = o.str_("status.phase", "Pending") or "Pending"
-        if phase_s not in _PHASES:
-            raise o.fail("status.phase", f"unknown PodGroup phase {phase_s!r} (one of {', '.join(_PHASES)})")
-        pcn = o.str_("spec.priorityClassName", "")
-        if pcn in snap.priority_classes:
-            prio = snap.priority_classes[pcn]
-        else:
-            prio = global_default if global_default is not None else 0
-        queue = o.str_("spec.queue", DEFAULT_QUEUE) or DEFAULT_QUEUE
-        snap.jobs[uid] = JobInfo(
-            uid=uid,
-            name=name,
-            namespace=ns,
-            queue=queue,
-            min_available=min_member,
-            min_task_member=mtm,
-            min_resources=o.resource("spec.minResources"),
-            priority=prio,
-            priority_class_name=pcn,
-            phase=_PHASES[phase_s],
-            creation=o.str_("metadata.creationTimestamp", ""),
-            annotations=o.str_map("metadata.annotations"),
-        )
+def parse_podgroup(o: _Obj) -> PodGroupSpec:
+    """A PodGroup object."""
+    name = _check_name(o)
+    ns = o.str_("metadata.namespace", "default") or "default"
+    min_member = o.int_("spec.minMember", 1)
+    if min_member < 0:
+        raise o.fail("spec.minMember", f"must not be negative, got {min_member}")
+    mtm: dict[str, int] = {}
+    for role, v in o.map_("spec.minTaskMember").items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {v!r}")
+        mtm[str(role)] = v
+    phase_s = o.str_("status.phase", "Pending") or "Pending"
+    if phase_s not in _PHASES:
+        raise o.fail("status.phase", f"unknown PodGroup phase {phase_s!r} (one of {', '.join(_PHASES)})")
+    return PodGroupSpec(
+        uid=f"{ns}/{name}",
+        name=name,
+        namespace=ns,
+        queue=o.str_("spec.queue", DEFAULT_QUEUE) or DEFAULT_QUEUE,
+        min_available=min_member,
+        min_task_member=mtm,
+        min_resources=o.resource("spec.minResources"),
+        priority_class_name=o.str_("spec.priorityClassName", ""),
+        phase=_PHASES[phase_s],
+        creation=o.str_("metadata.creationTimestamp", ""),
+        annotations=o.str_map("metadata.annotations"),
+    )
 
 
 def _requirements(o: _Obj, path: str, items: Any) -> tuple[NodeSelectorRequirement, ...]:
@@ -543,88 +664,165 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
-def _pods(snap: Snapshot, objs: list[_Obj], node_names: set[str], scheduler_names: tuple[str, ...]) -> None:
-    seen: set[str] = set()
-    uids: set[str] = set()
-    for o in objs:
-        name = _check_name(o)
-        ns = o.str_("metadata.namespace", "default") or "default"
-        key = f"{ns}/{name}"
-        if key in seen:
-            raise o.fail("metadata.name", f"duplicate Pod {key!r}")
-        seen.add(key)
-        uid = o.str_("metadata.uid", "") or key
-        if uid in uids:
-            raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
-        uids.add(uid)
-        node = o.str_("spec.nodeName", "")
-        if node and node not in node_names:
-            raise o.fail("spec.nodeName", f"pod {key} is on node {node!r}, which the snapshot does not contain")
-        phase = o.str_("status.phase", "Pending") or "Pending"
-        deleting = bool(o.get("metadata.deletionTimestamp"))
-        status = _task_status(phase, deleting, node)
-        annotations = o.str_map("metadata.annotations")
-        labels = o.str_map("metadata.labels")
-        req, nz_cpu, nz_mem = pod_request(o)
-        prio_raw = o.get("spec.priority")
-        if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
-            raise o.fail("spec.priority", f"expected an integer, got {prio_raw!r}")
-        priority = 1 if prio_raw is None else int(prio_raw)
-        tp = annotations.get(TASK_PRIORITY_KEY)
-        if tp is not None:
-            try:
-                v = int(tp, 10)
-                if -(2**31) <= v < 2**31:
-                    priority = v
-            except ValueError:
-                pass
-        pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
-        preemptable = True if pre_raw is None else bool(_parse_bool_loose(pre_raw))
-        policy = o.str_("spec.preemptionPolicy", "")
-        required, preferred = _affinity(o)
-        gates = o.list_("spec.schedulingGates")
-        task = TaskInfo(
-            uid=uid,
-            name=name,
-            namespace=ns,
-            job="",
-            resreq=req,
-            status=status,
-            node_name=node if status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) else node,
-            priority=priority,
-            raw_priority=0 if prio_raw is None else int(prio_raw),
-            priority_class_name=o.str_("spec.priorityClassName", ""),
-            preemptable=preemptable,
-            preempt_never=policy == "Never",
-            role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
-            creation=o.str_("metadata.creationTimestamp", ""),
-            start_time=o.str_("status.startTime", ""),
-            gated=bool(gates),
-            labels=labels,
-            annotations=annotations,
-            node_selector=o.str_map("spec.nodeSelector"),
-            required_terms=required,
-            preferred_terms=preferred,
-            tolerations=_tolerations(o),
-            nonzero_cpu=nz_cpu,
-            nonzero_memory=nz_mem,
+def parse_pod(o: _Obj, node_names: set[str] | None = None) -> PodSpec:
+    """A Pod object. With `node_names`, a pod on a node not among them is an error (a dump must be
+    whole; a stream leaves that to assembly)."""
+    name = _check_name(o)
+    ns = o.str_("metadata.namespace", "default") or "default"
+    key = f"{ns}/{name}"
+    uid = o.str_("metadata.uid", "") or key
+    node = o.str_("spec.nodeName", "")
+    if node and node_names is not None and node not in node_names:
+        raise o.fail("spec.nodeName", f"pod {key} is on node {node!r}, which the snapshot does not contain")
+    phase = o.str_("status.phase", "Pending") or "Pending"
+    deleting = bool(o.get("metadata.deletionTimestamp"))
+    status = _task_status(phase, deleting, node)
+    annotations = o.str_map("metadata.annotations")
+    labels = o.str_map("metadata.labels")
+    req, nz_cpu, nz_mem = pod_request(o)
+    prio_raw = o.get("spec.priority")
+    if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
+        raise o.fail("spec.priority", f"expected an integer, got {prio_raw!r}")
+    priority = 1 if prio_raw is None else int(prio_raw)
+    tp = annotations.get(TASK_PRIORITY_KEY)
+    if tp is not None:
+        try:
+            v = int(tp, 10)
+            if -(2**31) <= v < 2**31:
+                priority = v
+        except ValueError:
+            pass
+    pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
+    preemptable = True if pre_raw is None else bool(_parse_bool_loose(pre_raw))
+    policy = o.str_("spec.preemptionPolicy", "")
+    required, preferred = _affinity(o)
+    gates = o.list_("spec.schedulingGates")
+    task = TaskInfo(
+        uid=uid,
+        name=name,
+        namespace=ns,
+        job="",
+        resreq=req,
+        status=status,
+        node_name=node,
+        priority=priority,
+        raw_priority=0 if prio_raw is None else int(prio_raw),
+        priority_class_name=o.str_("spec.priorityClassName", ""),
+        preemptable=preemptable,
+        preempt_never=policy == "Never",
+        role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
+        creation=o.str_("metadata.creationTimestamp", ""),
+        start_time=o.str_("status.startTime", ""),
+        gated=bool(gates),
+        labels=labels,
+        annotations=annotations,
+        node_selector=o.str_map("spec.nodeSelector"),
+        required_terms=required,
+        preferred_terms=preferred,
+        tolerations=_tolerations(o),
+        nonzero_cpu=nz_cpu,
+        nonzero_memory=nz_mem,
+    )
+    return PodSpec(key=key, task=task, scheduler=o.str_("spec.schedulerName", ""),
+                   group=annotations.get(GROUP_KEY) or "")
+
+
+_PARSERS = {
+    "PriorityClass": parse_priority_class, "ConfigMap": parse_conf_map, "Node": parse_node,
+    "Queue": parse_queue, "PodGroup": parse_podgroup,
+}
+
+
+# ===================================================================== assembly
+def _fresh_task(t: TaskInfo) -> TaskInfo:
+    # the fields a session writes (status, node, the per-session vectors) get their own copy; the
+    # read-only ones (requests, labels, terms) are shared with the record
+    return replace(t)
+
+
+def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES, copy: bool = True,
+             strict: bool = True) -> Snapshot:
+    """A Snapshot from records. `copy=False` hands the records' tasks to the snapshot (the records are
+    then spent: only for a one-shot build). `strict=False` (a stream) turns what a whole dump may not
+    contain into warnings: several global defaults, different confs, pods on nodes that are gone,
+    duplicate pod uids."""
+    snap = Snapshot()
+    snap.warnings.extend(rec.warnings)
+    global_default: int | None = None
+    defaults = []
+    for _, pc in rec.priority_classes.values():
+        snap.priority_classes[pc.name] = pc.value
+        if pc.global_default:
+            global_default = pc.value
+            defaults.append(pc.name)
+    if len(defaults) > 1 and not strict:
+        snap.warnings.append(f"several PriorityClasses are globalDefault ({', '.join(defaults)}); "
+                             f"the last one ({defaults[-1]}) is used")
+    texts = [(w, c.text) for w, c in rec.configmaps.values() if c.text is not None]
+    if texts:
+        if len({t for _, t in texts}) > 1:
+            snap.warnings.append("several ConfigMaps carry different volcano-scheduler.conf; "
+                                 f"the first ({texts[0][0]}) is used")
+        conf = conf_of(*texts[0])
+        snap.conf = replace(conf, warnings=[])
+        snap.warnings.extend(conf.warnings)
+    specs = sorted((n for _, n in rec.nodes.values()), key=lambda n: n.name)
+    for i, n in enumerate(specs):
+        snap.nodes.append(NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
+                                   taints=n.taints, unschedulable=n.unschedulable))
+    for name, (_, q) in rec.queues.items():
+        snap.queues[name] = q
+    snap.ensure_queue(DEFAULT_QUEUE)
+    for uid, (_, pg) in rec.podgroups.items():
+        if pg.priority_class_name in snap.priority_classes:
+            prio = snap.priority_classes[pg.priority_class_name]
+        else:
+            prio = global_default if global_default is not None else 0
+        snap.jobs[uid] = JobInfo(
+            uid=uid, name=pg.name, namespace=pg.namespace, queue=pg.queue, min_available=pg.min_available,
+            min_task_member=dict(pg.min_task_member),
+            min_resources=pg.min_resources.clone() if pg.min_resources is not None else None,
+            priority=prio, priority_class_name=pg.priority_class_name, phase=pg.phase, creation=pg.creation,
+            annotations=dict(pg.annotations),
         )
-        sched = o.str_("spec.schedulerName", "") or scheduler_names[0]
+    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict)
+    return snap
+
+
+def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *, copy: bool,
+               strict: bool) -> None:
+    node_names = {n.name for n in snap.nodes} if not strict else None
+    uids: set[str] | None = set() if not strict else None
+    for key, (where, ps) in rec.pods.items():
+        task = _fresh_task(ps.task) if copy else ps.task
+        node = task.node_name
+        if node_names is not None and node and node not in node_names:
+            snap.warnings.append(f"{where}: pod {key} is on node {node!r}, which is not in the cache; "
+                                 "left out of the session")
+            continue
+        if uids is not None:
+            if task.uid in uids:
+                snap.warnings.append(f"{where}: pod {key} repeats pod uid {task.uid!r}; left out of the session")
+                continue
+            uids.add(task.uid)
+        status = task.status
+        sched = ps.scheduler or scheduler_names[0]
         if sched not in scheduler_names:
             if node and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 snap.orphan_tasks.append(task)
             continue
-        group = annotations.get(GROUP_KEY)
-        if group:
-            job_uid = f"{ns}/{group}"
+        ns = task.namespace
+        if ps.group:
+            job_uid = f"{ns}/{ps.group}"
             job = snap.jobs.get(job_uid)
             if job is None:
-                snap.warnings.append(f"{o.where}: pod {key} names PodGroup {job_uid!r}, which is missing; "
+                snap.warnings.append(f"{where}: pod {key} names PodGroup {job_uid!r}, which is missing; "
                                      "left out of the session")
                 if node:
                     snap.orphan_tasks.append(task)
                 continue
         else:
+            uid = task.uid
             job_uid = f"{ns}/podgroup-{uid.replace('/', '-')}"
             job = snap.jobs.get(job_uid)
             if job is None:
