@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.actions import get_action
-from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot, load_snapshot
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot, read_documents
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.session import Event, Session
+from apportion.state import check
+from apportion.state.cache import SchedulerCache
+from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater
 
 
 @dataclass
@@ -23,6 +26,12 @@ class CycleResult:
     events: list[Event]
     warnings: list[str] = field(default_factory=list)
     session: Session | None = None
+    #: why each evicted task was evicted (the action's reason)
+    evict_reasons: dict[str, str] = field(default_factory=dict)
+    #: per podgroup, the conditions this session wrote (only podgroups with some)
+    conditions: dict[str, list[Condition]] = field(default_factory=dict)
+    #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
+    bind_errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +77,10 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     pipelined = ssn.pipelined()
     queues = ssn.queue_reports() if queue_report else {}
     ssn.close()
+    conditions = {
+        uid: [Condition(t, c[0], c[1], c[2], c[3]) for t, c in j.conditions.items()]
+        for uid, j in ssn.jobs.items() if j.conditions
+    }
     return CycleResult(
         binds=dict(ssn.binds),
         pipelined=pipelined,
@@ -77,6 +90,8 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
         events=ssn.events,
         warnings=ssn.warnings,
         session=ssn,
+        evict_reasons=dict(ssn.evict_reasons),
+        conditions=conditions,
     )
 
 
@@ -85,13 +100,48 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleRes
     return run_session(open_session(snapshot, conf))
 
 
+def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, *,
+                      session_id: str = "session-1", copy: bool = True) -> CycleResult:
+    """One session over the cache's snapshot (the cache is left as it was: decisions leave through
+    `dispatch`). With APPORTION_CHECK_STATE=1 the cache is checked against a rebuild afterwards."""
+    result = run_session(open_session(cache.snapshot(copy=copy), conf, session_id=session_id))
+    if check.enabled():
+        check.check_cache(cache)
+    return result
+
+
+def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: StatusUpdater) -> Dispatched:
+    """Send a session's decisions out: evictions first (they free what binds may use), then binds in pod
+    order, nominated nodes, PodGroup phases and conditions, and queue status. Refused binds are
+    recorded on the result (`bind_errors`) and left out of its binds."""
+    out = Dispatched()
+    for key in result.evictions:
+        err = evictor.evict(key, result.evict_reasons.get(key, "evict"))
+        if err is not None:
+            out.evict_errors[key] = err
+    out.bind_errors = binder.bind(sorted(result.binds.items()))
+    for key in out.bind_errors:
+        result.binds.pop(key, None)
+    result.bind_errors.update(out.bind_errors)
+    for key, node in sorted(result.pipelined.items()):
+        updater.nominate(key, node)
+    for uid, phase in sorted(result.podgroups.items()):
+        updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
+    for name, attrs in sorted(result.queues.items()):
+        if "allocated" in attrs:
+            updater.update_queue(name, {"allocated": attrs["allocated"]})
+    return out
+
+
 def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
-    """Load kubectl YAML files (or `-`) and an optional scheduler conf file, and run one cycle."""
-    snapshot = load_snapshot(paths)
+    """Load kubectl YAML files (or `-`) into a fresh cache, and run one session over it with an optional
+    scheduler conf file."""
+    cache = SchedulerCache()
+    cache.load(read_documents(paths))
     conf = None
     if conf_path:
         conf = load_conf_file(conf_path)
-    return run_cycle(snapshot, conf)
+    return run_cache_session(cache, conf)
 
 
 def load_conf_file(path: str) -> SchedulerConf:

@@ -362,11 +362,14 @@ def parse_objects(objects: list[tuple[str, Any]]) -> Records:
             f"several PriorityClasses are globalDefault ({', '.join(defaults)}); Kubernetes allows one",
             where=by_kind["PriorityClass"][0].where,
         )
-    for i, o in enumerate(by_kind["ConfigMap"]):
-        # ConfigMaps are not checked for duplicates (only their conf text matters); the index keeps
-        # every one
-        rec.configmaps[f"{object_key('ConfigMap', o)}#{i}"] = (o.where, parse_conf_map(o))
-    texts = [(w, c.text) for w, c in rec.configmaps.values() if c.text is not None]
+    texts: list[tuple[str, str]] = []
+    for o in by_kind["ConfigMap"]:
+        # ConfigMaps are not checked for duplicates: only the conf text matters, and it must agree
+        key, cm = object_key("ConfigMap", o), parse_conf_map(o)
+        if cm.text is not None:
+            texts.append((o.where, cm.text))
+        if key not in rec.configmaps or cm.text is not None:
+            rec.configmaps[key] = (o.where, cm)
     if len({t for _, t in texts}) > 1:
         raise InputError("several ConfigMaps carry different volcano-scheduler.conf; keep one", where=texts[-1][0])
     if texts:
