@@ -1,0 +1,1 @@
+"""Readers of outside formats: kubectl dumps, watch streams."""
