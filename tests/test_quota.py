@@ -10,8 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 from apportion.cli import main
-from apportion.cluster.snapshot import load_snapshot
 from apportion.framework.conf import parse_conf
+from apportion.kube import load_snapshot
 from apportion.quota import explain_quota
 
 from k8s import node, pod, podgroup, queue, snapshot
