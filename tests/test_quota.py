@@ -16,7 +16,8 @@ from apportion.quota import explain_quota
 
 from k8s import node, pod, podgroup, queue, snapshot
 
-EXAMPLES = Path("/work/shared/examples")
+#: shared/ sits beside the clone (as in CI), never inside it
+EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
 HIER = EXAMPLES / "capacity-hierarchy-allocate" / "snapshot.yaml"
 FLAT = EXAMPLES / "capacity-realcapability" / "snapshot.yaml"
 GI = 2**30
