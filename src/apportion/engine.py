@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.actions import get_action
-from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot, read_documents
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.session import Event, Session
+from apportion.kube import read_documents
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater
@@ -44,13 +45,27 @@ class CycleResult:
         }
 
 
+def snapshot_conf(snapshot: Snapshot) -> SchedulerConf | None:
+    """The scheduler configuration a ConfigMap in the snapshot carries, parsed (None: there is none).
+
+    Its warnings join the snapshot's once, at the ConfigMap's place, so they read in input order.
+    """
+    raw = snapshot.conf_text
+    if raw is None:
+        return None
+    conf = parse_conf(raw.text, source=raw.where)
+    if not raw.warnings_merged:
+        snapshot.warnings[raw.warnings_at:raw.warnings_at] = conf.warnings
+        raw.warnings_merged = True
+    conf.warnings = []
+    return conf
+
+
 def resolve_conf(snapshot: Snapshot, conf: SchedulerConf | None) -> SchedulerConf:
     """`--conf` overrides a ConfigMap in the snapshot; with neither, Volcano's default."""
     if conf is not None:
         return conf
-    if snapshot.conf is not None:
-        return snapshot.conf
-    return default_conf()
+    return snapshot_conf(snapshot) or default_conf()
 
 
 def prepare(snapshot: Snapshot, conf: SchedulerConf) -> None:
@@ -133,15 +148,28 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
     return out
 
 
-def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
-    """Load kubectl YAML files (or `-`) into a fresh cache, and run one session over it with an optional
-    scheduler conf file."""
+def load_cache(paths: list[str]) -> SchedulerCache:
+    """A fresh cache holding kubectl YAML or JSON files (or `-`), checked as a whole dump."""
     cache = SchedulerCache()
     cache.load(read_documents(paths))
-    conf = None
-    if conf_path:
-        conf = load_conf_file(conf_path)
-    return run_cache_session(cache, conf)
+    return cache
+
+
+def load_inputs(paths: list[str], conf_path: str | None = None) -> tuple[Snapshot, SchedulerConf]:
+    """Load kubectl YAML or JSON files (or `-`) into a fresh cache, and an optional scheduler conf file:
+    the cache's snapshot and the conf in use. A ConfigMap in the snapshot is checked (and its warnings
+    kept) even when `conf_path` wins."""
+    # the cache serves this one snapshot only: its tasks go to the snapshot uncopied
+    snapshot = load_cache(paths).snapshot(copy=False)
+    in_snapshot = snapshot_conf(snapshot)
+    conf = load_conf_file(conf_path) if conf_path else None
+    return snapshot, conf or in_snapshot or default_conf()
+
+
+def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
+    """`apportion cycle`: the files loaded into a fresh cache, one session over it."""
+    snapshot, conf = load_inputs(paths, conf_path)
+    return run_cycle(snapshot, conf)
 
 
 def load_conf_file(path: str) -> SchedulerConf:

@@ -2,7 +2,7 @@
 Kubernetes keys them and changed only by watch events (Volcano's `pkg/scheduler/cache`).
 
 Each object is kept twice: as received (its JSON form, which outcomes edit and send back as events) and
-parsed into a record (`cluster.snapshot`'s NodeSpec, PodSpec, ...), so a session's snapshot is assembled
+parsed into a record (`kube.records`: NodeSpec, PodSpec, ...), so a session's snapshot is assembled
 without parsing anything. An event is parsed before anything changes: a malformed object raises
 InputError and leaves the cache as it was.
 
@@ -20,18 +20,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from apportion.cluster.model import TaskStatus
-from apportion.cluster.snapshot import (
+from apportion.cluster.snapshot import Snapshot
+from apportion.kube.build import (
     KNOWN_KINDS,
     SCHEDULER_NAMES,
-    PodSpec,
-    Records,
-    Snapshot,
-    _Obj,
     assemble,
     object_key,
     parse_object,
     parse_objects,
 )
+from apportion.kube.fields import Fields
+from apportion.kube.records import PodSpec, Records
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 
 #: the anomaly counters, by name
@@ -101,7 +100,7 @@ class SchedulerCache:
         if kind not in KNOWN_KINDS:
             self._anomaly(UNKNOWN_KIND, f"{where}: kind {kind or '(none)'} is not read by apportion; skipped")
             return
-        o = _Obj(ev.object, where)
+        o = Fields(ev.object, where)
         key = object_key(kind, o)
         table = self.records.table(kind)
         if ev.type == DELETED:

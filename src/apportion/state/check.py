@@ -12,8 +12,8 @@ import os
 from enum import Enum
 from typing import Any
 
-from apportion.cluster.snapshot import KNOWN_KINDS
 from apportion.errors import InternalError
+from apportion.kube.build import KNOWN_KINDS
 from apportion.resources import Resource
 from apportion.state.cache import SchedulerCache
 

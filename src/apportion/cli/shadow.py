@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from apportion.cli import run_guarded
+from apportion.cli.guard import run_guarded
 
 
 def register(group: click.Group) -> None:
@@ -29,7 +29,7 @@ def shadow(stream: str, period: float, once: bool, keep_going: bool, apply_: boo
     """
 
     def body() -> None:
-        from apportion.cli_engine import emit
+        from apportion.cli.cycle import emit
         from apportion.engine import load_conf_file
         from apportion.kube.watch import LineSource
         from apportion.shadow import Shadow, open_stream
