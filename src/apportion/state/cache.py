@@ -60,6 +60,8 @@ class SchedulerCache:
         self.records = Records()
         #: the objects as received, by kind and key, in the order they were first added
         self.raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KNOWN_KINDS}
+        #: keys whose record came with their event (not parsed here), by kind
+        self.supplied: dict[str, set[str]] = {k: set() for k in KNOWN_KINDS}
         #: node name -> keys of the pods on it that still occupy it (for reporting and the self-check)
         self.pods_by_node: dict[str, set[str]] = {}
         self.anomalies: Counter[str] = Counter()
@@ -110,7 +112,7 @@ class SchedulerCache:
             self._remove(kind, key, where)
             self.version += 1
             return
-        record = parse_object(kind, o)
+        record = parse_object(kind, o) if ev.record is None else ev.record
         if ev.type == ADDED and key in table:
             self._anomaly(DUPLICATE_ADDED, f"{where}: ADDED {kind} {key}, which the cache already holds; "
                                            "treated as MODIFIED")
@@ -126,6 +128,10 @@ class SchedulerCache:
             self.bind_errors.pop(key, None)
         table[key] = (where, record)
         self.raw[kind][key] = ev.object
+        if ev.record is not None:
+            self.supplied[kind].add(key)
+        else:
+            self.supplied[kind].discard(key)
         self.version += 1
 
     def _remove(self, kind: str, key: str, where: str) -> None:
@@ -141,6 +147,7 @@ class SchedulerCache:
                               "they are left out of sessions until they move or are deleted")
         del self.records.table(kind)[key]
         del self.raw[kind][key]
+        self.supplied[kind].discard(key)
 
     def _index_pod(self, key: str, ps: PodSpec) -> None:
         node = ps.task.node_name
@@ -175,6 +182,17 @@ class SchedulerCache:
         for kind in KNOWN_KINDS:
             table = self.records.table(kind)
             out.extend((table[key][0], obj) for key, obj in self.raw[kind].items())
+        return out
+
+    def events(self, *, reparse: bool = False) -> list[WatchEvent]:
+        """ADDED events that rebuild this cache's objects from nothing, kind by kind, in arrival order
+        (with the records that came with their events, unless `reparse`)."""
+        out: list[WatchEvent] = []
+        for kind in KNOWN_KINDS:
+            table, supplied = self.records.table(kind), self.supplied[kind]
+            for key, obj in self.raw[kind].items():
+                where, rec = table[key]
+                out.append(WatchEvent(ADDED, obj, where, rec if key in supplied and not reparse else None))
         return out
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:

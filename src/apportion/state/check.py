@@ -58,16 +58,20 @@ def state_of(cache: SchedulerCache) -> dict[str, Any]:
     return out
 
 
-def rebuilt(cache: SchedulerCache) -> SchedulerCache:
+def rebuilt(cache: SchedulerCache, *, reparse: bool = False) -> SchedulerCache:
     """A fresh cache fed the same objects as ADDED events (its anomaly reports are dropped: the live
-    cache reported them when they happened)."""
-    return SchedulerCache.from_objects(cache.objects(), scheduler_names=cache.scheduler_names,
-                                       report=lambda line: None)
+    cache reported them when they happened). Records that came with their events are reused, unless
+    `reparse`: then every object is parsed, which also checks that each supplied record is what its
+    object says."""
+    fresh = SchedulerCache(scheduler_names=cache.scheduler_names, report=lambda line: None)
+    for ev in cache.events(reparse=reparse):
+        fresh.apply(ev)
+    return fresh
 
 
-def check_cache(cache: SchedulerCache) -> None:
+def check_cache(cache: SchedulerCache, *, reparse: bool = False) -> None:
     """Raise StateCheckError if the cache is not what a rebuild from its objects gives."""
-    mine, fresh = state_of(cache), state_of(rebuilt(cache))
+    mine, fresh = state_of(cache), state_of(rebuilt(cache, reparse=reparse))
     for part in mine:
         if mine[part] != fresh[part]:
             a, b = mine[part], fresh[part]
