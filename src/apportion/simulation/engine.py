@@ -586,7 +586,9 @@ class Simulator:
         """The cache's snapshot, with jobs in uid order and queues in the scenario's order, then the plan
         follower's children, then root (the order sessions have always seen them in)."""
         self._flush()
-        snap = self.cache.snapshot()
+        snap = self.cache.snapshot(keep=True)
+        if check.enabled():
+            check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
