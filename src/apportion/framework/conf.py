@@ -11,9 +11,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from apportion.errors import ConfError
+from apportion.errors import ConfError, InputError, shown
+from apportion.kube.documents import load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -119,15 +118,15 @@ def _as_bool(value: Any, where: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
         return value.strip().lower() in ("true", "1", "t")
-    raise ConfError(f"{where}: expected a boolean, got {value!r}")
+    raise ConfError(f"{where}: expected a boolean, got {shown(value)}")
 
 
 def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> SchedulerConf:
     """Parse and validate a configuration, rejecting what Volcano rejects."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfError(f"{source}: malformed YAML: {e}") from None
+        data = load_yaml(text, source)
+    except InputError as e:  # one line, with the line and column inside the conf text
+        raise ConfError(e.bare, where=e.where) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -140,16 +139,16 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
     known_top = {"actions", "tiers", "configurations", "metrics"}
     for k in data:
         if k not in known_top:
-            warnings.append(f"{source}: unknown key {k!r} ignored")
+            warnings.append(f"{source}: unknown key {shown(k)} ignored")
     raw_actions = data.get("actions", "")
     if raw_actions is None:
         raw_actions = ""
     if not isinstance(raw_actions, str):
-        raise ConfError(f"{source}: actions: expected a comma-separated string, got {raw_actions!r}")
+        raise ConfError(f"{source}: actions: expected a comma-separated string, got {shown(raw_actions)}")
     actions = [a.strip() for a in raw_actions.split(",") if a.strip()]
     for a in actions:
         if a not in KNOWN_ACTIONS:
-            raise ConfError(f"{source}: actions: failed to find action {a!r} (known: {', '.join(KNOWN_ACTIONS)})")
+            raise ConfError(f"{source}: actions: failed to find action {shown(a)} (known: {', '.join(KNOWN_ACTIONS)})")
     tiers_raw = data.get("tiers") or []
     if not isinstance(tiers_raw, list):
         raise ConfError(f"{source}: tiers: expected a list")
@@ -177,7 +176,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
                 if k in SWITCHES:
                     switches[k] = _as_bool(v, f"{where}.{k}")
                 else:
-                    warnings.append(f"{where}: unknown key {k!r} ignored (as Volcano does)")
+                    warnings.append(f"{where}: unknown key {shown(k)} ignored (as Volcano does)")
             if alias is not None:
                 alias_b = _as_bool(alias, f"{where}.enabledHierarchy")
                 if "enableHierarchy" in switches:
@@ -198,7 +197,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
         for o in t.plugins:
             if o.name in seen:
                 warnings.append(
-                    f"{source}: plugin {o.name!r} is listed more than once; Volcano consults every position "
+                    f"{source}: plugin {shown(o.name)} is listed more than once; Volcano consults every position "
                     "with the functions of its last instance"
                 )
             seen.add(o.name)
@@ -240,7 +239,7 @@ class Arguments:
         self.warnings = warnings if warnings is not None else []
 
     def _warn(self, key: str, value: Any, want: str) -> None:
-        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
+        self.warnings.append(f"{self.owner}: argument {key}={shown(value)} is not {want}; default kept")
 
     def get_int(self, key: str, default: int) -> int:
         if key not in self.raw:

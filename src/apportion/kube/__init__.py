@@ -6,7 +6,8 @@ to parse with `framework.conf`.
 
 * `documents`: files or stdin into decoded objects with their locations;
 * `fields`: typed field access that names the field in every error;
-* `objects`: PriorityClasses, the ConfigMap, Nodes, Queues, PodGroups;
+* `conf`: the scheduler conf as text, from a snapshot's ConfigMap or a `--conf` file;
+* `objects`: PriorityClasses, Nodes, Queues, PodGroups;
 * `pods`: Pods into tasks and jobs;
 * `build`: `build_snapshot` (from decoded objects) and `load_snapshot` (from files).
 """
@@ -14,8 +15,8 @@ to parse with `framework.conf`.
 from __future__ import annotations
 
 from apportion.kube.build import KNOWN_KINDS, SCHEDULER_NAMES, build_snapshot, load_snapshot
-from apportion.kube.documents import parse_documents, read_documents
-from apportion.kube.objects import CONF_KEY
+from apportion.kube.conf import CONF_KEY, read_conf_file
+from apportion.kube.documents import load_yaml, load_yaml_all, parse_documents, read_documents, read_text
 from apportion.kube.pods import pod_request
 
 __all__ = [
@@ -24,7 +25,11 @@ __all__ = [
     "SCHEDULER_NAMES",
     "build_snapshot",
     "load_snapshot",
+    "load_yaml",
+    "load_yaml_all",
     "parse_documents",
     "pod_request",
+    "read_conf_file",
     "read_documents",
+    "read_text",
 ]

@@ -12,9 +12,10 @@ from typing import Any
 
 from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
+from apportion.kube.conf import conf_text
 from apportion.kube.documents import read_documents
 from apportion.kube.fields import Fields
-from apportion.kube.objects import conf_text, nodes, podgroups, priority_classes, queues
+from apportion.kube.objects import nodes, podgroups, priority_classes, queues
 from apportion.kube.pods import pods
 
 SCHEDULER_NAMES = ("volcano",)

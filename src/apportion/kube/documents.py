@@ -1,5 +1,11 @@
 """Reading kubectl output: files (or stdin) into decoded objects, each with its location (file, document
-index, `items[i]` of a List), before any object is interpreted."""
+index, `items[i]` of a List), before any object is interpreted.
+
+Decoding is bounded for any input: libyaml's C loader (fast on large dumps, and its own nesting limit
+keeps it off the C stack), integers of at most `MAX_INT_DIGITS` digits, documents at most
+`errors.MAX_DEPTH` levels deep. Every other reader of outside YAML (scheduler confs, scenarios) decodes
+through `load_yaml`, so the bounds hold everywhere.
+"""
 
 from __future__ import annotations
 
@@ -7,36 +13,51 @@ import sys
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
 
-from apportion.errors import InputError
+from apportion.errors import InputError, check_depth
 
 try:  # the C loader is ~8x faster on large kubectl dumps
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _CLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _CLoader  # type: ignore[assignment]
+
+#: longest integer a document may write. Python refuses to convert more than 4300 digits, and no field
+#: of a Kubernetes object, scheduler conf or scenario means anything near 100.
+MAX_INT_DIGITS = 100
 
 
-def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
-    """(location, object) for every object in the files; `-` reads stdin. Lists are flattened."""
-    out: list[tuple[str, Any]] = []
-    for path in paths:
-        try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
-        except UnicodeDecodeError:
-            raise InputError("not UTF-8 text", where=path) from None
-        name = "<stdin>" if path == "-" else path
-        out.extend(parse_documents(text, name))
-    return out
+class _Loader(_CLoader):
+    """The C safe loader, refusing over-long integers with the line and column they are at."""
 
 
-def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    digits = sum(c.isdigit() for c in node.value)
+    if digits > MAX_INT_DIGITS:
+        raise ConstructorError(None, None, f"an integer of {digits} digits is too long (at most {MAX_INT_DIGITS})",
+                               node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def read_text(path: str) -> str:
+    """The text of a file (`-`: stdin); InputError naming the file when it cannot be read or is not UTF-8."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where="<stdin>" if path == "-" else path) from None
+
+
+def load_yaml_all(text: str, name: str, *, multi: bool = True) -> list[Any]:
+    """Every document of a YAML (or JSON) text, decoded within the bounds above; InputError naming
+    `name` (`name: document i` when `multi`; and the line and column, when the parser knows them)."""
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as e:
@@ -44,7 +65,35 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
         loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"malformed YAML{loc}: {problem}", where=name) from None
+    except RecursionError:  # pragma: no cover - libyaml stops at 1000 levels first
+        raise InputError("malformed YAML: nested too deeply", where=name) from None
     for di, doc in enumerate(docs):
+        check_depth(doc, f"{name}: document {di}" if multi else name)
+    return docs
+
+
+def load_yaml(text: str, name: str) -> Any:
+    """The single document of a YAML text (None when empty); as `load_yaml_all` otherwise."""
+    docs = load_yaml_all(text, name, multi=False)
+    if len(docs) > 1:
+        raise InputError(f"expected one YAML document, found {len(docs)}", where=name)
+    return docs[0] if docs else None
+
+
+def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
+    """(location, object) for every object in the files; `-` reads stdin. Lists are flattened."""
+    out: list[tuple[str, Any]] = []
+    for path in paths:
+        text = read_text(path)
+        name = "<stdin>" if path == "-" else path
+        out.extend(parse_documents(text, name))
+    return out
+
+
+def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
+    """(location, object) for every Kubernetes object of one YAML/JSON text (Lists flattened)."""
+    out: list[tuple[str, Any]] = []
+    for di, doc in enumerate(load_yaml_all(text, name)):
         where = f"{name}: document {di}"
         if doc is None:
             continue
@@ -61,4 +110,3 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
         else:
             out.append((where, doc))
     return out
-

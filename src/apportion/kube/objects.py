@@ -1,15 +1,14 @@
-"""Cluster-level objects into the model: PriorityClasses, the scheduler ConfigMap (kept as raw text),
-Nodes (with taints), Queues and PodGroups, per `shared/spec/snapshot-format.md`."""
+"""Cluster-level objects into the model: PriorityClasses, Nodes (with taints), Queues and PodGroups, per
+`shared/spec/snapshot-format.md`."""
 
 from __future__ import annotations
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, Taint
-from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
-from apportion.errors import InputError
+from apportion.cluster.snapshot import DEFAULT_QUEUE, Snapshot
+from apportion.errors import InputError, shown
 from apportion.kube.fields import Fields, check_name
 from apportion.resources import CPU, MEMORY, Resource
 
-CONF_KEY = "volcano-scheduler.conf"
 _PHASES = {p.value: p for p in PodGroupPhase}
 
 
@@ -32,26 +31,6 @@ def priority_classes(snap: Snapshot, objs: list[Fields]) -> None:
         )
 
 
-def conf_text(snap: Snapshot, objs: list[Fields]) -> None:
-    """The `volcano-scheduler.conf` of the ConfigMaps, as text (several must agree)."""
-    found: list[tuple[str, str]] = []
-    for o in objs:
-        data = o.map_("data")
-        if CONF_KEY in data:
-            text = data[CONF_KEY]
-            if not isinstance(text, str):
-                raise o.fail(f"data.{CONF_KEY}", "expected a string")
-            found.append((o.where, text))
-    if not found:
-        return
-    if len({t for _, t in found}) > 1:
-        raise InputError(
-            "several ConfigMaps carry different volcano-scheduler.conf; keep one", where=found[-1][0]
-        )
-    where, text = found[0]
-    snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
-
-
 def _taints(o: Fields) -> tuple[Taint, ...]:
     out = []
     for i, t in enumerate(o.list_("spec.taints")):
@@ -60,7 +39,7 @@ def _taints(o: Fields) -> tuple[Taint, ...]:
             raise o.fail(f"spec.taints[{i}]", "expected a mapping")
         effect = to.str_("effect", "NoSchedule")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise o.fail(f"spec.taints[{i}].effect", f"unknown taint effect {effect!r}")
+            raise o.fail(f"spec.taints[{i}].effect", f"unknown taint effect {shown(effect)}")
         out.append(Taint(key=to.str_("key", required=True), value=to.str_("value", ""), effect=effect))
     return tuple(out)
 
@@ -130,11 +109,11 @@ def podgroups(snap: Snapshot, objs: list[Fields], global_default: int | None) ->
         mtm: dict[str, int] = {}
         for role, v in o.map_("spec.minTaskMember").items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {v!r}")
-            mtm[str(role)] = v
+                raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {shown(v)}")
+            mtm[str(role)] = o.int32(f"spec.minTaskMember.{role}", v)
         phase_s = o.str_("status.phase", "Pending") or "Pending"
         if phase_s not in _PHASES:
-            raise o.fail("status.phase", f"unknown PodGroup phase {phase_s!r} (one of {', '.join(_PHASES)})")
+            raise o.fail("status.phase", f"unknown PodGroup phase {shown(phase_s)} (one of {', '.join(_PHASES)})")
         pcn = o.str_("spec.priorityClassName", "")
         if pcn in snap.priority_classes:
             prio = snap.priority_classes[pcn]
