@@ -7,7 +7,7 @@ every update works on step functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -493,10 +493,7 @@ class InMemoryPlan:
         t, run = running(s, sources, 4 if limit is not None else 2)
         free = np.subtract((cap[0], cap[1]), run[:, 0:2])
         if int(free.min()) < 0:
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
+            self._over_committed(int(t[(free < 0).any(axis=1)][0]), e)
         # the committed load at every time it changes on [s, e + 1): committed_arrays reads it
         self._committed_seen = (self._version, s, end, t, run[:, 0:2])
         if limit is not None:
@@ -507,6 +504,21 @@ class InMemoryPlan:
             if lower.any():
                 free[lower] = quota[lower]
         return compact(t, free, end)
+
+    def _over_committed(self, t: int, e: int) -> None:
+        """The committed load exceeds the capacity from t on, inside an availability query over
+        `[s, e]`: raise, as trunk's subtractTestNonNegative merges do, unless t is the query's end
+        and the non-periodic load alone fits there. Trunk subtracts the periodic load in a second
+        merge whose left operand is already undefined at the end, so that merge never tests the
+        end instant; the first merge, capacity minus the non-periodic load, does."""
+        if t == e:
+            m, v = self.load.at(e)
+            if m <= self.capacity[0] and v <= self.capacity[1]:
+                return
+        raise PlanningException(
+            "RLESparseResourceAllocation: merge failed as the resulting "
+            "RLESparseResourceAllocation would be negative"
+        )
 
     def _check_period(self, s: int, e: int, period: int) -> None:
         T = self.max_periodicity
@@ -576,7 +588,7 @@ class InMemoryPlan:
                 sources.append((up, 2))
         segs = [(segments(f, s, end), col) for f, col in sources]
         if self.calc.kind == "default" and sum(len(k) for (k, _v), _c in segs) >= _VECTOR_MIN:
-            fast = _fused_vectorised(segs, cap, limit, end)
+            fast = _fused_vectorised(segs, cap, limit, end, self._over_committed)
             if fast is not None:
                 return fast
         for (keys, values), col in segs:
@@ -602,10 +614,7 @@ class InMemoryPlan:
             u1 += d[3]
             a = (cm - c0, cv - c1)
             if a[0] < 0 or a[1] < 0:
-                raise PlanningException(
-                    "RLESparseResourceAllocation: merge failed as the resulting "
-                    "RLESparseResourceAllocation would be negative"
-                )
+                self._over_committed(t, e)
             if limit is not None:
                 q = (limit[0] - u0, limit[1] - u1)
                 if dominant:
@@ -633,10 +642,7 @@ class InMemoryPlan:
             vm = cm - r[0]
             vv = cv - r[1]
             if vm < 0 or vv < 0:
-                raise PlanningException(
-                    "RLESparseResourceAllocation: merge failed as the resulting "
-                    "RLESparseResourceAllocation would be negative"
-                )
+                self._over_committed(a, e)
             net_pieces.append((a, b, (vm, vv)))
         net = StepFunction.from_pieces(net_pieces)
         old = self.reservations.get(old_id) if old_id is not None else None
@@ -710,7 +716,8 @@ _VECTOR_MAX_VALUE = 1 << 48
 
 
 def _fused_vectorised(
-    segs: list[tuple[tuple[list[int], list[Res]], int]], cap: Res, limit: Res | None, end: int
+    segs: list[tuple[tuple[list[int], list[Res]], int]], cap: Res, limit: Res | None, end: int,
+    over_committed: Callable[[int, int], None],
 ) -> StepFunction | None:
     """`_available_fused` for the default calculator on numpy arrays: the same deltas summed in
     time order, the same over-commit check and memory-ordered min, the same canonical form.
@@ -736,10 +743,7 @@ def _fused_vectorised(
     run = run[last]
     a = np.array(cap, dtype=np.int64) - run[:, 0:2]
     if bool((a < 0).any()):
-        raise PlanningException(
-            "RLESparseResourceAllocation: merge failed as the resulting "
-            "RLESparseResourceAllocation would be negative"
-        )
+        over_committed(int(t[(a < 0).any(axis=1)][0]), end - 1)
     if limit is not None:
         q = np.array(limit, dtype=np.int64) - run[:, 2:4]
         a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)

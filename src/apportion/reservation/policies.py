@@ -93,6 +93,32 @@ def _check_user(plan: InMemoryPlan, res: ReservationAllocation) -> None:
         )
 
 
+def ask_check_range(res: ReservationAllocation) -> int:
+    """Where trunk's admission test of res against the availability begins.
+
+    The ask is `getResourcesOverTime(start, end)`: its breakpoints from the last one at or before
+    start (clamped to start), else from its first one. Zero pieces are never stored, so a
+    reservation placed late in its window is tested only from its first allocated time; before
+    that the availability is not compared with anything (it can be negative there, when a user's
+    consumption already exceeds the instantaneous quota, without a refusal).
+    """
+    if res.period <= 0:
+        first = res.rle.first_change()
+        if first is None:
+            return res.end
+        return max(first, res.start)
+    base = res.rle
+    if base.is_empty():
+        return res.end
+    p = res.period
+    rel = res.start % p if res.start >= 0 else 0
+    if base.last_change_at_or_before(rel) is not None:
+        return res.start
+    first = base.first_change()
+    assert first is not None
+    return res.start - rel + first
+
+
 class NoOverCommitPolicy(SharingPolicy):
     """The reservation must fit, component-wise and at every time, in the availability (§9.2)."""
 
@@ -101,18 +127,21 @@ class NoOverCommitPolicy(SharingPolicy):
     def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
+        # trunk's merge of the availability with the ask tests only where both are defined: from
+        # the ask's first breakpoint and before the availability's undefined end marker
+        lo, hi = ask_check_range(res), res.end
         ask_arrays = None
         if avail_arrays is not None:
             # a plain reservation is read inside [start, end + 1) only: its own function will do
             ask_arrays = arrays_of(res.rle if res.period <= 0 else res.over_time(res.start, res.end + 1))
         if avail_arrays is not None and ask_arrays is not None:
             # the same pointwise check on arrays (the walk below is the reference)
-            if not fits_under(ask_arrays, avail_arrays, res.start, res.end + 1):
+            if not fits_under(ask_arrays, avail_arrays, lo, hi):
                 raise self._overcommit(res)
             return
         ask = res.over_time(res.start, res.end + 1)
         avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
-        for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
+        for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
             if r[0] < 0 or r[1] < 0:
                 raise self._overcommit(res)
 
@@ -227,7 +256,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         else:
             mine = _overlapping(res.rle, res.rle.last_change_at_or_before(cs), cs, ce)
 
-        f_map = _merge_maps(consumption, mine)
+        f_map = _close_open_end(_merge_maps(consumption, mine), ce)
         if not f_map:
             return True
         limit = scaled_limit(plan.capacity, self.max_avg)
@@ -327,6 +356,28 @@ def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: in
             t = nd
         if t > ce:
             return True
+
+
+def _close_open_end(f_map: list[tuple[int, Res | None]], ce: int) -> list[tuple[int, Res | None]]:
+    """End a load that is still non-zero at the check's end with a defined zero just after it.
+
+    A periodic unroll (or a reservation ending at Long.MAX) leaves its last value running up to the
+    Long.MAX end marker. Trunk then multiplies that value by about 2^63 in 64-bit arithmetic, so its
+    answer there is decided by the overflow (docs/semantics.md, YARN rows); with exact integers the
+    piece would add nothing inside `[cs, ce]`, and a reservation that holds its whole period (one
+    piece after unrolling) would escape the average check entirely. Closing the piece at `ce + 1`
+    makes the grid cover it like any other piece; what lies after ce never enters the check.
+    """
+    if not f_map:
+        return f_map
+    tail = f_map[-1:] if f_map[-1][1] is None else []
+    body = f_map[: len(f_map) - len(tail)]
+    if not body:
+        return f_map
+    k, v = body[-1]
+    if v is None or v == (0, 0) or k > ce or (tail and tail[0][0] <= ce + 1):
+        return f_map
+    return [*body, (ce + 1, (0, 0)), *tail]
 
 
 def _add(a: Res, b: Res) -> Res:
