@@ -39,9 +39,11 @@ from apportion.reservation.stepfn import (
     radd,
     segments,
 )
+from apportion.reservation.store import StoredReservation
 
 if TYPE_CHECKING:
-    from apportion.reservation.policies import SharingPolicy
+    from apportion.reservation.store import PlanStore
+    from apportion.reservation.view import Policy
 
 Interval = tuple[int, int, Res]
 
@@ -118,6 +120,17 @@ class ReservationAllocation:
     def contains_gangs(self) -> bool:
         return self.gang
 
+    def stored(self) -> StoredReservation:
+        """The reservation as a PlanStore keeps it."""
+        return StoredReservation(self.id, self.user or "", self.definition, self.start, self.end,
+                                 tuple(self.intervals), self.period, self.gang, self.acceptance_time)
+
+    @classmethod
+    def from_stored(cls, r: StoredReservation) -> ReservationAllocation:
+        """A reservation read back from a PlanStore, its allocation rebuilt from the stored entries."""
+        return cls(r.id, r.user, r.definition, r.start, r.end, list(r.intervals), period=r.period, gang=r.gang,
+                   acceptance_time=r.acceptance_time)
+
 
 class InMemoryPlan:
     """YARN's InMemoryPlan for one reservable queue."""
@@ -131,13 +144,11 @@ class InMemoryPlan:
         calculator: Calculator | None = None,
         minimum_allocation: Res = (1024, 1),
         maximum_allocation: Res = (8192, 4),
-        policy: SharingPolicy | None = None,
+        policy: Policy,
         max_periodicity: int = 86_400_000,
         now: int = 0,
         move_on_expiry: bool = True,
     ) -> None:
-        from apportion.reservation.policies import CapacityOverTimePolicy
-
         if step <= 0:
             raise ValueError("plan step must be positive")
         if max_periodicity <= 0:
@@ -148,7 +159,7 @@ class InMemoryPlan:
         self.calc = calculator or Calculator("default")
         self.minimum_allocation = minimum_allocation
         self.maximum_allocation = maximum_allocation
-        self.policy: SharingPolicy = policy or CapacityOverTimePolicy(1.0, 1.0, 86_400_000)
+        self.policy: Policy = policy
         self.max_periodicity = max_periodicity
         self.now = now
         self.move_on_expiry = move_on_expiry
@@ -178,6 +189,8 @@ class InMemoryPlan:
         # (version, s, e, times, committed sums) of the last mirrored availability
         self._committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
         self._avail_cache: _Availability | None = None
+        #: where accepted reservations are written (YARN's RMStateStore); set by the ReservationSystem
+        self.store: PlanStore | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
     def _apply(self, res: ReservationAllocation, sign: int) -> None:
@@ -444,7 +457,7 @@ class InMemoryPlan:
     ) -> _Availability | None:
         """The kept answer for a range covering `[s, e]` with the plan as it is, computed (and kept)
         on a miss; None when no answer is kept for the query (a policy of its own, an empty range)."""
-        if s > e or not _pure_availability(self.policy):
+        if s > e or not self.policy.availability_is_pointwise():
             return None
         old = self.reservations.get(old_id) if old_id is not None else None
         key: tuple[object, ...] = (
@@ -556,7 +569,7 @@ class InMemoryPlan:
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
         old = self.reservations.get(old_id) if old_id is not None else None
-        if old is None and _pure_availability(self.policy):
+        if old is None and self.policy.availability_is_pointwise():
             return self._available_fused(user, s, e)
         return self._available_merged(user, old_id, s, e)
 
@@ -659,9 +672,13 @@ class InMemoryPlan:
             raise PlanIllegalArgument(f"The specified Reservation with ID {res.id} already exists", "AlreadyExists")
         if not is_recovering:
             self.policy.validate(self, res)
-        res.acceptance_time = self.now
+            res.acceptance_time = self.now
+        elif res.acceptance_time < 0:
+            res.acceptance_time = self.now
         self.reservations[res.id] = res
         self._apply(res, +1)
+        if not is_recovering:
+            self._persist(res)
         return True
 
     def update_reservation(self, res: ReservationAllocation) -> bool:
@@ -677,7 +694,9 @@ class InMemoryPlan:
             self.add_reservation(res)
         except (PlanningException, PlanIllegalArgument):
             # rollback: the old version goes back (YARN re-adds it, so it gets a new acceptance time)
+            cur.acceptance_time = self.now
             self.add_reservation(cur, is_recovering=True)
+            self._persist(cur)
             return False
         return True
 
@@ -693,6 +712,18 @@ class InMemoryPlan:
     def _remove(self, res: ReservationAllocation) -> None:
         del self.reservations[res.id]
         self._apply(res, -1)
+        if self.store is not None:
+            self.store.delete_reservation(self.queue, res.id)
+
+    def _persist(self, res: ReservationAllocation) -> None:
+        if self.store is not None:
+            self.store.put_reservation(self.queue, res.stored())
+
+    def recover(self, stored: Iterable[StoredReservation]) -> None:
+        """Rebuild the plan's reservations from a store, as YARN's RM recovery does: each is added
+        with `is_recovering` (no policy check, its stored acceptance time, nothing written back)."""
+        for r in stored:
+            self.add_reservation(ReservationAllocation.from_stored(r), is_recovering=True)
 
     def archive_completed(self, tick: int, valid_window: int | None = None) -> list[ReservationId]:
         """archiveCompletedReservations: drop non-periodic reservations with end <= tick - window (§8.4)."""
@@ -795,21 +826,6 @@ class _Availability:
             assert self.fn is not None
             self.arr = arrays_of(self.fn)
         return self.arr
-
-
-def _pure_availability(policy: SharingPolicy) -> bool:
-    """Whether the policy's availability is one of the built-in pointwise functions of the plan."""
-    f = type(policy).available_resources
-    pure = _PURE.get(f)
-    if pure is None:
-        # asked on every availability query: the import and the comparison happen once per function
-        from apportion.reservation.policies import CapacityOverTimePolicy, SharingPolicy
-
-        pure = _PURE[f] = f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
-    return pure
-
-
-_PURE: dict[object, bool] = {}
 
 
 def _same_key(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

@@ -34,7 +34,8 @@ from apportion.reservation.stepfn import (
 )
 
 if TYPE_CHECKING:
-    from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+    from apportion.reservation.plan import ReservationAllocation
+    from apportion.reservation.view import PlanView
 
 
 
@@ -54,19 +55,26 @@ class SharingPolicy(ABC):
     name = "None"
 
     @abstractmethod
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         """Raise a PlanningException when the plan must not accept res."""
 
     def available_resources(
-        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+        self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
         """Lower the plan availability for user over the closed range `[s, e]` (default: unchanged)."""
         return net
 
-    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+    def instantaneous_limit(self, plan: PlanView) -> Res | None:
         """What `available_resources` caps a user at, when it is exactly `min(net, limit − used)`
         pointwise (the plan then fuses it into its own pass); None when it leaves net unchanged."""
         return None
+
+    def availability_is_pointwise(self) -> bool:
+        """Whether `available_resources` is the identity or CapacityOverTime's pointwise min, so
+        that the plan may fuse it into its own pass and keep its answers (a subclass with an
+        availability of its own is asked every time)."""
+        f = type(self).available_resources
+        return f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
 
     @abstractmethod
     def valid_window(self) -> int:
@@ -78,15 +86,15 @@ class NoPolicy(SharingPolicy):
 
     name = "None"
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         return None
 
     def valid_window(self) -> int:
         return 0
 
 
-def _check_user(plan: InMemoryPlan, res: ReservationAllocation) -> None:
-    old = plan.reservations.get(res.id)
+def _check_user(plan: PlanView, res: ReservationAllocation) -> None:
+    old = plan.get(res.id)
     if old is not None and old.user != res.user:
         raise MismatchedUserException(
             f"Updating an existing reservation with mismatched user:{old.user} != {res.user}"
@@ -124,7 +132,7 @@ class NoOverCommitPolicy(SharingPolicy):
 
     name = "NoOverCommit"
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
         # trunk's merge of the availability with the ask tests only where both are defined: from
@@ -173,16 +181,16 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
     def valid_window(self) -> int:
         return self.window
 
-    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+    def instantaneous_limit(self, plan: PlanView) -> Res | None:
         return scaled_limit(plan.capacity, self.max_inst)
 
     def available_resources(
-        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+        self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
         cap = plan.capacity
         limit = scaled_limit(cap, self.max_inst)
         used = plan.user_over(user or "", s, e + 1)
-        old = plan.reservations.get(old_id) if old_id is not None else None
+        old = plan.get(old_id) if old_id is not None else None
         if old is not None:
             used = merge(used, old.over_time(s, e + 1), s, e + 1, rsub)
         # the quota is limit − used on [s, e]; it is folded into the merge instead of being built
@@ -198,7 +206,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
         return merge(net, used, s, e + 1, cmin)
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         try:
             super().validate(plan, res)
         except PlanningQuotaException as p:
@@ -212,23 +220,23 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
             )
 
     # -- the integral check -------------------------------------------------------------------
-    def _average_ok(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+    def _average_ok(self, plan: PlanView, res: ReservationAllocation) -> bool:
         """Trunk's integral check; `_average_walk` is the check itself, the bound in front only
         answers the cases where no window's average can reach the limit at all."""
         W = self.window
         cs = res.start - W
         ce = res.end + W
-        old = plan.reservations.get(res.id)
+        old = plan.get(res.id)
         if _integral_bound_within(plan, res, old, cs, ce, W, scaled_limit(plan.capacity, self.max_avg)):
             return True
         return self._average_walk(plan, res)
 
-    def _average_walk(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+    def _average_walk(self, plan: PlanView, res: ReservationAllocation) -> bool:
         W = self.window
         cs = res.start - W
         ce = res.end + W
         user = res.user or ""
-        old = plan.reservations.get(res.id)
+        old = plan.get(res.id)
 
         has_np = user in plan.user_load
         has_p = user in plan.user_periodic
@@ -264,7 +272,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
 
 def _integral_bound_within(
-    plan: InMemoryPlan, res: ReservationAllocation, old: ReservationAllocation | None, cs: int, ce: int, W: int,
+    plan: PlanView, res: ReservationAllocation, old: ReservationAllocation | None, cs: int, ce: int, W: int,
     limit: Res,
 ) -> bool:
     """Whether `_average_walk` must answer True because everything it sums is too small to matter.
