@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from apportion.errors import ApportionError
 from apportion.reservation.stepfn import Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3
@@ -21,7 +22,7 @@ _LONG_MAX = 2**63 - 1
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+\Z")
 
 
-class BadRequest(Exception):
+class BadRequest(ApportionError):
     """A request the REST layer answers with an error status (400 unless told otherwise)."""
 
     def __init__(self, message: str, status: int = 400) -> None:
