@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.actions import get_action
+import apportion.actions  # noqa: F401 - importing the package registers the built-in actions
+import apportion.plugins  # noqa: F401 - and the built-in plugins
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.errors import InternalError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
+from apportion.framework.interface import get_action
 from apportion.framework.session import Event, Session
 from apportion.kube import read_documents
 from apportion.state import check
@@ -88,7 +91,10 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     queue is a real cost for a caller that runs thousands of sessions and reads it now and then.
     """
     for name in ssn.conf.actions:
-        get_action(name)(ssn)
+        action = get_action(name)
+        if action is None:  # the conf was validated against the same registry
+            raise InternalError(f"action {name!r} is no longer registered")
+        action.execute(ssn)
     pipelined = ssn.pipelined()
     queues = ssn.queue_reports() if queue_report else {}
     ssn.close()
