@@ -13,6 +13,7 @@ log = logging.getLogger(__name__)
 MODULES = (
     "apportion.cli_engine",
     "apportion.cli_quota",
+    "apportion.cli_forecast",
     "apportion.reservation.cli",
     "apportion.simulation.cli",
 )

@@ -128,9 +128,9 @@ def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
     if pods.get(ASSUMED):
         parts.append(f"{pods[ASSUMED]} assumed to run {assumed.text if assumed else '?'}")
     if pods.get(UNKNOWN):
-        parts.append(f"{pods[UNKNOWN]} have no runtime: taken to run past the horizon")
+        parts.append(f"{pods[UNKNOWN]} without a runtime: taken to run past the horizon")
     if jobs_unknown:
-        parts.append(f"{jobs_unknown} waiting jobs have no runtime"
+        parts.append(f"{jobs_unknown} waiting job{'s' if jobs_unknown > 1 else ''} without a runtime"
                      + (f": assumed {assumed.text}" if assumed else ": taken to run past the horizon"))
     return {"pods": dict(sorted(pods.items())), "jobsWithoutRuntime": jobs_unknown,
             "assumedRuntime": assumed.text if assumed else None,
