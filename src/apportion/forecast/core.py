@@ -122,20 +122,21 @@ def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
     jobs_unknown = sum(1 for j in state.jobs if j.runtime is None and any(t.status == "pending" for t in j.tasks))
     parts = []
     if pods.get(EXPECTED_END):
-        parts.append(f"{pods[EXPECTED_END]} running pods end at their {EXPECTED_END} annotation")
+        parts.append(f"{pods[EXPECTED_END]} end at their {EXPECTED_END} annotation")
     if pods.get(DURATION):
-        parts.append(f"{pods[DURATION]} from their {DURATION} annotation and start time")
+        parts.append(f"{pods[DURATION]} by their {DURATION} annotation and start time")
     if pods.get(ASSUMED):
         parts.append(f"{pods[ASSUMED]} assumed to run {assumed.text if assumed else '?'}")
     if pods.get(UNKNOWN):
-        parts.append(f"{pods[UNKNOWN]} without a runtime: taken to run past the horizon")
+        parts.append(f"{pods[UNKNOWN]} with no known end (never free their nodes)")
+    summary = "running pods: " + ", ".join(parts) if parts else "no running pods"
     if jobs_unknown:
-        parts.append(f"{jobs_unknown} waiting job{'s' if jobs_unknown > 1 else ''} without a runtime"
-                     + (f": assumed {assumed.text}" if assumed else ": taken to run past the horizon"))
+        summary += (f"; waiting jobs without a runtime: {jobs_unknown} ("
+                    + (f"assumed {assumed.text})" if assumed else "run forever once started)"))
     return {"pods": dict(sorted(pods.items())), "jobsWithoutRuntime": jobs_unknown,
             "assumedRuntime": assumed.text if assumed else None,
             "futureArrivals": len(state.arrivals),
-            "summary": "; ".join(parts) or "no running pods"}
+            "summary": summary}
 
 
 def _pct(xs: list[float], q: float) -> float | None:

@@ -26,7 +26,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, run_session
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
-from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
+from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share, to_natural_value
 
 #: how many suggestions a job gets (the cheapest)
 KEEP = 3
@@ -305,7 +305,7 @@ class Search:
         mr = self._min_resources_for(best)
         return [Suggestion(
             kind="min-member", cost=self.cost(freed), patch=set_min_member(self.uid, best, mr),
-            text=f"lower {self.uid}'s minMember from {m0} to {best} (tasks: start {best} pods first)",
+            text=f"lower {self.uid}'s minMember from {m0} to {best} (it starts with {best} pod{'s' if best > 1 else ''})",
             change={"type": "minMember", "job": self.uid, "from": m0, "to": best,
                     "minResources": None if mr is None else natural(mr)})]
 
@@ -404,3 +404,67 @@ def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion
     found += search.free()
     found.sort(key=lambda s: (s.cost, s.kind, s.text))
     return found[:keep]
+
+
+# ===================================================================== applying a change to the objects
+def _quantities(values: dict[str, Any]) -> dict[str, str]:
+    """Natural amounts as Kubernetes quantities (cpu in millicores, memory in bytes)."""
+    out = {}
+    for k, v in values.items():
+        if k == CPU:
+            out[k] = f"{round(float(v) * 1000)}m"
+        elif k == MEMORY:
+            out[k] = str(round(float(v)))
+        else:
+            out[k] = str(int(v)) if float(v) == int(v) else str(v)
+    return out
+
+
+def _of_job(obj: dict[str, Any], uid: str) -> bool:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    if obj.get("kind") == "PodGroup":
+        return f"{ns}/{meta.get('name')}" == uid
+    if obj.get("kind") == "Pod":
+        group = (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name")
+        return bool(group) and f"{ns}/{group}" == uid
+    return False
+
+
+def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cluster objects (kubectl dicts, not changed) with a suggestion's `change` made: what a user
+    would apply. A per-pod request is written to the pod's only container (with several containers,
+    each is scaled by the same factor)."""
+    import copy
+
+    kind = change["type"]
+    out = []
+    for obj in objects:
+        if kind == "free" and any(_of_job(obj, j["job"]) for j in change["jobs"]):
+            continue
+        o = copy.deepcopy(obj)
+        if kind == "queue" and o.get("kind") == "Queue" and o["metadata"]["name"] == change["queue"]:
+            o.setdefault("spec", {})[change["field"]] = _quantities(change["to"])
+        elif kind == "minMember" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
+            o["spec"]["minMember"] = change["to"]
+            if change.get("minResources") is not None:
+                o["spec"]["minResources"] = _quantities(change["minResources"])
+        elif kind == "request" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
+            if o["spec"].get("minResources"):
+                m = int(o["spec"].get("minMember", 1))
+                o["spec"]["minResources"] = _quantities({k: float(v) * m for k, v in change["to"].items()})
+        elif kind == "request" and o.get("kind") == "Pod" and _of_job(o, change["job"]) \
+                and not (o.get("spec") or {}).get("nodeName"):
+            containers = o["spec"]["containers"]
+            if len(containers) == 1:
+                containers[0].setdefault("resources", {})["requests"] = _quantities(change["to"])
+            else:
+                frm = change["from"]
+                for c in containers:
+                    req = c.setdefault("resources", {}).setdefault("requests", {})
+                    for k, v in change["to"].items():
+                        if k in req and frm.get(k):
+                            was = to_natural_value(k, Resource.from_resource_list({k: req[k]}).get(k))
+                            req[k] = _quantities({k: was * float(v) / float(frm[k])})[k]
+        out.append(o)
+    return out
