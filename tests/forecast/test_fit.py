@@ -10,11 +10,11 @@ from dumps import T0, running
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import prepare, resolve_conf, run_cycle
 from apportion.forecast.fit import apply_change, suggest
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
+from apportion.kube import build_snapshot
 
 from k8s import node, pod, podgroup, queue
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from apportion.cluster.snapshot import Snapshot, build_snapshot, load_snapshot, read_documents
-from apportion.engine import load_conf_file, prepare, resolve_conf
+from apportion.cluster.snapshot import Snapshot
+from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
 from apportion.errors import InputError
 from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
 from apportion.forecast.diff import Diff, diff, load_queue_file
@@ -17,6 +17,7 @@ from apportion.forecast.fit import suggest
 from apportion.forecast.runtime import Assumed, parse_assumed, parse_duration, parse_time
 from apportion.forecast.start import newest_timestamp, start_state
 from apportion.framework.conf import SchedulerConf
+from apportion.kube import build_snapshot, read_documents
 
 
 def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: SchedulerConf | None = None,
@@ -49,8 +50,7 @@ def forecast_dump(paths: list[str], jobs: list[str] | None = None, *, conf_path:
                   now: str | None = None, assume_runtime: str | None = None, runs: int = DEFAULT_RUNS,
                   seed: int = 0, horizon: str | None = None, period: str = "1", fits: bool = True) -> Forecast:
     """`apportion forecast`: kubectl YAML files and the options as typed."""
-    snap = load_snapshot(paths)
-    conf = load_conf_file(conf_path) if conf_path else None
+    snap, conf = load_inputs(paths, conf_path)  # as `apportion cycle` reads them
     when = parse_time(now, "--now") if now else None
     assumed = parse_assumed(assume_runtime) if assume_runtime else None
     h = parse_duration(horizon, "--horizon") if horizon else None

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.cluster.model import QueueInfo, TaskStatus
-from apportion.cluster.snapshot import Snapshot, build_snapshot, read_documents
+from apportion.cluster.snapshot import Snapshot
 from apportion.engine import CycleResult, resolve_conf, run_cycle
 from apportion.errors import InputError
 from apportion.framework.conf import SchedulerConf
+from apportion.kube import build_snapshot, read_documents
 
 #: what `diff` compares for each queue (keys of the queue plugin's report)
 QUEUE_FIELDS = ("deserved", "realCapability", "share")
@@ -135,7 +136,7 @@ def diff(load: Callable[[], Snapshot], *, conf: SchedulerConf | None = None,
     snap_a = load()
     snap_b = load()
     current = resolve_conf(snap_a, None)
-    current_source = "the dump's ConfigMap" if snap_a.conf is not None else "Volcano's default conf"
+    current_source = "the dump's ConfigMap" if snap_a.conf_text is not None else "Volcano's default conf"
     proposed = conf if conf is not None else current
     if queues:
         snap_b.queues.update(queues)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from apportion.cli import run_guarded
+from apportion.cli.guard import run_guarded
 
 
 def register(group: click.Group) -> None:
