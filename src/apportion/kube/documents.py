@@ -1,21 +1,23 @@
-"""Reading kubectl output: files (or stdin) into decoded objects, each with its location (file, document
-index, `items[i]` of a List), before any object is interpreted.
+"""Reading kubectl output (YAML or JSON): files (or stdin) into decoded objects, each with its location
+(file, document index, `items[i]` of a List), before any object is interpreted.
 
 Decoding is bounded for any input: libyaml's C loader (fast on large dumps, and its own nesting limit
 keeps it off the C stack), integers of at most `MAX_INT_DIGITS` digits, documents at most
-`errors.MAX_DEPTH` levels deep. Every other reader of outside YAML (scheduler confs, scenarios) decodes
-through `load_yaml`, so the bounds hold everywhere.
+`errors.MAX_DEPTH` levels deep, in YAML and JSON alike. Every other reader of outside YAML (scheduler
+confs, scenarios) decodes through `load_yaml`, so the bounds hold everywhere.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
+import orjson
 import yaml
 from yaml.constructor import ConstructorError
 
-from apportion.errors import InputError, check_depth
+from apportion.errors import MAX_DEPTH, InputError, check_depth
 
 try:  # the C loader is ~8x faster on large kubectl dumps
     from yaml import CSafeLoader as _CLoader
@@ -91,9 +93,16 @@ def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
 
 
 def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
-    """(location, object) for every Kubernetes object of one YAML/JSON text (Lists flattened)."""
+    """(location, object) for every object in a kubectl dump: YAML documents, or JSON (`kubectl get -o
+    json`: one object or List, or several objects one after another)."""
     out: list[tuple[str, Any]] = []
-    for di, doc in enumerate(load_yaml_all(text, name)):
+    if text.lstrip()[:1] in ("{", "["):
+        docs = json_documents(text, name)
+        for di, doc in enumerate(docs):
+            check_depth(doc, f"{name}: document {di}")
+    else:
+        docs = load_yaml_all(text, name)
+    for di, doc in enumerate(docs):
         where = f"{name}: document {di}"
         if doc is None:
             continue
@@ -110,3 +119,36 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
         else:
             out.append((where, doc))
     return out
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits is too long (at most {MAX_INT_DIGITS})")
+    return int(digits)
+
+
+def json_documents(text: str, name: str) -> list[Any]:
+    """The JSON values in text: one (orjson, the fast path) or several one after another."""
+    try:
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        pass
+    # the slow path: JSON values one after another, or a value orjson refused (an integer past 64 bits,
+    # nesting past its limit), with Python's decoder bounded as the YAML loader is
+    docs: list[Any] = []
+    dec = json.JSONDecoder(parse_int=_bounded_int)
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end:
+            return docs
+        try:
+            doc, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", where=name) from None
+        except ValueError as e:  # an over-long integer (_bounded_int)
+            raise InputError(f"malformed JSON: {e}", where=name) from None
+        except RecursionError:
+            raise InputError(f"malformed JSON: nested more than {MAX_DEPTH} levels deep", where=name) from None
+        docs.append(doc)
