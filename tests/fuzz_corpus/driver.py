@@ -1,7 +1,7 @@
 """Run every input of the fuzz corpus through the real commands, in one process, and print one JSON
 line per run: the file, the command, its exit status, its wall time and its stderr.
 
-Used by tests/test_fuzz_corpus.py, which runs this under a memory limit. Standalone:
+Used by tests/cli/test_fuzz_corpus.py, which runs this under a memory limit. Standalone:
 `python tests/fuzz_corpus/driver.py CORPUS_DIR`.
 """
 

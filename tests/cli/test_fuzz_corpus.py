@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-CORPUS = Path(__file__).parent / "fuzz_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "fuzz_corpus"
 #: per run, generous for a machine shared with other work: the slow cases took minutes or did not end
 SECONDS = 15.0
 #: the whole driver's address space; the blow-ups this corpus holds grew past 9 GB
