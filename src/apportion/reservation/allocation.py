@@ -10,29 +10,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
-from apportion.reservation.stepfn import ZERO, PeriodicStepFunction, Res, StepFunction
+from apportion.reservation.stepfn import ZERO, PeriodicStepFunction, Res, StepFunction, wrap_pieces
 from apportion.reservation.store import StoredReservation
 
 Interval = tuple[int, int, Res]
 
 
 def fold_intervals(intervals: Iterable[Interval], period: int) -> StepFunction:
-    """Sum of intervals taken modulo period, on offsets `[0, period)` (a piece past the end wraps)."""
-    pieces: list[Interval] = []
-    for a, b, r in intervals:
-        if b <= a or r == ZERO:
-            continue
-        length = b - a
-        if length >= period:
-            pieces.append((0, period, r))
-            continue
-        o = a % period
-        if o + length <= period:
-            pieces.append((o, o + length, r))
-        else:
-            # contract §7.1 item 6 / §12 row 1: keep the wrapped part instead of losing it
-            pieces.append((o, period, r))
-            pieces.append((0, o + length - period, r))
+    """Sum of intervals taken modulo period, on offsets `[0, period)`: a piece past the end wraps,
+    a piece as long as the period or longer covers all of it."""
+    pieces = wrap_pieces(intervals, period, clamp=True)
+    assert pieces is not None  # clamp never refuses
     return StepFunction.from_intervals(pieces)
 
 
