@@ -21,21 +21,29 @@ class PlanningException(Exception):
 
 
 class ContractValidationException(PlanningException):
+    """A definition the planner cannot accept (bad shape, impossible window)."""
+
     java_name = _PKG + "ContractValidationException"
     kind = "Planning"
 
 
 class PlanningQuotaException(PlanningException):
+    """A sharing policy refused the allocation."""
+
     java_name = _PKG + "PlanningQuotaException"
     kind = "PlanningQuota"
 
 
 class ResourceOverCommitException(PlanningQuotaException):
+    """The allocation would exceed the plan's capacity at some time."""
+
     java_name = _PKG + "ResourceOverCommitException"
     kind = "ResourceOverCommit"
 
 
 class MismatchedUserException(PlanningException):
+    """An update by a user other than the reservation's owner."""
+
     java_name = _PKG + "MismatchedUserException"
     kind = "Planning"
 

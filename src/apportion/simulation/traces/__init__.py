@@ -59,6 +59,7 @@ def queue_object(name: str, *, deserved: dict[str, Any] | None = None, weight: i
 
 
 def node_objects(prefix: str, count: int, allocatable: dict[str, Any]) -> list[dict[str, Any]]:
+    """`count` identical Node objects (dicts) named `prefix-00`, `prefix-01`, ... (110 pods unless given)."""
     width = max(2, len(str(count - 1)))
     alloc = {k: str(v) for k, v in allocatable.items()}
     alloc.setdefault("pods", "110")

@@ -34,6 +34,7 @@ WEIGHT = {"ls": 2, "burstable": 1, "be": 1}
 
 
 def load_alibaba(spec: Any) -> LoadedTrace:
+    """The pods as one-task jobs, a queue per QoS class and, with `clusterScale`, a sample of the nodes."""
     from apportion.simulation.scenario import JobSpec
 
     opts = spec.options

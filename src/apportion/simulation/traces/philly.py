@@ -32,6 +32,7 @@ GPUS_PER_NODE = 8
 
 
 def load_philly(spec: Any) -> LoadedTrace:
+    """The jobs of the first `days` days, a queue per virtual cluster and, with `clusterScale`, a cluster."""
     from apportion.simulation.scenario import JobSpec
 
     opts = spec.options
