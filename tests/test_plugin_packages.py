@@ -157,3 +157,24 @@ def test_every_extension_point_has_a_typed_registration():
     for overload in typing.get_overloads(interface.ExtensionPoints.add_fn):
         points.update(typing.get_args(typing.get_type_hints(overload)["point"]))
     assert points == set(ep.GATES)
+
+
+def test_an_installed_action_is_found_by_the_conf_and_run(tmp_path, monkeypatch, registries):
+    dist = tmp_path / "audit_action-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: audit-action\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[apportion.actions]\naudit = audit_action:AUDIT\n")
+    (tmp_path / "audit_action.py").write_text(
+        "from apportion.framework.interface import FunctionAction\n"
+        "SEEN = []\n"
+        "AUDIT = FunctionAction('audit', lambda ssn: SEEN.append(sorted(ssn.binds)))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(interface._actions, "entry_points", None)
+    monkeypatch.delitem(sys.modules, "audit_action", raising=False)
+    conf = parse_conf('actions: "enqueue, allocate, audit"\ntiers:\n- plugins:\n  - name: gang\n')
+    run_cycle(snapshot(*_objs()), conf)
+    import audit_action
+
+    assert audit_action.SEEN == [["ns/old-0"]]
+    monkeypatch.delitem(sys.modules, "audit_action")
