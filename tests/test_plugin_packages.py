@@ -178,3 +178,21 @@ def test_an_installed_action_is_found_by_the_conf_and_run(tmp_path, monkeypatch,
 
     assert audit_action.SEEN == [["ns/old-0"]]
     monkeypatch.delitem(sys.modules, "audit_action")
+
+
+def test_mypy_checks_a_plugin_s_registrations_against_the_extension_point(tmp_path):
+    """The documented plugin is clean under `mypy --strict` against the installed apportion (py.typed);
+    the same plugin registering its job order as a queue order is an error naming add_fn."""
+    good = _doc_block("python")
+    (tmp_path / "good_plugin.py").write_text(good, encoding="utf-8")
+    bad = good.replace("ep.JOB_ORDER", "ep.QUEUE_ORDER")
+    assert bad != good
+    (tmp_path / "bad_plugin.py").write_text(bad, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--no-error-summary",
+         "good_plugin.py", "bad_plugin.py"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    errors = [line for line in run.stdout.splitlines() if ": error:" in line]
+    assert errors and all(line.startswith("bad_plugin.py:") for line in errors), run.stdout
+    assert any('No overload variant of "add_fn"' in line for line in errors), run.stdout
