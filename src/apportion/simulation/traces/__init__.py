@@ -6,12 +6,10 @@ Each loader documents its mapping in its module docstring and in docs/scenario.m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apportion.errors import InputError
-
-if TYPE_CHECKING:
-    from apportion.simulation.scenario import JobSpec, TraceSpec
+from apportion.simulation.specs import JobSpec, TraceSpec
 
 #: Where the shared traces live, relative to the repository root.
 SHARED_TRACES = "../shared/traces"
