@@ -25,6 +25,7 @@ from apportion.errors import InputError, QuantityError, shown
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
 from apportion.kube import build_snapshot, load_yaml, read_documents, read_text
 from apportion.resources import PODS, Resource
+from apportion.simulation.specs import GeneratorSpec, JobSpec, TraceSpec
 
 #: Queue annotation that makes a queue own a reservation plan.
 RESERVABLE_KEY = "apportion.io/reservable"
@@ -50,56 +51,6 @@ def schema() -> dict[str, Any]:
 
 
 # ===================================================================== parsed pieces
-@dataclass
-class JobSpec:
-    """One job of the workload: `tasks` identical tasks of `resources` each, running `duration` s."""
-
-    name: str
-    queue: str
-    arrival: float
-    duration: float
-    tasks: int
-    min_member: int
-    resources: Resource
-    priority_class: str = ""
-    preemptable: bool = True
-    reservation: str = ""
-    user: str = ""
-    source: str = ""
-
-    @property
-    def gang(self) -> bool:
-        return self.min_member > 1
-
-
-@dataclass
-class GeneratorSpec:
-    """A synthetic generator; expanded into JobSpecs by `workload.expand` with the run's seed."""
-
-    name: str
-    queues: dict[str, float]
-    count: int
-    start: float
-    interarrival: Any
-    duration: Any
-    tasks: Any
-    gang: bool
-    resources: Resource
-    priority_class: str
-    preemptable: bool
-    where: str
-
-
-@dataclass
-class TraceSpec:
-    """A trace to replay, with its mapping options (see simulation/traces/)."""
-
-    type: str
-    path: Path
-    options: dict[str, Any]
-    where: str
-
-
 @dataclass
 class PlanSpec:
     """Settings of the plan owned by a reservable queue."""
