@@ -3,7 +3,8 @@ allows (what `Resource.from_resource_list` reads back to the same floats)."""
 
 from __future__ import annotations
 
-from apportion.cluster.model import QueueInfo
+from apportion.cluster.model import NodeInfo, QueueInfo
+from apportion.kube.records import NodeSpec
 from apportion.resources import CPU, MEMORY, PODS, Resource
 
 
@@ -44,3 +45,20 @@ def queue_object(q: QueueInfo) -> dict[str, object]:
         meta["annotations"] = dict(q.annotations)
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": meta, "spec": spec,
             "status": {"state": q.state}}
+
+
+def node_object(n: NodeInfo) -> dict[str, object]:
+    """A Node object for a NodeInfo (see queue_object on exactness: producers send the record too)."""
+    spec: dict[str, object] = {}
+    if n.taints:
+        spec["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints]
+    if n.unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": dict(n.labels)},
+            "spec": spec, "status": {"allocatable": resource_list(n.allocatable)}}
+
+
+def node_spec(n: NodeInfo) -> NodeSpec:
+    """The record a Node object for n parses into."""
+    return NodeSpec(name=n.name, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
+                    unschedulable=n.unschedulable)

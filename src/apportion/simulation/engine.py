@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.cluster.model import NodeInfo, PodGroupPhase, QueueInfo
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.kube.pods import GROUP_KEY, PREEMPTABLE_KEY
-from apportion.kube.write import queue_object, resource_list
+from apportion.kube.write import node_object, node_spec, queue_object, resource_list
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource
 from apportion.simulation.metrics import Recorder
 from apportion.simulation.reservations import LocalPlan, default_child, follow
@@ -106,6 +106,9 @@ class SimJob:
     lost_cpu_seconds: float = 0.0
     message: str = ""
     done_tasks: int = 0
+    #: free for a Simulator subclass that builds its own JobInfo (see Simulator._job_info) to keep one
+    info: JobInfo | None = field(default=None, repr=False, compare=False)
+    info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     #: bumped by every task status change (Simulator._set_status); a task's node changes only with it
     changes: int = 0
 
@@ -163,6 +166,7 @@ class Simulator:
         #: child queues the cache holds, by name
         self._told_queues: dict[str, QueueInfo] = {}
         self._requests: dict[str, dict[str, str]] = {}
+        self._assembled: dict[str, JobInfo] = {}
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
@@ -369,10 +373,11 @@ class Simulator:
 
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
-        self.recorder.eviction(self.now, job, t, reason)
+        lost_before = job.lost_gpu_seconds
         victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
         for v in victims:
             self._stop(job, v, restart=True)
+        self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
 
     def _node_event(self, ev: Any) -> None:
         if ev.type == "fail":
@@ -486,17 +491,27 @@ class Simulator:
 
     # ================================================================= the cache
     def _load_cluster(self) -> None:
-        """The scenario's cluster into the cache: PriorityClasses, Nodes and Queues as objects."""
+        """The scenario's cluster into the cache: PriorityClasses, Nodes and Queues, as the objects they
+        were read from (made from the model objects, with them as records, when a scenario was built
+        in code)."""
         for name, value in self.sc.priority_classes.items():
             self._apply(ADDED, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                 "metadata": {"name": name}, "value": value}, f"{self.sc.source}: priorityClasses")
-        for where, obj in self.sc.objects:
-            kind = obj.get("kind")
-            if kind == "Node":
-                self._node_objs[obj["metadata"]["name"]] = (where, obj)
-                self._apply(ADDED, obj, where)
-            elif kind == "Queue":
-                self._apply(ADDED, obj, where)
+        raw = {(obj.get("kind"), obj["metadata"]["name"]): (where, obj) for where, obj in self.sc.objects
+               if obj.get("kind") in ("Node", "Queue")}
+        for n in self.sc.nodes:
+            self._node_objs[n.name] = raw.get(("Node", n.name)) or ("simulator", node_object(n))
+            self._add_node(n)
+        for name, q in self.queues.items():
+            hit = raw.get(("Queue", name))
+            if hit is not None:
+                self._apply(ADDED, hit[1], hit[0])
+            else:
+                self._apply(ADDED, queue_object(q), "simulator", q)
+
+    def _add_node(self, n: NodeInfo) -> None:
+        where, obj = self._node_objs[n.name]
+        self._apply(ADDED, obj, where, node_spec(n) if where == "simulator" else None)
 
     def _apply(self, typ: str, obj: dict[str, Any], where: str, record: Any = None) -> None:
         self.cache.apply(WatchEvent(typ, obj, where, record))
@@ -506,8 +521,8 @@ class Simulator:
         queues, every changed job (pods first, so none points at a node about to go), nodes that went."""
         for name in sorted(self.nodes):
             if name not in self.cache.raw["Node"]:
-                where, obj = self._node_objs[name]
-                self._apply(ADDED, obj, where)
+                self._node_objs.setdefault(name, ("simulator", node_object(self.nodes[name])))
+                self._add_node(self.nodes[name])
         kids = {q.name: q for qs in self.children.values() for q in qs}
         for name, q in kids.items():
             if self._told_queues.get(name) is not q:
@@ -526,28 +541,31 @@ class Simulator:
         pg_key = sj.uid
         if not live:
             if pg_key in self._told_pg:
+                ns, name = sj.uid.split("/", 1)
                 for t in sj.tasks:
-                    key = f"{NAMESPACE}/{t.name}"
+                    key = f"{ns}/{t.name}"
                     if self._told.pop(key, None) is not None:
-                        self._apply(DELETED, {"kind": "Pod", "metadata": {"name": t.name, "namespace": NAMESPACE}},
+                        self._apply(DELETED, {"kind": "Pod", "metadata": {"name": t.name, "namespace": ns}},
                                     f"simulator: {sj.uid} ended")
                 del self._told_pg[pg_key]
-                self._apply(DELETED, {"kind": "PodGroup", "metadata": {"name": sj.spec.name, "namespace": NAMESPACE}},
+                self._apply(DELETED, {"kind": "PodGroup", "metadata": {"name": name, "namespace": ns}},
                             f"simulator: {sj.uid} ended")
             return
         pg = (sj.phase, sj.queue, sj.reservation_id)
         if self._told_pg.get(pg_key) != pg:
             self._apply(MODIFIED if pg_key in self._told_pg else ADDED, self._podgroup_object(sj), f"simulator: {sj.uid}")
             self._told_pg[pg_key] = pg
+        ns = sj.uid.split("/", 1)[0]
         for t in sj.tasks:
-            key = f"{NAMESPACE}/{t.name}"
+            key = f"{ns}/{t.name}"
             state = (t.status, t.node)
             if self._told.get(key) != state:
                 self._apply(MODIFIED if key in self._told else ADDED, self._pod_object(sj, t), f"simulator: {key}")
                 self._told[key] = state
 
     def _podgroup_object(self, sj: SimJob) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": sj.spec.name, "namespace": NAMESPACE, "creationTimestamp": sj.creation}
+        ns, name = sj.uid.split("/", 1)
+        meta: dict[str, Any] = {"name": name, "namespace": ns, "creationTimestamp": sj.creation}
         if sj.reservation_id:
             meta["annotations"] = {RESERVATION_ID_KEY: sj.reservation_id}
         spec: dict[str, Any] = {"queue": sj.queue, "minMember": sj.spec.min_member,
@@ -562,9 +580,10 @@ class Simulator:
         if req is None:
             # a task is one pod: GetPodResourceRequest adds the pod itself
             req = self._requests[sj.uid] = resource_list(sj.resreq, pods=False)
-        meta: dict[str, Any] = {"name": t.name, "namespace": NAMESPACE, "uid": f"{NAMESPACE}/{t.name}",
+        ns, name = sj.uid.split("/", 1)
+        meta: dict[str, Any] = {"name": t.name, "namespace": ns, "uid": f"{ns}/{t.name}",
                                 "creationTimestamp": sj.creation,
-                                "annotations": {GROUP_KEY: sj.spec.name,
+                                "annotations": {GROUP_KEY: name,
                                                 PREEMPTABLE_KEY: "true" if sj.spec.preemptable else "false"}}
         spec: dict[str, Any] = {"schedulerName": "volcano", "priority": sj.priority,
                                 "containers": [{"name": "task", "resources": {"requests": req}}]}
@@ -590,6 +609,19 @@ class Simulator:
         if check.enabled():
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
+        if type(self)._job_info is not Simulator._job_info:
+            # a subclass that builds (some of) its jobs itself (ForecastSimulator, from a dump's pods)
+            self._assembled = snap.jobs
+            snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
+        # a running task's start on the session's clock (Session.now), as the model asks a simulator to
+        # give it; a kept job has it from the session it was built for
+        by_key = self.task_by_key
+        for ji in snap.jobs.values():
+            for t in ji.tasks.values():
+                if t.status is TaskStatus.RUNNING and t.started_at is None:
+                    hit = by_key.get(t.key)
+                    if hit is not None:
+                        t.started_at = hit[1].start
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
             if name in snap.queues:
@@ -605,6 +637,11 @@ class Simulator:
         snap.memo = self._memo
         return snap
 
+    def _job_info(self, sj: SimJob) -> JobInfo:
+        """The job as the cache's snapshot holds it; a subclass may override this to build its own
+        (`sj.info` / `sj.info_of` are free for it to keep one between sessions)."""
+        return self._assembled[sj.uid]
+
     def _session(self) -> None:
         self._follow_plans()
         self.last_session = self.now
@@ -614,6 +651,7 @@ class Simulator:
         self.sessions += 1
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
+        ssn.now = self.now
         report = (self.structure_changed or self.last_report is None
                   or self.now - self.last_report >= max(self.period, REPORT_EVERY))
         if report:

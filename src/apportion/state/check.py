@@ -155,8 +155,8 @@ def check_cache(cache: SchedulerCache, *, reparse: bool = False) -> None:
 def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     """Raise StateCheckError unless every job of `snap` (taken with `keep=True`, before a session ran
     on it) equals a fresh build from the cache's records, field by field and task by task; what
-    plugins derived from a job and kube-scheduler's cached requests are left out, as they are meant to
-    be carried."""
+    plugins derived from a job, kube-scheduler's cached requests and a simulator's `started_at` are left
+    out, as they are meant to be carried."""
     fresh = assemble(cache.records, scheduler_names=cache.scheduler_names, copy=True, strict=False)
     if list(snap.jobs) != list(fresh.jobs):
         raise StateCheckError(f"{ENV}: the snapshot's jobs differ from a fresh build: "
@@ -177,5 +177,6 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
 
 
 def _same_task(a: Any, b: Any) -> bool:
+    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly
     return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-               if f.name != "kube_requests")
+               if f.name not in ("kube_requests", "started_at"))
