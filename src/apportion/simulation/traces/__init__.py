@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from apportion.errors import InputError
 
 if TYPE_CHECKING:
-    from apportion.simulation.scenario import JobSpec, TraceSpec
+    from apportion.simulation.specs import JobSpec, TraceSpec
 
 #: Where the shared traces live, relative to the repository root.
 SHARED_TRACES = "../shared/traces"

@@ -34,7 +34,7 @@ WEIGHT = {"ls": 2, "burstable": 1, "be": 1}
 
 
 def load_alibaba(spec: Any) -> LoadedTrace:
-    from apportion.simulation.scenario import JobSpec
+    from apportion.simulation.specs import JobSpec
 
     opts = spec.options
     pods_path = spec.path / str(opts.get("file", "openb_pod_list_default.csv"))

@@ -32,7 +32,7 @@ GPUS_PER_NODE = 8
 
 
 def load_philly(spec: Any) -> LoadedTrace:
-    from apportion.simulation.scenario import JobSpec
+    from apportion.simulation.specs import JobSpec
 
     opts = spec.options
     days = float(opts.get("days", 30))
