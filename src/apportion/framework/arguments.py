@@ -19,6 +19,7 @@ class Arguments:
         self.warnings.append(f"{self.owner}: argument {key}={shown(value)} is not {want}; default kept")
 
     def get_int(self, key: str, default: int) -> int:
+        """GetInt: the integer under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -28,6 +29,7 @@ class Arguments:
         return default
 
     def get_float(self, key: str, default: float) -> float:
+        """GetFloat64: the number under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -37,6 +39,7 @@ class Arguments:
         return default
 
     def get_bool(self, key: str, default: bool) -> bool:
+        """GetBool: the boolean under `key` (or a string Go's ParseBool reads), else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -48,6 +51,7 @@ class Arguments:
         return default
 
     def get_str(self, key: str, default: str) -> str:
+        """GetString: the string under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]

@@ -8,8 +8,10 @@ exists, a reservation's queue is reservable, ...). See docs/scenario.md for the 
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from dataclasses import dataclass, field
 from importlib import resources as ires
 from pathlib import Path
 from typing import Any
@@ -17,22 +19,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.cluster.snapshot import DEFAULT_QUEUE
 from apportion.errors import InputError, QuantityError, shown
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
 from apportion.kube import build_snapshot, load_yaml, read_documents, read_text
 from apportion.resources import PODS, Resource
-from apportion.simulation.specs import (
-    GeneratorSpec,
-    JobSpec,
-    NodeEvent,
-    PlanSpec,
-    ReservationSpec,
-    RunSpec,
-    Scenario,
-    StageSpec,
-    TraceSpec,
-)
+from apportion.simulation.specs import GeneratorSpec, JobSpec, TraceSpec
 
 #: Queue annotation that makes a queue own a reservation plan.
 RESERVABLE_KEY = "apportion.io/reservable"
@@ -55,6 +48,90 @@ def schema() -> dict[str, Any]:
         text = ires.files("apportion.simulation").joinpath("scenario.schema.json").read_text("utf-8")
         _SCHEMA = json.loads(text)
     return _SCHEMA
+
+
+# ===================================================================== parsed pieces
+@dataclass
+class PlanSpec:
+    """Settings of the plan owned by a reservable queue."""
+
+    policy: str = "CapacityOverTime"
+    instantaneous: float = 1.0
+    average: float = 1.0
+    window: float = 86400.0
+    step: float | None = None
+    move_on_expiry: bool = True
+    overuse: bool = True
+    replanner: bool = True
+    enforcement_window: float = 3600.0
+
+
+@dataclass
+class StageSpec:
+    resources: Resource
+    num_containers: int
+    duration: float
+
+
+@dataclass
+class ReservationSpec:
+    """A reservation submission (YARN's reservation-definition, in Volcano resources)."""
+
+    name: str
+    queue: str
+    user: str
+    submit_at: float
+    arrival: float
+    deadline: float
+    interpreter: str
+    gang: bool
+    stages: list[StageSpec]
+
+
+@dataclass
+class NodeEvent:
+    at: float
+    type: str
+    nodes: list[str] = field(default_factory=list)
+    new_nodes: list[NodeInfo] = field(default_factory=list)
+
+
+@dataclass
+class RunSpec:
+    horizon: float | None = None
+    period: float = 1.0
+    seed: int = 0
+    eviction_grace: float = 0.0
+    sample_every: float | None = None
+    drain: bool = True
+
+
+@dataclass
+class Scenario:
+    """A loaded, validated scenario. Node and queue objects are templates: the simulator copies them."""
+
+    name: str
+    source: str
+    base: Path
+    nodes: list[NodeInfo]
+    queues: dict[str, QueueInfo]
+    priority_classes: dict[str, int]
+    conf: SchedulerConf
+    conf_text: str
+    jobs: list[JobSpec]
+    generators: list[GeneratorSpec]
+    traces: list[TraceSpec]
+    plans: dict[str, PlanSpec]
+    reservations: list[ReservationSpec]
+    node_events: list[NodeEvent]
+    run: RunSpec
+    warnings: list[str] = field(default_factory=list)
+
+    def reservable(self, queue: str) -> bool:
+        return queue in self.plans
+
+    def clone(self) -> Scenario:
+        return copy.deepcopy(self)
 
 
 # ===================================================================== loading

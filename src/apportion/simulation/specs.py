@@ -1,19 +1,15 @@
-"""What a scenario file holds once parsed: the workload (jobs, generators, traces), reservations, plan
-settings, cluster events, run settings, and the Scenario that carries them all (docs/scenario.md).
+"""What a workload is made of, as the loaders produce it: jobs, synthetic generators and traces.
 
-Plain data, apart from the loader (`simulation.scenario`), so the trace readers can build JobSpecs
-without importing the loader that calls them.
+The scenario loader (`scenario.py`), the generators (`workload.py`) and the trace loaders (`traces/`)
+all build these, so they live apart from the scenario file's loader, which calls the other two.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apportion.cluster.model import NodeInfo, QueueInfo
-from apportion.framework.conf import SchedulerConf
 from apportion.resources import Resource
 
 
@@ -36,6 +32,7 @@ class JobSpec:
 
     @property
     def gang(self) -> bool:
+        """Whether the job is a gang (needs more than one task at once)."""
         return self.min_member > 1
 
 
@@ -65,86 +62,3 @@ class TraceSpec:
     path: Path
     options: dict[str, Any]
     where: str
-
-
-@dataclass
-class PlanSpec:
-    """Settings of the plan owned by a reservable queue."""
-
-    policy: str = "CapacityOverTime"
-    instantaneous: float = 1.0
-    average: float = 1.0
-    window: float = 86400.0
-    step: float | None = None
-    move_on_expiry: bool = True
-    overuse: bool = True
-    replanner: bool = True
-    enforcement_window: float = 3600.0
-
-
-@dataclass
-class StageSpec:
-    resources: Resource
-    num_containers: int
-    duration: float
-
-
-@dataclass
-class ReservationSpec:
-    """A reservation submission (YARN's reservation-definition, in Volcano resources)."""
-
-    name: str
-    queue: str
-    user: str
-    submit_at: float
-    arrival: float
-    deadline: float
-    interpreter: str
-    gang: bool
-    stages: list[StageSpec]
-
-
-@dataclass
-class NodeEvent:
-    at: float
-    type: str
-    nodes: list[str] = field(default_factory=list)
-    new_nodes: list[NodeInfo] = field(default_factory=list)
-
-
-@dataclass
-class RunSpec:
-    horizon: float | None = None
-    period: float = 1.0
-    seed: int = 0
-    eviction_grace: float = 0.0
-    sample_every: float | None = None
-    drain: bool = True
-
-
-@dataclass
-class Scenario:
-    """A loaded, validated scenario. Node and queue objects are templates: the simulator copies them."""
-
-    name: str
-    source: str
-    base: Path
-    nodes: list[NodeInfo]
-    queues: dict[str, QueueInfo]
-    priority_classes: dict[str, int]
-    conf: SchedulerConf
-    conf_text: str
-    jobs: list[JobSpec]
-    generators: list[GeneratorSpec]
-    traces: list[TraceSpec]
-    plans: dict[str, PlanSpec]
-    reservations: list[ReservationSpec]
-    node_events: list[NodeEvent]
-    run: RunSpec
-    warnings: list[str] = field(default_factory=list)
-
-    def reservable(self, queue: str) -> bool:
-        return queue in self.plans
-
-    def clone(self) -> Scenario:
-        return copy.deepcopy(self)
