@@ -11,8 +11,8 @@ What is timed is `simulate()` on an already loaded scenario (the loader's cost i
 `load_s`). events/s counts the simulator's events (arrivals, completions, releases, ...).
 
 `python -m benchmarks.bench_simulation [--smoke]`, or `run(smoke)` from the bench runner.
-`--reclaim` compares reclaim off, on (Volcano's), and on with each of reclaim's guards, on a shape a
-tenth as large (RECLAIM_SHAPE; `--full` for the benchmark's own).
+`--reclaim` compares reclaim off, on (Volcano's), and on with each of reclaim's guards, on a shape 1/25
+as large (RECLAIM_SHAPE; `--full` for the benchmark's own).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ SHAPES = {
     "simulation-15k-jobs-1k-queues": dict(jobs=15_000, queues=1_000, parents=32, nodes=240, interarrival=0.5),
 }
 SMOKE = {"simulation-smoke": dict(jobs=100, queues=10, parents=2, nodes=12, interarrival=10)}
-#: the reclaim comparison's shape: the benchmark's, a tenth as large (jobs, queues, parents, nodes) at
-#: the same load (interarrival x 10), because the machine the numbers come from is shared and the
-#: full shape takes about 440 s without reclaim and more with it
-RECLAIM_SHAPE = {"simulation-1500-jobs-100-queues": dict(jobs=1_500, queues=100, parents=8, nodes=24,
-                                                          interarrival=5.0)}
+#: the reclaim comparison's shape: the benchmark's at 1/25 (jobs, queues, nodes; 4 parents) and the same
+#: load (interarrival x 25), because the machine the numbers come from is shared and the full shape
+#: takes about 440 s without reclaim, and far longer with it (the oscillation multiplies the sessions)
+RECLAIM_SHAPE = {"simulation-600-jobs-40-queues": dict(jobs=600, queues=40, parents=4, nodes=10,
+                                                        interarrival=12.5)}
 #: the reclaim variants compared: the benchmark's conf, with reclaim as Volcano does it, and with
 #: reclaim's guards (docs/semantics.md, "Reclaim guards")
 RECLAIM_VARIANTS = {

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from apportion.cluster.model import TaskInfo, TaskStatus
-from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import CycleResult, open_session, run_cycle
 from apportion.framework import extension as ep
 from apportion.framework.conf import SchedulerConf, build_conf, parse_conf
 from apportion.framework.session import Session
+from apportion.kube import build_snapshot
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.proportion import STATE_KEY, ProportionPlugin, ProportionState
 from apportion.resources import Resource

@@ -64,7 +64,7 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
     # light borders and unwrapped cells: the tables stay readable on an 80-column pipe
     q = Table(title="queues", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("queue", "jobs", "done", "wait\nmean", "wait\np95", "JCT\nmean", "evict", "lost\nGPU-h", "alloc/\ndeserved"):
-        q.add_column(col, justify="left" if col == "queue" else "right", no_wrap=True)
+        q.add_column(col, justify="left" if col == "queue" else "right", no_wrap=True, overflow="fold")
     for name, s in summary["queues"].items():
         ta = s.get("timeAverage", {})
         dom = ""
@@ -84,7 +84,7 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                   pad_edge=False)
         notes: list[str] = []
         for col in ("name", "id", "queue", "outcome", "window", "jobs inside\nwindow"):
-            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"))
+            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))

@@ -8,7 +8,8 @@ declares the attributes `on_session_open` sets and the helpers more than one con
 from __future__ import annotations
 
 from apportion.cluster.model import QueueInfo, TaskInfo
-from apportion.framework.session import Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.resources import Resource

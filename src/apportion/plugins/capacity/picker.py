@@ -39,7 +39,7 @@ from apportion.framework.queue_picker import pop_best_index
 
 if TYPE_CHECKING:
     from apportion.plugins.capacity.attrs import QueueAttr
-    from apportion.plugins.capacity.plugin import CapacityPlugin
+    from apportion.plugins.capacity.base import CapacityBase
 
 Key = tuple[float, int]
 
@@ -47,7 +47,7 @@ Key = tuple[float, int]
 class TreePicker:
     """QueuePicker for capacity's hierarchical queue order (see the module docstring)."""
 
-    def __init__(self, plugin: CapacityPlugin, queues: Iterable[QueueInfo],
+    def __init__(self, plugin: CapacityBase, queues: Iterable[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self.plugin = plugin
         self.attrs = plugin.attrs
