@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apportion.errors import shown
+
 
 class Arguments:
     """Plugin arguments with Volcano's typed getters: a value of the wrong type is ignored with a warning."""
@@ -14,7 +16,7 @@ class Arguments:
         self.warnings = warnings if warnings is not None else []
 
     def _warn(self, key: str, value: Any, want: str) -> None:
-        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
+        self.warnings.append(f"{self.owner}: argument {key}={shown(value)} is not {want}; default kept")
 
     def get_int(self, key: str, default: int) -> int:
         """GetInt: the integer under `key`, else `default`."""

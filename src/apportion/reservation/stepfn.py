@@ -649,16 +649,22 @@ def madd(a: StepFunction, b: StepFunction) -> StepFunction:
     return f
 
 
-def wrap_pieces(pieces: Iterable[tuple[int, int, Res]], period: int) -> list[tuple[int, int, Res]] | None:
-    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end;
-    empty and zero pieces dropped. None when a piece is longer than the period."""
+def wrap_pieces(
+    pieces: Iterable[tuple[int, int, Res]], period: int, *, clamp: bool = False
+) -> list[tuple[int, int, Res]] | None:
+    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end
+    (the wrapped part is kept, contract §7.1 item 6 / §12 row 1); empty and zero pieces dropped.
+    A piece longer than the period covers the whole period with `clamp`, else the answer is None."""
     out: list[tuple[int, int, Res]] = []
     for s, e, r in pieces:
         length = e - s
         if length <= 0 or r == ZERO:
             continue
         if length > period:
-            return None
+            if not clamp:
+                return None
+            out.append((0, period, r))
+            continue
         s0 = s % period
         if s0 + length <= period:
             out.append((s0, s0 + length, r))
@@ -700,18 +706,11 @@ class PeriodicStepFunction:
 
     def add(self, s: int, e: int, r: Res) -> None:
         """Add r on `[s, e)` taken modulo the period (the length must not exceed the period)."""
-        length = e - s
-        if length <= 0 or r == ZERO:
-            return
-        T = self.period
-        if length > T:
-            raise ValueError(f"interval of length {length} is longer than the period {T}")
-        s0 = s % T
-        if s0 + length <= T:
-            self.base.add(s0, s0 + length, r)
-        else:
-            self.base.add(s0, T, r)
-            self.base.add(0, s0 + length - T, r)
+        pieces = wrap_pieces(((s, e, r),), self.period)
+        if pieces is None:
+            raise ValueError(f"interval of length {e - s} is longer than the period {self.period}")
+        for a, b, x in pieces:
+            self.base.add(a, b, x)
 
     def remove(self, s: int, e: int, r: Res) -> None:
         """Subtract r on `[s, e)`, wrapping as `add` does."""
