@@ -15,6 +15,7 @@ MODULES = (
     "apportion.cli_quota",
     "apportion.reservation.cli",
     "apportion.simulation.cli",
+    "apportion.service.cli",
 )
 
 

@@ -1,0 +1,296 @@
+"""The service's state and every change to it: cluster objects, plans, the database behind them.
+
+`Service` opens the database (running the migrations), loads the stored objects (seeding an empty
+database with `--cluster` or the built-in default cluster), rebuilds every plan from the stored
+reservations without asking the agent or the policy again (YARN's RM recovery), and starts the
+writer. Each change is a job on the writer (see writer.py) that edits memory, then commits the same
+change in one database transaction before its answer leaves; if the commit fails, memory is reloaded
+from the database so both stay equal, and the client gets a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources as ires
+from typing import Any
+
+from apportion.cluster.snapshot import Snapshot, read_documents
+from apportion.errors import InputError
+from apportion.framework.conf import SchedulerConf
+from apportion.reservation.api import Response
+from apportion.reservation.definition import BadRequest, ReservationId
+from apportion.reservation.stepfn import Res
+from apportion.resources import CPU, MEMORY, Resource
+from apportion.service.auth import Acls
+from apportion.service.db import default_url, make_engine, migrate
+from apportion.service.loop import SchedulingLoop
+from apportion.service.metrics import ServiceMetrics
+from apportion.service.objects import ClusterObjects, ObjectKey
+from apportion.service.reservations import PlanSettings, ServiceReservations
+from apportion.service.store import SqlStore
+from apportion.service.writer import RWLock, Writer
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+def wall_ms() -> int:
+    """The service clock: epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def default_cluster_path() -> str:
+    """The cluster a new database starts with."""
+    return str(ires.files("apportion.service").joinpath("default-cluster.yaml"))
+
+
+@dataclass
+class ServiceConfig:
+    """How `apportion serve` was started."""
+
+    db_url: str = field(default_factory=default_url)
+    conf_path: str | None = None
+    cluster_path: str | None = None
+    #: YARN's ACLs (off by default, as in YARN)
+    acls: bool = False
+    #: users who pass every ACL (YARN's yarn.admin.acl)
+    admins: tuple[str, ...] = ()
+    #: run the scheduling loop (tests of the REST layer alone may turn it off)
+    loop: bool = True
+    #: Volcano's --schedule-period (the conf file has no such key), seconds
+    schedule_period: float = 1.0
+    clock: Callable[[], int] = wall_ms
+
+
+def to_yarn(r: Any) -> Res:
+    """A Volcano resource as YARN's (memory MB, vCores), truncated."""
+    return (int(r.get(MEMORY) // MIB), int(r.get(CPU) // 1000))
+
+
+def plan_capacities(snap: Snapshot, plans: dict[str, PlanSettings]) -> dict[str, tuple[PlanSettings, Res]]:
+    """Each reservable queue's plan capacity: its guarantee, else its capability, else the cluster."""
+    total = (sum(int(n.allocatable.get(MEMORY) // MIB) for n in snap.nodes),
+             sum(int(n.allocatable.get(CPU) // 1000) for n in snap.nodes))
+    out: dict[str, tuple[PlanSettings, Res]] = {}
+    for name, settings in plans.items():
+        q = snap.queues[name]
+        if not q.guarantee.is_empty():
+            cap = to_yarn(q.guarantee)
+        elif q.capability_set:
+            cap = to_yarn(q.capability)
+        else:
+            cap = total
+        out[name] = (settings, (min(cap[0], total[0]), min(cap[1], total[1])))
+    return out
+
+
+class Service:
+    """Everything `apportion serve` holds, and the jobs that change it."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.clock = config.clock
+        self.engine = make_engine(config.db_url)
+        migrate(self.engine)
+        self.store = SqlStore(self.engine)
+        self.conf: SchedulerConf | None = None
+        if config.conf_path:
+            from apportion.engine import load_conf_file
+
+            self.conf = load_conf_file(config.conf_path)
+        self.start_ms = self.clock()
+        self.acls = Acls(config.acls, config.admins)
+        self.metrics = ServiceMetrics()
+        self._snap_cache: tuple[int, Snapshot] | None = None
+        self.lock = RWLock()
+        self.objects = ClusterObjects()
+        self.reservations = ServiceReservations(self.start_ms)
+        #: stored reservations whose queue is no longer reservable (kept in the database)
+        self.orphans: list[str] = []
+        self._load()
+        if config.cluster_path and self.store.get_meta("seeded") is not None:
+            self._apply_now(read_documents([config.cluster_path]), [])
+        self.writer = Writer(self.lock)
+        self.loop = SchedulingLoop(self, config.schedule_period)
+
+    # -- loading and recovery -------------------------------------------------------------------
+    def _load(self) -> None:
+        objs = self.store.load_objects()
+        if not objs and self.store.get_meta("seeded") is None:
+            path = self.config.cluster_path or default_cluster_path()
+            docs = read_documents([path])
+            new, _ = ClusterObjects().edited(docs, [])
+            with self.engine.begin() as conn:
+                for v, (key, body) in enumerate(sorted(new.items())):
+                    self.store.put_object(conn, key, body, v)
+                self.store.set_meta(conn, "seeded", path)
+            objs = new
+        self.objects = ClusterObjects(objs)
+        self.objects.version = len(objs)
+        plans = ClusterObjects.check(objs, {})
+        self.reservations = ServiceReservations(self.start_ms)
+        self.reservations.configure(plan_capacities(self.objects.snapshot(), plans), self.clock())
+        stored, ids = self.store.load_plans()
+        self.reservations.queue_of.update(ids)
+        self.orphans = []
+        for s in stored:
+            plan = self.reservations.plan(s.queue)
+            if plan is None:
+                self.orphans.append(str(s.allocation.id))
+                continue
+            accepted = s.allocation.acceptance_time
+            plan.add_reservation(s.allocation, is_recovering=True)
+            s.allocation.acceptance_time = accepted
+        if self.orphans:
+            log.warning("%d stored reservations belong to queues that are no longer reservable", len(self.orphans))
+
+    def _reload_after_failure(self) -> None:
+        """A commit failed: memory goes back to what the database holds."""
+        log.error("a database commit failed; reloading the state from the database")
+        self._load()
+
+    # -- reservations ---------------------------------------------------------------------------
+    async def reservation(self, op: str, user: str | None, body: Any) -> Response:
+        """Run one of the five YARN handlers on the writer; writes are committed before returning."""
+        def job() -> Response:
+            self.reservations.set_now(self.clock())
+            handler = getattr(self.reservations, op)
+            answer: Response = handler(user) if op == "new_reservation" else handler(user, body)
+            if op in ("submit", "update", "delete"):
+                self._persist_reservation(body)
+            return answer
+
+        if op == "list":
+            return await asyncio.to_thread(self.read, lambda: self.reservations.list(user, body))
+        return await self.writer.run(job)
+
+    def _persist_reservation(self, body: Any) -> None:
+        """Write the named reservation as the plans now hold it (saved, replaced or removed)."""
+        if not isinstance(body, dict) or not isinstance(body.get("reservation-id"), str):
+            return
+        try:
+            rid = ReservationId.parse(body["reservation-id"])
+        except BadRequest:
+            return
+        queue = self.reservations.queue_of.get(rid)
+        if queue is None:
+            return
+        plan = self.reservations.plan(queue)
+        alloc = plan.get(rid) if plan is not None else None
+        try:
+            with self.engine.begin() as conn:
+                self.store.record_id(conn, rid, queue)
+                if alloc is not None:
+                    self.store.save_reservation(conn, queue, alloc)
+                else:
+                    self.store.remove_reservation(conn, rid)
+        except Exception:
+            self._reload_after_failure()
+            raise
+
+    def persist_removed(self, removed: list[ReservationId]) -> None:
+        """Reservations the plan follower archived or the replanner removed."""
+        if not removed:
+            return
+        try:
+            with self.engine.begin() as conn:
+                for rid in removed:
+                    self.store.remove_reservation(conn, rid)
+        except Exception:
+            self._reload_after_failure()
+            raise
+
+    # -- cluster objects ------------------------------------------------------------------------
+    def _apply_now(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
+        """Check the edit on the whole set, commit it, then make it the state (all or none)."""
+        new, plans = self.objects.edited(puts, deletes)
+        changed = [k for k, v in new.items() if self.objects.objects.get(k) != v]
+        gone = [k for k in self.objects.objects if k not in new]
+        snap = ClusterObjects(new).snapshot()
+        try:
+            with self.engine.begin() as conn:
+                for k in changed:
+                    self.objects.version += 1
+                    self.store.put_object(conn, k, new[k], self.objects.version)
+                for k in gone:
+                    self.objects.version += 1
+                    self.store.delete_object(conn, k)
+                self.store.set_meta(conn, "seeded", "yes")
+        except Exception:
+            self._reload_after_failure()
+            raise
+        self.objects.objects = new
+        self.reservations.configure(plan_capacities(snap, plans), self.clock())
+        return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
+
+    async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
+        """Apply (create or replace) and delete objects, all or none; InputError names what is wrong."""
+        return await self.writer.run(lambda: self._apply_now(puts, deletes))
+
+    def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
+        """Writer-side edit from the scheduling loop (binds, evictions, completions); committed."""
+        if not puts and not deletes:
+            return
+        try:
+            with self.engine.begin() as conn:
+                for k, body in puts.items():
+                    self.objects.version += 1
+                    self.store.put_object(conn, k, body, self.objects.version)
+                for k in deletes:
+                    self.objects.version += 1
+                    self.store.delete_object(conn, k)
+        except Exception:
+            self._reload_after_failure()
+            raise
+        self.objects.objects.update(puts)
+        for k in deletes:
+            self.objects.objects.pop(k, None)
+
+    def generation(self) -> int:
+        """Bumped by every change to the objects (keys the cached snapshot)."""
+        return self.objects.version
+
+    def queue_snapshot(self) -> Snapshot:
+        """A snapshot of the stored objects for reading queues (ACLs); cached per generation."""
+        gen = self.generation()
+        if self._snap_cache is None or self._snap_cache[0] != gen:
+            self._snap_cache = (gen, self.objects.snapshot())
+        return self._snap_cache[1]
+
+    def queue_report(self) -> tuple[dict[str, dict[str, Any]], Resource, dict[str, int], dict[str, str]]:
+        """The last session's queue report, cluster size, jobs per queue and queue parents (a dry
+        session when the loop has not run yet)."""
+        if self.loop.last_report is not None:
+            return self.loop.last_report, self.loop.last_cluster, self.loop.last_apps, self.loop.last_parents
+        from apportion.engine import open_session, run_session
+
+        snap = self.objects.snapshot()
+        cluster = Resource()
+        for n in snap.nodes:
+            cluster.add(n.allocatable)
+        apps: dict[str, int] = {}
+        for j in snap.jobs.values():
+            apps[j.queue] = apps.get(j.queue, 0) + 1
+        parents = {q.name: q.parent for q in snap.queues.values()}
+        return run_session(open_session(snap, self.conf)).queues, cluster, apps, parents
+
+    # -- readers --------------------------------------------------------------------------------
+    def read(self, fn: Callable[[], Any]) -> Any:
+        """Run a reader under the read side of the lock (never sees a job half-done)."""
+        with self.lock.read():
+            return fn()
+
+    def close(self) -> None:
+        """Stop the writer and release the database."""
+        self.writer.stop()
+        self.engine.dispose()
+
+
+def input_error_message(e: InputError) -> str:
+    """The one-line message of an InputError."""
+    return str(e)
