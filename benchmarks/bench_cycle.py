@@ -7,8 +7,8 @@ import statistics
 import time
 from typing import Any
 
-from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import run_cycle
+from apportion.kube import build_snapshot
 from benchmarks.generate import cluster_objects
 
 SHAPES = {

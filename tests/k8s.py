@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from apportion.cluster.snapshot import Snapshot, build_snapshot
+from apportion.cluster.snapshot import Snapshot
 from apportion.engine import CycleResult, open_session, run_cycle
 from apportion.framework.conf import SchedulerConf, build_conf, parse_conf
 from apportion.framework.session import Session
+from apportion.kube import build_snapshot
 
 
 def node(name: str, cpu: str | int = 8, memory: str = "16Gi", pods: int = 110, **extra: Any) -> dict:

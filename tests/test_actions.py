@@ -163,3 +163,21 @@ def test_determinism_byte_for_byte():
     a = json.dumps(cycle(objs(), ALLOC).to_json())
     b = json.dumps(cycle(objs(), ALLOC).to_json())
     assert a == b
+
+
+def test_reclaim_serves_every_starving_job_of_a_queue_before_the_next_queue():
+    """Volcano's reclaim pops a queue and then handles all its starving jobs (an inner loop), without
+    looking at the queue order again in between. `hog` has room for two reclaims above its deserved:
+    q1 pops first (tie, name order) and its two jobs take both, although after the first one q2's share
+    (0) is below q1's. Before issue 14 apportion went back to the queue order after each job, and q2
+    took the second."""
+    cap = conf("enqueue, allocate, reclaim", ["priority", "gang", "conformance", "capacity"])
+    objs = [node("n1", cpu=6, memory="64Gi"), queue("hog", deserved={"cpu": "4"}),
+            queue("q1", deserved={"cpu": "3"}), queue("q2", deserved={"cpu": "3"}),
+            podgroup("hog", "hog", phase="Running")]
+    objs += [pod(f"hog-{i}", "hog", cpu=1, memory="", node_name="n1") for i in range(6)]
+    for q, j in (("q1", "j1"), ("q1", "j2"), ("q2", "k1")):
+        objs += [podgroup(j, q), pod(f"{j}-0", j, cpu=1, memory="")]
+    r = cycle(objs, cap)
+    assert len(r.evictions) == 2
+    assert r.pipelined == {"ns/j1-0": "n1", "ns/j2-0": "n1"}

@@ -10,13 +10,14 @@ import yaml
 from click.testing import CliRunner
 
 from apportion.cli import main
-from apportion.cluster.snapshot import load_snapshot
 from apportion.framework.conf import parse_conf
+from apportion.kube import load_snapshot
 from apportion.quota import explain_quota
 
 from k8s import node, pod, podgroup, queue, snapshot
 
-EXAMPLES = Path("/work/shared/examples")
+#: shared/ sits beside the clone (as in CI), never inside it
+EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
 HIER = EXAMPLES / "capacity-hierarchy-allocate" / "snapshot.yaml"
 FLAT = EXAMPLES / "capacity-realcapability" / "snapshot.yaml"
 GI = 2**30

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.actions import get_action
-from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot, load_snapshot
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.session import Event, Session
+from apportion.kube import load_snapshot
 
 
 @dataclass
@@ -35,13 +36,27 @@ class CycleResult:
         }
 
 
+def snapshot_conf(snapshot: Snapshot) -> SchedulerConf | None:
+    """The scheduler configuration a ConfigMap in the snapshot carries, parsed (None: there is none).
+
+    Its warnings join the snapshot's once, at the ConfigMap's place, so they read in input order.
+    """
+    raw = snapshot.conf_text
+    if raw is None:
+        return None
+    conf = parse_conf(raw.text, source=raw.where)
+    if not raw.warnings_merged:
+        snapshot.warnings[raw.warnings_at:raw.warnings_at] = conf.warnings
+        raw.warnings_merged = True
+    conf.warnings = []
+    return conf
+
+
 def resolve_conf(snapshot: Snapshot, conf: SchedulerConf | None) -> SchedulerConf:
     """`--conf` overrides a ConfigMap in the snapshot; with neither, Volcano's default."""
     if conf is not None:
         return conf
-    if snapshot.conf is not None:
-        return snapshot.conf
-    return default_conf()
+    return snapshot_conf(snapshot) or default_conf()
 
 
 def prepare(snapshot: Snapshot, conf: SchedulerConf) -> None:
@@ -85,12 +100,18 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleRes
     return run_session(open_session(snapshot, conf))
 
 
+def load_inputs(paths: list[str], conf_path: str | None = None) -> tuple[Snapshot, SchedulerConf]:
+    """Load kubectl YAML files (or `-`) and an optional scheduler conf file: the snapshot and the conf
+    in use. A ConfigMap in the snapshot is checked (and its warnings kept) even when `conf_path` wins."""
+    snapshot = load_snapshot(paths)
+    in_snapshot = snapshot_conf(snapshot)
+    conf = load_conf_file(conf_path) if conf_path else None
+    return snapshot, conf or in_snapshot or default_conf()
+
+
 def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
     """Load kubectl YAML files (or `-`) and an optional scheduler conf file, and run one cycle."""
-    snapshot = load_snapshot(paths)
-    conf = None
-    if conf_path:
-        conf = load_conf_file(conf_path)
+    snapshot, conf = load_inputs(paths, conf_path)
     return run_cycle(snapshot, conf)
 
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from apportion.cluster.model import TaskInfo, TaskStatus
-from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import CycleResult, open_session, run_cycle
 from apportion.framework import extension as ep
 from apportion.framework.conf import SchedulerConf, build_conf, parse_conf
 from apportion.framework.session import Session
+from apportion.kube import build_snapshot
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.proportion import STATE_KEY, ProportionPlugin, ProportionState
 from apportion.resources import Resource
@@ -267,14 +267,16 @@ def test_allocatable_checks_only_the_requested_dimensions():
     assert not p.allocatable(ssn.queues["a"], t_mem)
 
 
-def test_closed_queue_is_not_allocatable_but_may_still_be_preemptive():
+def test_closed_queue_is_neither_allocatable_nor_preemptive():
+    """Volcano registers one `queueAllocatable` closure (Open check first) for both points (issue 14)."""
     objs = [*ten_nodes(), queue("a", state="Closed"), *job("pg-a", "a", 2, 1)]
     ssn = session(objs)
     p = plugin(ssn)
     t = task(ssn, "ns/pg-a-0")
     assert not p.allocatable(ssn.queues["a"], t)
     assert "queue a is Closed" in ssn.explanations["ns/pg-a-0"][0]
-    assert p.preemptive(ssn.queues["a"], t)
+    assert not p.preemptive(ssn.queues["a"], t)
+    assert "cannot reclaim" in ssn.explanations["ns/pg-a-0"][-1]
 
 
 def test_preemptive_stops_at_deserved():

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apportion.cluster.snapshot import build_snapshot
 from apportion.engine import run_cycle
 from apportion.framework.conf import build_conf
+from apportion.kube import build_snapshot
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.queue_common import capability_of, real_capability_flat
 from apportion.resources import MIN_RESOURCE, Resource

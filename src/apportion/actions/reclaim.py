@@ -33,31 +33,32 @@ def execute(ssn: Session) -> None:
                 task_lists[job.uid] = tasks
                 preemptors[queue.name].append(job)
 
+    # A popped queue serves all its starving jobs, in job order, before the next queue is popped (the
+    # inner loop of Volcano's Execute). Volcano also pushes the queue back while jobs remain; those
+    # entries later pop with no job left and do nothing, so they are not made here.
     while queues:
         queue = pop_best(queues, ssn.queue_compare)
         if ssn.overused(queue):
             continue
         jobs = preemptors[queue.name]
-        if not jobs:
-            continue
-        job = pop_best(jobs, ssn.job_compare)
-        stmt = Statement(ssn)
-        tasks = task_lists[job.uid]
-        while ssn.job_starving(job) and tasks:
-            task = tasks.pop(0)
-            if task.preempt_never:
-                continue
-            if not ssn.preemptive(queue, task):
-                ssn.explain(task.key, f"queue {queue.name} may not reclaim for this task (preemptive check)")
-                continue
-            if ssn.pre_predicate(task):
-                continue
-            reclaim_for_task(ssn, job, task, stmt)
-        if ssn.job_pipelined(job):
-            stmt.commit()
-        else:
-            stmt.discard()
-        queues.append(queue)
+        while jobs:
+            job = pop_best(jobs, ssn.job_compare)
+            stmt = Statement(ssn)
+            tasks = task_lists[job.uid]
+            while ssn.job_starving(job) and tasks:
+                task = tasks.pop(0)
+                if task.preempt_never:
+                    continue
+                if not ssn.preemptive(queue, task):
+                    ssn.explain(task.key, f"queue {queue.name} may not reclaim for this task (preemptive check)")
+                    continue
+                if ssn.pre_predicate(task):
+                    continue
+                reclaim_for_task(ssn, job, task, stmt)
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
 
 
 def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement) -> bool:

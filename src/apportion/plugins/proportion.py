@@ -196,23 +196,21 @@ class ProportionPlugin(Plugin):
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """AllocatableFn: the queue is Open and allocated + task stays within deserved."""
-        attr = self.attrs.get(queue.name)
-        if attr is None:
-            return True
-        if not queue.is_open():
-            self.ssn.explain(task.key, f"queue {queue.name} is {queue.state}, not Open: it takes no new tasks")
-            return False
-        ok, failed = queue_allocatable(attr, task)
-        if not ok:
-            used = attr.allocated.plus(task.resreq)
-            self.ssn.explain(task.key, shortfall(queue.name, used, attr.deserved, failed, "deserved"))
-        return ok
+        return self._queue_allocatable(queue, task, "it takes no new tasks")
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """PreemptiveFn: the queue may reclaim for the task if it would stay within deserved.
+        """PreemptiveFn: the allocatable test (Open state included) decides whether the queue may reclaim.
 
-        Volcano reuses the allocatable test without the Open check here.
+        Volcano registers the same `queueAllocatable` closure for both points, so a queue that is not
+        Open (Closing, Closed, Unknown) never reclaims.
         """
+        return self._queue_allocatable(queue, task, "it cannot reclaim")
+
+    def _queue_allocatable(self, queue: QueueInfo, task: TaskInfo, refusal: str) -> bool:
+        """Volcano's `queueAllocatable`: the state first (it reads no attribute), then deserved."""
+        if not queue.is_open():
+            self.ssn.explain(task.key, f"queue {queue.name} is {queue.state}, not Open: {refusal}")
+            return False
         attr = self.attrs.get(queue.name)
         if attr is None:
             return True
@@ -249,13 +247,16 @@ class ProportionPlugin(Plugin):
     # ================================================================= admission
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability (rule b)."""
-        attr = self.attrs.get(job.queue)
         queue = self.ssn.queues.get(job.queue)
-        if attr is None or queue is None:
+        if queue is None:
             return ep.ABSTAIN
+        # Volcano reads the state before the queue's attributes
         if not queue.is_open():
             self.ssn.explain(job.uid, f"queue {queue.name} is {queue.state}, not Open: it admits no PodGroup")
             return ep.REJECT
+        attr = self.attrs.get(job.queue)
+        if attr is None:
+            return ep.ABSTAIN
         if job.min_resources is None:
             return ep.PERMIT
         min_req = job.min_resources

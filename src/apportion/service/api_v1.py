@@ -17,8 +17,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from apportion.cluster.snapshot import GROUP_KEY, parse_documents
 from apportion.errors import InputError
+from apportion.kube.documents import parse_documents
+from apportion.kube.pods import GROUP_KEY
 from apportion.reservation.api import reservation_info
 from apportion.service.auth import Refusal
 from apportion.service.common import Unauthenticated, caller, forbidden, json_response, read_body

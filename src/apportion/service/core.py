@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from importlib import resources as ires
 from typing import Any
 
-from apportion.cluster.snapshot import Snapshot, read_documents
+from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
 from apportion.framework.conf import SchedulerConf
+from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
 from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.reservation.stepfn import Res

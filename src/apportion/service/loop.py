@@ -213,7 +213,7 @@ class SchedulingLoop:
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session, everything committed."""
-        from apportion.cluster.snapshot import build_snapshot
+        from apportion.kube.build import build_snapshot
 
         svc = self.svc
         t0 = time.perf_counter()

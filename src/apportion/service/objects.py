@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apportion.cluster.snapshot import Snapshot, build_snapshot
+from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
+from apportion.kube.build import build_snapshot
 from apportion.service.reservations import PLAN_KEY, RESERVABLE_KEY, PlanSettings, parse_plan_settings
 
 ObjectKey = tuple[str, str, str]

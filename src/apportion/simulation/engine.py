@@ -485,7 +485,7 @@ class Simulator:
         jobs: dict[str, JobInfo] = {}
         for uid in sorted(self.active):
             jobs[uid] = self._job_info(self.active[uid])
-        return Snapshot(nodes=nodes, queues=queues, jobs=jobs, conf=self.conf,
+        return Snapshot(nodes=nodes, queues=queues, jobs=jobs,
                         priority_classes=dict(self.sc.priority_classes), memo=self._memo)
 
     def _job_info(self, sj: SimJob) -> JobInfo:

@@ -20,9 +20,10 @@ import jsonschema
 import yaml
 
 from apportion.cluster.model import NodeInfo, QueueInfo
-from apportion.cluster.snapshot import DEFAULT_QUEUE, build_snapshot, read_documents
+from apportion.cluster.snapshot import DEFAULT_QUEUE
 from apportion.errors import InputError, QuantityError
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
+from apportion.kube import build_snapshot, read_documents
 from apportion.resources import PODS, Resource
 
 #: Queue annotation that makes a queue own a reservation plan.

@@ -1,12 +1,8 @@
-"""The command line: thin wrappers that parse arguments, call the library and print.
-
-Every user-facing error becomes a one-line message on stderr and exit status 2 (bad input) or 1
-(internal error); no traceback reaches a user.
-"""
+"""How every command reports failure: apportion's errors become one line on stderr and an exit status
+(2 bad input, 1 internal error, 130 interrupted); no traceback reaches a user."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -37,22 +33,3 @@ def run_guarded(fn: Callable[[], Any]) -> Any:
     except Exception as e:  # noqa: BLE001 - the last line of defence: never show a traceback
         click.echo(f"apportion: internal error: {type(e).__name__}: {e}", err=True)
         sys.exit(1)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-v", "--verbose", count=True, help="More logging on stderr.")
-@click.version_option(package_name="apportion")
-def main(verbose: int) -> None:
-    """apportion: fair share, capacity queues and reservations for shared clusters."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-
-
-def _register_subcommands() -> None:
-    """Attach the command groups that live next to the code they drive."""
-    from apportion.commands import register
-
-    register(main)
-
-
-_register_subcommands()

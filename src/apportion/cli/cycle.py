@@ -1,22 +1,20 @@
-"""`apportion cycle` (and `apportion demo` until the simulator takes it over)."""
+"""`apportion cycle`: one Volcano scheduling session over a snapshot."""
 
 from __future__ import annotations
 
 import json
 import sys
-from importlib import resources as ires
 
 import click
 
-from apportion.cli import run_guarded
+from apportion.cli.guard import run_guarded
+from apportion.cli.render import print_cycle
 from apportion.engine import CycleResult, cycle_files
-from apportion.render import print_cycle
 
 
 def register(group: click.Group) -> None:
+    """Add `cycle` to the top-level group."""
     group.add_command(cycle)
-    if "demo" not in group.commands:
-        group.add_command(demo)
 
 
 @click.command()
@@ -36,20 +34,8 @@ def cycle(snapshot: tuple[str, ...], conf_path: str | None, output: str) -> None
 
 
 def emit(result: CycleResult, output: str) -> None:
+    """Print a cycle's result in the chosen format."""
     if output == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n")
     else:
         print_cycle(result)
-
-
-@click.command()
-def demo() -> None:
-    """Run the built-in example: one cycle over a small hierarchical cluster."""
-
-    def body() -> None:
-        path = ires.files("apportion.data").joinpath("demo-snapshot.yaml")
-        with ires.as_file(path) as p:
-            result = cycle_files([str(p)])
-        print_cycle(result)
-
-    run_guarded(body)

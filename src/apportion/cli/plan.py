@@ -78,7 +78,7 @@ def register(group: click.Group) -> None:
                   help="json prints exactly one JSON object: {\"steps\": [...]}.")
     def replay_cmd(case: str, output: str) -> None:
         """Run the steps of CASE.json against a fresh reservation system and print what happened."""
-        from apportion.cli import run_guarded
+        from apportion.cli.guard import run_guarded
 
         def body() -> None:
             if output == "json":

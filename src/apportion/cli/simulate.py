@@ -11,13 +11,12 @@ from typing import Any
 
 import click
 
-from apportion.cli import run_guarded
+from apportion.cli.guard import run_guarded
 
 
 def register(group: click.Group) -> None:
-    """Add `simulate`, and replace the engine's placeholder `demo` with the simulator's."""
+    """Add `simulate` and `demo` to the top-level group."""
     group.add_command(simulate)
-    group.commands.pop("demo", None)
     group.add_command(demo)
 
 

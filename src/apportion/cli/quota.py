@@ -11,12 +11,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from apportion.cli import run_guarded
+from apportion.cli.guard import run_guarded
+from apportion.engine import load_inputs
 from apportion.quota import QuotaView, explain_quota, fmt_resource, why_lines
 from apportion.resources import Resource, format_amount
 
 
 def register(group: click.Group) -> None:
+    """Add `quota` to the top-level group."""
     group.add_command(quota)
 
 
@@ -33,11 +35,7 @@ def quota(snapshot: tuple[str, ...], conf_path: str | None, hierarchy: bool | No
     is, and every configuration warning. Nothing is scheduled."""
 
     def body() -> None:
-        from apportion.cluster.snapshot import load_snapshot
-        from apportion.engine import load_conf_file
-
-        snap = load_snapshot(list(snapshot))
-        conf = load_conf_file(conf_path) if conf_path else None
+        snap, conf = load_inputs(list(snapshot), conf_path)
         view = explain_quota(snap, conf, hierarchy=hierarchy)
         if output == "json":
             sys.stdout.write(json.dumps(view.to_json(), indent=1) + "\n")

@@ -1,0 +1,30 @@
+"""Readers of outside formats: kubectl YAML/JSON dumps of Kubernetes objects into the model (`cluster`).
+
+Layering: this package reads files and builds `cluster` objects; it never imports the framework. The
+scheduler configuration a ConfigMap carries comes back as raw text (`Snapshot.conf_text`) for the engine
+to parse with `framework.conf`.
+
+* `documents`: files or stdin into decoded objects with their locations;
+* `fields`: typed field access that names the field in every error;
+* `objects`: PriorityClasses, the ConfigMap, Nodes, Queues, PodGroups;
+* `pods`: Pods into tasks and jobs;
+* `build`: `build_snapshot` (from decoded objects) and `load_snapshot` (from files).
+"""
+
+from __future__ import annotations
+
+from apportion.kube.build import KNOWN_KINDS, SCHEDULER_NAMES, build_snapshot, load_snapshot
+from apportion.kube.documents import parse_documents, read_documents
+from apportion.kube.objects import CONF_KEY
+from apportion.kube.pods import pod_request
+
+__all__ = [
+    "CONF_KEY",
+    "KNOWN_KINDS",
+    "SCHEDULER_NAMES",
+    "build_snapshot",
+    "load_snapshot",
+    "parse_documents",
+    "pod_request",
+    "read_documents",
+]

@@ -1,0 +1,113 @@
+"""Typed field access on a decoded Kubernetes object: every getter names the object and the field path
+in the InputError it raises for a value of the wrong type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apportion.errors import InputError, QuantityError
+from apportion.resources import Resource
+
+
+class Fields:
+    """A mapping with its location, for field access that names the field on error."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        self.data = data
+        self.where = where
+
+    def fail(self, path: str, msg: str) -> InputError:
+        return InputError(msg, where=f"{self.where}: {path}" if path else self.where)
+
+    def get(self, path: str, default: Any = None) -> Any:
+        cur = self.data
+        for part in path.split("."):
+            if cur is None:
+                return default
+            if not isinstance(cur, dict):
+                raise self.fail(path, f"expected a mapping at {part!r}, got {type(cur).__name__}")
+            cur = cur.get(part)
+        return default if cur is None else cur
+
+    def str_(self, path: str, default: str | None = None, *, required: bool = False) -> str:
+        v = self.get(path)
+        if v is None:
+            if required:
+                raise self.fail(path, "required field is missing")
+            return default or ""
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise self.fail(path, f"expected a string, got {type(v).__name__}")
+        return str(v)
+
+    def int_(self, path: str, default: int) -> int:
+        v = self.get(path)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+                return int(v)
+            raise self.fail(path, f"expected an integer, got {v!r}")
+        return v
+
+    def bool_(self, path: str, default: bool) -> bool:
+        v = self.get(path)
+        if v is None:
+            return default
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.lower() in ("true", "false"):
+            return v.lower() == "true"
+        raise self.fail(path, f"expected a boolean, got {v!r}")
+
+    def map_(self, path: str) -> dict[str, Any]:
+        v = self.get(path)
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise self.fail(path, f"expected a mapping, got {type(v).__name__}")
+        return v
+
+    def str_map(self, path: str) -> dict[str, str]:
+        m = self.map_(path)
+        out = {}
+        for k, v in m.items():
+            if isinstance(v, (dict, list)):
+                raise self.fail(f"{path}.{k}", f"expected a string, got {type(v).__name__}")
+            out[str(k)] = "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+        return out
+
+    def list_(self, path: str) -> list[Any]:
+        v = self.get(path)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.fail(path, f"expected a list, got {type(v).__name__}")
+        return v
+
+    def resource(self, path: str) -> Resource | None:
+        v = self.get(path)
+        if v is None:
+            return None
+        if not isinstance(v, dict):
+            raise self.fail(path, f"expected a resource list mapping, got {type(v).__name__}")
+        try:
+            return Resource.from_resource_list(v)
+        except QuantityError as e:
+            raise self.fail(f"{path}.{e.bare.split(':', 1)[0]}", e.bare.split(": ", 1)[-1]) from None
+
+
+def parse_bool_loose(v: str) -> bool | None:
+    """strconv.ParseBool's spellings; None for anything else."""
+    if v in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if v in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    return None
+
+
+def check_name(o: Fields, path: str = "metadata.name") -> str:
+    """The object's name: required and not empty."""
+    name = o.str_(path, required=True)
+    if not name:
+        raise o.fail(path, "must not be empty")
+    return name

@@ -1,0 +1,275 @@
+"""Pods into tasks: requests (GetPodResourceRequest), status, priority, node affinity, tolerations, and
+the podgroup each pod joins (or the one-pod job Volcano makes for a pod without a group)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apportion.cluster.model import (
+    JobInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodGroupPhase,
+    PreferredTerm,
+    TaskInfo,
+    TaskStatus,
+    Toleration,
+)
+from apportion.cluster.snapshot import DEFAULT_QUEUE, Snapshot
+from apportion.errors import InputError, QuantityError
+from apportion.kube.fields import Fields, check_name, parse_bool_loose
+from apportion.resources import CPU, MEMORY, PODS, Resource
+
+GROUP_KEY = "scheduling.k8s.io/group-name"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TASK_PRIORITY_KEY = "volcano.sh/task-priority"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+#: kube-scheduler's defaults for containers without requests (scoring only).
+DEFAULT_NONZERO_CPU = 100.0
+DEFAULT_NONZERO_MEMORY = 200.0 * 1024 * 1024
+
+
+def _requirements(o: Fields, path: str, items: Any) -> tuple[NodeSelectorRequirement, ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise o.fail(path, "expected a list")
+    out = []
+    for i, r in enumerate(items):
+        if not isinstance(r, dict):
+            raise o.fail(f"{path}[{i}]", "expected a mapping")
+        op = r.get("operator")
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise o.fail(f"{path}[{i}].operator", f"unknown operator {op!r}")
+        vals = r.get("values") or []
+        if not isinstance(vals, list):
+            raise o.fail(f"{path}[{i}].values", "expected a list")
+        key = r.get("key")
+        if not isinstance(key, str):
+            raise o.fail(f"{path}[{i}].key", "required string is missing")
+        out.append(NodeSelectorRequirement(key=key, operator=op, values=tuple(str(v) for v in vals)))
+    return tuple(out)
+
+
+def _term(o: Fields, path: str, t: Any) -> NodeSelectorTerm:
+    if not isinstance(t, dict):
+        raise o.fail(path, "expected a node selector term mapping")
+    return NodeSelectorTerm(
+        match_expressions=_requirements(o, f"{path}.matchExpressions", t.get("matchExpressions")),
+        match_fields=_requirements(o, f"{path}.matchFields", t.get("matchFields")),
+    )
+
+
+def _affinity(o: Fields) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
+    base = "spec.affinity.nodeAffinity"
+    na = o.map_(base)
+    required = None
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        if not isinstance(req, dict):
+            raise o.fail(f"{base}.requiredDuringSchedulingIgnoredDuringExecution", "expected a mapping")
+        terms = req.get("nodeSelectorTerms") or []
+        if not isinstance(terms, list):
+            raise o.fail(f"{base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", "expected a list")
+        required = tuple(
+            _term(o, f"{base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]", t)
+            for i, t in enumerate(terms)
+        )
+    preferred = []
+    pref = na.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    if not isinstance(pref, list):
+        raise o.fail(f"{base}.preferredDuringSchedulingIgnoredDuringExecution", "expected a list")
+    for i, p in enumerate(pref):
+        path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        if not isinstance(p, dict):
+            raise o.fail(path, "expected a mapping")
+        w = p.get("weight", 0)
+        if isinstance(w, bool) or not isinstance(w, int):
+            raise o.fail(f"{path}.weight", f"expected an integer, got {w!r}")
+        preferred.append(PreferredTerm(weight=w, term=_term(o, f"{path}.preference", p.get("preference") or {})))
+    return required, tuple(preferred)
+
+
+def _tolerations(o: Fields) -> tuple[Toleration, ...]:
+    out = []
+    for i, t in enumerate(o.list_("spec.tolerations")):
+        if not isinstance(t, dict):
+            raise o.fail(f"spec.tolerations[{i}]", "expected a mapping")
+        to = Fields(t, o.where)
+        op = to.str_("operator", "Equal") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
+        out.append(Toleration(key=to.str_("key", ""), operator=op, value=to.str_("value", ""),
+                              effect=to.str_("effect", "")))
+    return tuple(out)
+
+
+def _container_requests(o: Fields, path: str) -> list[tuple[Resource, dict[str, Any], bool]]:
+    out = []
+    for i, c in enumerate(o.list_(path)):
+        if not isinstance(c, dict):
+            raise o.fail(f"{path}[{i}]", "expected a container mapping")
+        co = Fields(c, o.where)
+        try:
+            raw = co.map_("resources.requests")
+        except InputError:
+            raise o.fail(f"{path}[{i}].resources.requests", "expected a mapping") from None
+        try:
+            r = Resource.from_resource_list(raw)
+        except QuantityError as e:
+            raise o.fail(f"{path}[{i}].resources.requests.{e.bare.split(':', 1)[0]}", e.bare.split(': ', 1)[-1]) from None
+        sidecar = c.get("restartPolicy") == "Always"
+        out.append((r, raw, sidecar))
+    return out
+
+
+def pod_request(o: Fields) -> tuple[Resource, float, float]:
+    """GetPodResourceRequest (§2.2), plus kube-scheduler's non-zero cpu/memory for scoring."""
+    containers = _container_requests(o, "spec.containers")
+    inits = _container_requests(o, "spec.initContainers")
+    req = Resource()
+    nz_cpu = nz_mem = 0.0
+    for r, raw, _ in containers:
+        req.add(r)
+        nz_cpu += r.cpu if CPU in raw else DEFAULT_NONZERO_CPU
+        nz_mem += r.memory if MEMORY in raw else DEFAULT_NONZERO_MEMORY
+    sidecars = Resource()
+    init_max = Resource()
+    for r, _, sidecar in inits:
+        if sidecar:
+            req.add(r)
+            sidecars.add(r)
+        else:
+            init_max = Resource.max_of(init_max, r.plus(sidecars))
+            nz_cpu = max(nz_cpu, r.cpu)
+            nz_mem = max(nz_mem, r.memory)
+    req = Resource.max_of(req, init_max)
+    req.scalars[PODS] = req.scalars.get(PODS, 0.0) + 1.0
+    pod_level = o.resource("spec.resources.requests")
+    if pod_level is not None:
+        for n in pod_level.names():
+            if pod_level.has(n) and (n not in (CPU, MEMORY) or pod_level.get(n) > 0):
+                req.set(n, pod_level.get(n))
+    overhead = o.resource("spec.overhead")
+    if overhead is not None:
+        req.add(overhead)
+        nz_cpu += overhead.cpu
+        nz_mem += overhead.memory
+    return req, nz_cpu, nz_mem
+
+
+def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def pods(snap: Snapshot, objs: list[Fields], node_names: set[str], scheduler_names: tuple[str, ...]) -> None:
+    """Pods into tasks of their jobs; pods of other schedulers or of missing jobs still hold node capacity."""
+    seen: set[str] = set()
+    uids: set[str] = set()
+    for o in objs:
+        name = check_name(o)
+        ns = o.str_("metadata.namespace", "default") or "default"
+        key = f"{ns}/{name}"
+        if key in seen:
+            raise o.fail("metadata.name", f"duplicate Pod {key!r}")
+        seen.add(key)
+        uid = o.str_("metadata.uid", "") or key
+        if uid in uids:
+            raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
+        uids.add(uid)
+        node = o.str_("spec.nodeName", "")
+        if node and node not in node_names:
+            raise o.fail("spec.nodeName", f"pod {key} is on node {node!r}, which the snapshot does not contain")
+        phase = o.str_("status.phase", "Pending") or "Pending"
+        deleting = bool(o.get("metadata.deletionTimestamp"))
+        status = _task_status(phase, deleting, node)
+        annotations = o.str_map("metadata.annotations")
+        labels = o.str_map("metadata.labels")
+        req, nz_cpu, nz_mem = pod_request(o)
+        prio_raw = o.get("spec.priority")
+        if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
+            raise o.fail("spec.priority", f"expected an integer, got {prio_raw!r}")
+        priority = 1 if prio_raw is None else int(prio_raw)
+        tp = annotations.get(TASK_PRIORITY_KEY)
+        if tp is not None:
+            try:
+                v = int(tp, 10)
+                if -(2**31) <= v < 2**31:
+                    priority = v
+            except ValueError:
+                pass
+        pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
+        preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
+        policy = o.str_("spec.preemptionPolicy", "")
+        required, preferred = _affinity(o)
+        gates = o.list_("spec.schedulingGates")
+        task = TaskInfo(
+            uid=uid,
+            name=name,
+            namespace=ns,
+            job="",
+            resreq=req,
+            status=status,
+            node_name=node if status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) else node,
+            priority=priority,
+            raw_priority=0 if prio_raw is None else int(prio_raw),
+            priority_class_name=o.str_("spec.priorityClassName", ""),
+            preemptable=preemptable,
+            preempt_never=policy == "Never",
+            role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
+            creation=o.str_("metadata.creationTimestamp", ""),
+            start_time=o.str_("status.startTime", ""),
+            gated=bool(gates),
+            labels=labels,
+            annotations=annotations,
+            node_selector=o.str_map("spec.nodeSelector"),
+            required_terms=required,
+            preferred_terms=preferred,
+            tolerations=_tolerations(o),
+            nonzero_cpu=nz_cpu,
+            nonzero_memory=nz_mem,
+        )
+        sched = o.str_("spec.schedulerName", "") or scheduler_names[0]
+        if sched not in scheduler_names:
+            if node and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                snap.orphan_tasks.append(task)
+            continue
+        group = annotations.get(GROUP_KEY)
+        if group:
+            job_uid = f"{ns}/{group}"
+            job = snap.jobs.get(job_uid)
+            if job is None:
+                snap.warnings.append(f"{o.where}: pod {key} names PodGroup {job_uid!r}, which is missing; "
+                                     "left out of the session")
+                if node:
+                    snap.orphan_tasks.append(task)
+                continue
+        else:
+            job_uid = f"{ns}/podgroup-{uid.replace('/', '-')}"
+            job = snap.jobs.get(job_uid)
+            if job is None:
+                job = JobInfo(uid=job_uid, name=f"podgroup-{uid.replace('/', '-')}", namespace=ns,
+                              queue=DEFAULT_QUEUE, min_available=1, creation=task.creation,
+                              phase=PodGroupPhase.RUNNING if node else PodGroupPhase.PENDING)
+                snap.jobs[job_uid] = job
+        task.job = job_uid
+        job.add_task(task)
+    # podgroups whose queue does not exist leave the session (their placed pods still use capacity)
+    for uid in sorted(snap.jobs):
+        job = snap.jobs[uid]
+        if job.queue not in snap.queues:
+            snap.warnings.append(f"PodGroup {uid} names queue {job.queue!r}, which does not exist; left out of the session")
+            for t in job.tasks.values():
+                if t.node_name and t.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                    snap.orphan_tasks.append(t)
+            del snap.jobs[uid]
