@@ -20,7 +20,8 @@ from typing import Any
 
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, resolve_conf
-from apportion.framework.conf import Arguments, SchedulerConf
+from apportion.framework.arguments import Arguments
+from apportion.framework.conf import SchedulerConf
 from apportion.plugins.capacity import CapacityPlugin, QueueAttr
 from apportion.resources import PODS, Resource, format_amount, to_natural_value
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from apportion.errors import ConfError
+from apportion.framework.interface import action_names, get_action
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,18 @@ def _as_bool(value: Any, where: str) -> bool:
     raise ConfError(f"{where}: expected a boolean, got {value!r}")
 
 
+def _check_action(name: str, source: str) -> None:
+    """An action beyond the built-in ones must be registered or installed (interface.get_action)."""
+    try:
+        found = get_action(name)
+    except LookupError as e:
+        raise ConfError(f"{source}: actions: {e}") from None
+    if found is None:
+        extra = [n for n in action_names() if n not in KNOWN_ACTIONS]
+        known = ", ".join([*KNOWN_ACTIONS, *extra])
+        raise ConfError(f"{source}: actions: failed to find action {name!r} (known: {known})")
+
+
 def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> SchedulerConf:
     """Parse and validate a configuration, rejecting what Volcano rejects."""
     try:
@@ -149,7 +162,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
     actions = [a.strip() for a in raw_actions.split(",") if a.strip()]
     for a in actions:
         if a not in KNOWN_ACTIONS:
-            raise ConfError(f"{source}: actions: failed to find action {a!r} (known: {', '.join(KNOWN_ACTIONS)})")
+            _check_action(a, source)
     tiers_raw = data.get("tiers") or []
     if not isinstance(tiers_raw, list):
         raise ConfError(f"{source}: tiers: expected a list")
@@ -228,54 +241,3 @@ def build_conf(actions: str, tiers: list[list[str | dict[str, Any]]]) -> Schedul
         "tiers": [{"plugins": [p if isinstance(p, dict) else {"name": p} for p in tier]} for tier in tiers],
     }
     return conf_from_dict(data, source="conf")
-
-
-# ---------------------------------------------------------------- argument getters (framework/arguments.go)
-class Arguments:
-    """Plugin arguments with Volcano's typed getters: a value of the wrong type is ignored with a warning."""
-
-    def __init__(self, raw: dict[str, Any], *, owner: str, warnings: list[str] | None = None) -> None:
-        self.raw = raw
-        self.owner = owner
-        self.warnings = warnings if warnings is not None else []
-
-    def _warn(self, key: str, value: Any, want: str) -> None:
-        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
-
-    def get_int(self, key: str, default: int) -> int:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        self._warn(key, v, "an integer")
-        return default
-
-    def get_float(self, key: str, default: float) -> float:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        self._warn(key, v, "a number")
-        return default
-
-    def get_bool(self, key: str, default: bool) -> bool:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.strip().lower() in ("true", "false", "1", "0", "t", "f"):
-            return v.strip().lower() in ("true", "1", "t")
-        self._warn(key, v, "a boolean")
-        return default
-
-    def get_str(self, key: str, default: str) -> str:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, str):
-            return v
-        self._warn(key, v, "a string")
-        return default

@@ -6,9 +6,12 @@ to parse with `framework.conf`.
 
 * `documents`: files or stdin into decoded objects with their locations;
 * `fields`: typed field access that names the field in every error;
-* `objects`: PriorityClasses, the ConfigMap, Nodes, Queues, PodGroups;
-* `pods`: Pods into tasks and jobs;
-* `build`: `build_snapshot` (from decoded objects) and `load_snapshot` (from files).
+* `records`: what one object is parsed into, before it joins a snapshot;
+* `objects`: PriorityClasses, the ConfigMap, Nodes, Queues, PodGroups, each into its record;
+* `pods`: Pods into tasks;
+* `build`: `parse_objects` (a whole dump), `assemble` (records into a Snapshot: pods join their jobs),
+  `build_snapshot` (from decoded objects) and `load_snapshot` (from files);
+* `watch`: watch streams (JSON values one after another, from a file or a pipe).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Reading kubectl output: files (or stdin) into decoded objects, each with its location (file, document
+"""Reading kubectl output (YAML or JSON): files (or stdin) into decoded objects, each with its location (file, document
 index, `items[i]` of a List), before any object is interpreted."""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
+import orjson
 import yaml
 
 from apportion.errors import InputError
@@ -36,14 +38,19 @@ def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
 
 
 def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
+    """(location, object) for every object in a kubectl dump: YAML documents, or JSON (`kubectl get -o
+    json`: one object or List, or several objects one after another)."""
     out: list[tuple[str, Any]] = []
-    try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"malformed YAML{loc}: {problem}", where=name) from None
+    if text.lstrip()[:1] in ("{", "["):
+        docs = json_documents(text, name)
+    else:
+        try:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise InputError(f"malformed YAML{loc}: {problem}", where=name) from None
     for di, doc in enumerate(docs):
         where = f"{name}: document {di}"
         if doc is None:
@@ -62,3 +69,24 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
             out.append((where, doc))
     return out
 
+
+
+def json_documents(text: str, name: str) -> list[Any]:
+    """The JSON values in text: one (orjson, the fast path) or several one after another."""
+    try:
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        pass
+    docs: list[Any] = []
+    dec = json.JSONDecoder()
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end:
+            return docs
+        try:
+            doc, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", where=name) from None
+        docs.append(doc)

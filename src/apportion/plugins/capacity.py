@@ -23,7 +23,8 @@ from typing import Any
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import EventHandler, Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity_picker import TreePicker
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource, format_amount

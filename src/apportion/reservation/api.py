@@ -1,7 +1,8 @@
 """The RM reservation REST API as request handlers (contract §5): `(status, body)` in, YARN's JSON out.
 
-`ReservationSystem` holds the plan, its agent, replanner and plan follower, the id sequence and
-the id -> queue record of accepted submissions. Its five handlers (`new_reservation`, `submit`,
+`RestHandlers` is mixed into the ReservationSystem (`apportion.reservation.system`), which holds
+the plans with their agents, replanners and plan followers, the id sequence and the id -> queue
+record of accepted submissions. Its five handlers (`new_reservation`, `submit`,
 `update`, `delete`, `list`) take the authenticated user (None = unauthenticated) and the request
 body or query parameters exactly as received, and return the HTTP status and the JSON body. The
 replay and the HTTP service share them, so both answer identically.
@@ -10,7 +11,7 @@ replay and the HTTP service share them, so both answer identically.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.definition import (
@@ -21,11 +22,12 @@ from apportion.reservation.definition import (
     parse_java_long,
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
-from apportion.reservation.follower import PlanFollower
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import LONG_MAX, Res
 from apportion.reservation.validate import ValidationError, validate_definition
+
+if TYPE_CHECKING:
+    from apportion.reservation.system import PlanEntry
 
 Response = tuple[int, Any]
 
@@ -66,31 +68,29 @@ def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dic
     return out
 
 
-class ReservationSystem:
-    """One reservable queue's plan behind YARN's REST semantics."""
+class RestHandlers:
+    """YARN's five reservation endpoints over a reservation system's state.
 
-    def __init__(
-        self,
-        plan: InMemoryPlan,
-        agent: ReservationAgent | None,
-        replanner: SimpleCapacityReplanner | None = None,
-        cluster: tuple[Res, float] | None = None,
-        cluster_timestamp: int = 1_700_000_000_000,
-    ) -> None:
-        self.plan = plan
-        self.agent = agent
-        self.replanner = replanner
-        self.cluster = cluster
-        self.follower = PlanFollower(plan, replanner, cluster)
-        self.cluster_timestamp = cluster_timestamp
-        self._seq = 0
-        #: id -> queue of every accepted submit; never removed (contract §5.6)
-        self.queue_of: dict[ReservationId, str] = {}
+    Mixed into `apportion.reservation.system.ReservationSystem`, which provides `entry(queue)`
+    (the plan of a reservable queue with its agent and follower), `new_reservation_id()` and
+    `remember(rid, queue)` (the id -> queue record)."""
+
+    queue_of: dict[ReservationId, str]
+
+    def entry(self, queue: str) -> PlanEntry | None:  # pragma: no cover - provided by the system
+        raise NotImplementedError
+
+    def new_reservation_id(self) -> ReservationId:  # pragma: no cover - provided by the system
+        raise NotImplementedError
+
+    def remember(self, rid: ReservationId, queue: str) -> None:  # pragma: no cover - provided by the system
+        raise NotImplementedError
 
     # -- helpers ------------------------------------------------------------------------------
     def plan_for(self, queue: str) -> InMemoryPlan | None:
-        q = self.plan.queue
-        return self.plan if queue in (q, f"root.{q}") else None
+        """The plan of a reservable queue, by its short name or `root.<name>`; None for any other."""
+        e = self.entry(queue)
+        return e.plan if e is not None else None
 
     @staticmethod
     def _not_managed(queue: str) -> str:
@@ -126,12 +126,7 @@ class ReservationSystem:
         """POST /reservation/new-reservation."""
         if user is None:
             return error(401, UNAUTHENTICATED)
-        while True:
-            self._seq += 1
-            rid = ReservationId(self.cluster_timestamp, self._seq)
-            if rid not in self.queue_of and rid not in self.plan.reservations:
-                break
-        return 200, {"reservation-id": str(rid)}
+        return 200, {"reservation-id": str(self.new_reservation_id())}
 
     def submit(self, user: str | None, body: Any) -> Response:
         """POST /reservation/submit (202 on success, no content)."""
@@ -168,13 +163,15 @@ class ReservationSystem:
                 "reservation definition was provided. Please try again with a new reservation id, or consider "
                 "updating the reservation instead.",
             )
-        failed = self._ask_agent(plan, lambda agent: agent.create(plan, rid, user, definition),
+        entry = self.entry(plan.queue)
+        assert entry is not None
+        failed = self._ask_agent(entry, lambda agent: agent.create(plan, rid, user, definition),
                                  f"Unable to create reservation: {rid}")
         if failed is not None:
             return failed
-        self.queue_of[rid] = plan.queue
-        if self.cluster is not None and definition.arrival - plan.now < plan.step:
-            self.follower.step(plan.now)
+        self.remember(rid, plan.queue)
+        if entry.cluster is not None and definition.arrival - plan.now < plan.step:
+            entry.follower.step(plan.now)
         return 202, None
 
     def update(self, user: str | None, body: Any) -> Response:
@@ -201,16 +198,19 @@ class ReservationSystem:
             return error(e.status, e.message)
         except ValidationError as e:
             return error(400, e.message)
-        failed = self._ask_agent(plan, lambda agent: agent.update(plan, rid, user, definition),
+        entry = self.entry(plan.queue)
+        assert entry is not None
+        failed = self._ask_agent(entry, lambda agent: agent.update(plan, rid, user, definition),
                                  f"Unable to update reservation: {rid}")
         return failed if failed is not None else (200, {})
 
-    def _ask_agent(self, plan: InMemoryPlan, call: Callable[[ReservationAgent], bool], failure: str) -> Response | None:
+    @staticmethod
+    def _ask_agent(entry: PlanEntry, call: Callable[[ReservationAgent], bool], failure: str) -> Response | None:
         """Let the plan's agent create or update; None on success, else YARN's 400 answer."""
-        if self.agent is None:
-            return error(400, f"No reservation agent is configured for queue {plan.queue}.")
+        if entry.agent is None:
+            return error(400, f"No reservation agent is configured for queue {entry.plan.queue}.")
         try:
-            ok = call(self.agent)
+            ok = call(entry.agent)
         except PlanningException as e:
             return error(400, e.java_string())
         except PlanIllegalArgument as e:

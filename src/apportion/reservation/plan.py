@@ -7,7 +7,7 @@ every update works on step functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,9 +39,11 @@ from apportion.reservation.stepfn import (
     radd,
     segments,
 )
+from apportion.reservation.store import StoredReservation
 
 if TYPE_CHECKING:
-    from apportion.reservation.policies import SharingPolicy
+    from apportion.reservation.store import PlanStore
+    from apportion.reservation.view import Policy
 
 Interval = tuple[int, int, Res]
 
@@ -118,6 +120,17 @@ class ReservationAllocation:
     def contains_gangs(self) -> bool:
         return self.gang
 
+    def stored(self) -> StoredReservation:
+        """The reservation as a PlanStore keeps it."""
+        return StoredReservation(self.id, self.user or "", self.definition, self.start, self.end,
+                                 tuple(self.intervals), self.period, self.gang, self.acceptance_time)
+
+    @classmethod
+    def from_stored(cls, r: StoredReservation) -> ReservationAllocation:
+        """A reservation read back from a PlanStore, its allocation rebuilt from the stored entries."""
+        return cls(r.id, r.user, r.definition, r.start, r.end, list(r.intervals), period=r.period, gang=r.gang,
+                   acceptance_time=r.acceptance_time)
+
 
 class InMemoryPlan:
     """YARN's InMemoryPlan for one reservable queue."""
@@ -131,13 +144,11 @@ class InMemoryPlan:
         calculator: Calculator | None = None,
         minimum_allocation: Res = (1024, 1),
         maximum_allocation: Res = (8192, 4),
-        policy: SharingPolicy | None = None,
+        policy: Policy,
         max_periodicity: int = 86_400_000,
         now: int = 0,
         move_on_expiry: bool = True,
     ) -> None:
-        from apportion.reservation.policies import CapacityOverTimePolicy
-
         if step <= 0:
             raise ValueError("plan step must be positive")
         if max_periodicity <= 0:
@@ -148,7 +159,7 @@ class InMemoryPlan:
         self.calc = calculator or Calculator("default")
         self.minimum_allocation = minimum_allocation
         self.maximum_allocation = maximum_allocation
-        self.policy: SharingPolicy = policy or CapacityOverTimePolicy(1.0, 1.0, 86_400_000)
+        self.policy: Policy = policy
         self.max_periodicity = max_periodicity
         self.now = now
         self.move_on_expiry = move_on_expiry
@@ -178,6 +189,8 @@ class InMemoryPlan:
         # (version, s, e, times, committed sums) of the last mirrored availability
         self._committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
         self._avail_cache: _Availability | None = None
+        #: where accepted reservations are written (YARN's RMStateStore); set by the ReservationSystem
+        self.store: PlanStore | None = None
 
     # -- load bookkeeping ---------------------------------------------------------------------
     def _apply(self, res: ReservationAllocation, sign: int) -> None:
@@ -444,7 +457,7 @@ class InMemoryPlan:
     ) -> _Availability | None:
         """The kept answer for a range covering `[s, e]` with the plan as it is, computed (and kept)
         on a miss; None when no answer is kept for the query (a policy of its own, an empty range)."""
-        if s > e or not _pure_availability(self.policy):
+        if s > e or not self.policy.availability_is_pointwise():
             return None
         old = self.reservations.get(old_id) if old_id is not None else None
         key: tuple[object, ...] = (
@@ -493,10 +506,7 @@ class InMemoryPlan:
         t, run = running(s, sources, 4 if limit is not None else 2)
         free = np.subtract((cap[0], cap[1]), run[:, 0:2])
         if int(free.min()) < 0:
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
+            self._over_committed(int(t[(free < 0).any(axis=1)][0]), e)
         # the committed load at every time it changes on [s, e + 1): committed_arrays reads it
         self._committed_seen = (self._version, s, end, t, run[:, 0:2])
         if limit is not None:
@@ -507,6 +517,21 @@ class InMemoryPlan:
             if lower.any():
                 free[lower] = quota[lower]
         return compact(t, free, end)
+
+    def _over_committed(self, t: int, e: int) -> None:
+        """The committed load exceeds the capacity from t on, inside an availability query over
+        `[s, e]`: raise, as trunk's subtractTestNonNegative merges do, unless t is the query's end
+        and the non-periodic load alone fits there. Trunk subtracts the periodic load in a second
+        merge whose left operand is already undefined at the end, so that merge never tests the
+        end instant; the first merge, capacity minus the non-periodic load, does."""
+        if t == e:
+            m, v = self.load.at(e)
+            if m <= self.capacity[0] and v <= self.capacity[1]:
+                return
+        raise PlanningException(
+            "RLESparseResourceAllocation: merge failed as the resulting "
+            "RLESparseResourceAllocation would be negative"
+        )
 
     def _check_period(self, s: int, e: int, period: int) -> None:
         T = self.max_periodicity
@@ -544,7 +569,7 @@ class InMemoryPlan:
 
     def _available_once(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
         old = self.reservations.get(old_id) if old_id is not None else None
-        if old is None and _pure_availability(self.policy):
+        if old is None and self.policy.availability_is_pointwise():
             return self._available_fused(user, s, e)
         return self._available_merged(user, old_id, s, e)
 
@@ -576,7 +601,7 @@ class InMemoryPlan:
                 sources.append((up, 2))
         segs = [(segments(f, s, end), col) for f, col in sources]
         if self.calc.kind == "default" and sum(len(k) for (k, _v), _c in segs) >= _VECTOR_MIN:
-            fast = _fused_vectorised(segs, cap, limit, end)
+            fast = _fused_vectorised(segs, cap, limit, end, self._over_committed)
             if fast is not None:
                 return fast
         for (keys, values), col in segs:
@@ -602,10 +627,7 @@ class InMemoryPlan:
             u1 += d[3]
             a = (cm - c0, cv - c1)
             if a[0] < 0 or a[1] < 0:
-                raise PlanningException(
-                    "RLESparseResourceAllocation: merge failed as the resulting "
-                    "RLESparseResourceAllocation would be negative"
-                )
+                self._over_committed(t, e)
             if limit is not None:
                 q = (limit[0] - u0, limit[1] - u1)
                 if dominant:
@@ -633,10 +655,7 @@ class InMemoryPlan:
             vm = cm - r[0]
             vv = cv - r[1]
             if vm < 0 or vv < 0:
-                raise PlanningException(
-                    "RLESparseResourceAllocation: merge failed as the resulting "
-                    "RLESparseResourceAllocation would be negative"
-                )
+                self._over_committed(a, e)
             net_pieces.append((a, b, (vm, vv)))
         net = StepFunction.from_pieces(net_pieces)
         old = self.reservations.get(old_id) if old_id is not None else None
@@ -653,9 +672,13 @@ class InMemoryPlan:
             raise PlanIllegalArgument(f"The specified Reservation with ID {res.id} already exists", "AlreadyExists")
         if not is_recovering:
             self.policy.validate(self, res)
-        res.acceptance_time = self.now
+            res.acceptance_time = self.now
+        elif res.acceptance_time < 0:
+            res.acceptance_time = self.now
         self.reservations[res.id] = res
         self._apply(res, +1)
+        if not is_recovering:
+            self._persist(res)
         return True
 
     def update_reservation(self, res: ReservationAllocation) -> bool:
@@ -671,7 +694,9 @@ class InMemoryPlan:
             self.add_reservation(res)
         except (PlanningException, PlanIllegalArgument):
             # rollback: the old version goes back (YARN re-adds it, so it gets a new acceptance time)
+            cur.acceptance_time = self.now
             self.add_reservation(cur, is_recovering=True)
+            self._persist(cur)
             return False
         return True
 
@@ -687,6 +712,18 @@ class InMemoryPlan:
     def _remove(self, res: ReservationAllocation) -> None:
         del self.reservations[res.id]
         self._apply(res, -1)
+        if self.store is not None:
+            self.store.delete_reservation(self.queue, res.id)
+
+    def _persist(self, res: ReservationAllocation) -> None:
+        if self.store is not None:
+            self.store.put_reservation(self.queue, res.stored())
+
+    def recover(self, stored: Iterable[StoredReservation]) -> None:
+        """Rebuild the plan's reservations from a store, as YARN's RM recovery does: each is added
+        with `is_recovering` (no policy check, its stored acceptance time, nothing written back)."""
+        for r in stored:
+            self.add_reservation(ReservationAllocation.from_stored(r), is_recovering=True)
 
     def archive_completed(self, tick: int, valid_window: int | None = None) -> list[ReservationId]:
         """archiveCompletedReservations: drop non-periodic reservations with end <= tick - window (§8.4)."""
@@ -710,7 +747,8 @@ _VECTOR_MAX_VALUE = 1 << 48
 
 
 def _fused_vectorised(
-    segs: list[tuple[tuple[list[int], list[Res]], int]], cap: Res, limit: Res | None, end: int
+    segs: list[tuple[tuple[list[int], list[Res]], int]], cap: Res, limit: Res | None, end: int,
+    over_committed: Callable[[int, int], None],
 ) -> StepFunction | None:
     """`_available_fused` for the default calculator on numpy arrays: the same deltas summed in
     time order, the same over-commit check and memory-ordered min, the same canonical form.
@@ -736,10 +774,7 @@ def _fused_vectorised(
     run = run[last]
     a = np.array(cap, dtype=np.int64) - run[:, 0:2]
     if bool((a < 0).any()):
-        raise PlanningException(
-            "RLESparseResourceAllocation: merge failed as the resulting "
-            "RLESparseResourceAllocation would be negative"
-        )
+        over_committed(int(t[(a < 0).any(axis=1)][0]), end - 1)
     if limit is not None:
         q = np.array(limit, dtype=np.int64) - run[:, 2:4]
         a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)
@@ -791,21 +826,6 @@ class _Availability:
             assert self.fn is not None
             self.arr = arrays_of(self.fn)
         return self.arr
-
-
-def _pure_availability(policy: SharingPolicy) -> bool:
-    """Whether the policy's availability is one of the built-in pointwise functions of the plan."""
-    f = type(policy).available_resources
-    pure = _PURE.get(f)
-    if pure is None:
-        # asked on every availability query: the import and the comparison happen once per function
-        from apportion.reservation.policies import CapacityOverTimePolicy, SharingPolicy
-
-        pure = _PURE[f] = f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
-    return pure
-
-
-_PURE: dict[object, bool] = {}
 
 
 def _same_key(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

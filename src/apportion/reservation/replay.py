@@ -14,13 +14,14 @@ from typing import Any
 
 from apportion.errors import InputError
 from apportion.reservation.agents import AGENT_NAMES, make_agent
-from apportion.reservation.api import ReservationSystem, res_json
+from apportion.reservation.api import res_json
 from apportion.reservation.definition import BadRequest, ReservationId, parse_definition
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import make_policy
 from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import Calculator, Res, f32_str
+from apportion.reservation.system import ReservationSystem
 
 Obs = dict[str, Any]
 
@@ -163,7 +164,8 @@ class Replay:
             now=k.get_int("now", 0),
             move_on_expiry=k.get_bool("moveOnExpiry", True),
         )
-        self.system = ReservationSystem(self.plan, make_agent(agent_name, smooth), replanner, cluster)
+        self.system = ReservationSystem.single(self.plan, make_agent(agent_name, smooth), replanner, cluster)
+        self.entry = self.system.plans[self.plan.queue]
         self.agent_name = agent_name
 
     @staticmethod
@@ -312,8 +314,8 @@ class Replay:
 
     def _op_replan(self, k: _Keys) -> Obs:
         removed: list[ReservationId] = []
-        if self.system.replanner is not None:
-            removed = self.system.replanner.plan(self.plan)
+        if self.entry.replanner is not None:
+            removed = self.entry.replanner.plan(self.plan)
         return {"removed": [str(r) for r in removed], "remaining": sorted(str(r) for r in self.plan.reservations)}
 
     def _op_assertPlan(self, k: _Keys) -> Obs:
@@ -371,7 +373,7 @@ class Replay:
         return {"ids": sorted(str(r.id) for r in found)}
 
     def _op_planFollower(self, k: _Keys) -> Obs:
-        state = self.system.follower.step(self.plan.now)
+        state = self.entry.follower.step(self.plan.now)
         return {
             "queues": {
                 name: {"capacity": _f(q.capacity), "maxCapacity": _f(q.max_capacity), "apps": len(q.apps)}
@@ -385,7 +387,7 @@ class Replay:
         if "user" in k.obj:
             self._user(k)
         queue = k.get_str("queue")
-        if self.system.follower.submit_app(app, queue):
+        if self.entry.follower.submit_app(app, queue):
             return {"accepted": True, "queue": queue}
         return {
             "accepted": False,
@@ -394,7 +396,7 @@ class Replay:
         }
 
     def _op_appFinished(self, k: _Keys) -> Obs:
-        return {"found": self.system.follower.app_finished(k.get_str("appId"))}
+        return {"found": self.entry.follower.app_finished(k.get_str("appId"))}
 
 
 def _f(x: float) -> float:

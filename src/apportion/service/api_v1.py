@@ -111,8 +111,8 @@ async def reservations(request: Request) -> Response:
 
     def collect() -> list[dict[str, Any]]:
         out = []
-        for name, system in sorted(svc.reservations.systems.items()):
-            for r in sorted(system.plan.reservations.values(), key=lambda r: r.id):
+        for name, entry in sorted(svc.reservations.plans.items()):
+            for r in sorted(entry.plan.reservations.values(), key=lambda r: r.id):
                 info = reservation_info(r, True)
                 info["queue"] = name
                 out.append(info)

@@ -128,7 +128,7 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:
         def render() -> bytes:
-            svc.metrics.plans(svc)
+            svc.metrics.plans(svc.reservations.plans, svc.clock())
             return svc.metrics.render()
 
         body = await asyncio.to_thread(svc.read, render)

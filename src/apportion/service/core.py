@@ -16,26 +16,27 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources as ires
-from typing import Any
+from typing import Any, TypeVar
 
 from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
 from apportion.framework.conf import SchedulerConf
 from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
-from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.reservation.stepfn import Res
+from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, Resource
 from apportion.service.auth import Acls, Refusal, Refused
 from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.loop import SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey
-from apportion.service.reservations import PlanSettings, ServiceReservations
+from apportion.service.reservations import PlanSettings, configure_plans
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MIB = 1024 * 1024
 
@@ -113,8 +114,10 @@ class Service:
         self._snap_cache: tuple[int, Snapshot] | None = None
         self.lock = RWLock()
         self.objects = ClusterObjects()
-        self.reservations = ServiceReservations(self.start_ms)
-        #: stored reservations whose queue is no longer reservable (kept in the database)
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        #: each plan's settings (a change re-creates the plan)
+        self.plan_settings: dict[str, PlanSettings] = {}
+        #: queues holding stored reservations that are no longer reservable (kept in the database)
         self.orphans: list[str] = []
         self._load()
         if config.cluster_path and self.store.get_meta("seeded") is not None:
@@ -137,21 +140,25 @@ class Service:
         self.objects = ClusterObjects(objs)
         self.objects.version = len(objs)
         plans = ClusterObjects.check(objs, {})
-        self.reservations = ServiceReservations(self.start_ms)
-        self.reservations.configure(plan_capacities(self.objects.snapshot(), plans), self.clock())
-        stored, ids = self.store.load_plans()
-        self.reservations.queue_of.update(ids)
-        self.orphans = []
-        for s in stored:
-            plan = self.reservations.plan(s.queue)
-            if plan is None:
-                self.orphans.append(str(s.allocation.id))
-                continue
-            accepted = s.allocation.acceptance_time
-            plan.add_reservation(s.allocation, is_recovering=True)
-            s.allocation.acceptance_time = accepted
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        self.plan_settings = {}
+        # YARN's RM recovery: the sequence and id records read back, each plan's reservations
+        # re-added without a policy check, with their stored allocations and acceptance times
+        self.reservations.sequence = self.store.sequence()
+        self.reservations.queue_of = self.store.queue_of()
+        self.configure_plans(plan_capacities(self.objects.snapshot(), plans))
+        self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
         if self.orphans:
-            log.warning("%d stored reservations belong to queues that are no longer reservable", len(self.orphans))
+            log.warning("stored reservations of queues that are no longer reservable: %s", ", ".join(self.orphans))
+
+    def configure_plans(self, queues: dict[str, tuple[PlanSettings, Res]]) -> None:
+        """The plans follow the reservable queues (see reservations.configure_plans)."""
+        configure_plans(self.reservations, self.plan_settings, queues, self.store, self.clock())
+
+    def set_now(self, now_ms: int) -> None:
+        """The plans' clock: the validator's now and the acceptance time of what is added next."""
+        for e in self.reservations.plans.values():
+            e.plan.now = now_ms
 
     def _reload_after_failure(self) -> None:
         """A commit failed: memory goes back to what the database holds."""
@@ -161,17 +168,15 @@ class Service:
     # -- reservations ---------------------------------------------------------------------------
     async def reservation(self, op: str, user: str | None, body: Any,
                           check: Callable[[], Refusal | None] | None = None) -> Response:
-        """Run one of the five YARN handlers on the writer (list: as a reader); writes are committed
-        before returning. `check` (the ACLs) runs in the same job, on the same state as the handler."""
+        """Run one of the five YARN handlers on the writer (list: as a reader); what a write changes
+        reaches the store inside one transaction, committed before returning. `check` (the ACLs)
+        runs in the same job, on the same state as the handler."""
         def job() -> Response:
             if check is not None and (refusal := check()) is not None:
                 raise Refused(refusal)
-            self.reservations.set_now(self.clock())
+            self.set_now(self.clock())
             handler = getattr(self.reservations, op)
-            answer: Response = handler(user) if op == "new_reservation" else handler(user, body)
-            if op in ("submit", "update", "delete"):
-                self._persist_reservation(body)
-            return answer
+            return self.committed(lambda: handler(user) if op == "new_reservation" else handler(user, body))
 
         if op == "list":
             def read() -> Response:
@@ -182,38 +187,12 @@ class Service:
             return await asyncio.to_thread(self.read, read)
         return await self.writer.run(job)
 
-    def _persist_reservation(self, body: Any) -> None:
-        """Write the named reservation as the plans now hold it (saved, replaced or removed)."""
-        if not isinstance(body, dict) or not isinstance(body.get("reservation-id"), str):
-            return
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with every store write in one transaction; on any failure memory is reloaded
+        from the database (so both stay equal) and the error goes on to the caller."""
         try:
-            rid = ReservationId.parse(body["reservation-id"])
-        except BadRequest:
-            return
-        queue = self.reservations.queue_of.get(rid)
-        if queue is None:
-            return
-        plan = self.reservations.plan(queue)
-        alloc = plan.get(rid) if plan is not None else None
-        try:
-            with self.engine.begin() as conn:
-                self.store.record_id(conn, rid, queue)
-                if alloc is not None:
-                    self.store.save_reservation(conn, queue, alloc)
-                else:
-                    self.store.remove_reservation(conn, rid)
-        except Exception:
-            self._reload_after_failure()
-            raise
-
-    def persist_removed(self, removed: list[ReservationId]) -> None:
-        """Reservations the plan follower archived or the replanner removed."""
-        if not removed:
-            return
-        try:
-            with self.engine.begin() as conn:
-                for rid in removed:
-                    self.store.remove_reservation(conn, rid)
+            with self.store.transaction():
+                return fn()
         except Exception:
             self._reload_after_failure()
             raise
@@ -238,7 +217,7 @@ class Service:
             self._reload_after_failure()
             raise
         self.objects.objects = new
-        self.reservations.configure(plan_capacities(snap, plans), self.clock())
+        self.configure_plans(plan_capacities(snap, plans))
         return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
 
     async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey],

@@ -26,19 +26,26 @@ import asyncio
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apportion.engine import open_session, run_session
 from apportion.errors import ApportionError
 from apportion.quantity import parse_quantity_decimal
-from apportion.reservation.definition import ReservationId
 from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
 from apportion.service.objects import ObjectKey, key_where
 
 if TYPE_CHECKING:
-    from apportion.service.core import Service
+    from apportion.framework.conf import SchedulerConf
+    from apportion.reservation.system import ReservationSystem
+    from apportion.service.metrics import ServiceMetrics
+    from apportion.service.objects import ClusterObjects
+    from apportion.service.reservations import PlanSettings
+    from apportion.service.writer import Writer
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,29 @@ RESERVATION_KEY = "apportion.io/reservation"
 DURATION_KEY = "apportion.io/duration"
 STARTED_KEY = "apportion.io/started-at"
 GROUP_KEY = "scheduling.k8s.io/group-name"
+
+
+class LoopHost(Protocol):
+    """What the loop needs of the service (core.Service), named here so the loop does not import it."""
+
+    conf: SchedulerConf | None
+    objects: ClusterObjects
+    reservations: ReservationSystem
+    plan_settings: dict[str, PlanSettings]
+    metrics: ServiceMetrics
+    writer: Writer
+
+    def clock(self) -> int:
+        """The service clock (epoch ms)."""
+
+    def set_now(self, now_ms: int) -> None:
+        """Set the plans' clock."""
+
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with its store writes in one transaction."""
+
+    def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
+        """Commit edits of stored objects."""
 
 
 class Binder(Protocol):
@@ -143,14 +173,14 @@ def _res_json(mb: int, vcores: int) -> dict[str, str]:
     return {"cpu": str(vcores), "memory": f"{mb}Mi"}
 
 
-def reservation_queues(svc: Service, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
+def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
     """Queue objects for the plan follower's children, and the ids of the active reservations."""
     out: list[dict[str, Any]] = []
     active: set[str] = set()
     for qname, st in sorted(states.items()):
         parent = svc.objects.objects.get(("Queue", "", qname), {})
         cap = (parent.get("spec") or {}).get("capability")
-        overuse = svc.reservations.settings[qname].overuse
+        overuse = svc.plan_settings[qname].overuse
         used = [0, 0]
         for share in st.active:
             active.add(str(share.id))
@@ -174,7 +204,7 @@ def reservation_queues(svc: Service, states: dict[str, FollowerState]) -> tuple[
 class SchedulingLoop:
     """Runs a tick every period on the writer; keeps what the last session said."""
 
-    def __init__(self, svc: Service, period_s: float) -> None:
+    def __init__(self, svc: LoopHost, period_s: float) -> None:
         self.svc = svc
         self.period_s = period_s
         #: why each waiting job waits (job uid -> message), from the last session
@@ -231,17 +261,12 @@ class SchedulingLoop:
         svc = self.svc
         t0 = time.perf_counter()
         now = svc.clock()
-        svc.reservations.set_now(now)
+        svc.set_now(now)
         backend = ObjectBackend(svc.objects.objects, now)
         backend.complete_elapsed()
-        states: dict[str, FollowerState] = {}
-        removed: list[ReservationId] = []
-        for name, system in sorted(svc.reservations.systems.items()):
-            st = system.follower.step(now)
-            states[name] = st
-            removed.extend(st.replanned)
-            removed.extend(st.archived)
-        svc.persist_removed(removed)
+        # the followers' archiving and replanning delete reservations: one transaction for them
+        states: dict[str, FollowerState] = svc.committed(
+            lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
         # the session sees the completions of step 1
         view = dict(svc.objects.objects)
         view.update(backend.changed)
@@ -275,7 +300,7 @@ class SchedulingLoop:
         self.last_apps = apps
         self.last_parents = {q.name: q.parent for q in snap.queues.values()}
         self.ticks += 1
-        svc.metrics.session(result, cluster, (time.perf_counter() - t0) * 1000, svc)
+        svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
         """Tick every period until cancelled; a failing tick is logged and the loop goes on."""
