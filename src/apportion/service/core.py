@@ -20,14 +20,15 @@ from typing import Any, TypeVar
 
 from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
-from apportion.framework.conf import SchedulerConf
+from apportion.framework.conf import SchedulerConf, default_conf
 from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
 from apportion.reservation.stepfn import Res
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, Resource
-from apportion.service.auth import Acls, Refusal, Refused
+from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
 from apportion.service.db import default_url, make_engine, migrate
+from apportion.service.live import LiveView
 from apportion.service.loop import SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey
@@ -111,8 +112,10 @@ class Service:
         self.start_ms = self.clock()
         self.acls = Acls(config.acls, config.admins)
         self.metrics = ServiceMetrics()
-        self._snap_cache: tuple[int, Snapshot] | None = None
+        self._queue_cache: tuple[int, dict[str, QueueMeta]] | None = None
         self.lock = RWLock()
+        conf = self.conf or default_conf()
+        self.live = LiveView(any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins))
         self.objects = ClusterObjects()
         self.reservations = ReservationSystem(self.start_ms, self.store)
         #: each plan's settings (a change re-creates the plan)
@@ -147,6 +150,7 @@ class Service:
         self.reservations.sequence = self.store.sequence()
         self.reservations.queue_of = self.store.queue_of()
         self.configure_plans(plan_capacities(self.objects.snapshot(), plans))
+        self.live.load(self.objects.objects, set(self.reservations.plans))
         self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
         if self.orphans:
             log.warning("stored reservations of queues that are no longer reservable: %s", ", ".join(self.orphans))
@@ -218,6 +222,7 @@ class Service:
             raise
         self.objects.objects = new
         self.configure_plans(plan_capacities(snap, plans))
+        self.live.changed(new, changed + gone, set(self.reservations.plans))
         return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
 
     async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey],
@@ -249,34 +254,43 @@ class Service:
         self.objects.objects.update(puts)
         for k in deletes:
             self.objects.objects.pop(k, None)
+        self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
 
     def generation(self) -> int:
         """Bumped by every change to the objects (keys the cached snapshot)."""
         return self.objects.version
 
-    def queue_snapshot(self) -> Snapshot:
-        """A snapshot of the stored objects for reading queues (ACLs); cached per generation."""
+    def queue_meta(self) -> dict[str, QueueMeta]:
+        """Every stored queue's parent and annotations (for the ACLs); cached per generation."""
         gen = self.generation()
-        if self._snap_cache is None or self._snap_cache[0] != gen:
-            self._snap_cache = (gen, self.objects.snapshot())
-        return self._snap_cache[1]
+        if self._queue_cache is None or self._queue_cache[0] != gen:
+            out: dict[str, QueueMeta] = {}
+            for (kind, _, name), obj in self.objects.objects.items():
+                if kind == "Queue":
+                    spec = obj.get("spec") or {}
+                    ann = (obj.get("metadata") or {}).get("annotations") or {}
+                    out[name] = QueueMeta(name, str(spec.get("parent") or ""), {str(k): str(v) for k, v in ann.items()})
+            self._queue_cache = (gen, out)
+        return self._queue_cache[1]
 
     def queue_report(self) -> tuple[dict[str, dict[str, Any]], Resource, dict[str, int], dict[str, str]]:
         """The last session's queue report, cluster size, jobs per queue and queue parents (a dry
         session when the loop has not run yet)."""
         if self.loop.last_report is not None:
             return self.loop.last_report, self.loop.last_cluster, self.loop.last_apps, self.loop.last_parents
-        from apportion.engine import open_session, run_session
+        from apportion.engine import run_cache_session
 
-        snap = self.objects.snapshot()
+        result = run_cache_session(self.live.cache, self.conf)
         cluster = Resource()
-        for n in snap.nodes:
-            cluster.add(n.allocatable)
+        for _, node in self.live.cache.records.nodes.values():
+            cluster.add(node.allocatable)
         apps: dict[str, int] = {}
-        for j in snap.jobs.values():
-            apps[j.queue] = apps.get(j.queue, 0) + 1
-        parents = {q.name: q.parent for q in snap.queues.values()}
-        return run_session(open_session(snap, self.conf)).queues, cluster, apps, parents
+        parents: dict[str, str] = {}
+        if result.session is not None:
+            for j in result.session.jobs.values():
+                apps[j.queue] = apps.get(j.queue, 0) + 1
+            parents = {q.name: q.parent for q in result.session.queues.values()}
+        return result.queues, cluster, apps, parents
 
     # -- readers --------------------------------------------------------------------------------
     def read(self, fn: Callable[[], Any]) -> Any:

@@ -61,7 +61,7 @@ def _reservation_refusal(svc: Service, op: str, user: str, body: Any) -> Refusal
     acls = svc.acls
     if not acls.enabled:
         return None
-    snap = svc.queue_snapshot()
+    snap = svc.queue_meta()
     if op == "submit":
         q = body.get("queue") if isinstance(body, dict) else None
         entry = svc.reservations.entry(q) if isinstance(q, str) and q else None
