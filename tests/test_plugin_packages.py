@@ -157,3 +157,42 @@ def test_every_extension_point_has_a_typed_registration():
     for overload in typing.get_overloads(interface.ExtensionPoints.add_fn):
         points.update(typing.get_args(typing.get_type_hints(overload)["point"]))
     assert points == set(ep.GATES)
+
+
+def test_an_installed_action_is_found_by_the_conf_and_run(tmp_path, monkeypatch, registries):
+    dist = tmp_path / "audit_action-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: audit-action\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[apportion.actions]\naudit = audit_action:AUDIT\n")
+    (tmp_path / "audit_action.py").write_text(
+        "from apportion.framework.interface import FunctionAction\n"
+        "SEEN = []\n"
+        "AUDIT = FunctionAction('audit', lambda ssn: SEEN.append(sorted(ssn.binds)))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(interface._actions, "entry_points", None)
+    monkeypatch.delitem(sys.modules, "audit_action", raising=False)
+    conf = parse_conf('actions: "enqueue, allocate, audit"\ntiers:\n- plugins:\n  - name: gang\n')
+    run_cycle(snapshot(*_objs()), conf)
+    import audit_action
+
+    assert audit_action.SEEN == [["ns/old-0"]]
+    monkeypatch.delitem(sys.modules, "audit_action")
+
+
+def test_mypy_checks_a_plugin_s_registrations_against_the_extension_point(tmp_path):
+    """The documented plugin is clean under `mypy --strict` against the installed apportion (py.typed);
+    the same plugin registering its job order as a queue order is an error naming add_fn."""
+    good = _doc_block("python")
+    (tmp_path / "good_plugin.py").write_text(good, encoding="utf-8")
+    bad = good.replace("ep.JOB_ORDER", "ep.QUEUE_ORDER")
+    assert bad != good
+    (tmp_path / "bad_plugin.py").write_text(bad, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--no-error-summary",
+         "good_plugin.py", "bad_plugin.py"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    errors = [line for line in run.stdout.splitlines() if ": error:" in line]
+    assert errors and all(line.startswith("bad_plugin.py:") for line in errors), run.stdout
+    assert any('No overload variant of "add_fn"' in line for line in errors), run.stdout

@@ -12,7 +12,7 @@ from apportion.errors import InternalError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.interface import get_action
 from apportion.framework.session import Event, Session
-from apportion.kube import read_documents
+from apportion.kube import read_conf_file, read_documents
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater
@@ -180,22 +180,5 @@ def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
 
 def load_conf_file(path: str) -> SchedulerConf:
     """A conf file: either the scheduler conf itself or a ConfigMap that carries it."""
-    import yaml
-
-    from apportion.errors import InputError
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(f"malformed YAML: {str(e).splitlines()[0]}", where=path) from None
-    if isinstance(data, dict) and data.get("kind") == "ConfigMap":
-        inner = (data.get("data") or {}).get("volcano-scheduler.conf")
-        if not isinstance(inner, str):
-            raise InputError("ConfigMap has no data.volcano-scheduler.conf", where=path)
-        return parse_conf(inner, source=f"{path}: data.volcano-scheduler.conf")
-    return parse_conf(text, source=path)
+    text = read_conf_file(path)
+    return parse_conf(text.text, source=text.where)

@@ -57,6 +57,7 @@ class QueueQuota:
     prefix: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The queue's row of `apportion quota -o json`."""
         return {
             "parent": self.parent,
             "children": list(self.children),
@@ -97,6 +98,7 @@ class QuotaView:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The whole report as `apportion quota -o json` prints it."""
         return {
             "mode": self.mode,
             "rootCapability": self.root_mode if self.mode == "hierarchical" else None,

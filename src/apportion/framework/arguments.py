@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apportion.errors import shown
+
 
 class Arguments:
     """Plugin arguments with Volcano's typed getters: a value of the wrong type is ignored with a warning."""
@@ -14,9 +16,10 @@ class Arguments:
         self.warnings = warnings if warnings is not None else []
 
     def _warn(self, key: str, value: Any, want: str) -> None:
-        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
+        self.warnings.append(f"{self.owner}: argument {key}={shown(value)} is not {want}; default kept")
 
     def get_int(self, key: str, default: int) -> int:
+        """GetInt: the integer under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -26,6 +29,7 @@ class Arguments:
         return default
 
     def get_float(self, key: str, default: float) -> float:
+        """GetFloat64: the number under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -35,6 +39,7 @@ class Arguments:
         return default
 
     def get_bool(self, key: str, default: bool) -> bool:
+        """GetBool: the boolean under `key` (or a string Go's ParseBool reads), else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]
@@ -46,6 +51,7 @@ class Arguments:
         return default
 
     def get_str(self, key: str, default: str) -> str:
+        """GetString: the string under `key`, else `default`."""
         if key not in self.raw:
             return default
         v = self.raw[key]

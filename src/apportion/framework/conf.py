@@ -11,10 +11,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from apportion.errors import ConfError
+from apportion.errors import ConfError, InputError, shown
 from apportion.framework.interface import action_names, get_action
+from apportion.kube.documents import load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +119,7 @@ def _as_bool(value: Any, where: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
         return value.strip().lower() in ("true", "1", "t")
-    raise ConfError(f"{where}: expected a boolean, got {value!r}")
+    raise ConfError(f"{where}: expected a boolean, got {shown(value)}")
 
 
 def _check_action(name: str, source: str) -> None:
@@ -132,15 +131,15 @@ def _check_action(name: str, source: str) -> None:
     if found is None:
         extra = [n for n in action_names() if n not in KNOWN_ACTIONS]
         known = ", ".join([*KNOWN_ACTIONS, *extra])
-        raise ConfError(f"{source}: actions: failed to find action {name!r} (known: {known})")
+        raise ConfError(f"{source}: actions: failed to find action {shown(name)} (known: {known})")
 
 
 def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> SchedulerConf:
     """Parse and validate a configuration, rejecting what Volcano rejects."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfError(f"{source}: malformed YAML: {e}") from None
+        data = load_yaml(text, source)
+    except InputError as e:  # one line, with the line and column inside the conf text
+        raise ConfError(e.bare, where=e.where) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -153,12 +152,12 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
     known_top = {"actions", "tiers", "configurations", "metrics"}
     for k in data:
         if k not in known_top:
-            warnings.append(f"{source}: unknown key {k!r} ignored")
+            warnings.append(f"{source}: unknown key {shown(k)} ignored")
     raw_actions = data.get("actions", "")
     if raw_actions is None:
         raw_actions = ""
     if not isinstance(raw_actions, str):
-        raise ConfError(f"{source}: actions: expected a comma-separated string, got {raw_actions!r}")
+        raise ConfError(f"{source}: actions: expected a comma-separated string, got {shown(raw_actions)}")
     actions = [a.strip() for a in raw_actions.split(",") if a.strip()]
     for a in actions:
         if a not in KNOWN_ACTIONS:
@@ -190,7 +189,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
                 if k in SWITCHES:
                     switches[k] = _as_bool(v, f"{where}.{k}")
                 else:
-                    warnings.append(f"{where}: unknown key {k!r} ignored (as Volcano does)")
+                    warnings.append(f"{where}: unknown key {shown(k)} ignored (as Volcano does)")
             if alias is not None:
                 alias_b = _as_bool(alias, f"{where}.enabledHierarchy")
                 if "enableHierarchy" in switches:
@@ -211,7 +210,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
         for o in t.plugins:
             if o.name in seen:
                 warnings.append(
-                    f"{source}: plugin {o.name!r} is listed more than once; Volcano consults every position "
+                    f"{source}: plugin {shown(o.name)} is listed more than once; Volcano consults every position "
                     "with the functions of its last instance"
                 )
             seen.add(o.name)

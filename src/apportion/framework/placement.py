@@ -134,20 +134,21 @@ class _Answers:
             if need == 0:
                 self.bound = top[-1]
                 break
-            s = self.scores[rows]
+            scores = self.scores[rows]
             cut = len(rows) > need
             if cut:
                 # only the rows scoring at least the need-th best can be among the need best
-                kth = np.partition(s, len(s) - need)[len(s) - need]
-                rows = rows[s >= kth]
-                s = self.scores[rows]
-            order = np.lexsort((rows, -s))[:need]
-            top += [(-cls, -x, r) for x, r in zip(s[order].tolist(), rows[order].tolist(), strict=True)]
+                kth = np.partition(scores, len(scores) - need)[len(scores) - need]
+                rows = rows[scores >= kth]
+                scores = self.scores[rows]
+            order = np.lexsort((rows, -scores))[:need]
+            top += [(-cls, -score, row)
+                    for score, row in zip(scores[order].tolist(), rows[order].tolist(), strict=True)]
             if cut:
                 self.bound = top[-1]
                 break
         self.top = top
-        self.in_top = {k[2]: k for k in top}
+        self.in_top = {rank_key[2]: rank_key for rank_key in top}
 
     def update(self, row: int, fit: bool, idle_fit: bool, ok: bool, unres: bool, score: float) -> None:
         """Record one node's fresh answers in the arrays and in the ranking."""
@@ -205,10 +206,10 @@ class PlacementCache:
         for point in (ep.PREDICATE, ep.NODE_ORDER):
             for _, opt, _fn in ssn.consulted(point):
                 key_fn = ssn.node_local_keys.get(opt.name)
-                k = key_fn(task) if key_fn is not None else None
-                if k is None:
+                summary = key_fn(task) if key_fn is not None else None
+                if summary is None:
                     return None
-                parts.append((point, opt.name, k))
+                parts.append((point, opt.name, summary))
         return tuple(parts)
 
     def choose(self, task: TaskInfo) -> tuple[int, bool] | None:
@@ -218,47 +219,47 @@ class PlacementCache:
         key = self.key(task)
         if key is None:
             return None
-        a = self._current(key, task)
-        if a.nan:
+        cached = self._current(key, task)
+        if cached.nan:
             return None
-        if not a.top and a.bound is not _ALL:
-            a.rank()
-        if not a.top:
+        if not cached.top and cached.bound is not _ALL:
+            cached.rank()
+        if not cached.top:
             return None
-        if a.unres_rows:
-            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(a.unres_rows)
-        cls, _, row = a.top[0]
+        if cached.unres_rows:
+            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(cached.unres_rows)
+        cls, _, row = cached.top[0]
         # the first maximum in row (node-name) order, as best_node's argmax over the candidate rows
         return row, cls == -2
 
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table
         log = table.touched
-        a = self.answers.get(key)
-        n = len(table.names)
-        if a is None or len(log) - a.pos > max(8, n // 4):
-            a = self._compute(task, np.arange(n), len(log))
-            self.answers[key] = a
-        elif len(log) > a.pos:
-            rows = sorted(set(log[a.pos:]))
+        cached = self.answers.get(key)
+        n_nodes = len(table.names)
+        if cached is None or len(log) - cached.pos > max(8, n_nodes // 4):
+            cached = self._compute(task, np.arange(n_nodes), len(log))
+            self.answers[key] = cached
+        elif len(log) > cached.pos:
+            rows = sorted(set(log[cached.pos:]))
             if len(rows) <= 4:
-                for r in rows:
-                    a.update(r, *self._row(task, r))
+                for row in rows:
+                    cached.update(row, *self._row(task, row))
             else:
                 fresh = self._compute(task, np.array(rows, dtype=np.int64), len(log))
-                for r, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
-                                       fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
-                    a.update(r, *answers)
-            a.pos = len(log)
-        return a
+                for row, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
+                                         fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
+                    cached.update(row, *answers)
+            cached.pos = len(log)
+        return cached
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
         ssn = self.ssn
         table = ssn.table
         vec, cols = ssn.task_vec(task), ssn.task_cols(task)
-        pf = ssn.plugin_predicates(task, rows)
+        verdict = ssn.plugin_predicates(task, rows)
         return _Answers(pos, table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
-                        pf.ok.copy(), pf.unresolvable.copy(), ssn.node_scores(task, rows))
+                        verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
 
     def _row(self, task: TaskInfo, row: int) -> tuple[bool, bool, bool, bool, float]:
         """One node's answers (fit, idle fit, predicates pass, unresolvable, score) without arrays where the
@@ -296,20 +297,23 @@ class PlacementCache:
         return self._row_fns
 
 
-RowPredicate = Callable[["TaskInfo", int], tuple[bool, bool]]
-RowScore = Callable[["TaskInfo", int], float]
+#: a plugin's one-node predicate: (task, row) -> (passes, fails for good)
+RowPredicate = Callable[[TaskInfo, int], tuple[bool, bool]]
+#: a plugin's one-node score: (task, row) -> score
+RowScore = Callable[[TaskInfo, int], float]
 
 
 def _fits(req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> bool:
     """NodeTable.fits on one row, in plain floats (same comparisons, same tolerance)."""
-    a = avail.tolist()
-    r = req.tolist()
-    return all(r[c] < a[c] or abs(r[c] - a[c]) < MIN_RESOURCE for c in cols.tolist())
+    available = avail.tolist()
+    request = req.tolist()
+    return all(request[column] < available[column] or abs(request[column] - available[column]) < MIN_RESOURCE
+               for column in cols.tolist())
 
 
 def _predicate_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> tuple[bool, bool]:
-    f = fn(task, np.array([row]))
-    return bool(f.ok[0]), bool(f.unresolvable[0])
+    verdict = fn(task, np.array([row]))
+    return bool(verdict.ok[0]), bool(verdict.unresolvable[0])
 
 
 def _score_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> float:

@@ -84,6 +84,8 @@ class Session(ExtensionPoints):
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.warnings: list[str] = list(snapshot.warnings) + list(conf.warnings)
         self.enabled_actions = set(conf.actions)
+        #: the session's clock in seconds (the simulator's time), or None: then the wall clock (epoch)
+        self.now: float | None = None
         #: the simulate extension points serve only topology-aware preemption; plugins skip their per-task
         #: PrePredicate copies of queue state when no configured action can read them.
         self.simulation_state_needed = "preempt" in self.enabled_actions and bool(

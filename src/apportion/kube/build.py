@@ -15,10 +15,10 @@ from typing import Any
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
 from apportion.errors import InputError
+from apportion.kube.conf import CONF_KEY
 from apportion.kube.documents import read_documents
 from apportion.kube.fields import Fields, check_name
 from apportion.kube.objects import (
-    CONF_KEY,
     parse_conf_map,
     parse_node,
     parse_podgroup,

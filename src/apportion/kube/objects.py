@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from apportion.cluster.model import PodGroupPhase, QueueInfo, Taint
 from apportion.cluster.snapshot import DEFAULT_QUEUE
+from apportion.errors import shown
+from apportion.kube.conf import configmap_conf
 from apportion.kube.fields import Fields, check_name
 from apportion.kube.records import ConfMapSpec, NodeSpec, PodGroupSpec, PriorityClassSpec
 from apportion.resources import CPU, MEMORY, Resource
 
-CONF_KEY = "volcano-scheduler.conf"
 _PHASES = {p.value: p for p in PodGroupPhase}
 
 
@@ -21,13 +22,7 @@ def parse_priority_class(o: Fields) -> PriorityClassSpec:
 
 def parse_conf_map(o: Fields) -> ConfMapSpec:
     """A ConfigMap: only its `volcano-scheduler.conf` is read, as text."""
-    data = o.map_("data")
-    if CONF_KEY not in data:
-        return ConfMapSpec(None)
-    text = data[CONF_KEY]
-    if not isinstance(text, str):
-        raise o.fail(f"data.{CONF_KEY}", "expected a string")
-    return ConfMapSpec(text)
+    return ConfMapSpec(configmap_conf(o))
 
 
 def _taints(o: Fields) -> tuple[Taint, ...]:
@@ -38,7 +33,7 @@ def _taints(o: Fields) -> tuple[Taint, ...]:
             raise o.fail(f"spec.taints[{i}]", "expected a mapping")
         effect = to.str_("effect", "NoSchedule")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise o.fail(f"spec.taints[{i}].effect", f"unknown taint effect {effect!r}")
+            raise o.fail(f"spec.taints[{i}].effect", f"unknown taint effect {shown(effect)}")
         out.append(Taint(key=to.str_("key", required=True), value=to.str_("value", ""), effect=effect))
     return tuple(out)
 
@@ -89,11 +84,11 @@ def parse_podgroup(o: Fields) -> PodGroupSpec:
     mtm: dict[str, int] = {}
     for role, v in o.map_("spec.minTaskMember").items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {v!r}")
-        mtm[str(role)] = v
+            raise o.fail(f"spec.minTaskMember.{role}", f"expected a non-negative integer, got {shown(v)}")
+        mtm[str(role)] = o.int32(f"spec.minTaskMember.{role}", v)
     phase_s = o.str_("status.phase", "Pending") or "Pending"
     if phase_s not in _PHASES:
-        raise o.fail("status.phase", f"unknown PodGroup phase {phase_s!r} (one of {', '.join(_PHASES)})")
+        raise o.fail("status.phase", f"unknown PodGroup phase {shown(phase_s)} (one of {', '.join(_PHASES)})")
     return PodGroupSpec(
         uid=f"{ns}/{name}",
         name=name,

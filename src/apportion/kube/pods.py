@@ -14,7 +14,7 @@ from apportion.cluster.model import (
     TaskStatus,
     Toleration,
 )
-from apportion.errors import InputError, QuantityError
+from apportion.errors import InputError, QuantityError, shown
 from apportion.kube.fields import Fields, check_name, parse_bool_loose
 from apportion.kube.records import PodSpec
 from apportion.resources import CPU, MEMORY, PODS, Resource
@@ -39,7 +39,7 @@ def _requirements(o: Fields, path: str, items: Any) -> tuple[NodeSelectorRequire
             raise o.fail(f"{path}[{i}]", "expected a mapping")
         op = r.get("operator")
         if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise o.fail(f"{path}[{i}].operator", f"unknown operator {op!r}")
+            raise o.fail(f"{path}[{i}].operator", f"unknown operator {shown(op)}")
         vals = r.get("values") or []
         if not isinstance(vals, list):
             raise o.fail(f"{path}[{i}].values", "expected a list")
@@ -84,8 +84,8 @@ def _affinity(o: Fields) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[Pre
             raise o.fail(path, "expected a mapping")
         w = p.get("weight", 0)
         if isinstance(w, bool) or not isinstance(w, int):
-            raise o.fail(f"{path}.weight", f"expected an integer, got {w!r}")
-        preferred.append(PreferredTerm(weight=w, term=_term(o, f"{path}.preference", p.get("preference") or {})))
+            raise o.fail(f"{path}.weight", f"expected an integer, got {shown(w)}")
+        preferred.append(PreferredTerm(weight=o.int32(f"{path}.weight", w), term=_term(o, f"{path}.preference", p.get("preference") or {})))
     return required, tuple(preferred)
 
 
@@ -97,7 +97,7 @@ def _tolerations(o: Fields) -> tuple[Toleration, ...]:
         to = Fields(t, o.where)
         op = to.str_("operator", "Equal") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
+            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {shown(op)}")
         out.append(Toleration(key=to.str_("key", ""), operator=op, value=to.str_("value", ""),
                               effect=to.str_("effect", "")))
     return tuple(out)
@@ -180,7 +180,7 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     uid = o.str_("metadata.uid", "") or key
     node = o.str_("spec.nodeName", "")
     if node and node_names is not None and node not in node_names:
-        raise o.fail("spec.nodeName", f"pod {key} is on node {node!r}, which the snapshot does not contain")
+        raise o.fail("spec.nodeName", f"pod {key} is on node {shown(node)}, which the snapshot does not contain")
     phase = o.str_("status.phase", "Pending") or "Pending"
     deleting = bool(o.get("metadata.deletionTimestamp"))
     status = _task_status(phase, deleting, node)
@@ -189,8 +189,8 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     req, nz_cpu, nz_mem = pod_request(o)
     prio_raw = o.get("spec.priority")
     if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
-        raise o.fail("spec.priority", f"expected an integer, got {prio_raw!r}")
-    priority = 1 if prio_raw is None else int(prio_raw)
+        raise o.fail("spec.priority", f"expected an integer, got {shown(prio_raw)}")
+    priority = 1 if prio_raw is None else o.int32("spec.priority", prio_raw)
     tp = annotations.get(TASK_PRIORITY_KEY)
     if tp is not None:
         try:

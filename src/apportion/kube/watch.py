@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import orjson
 
-from apportion.errors import InputError
+from apportion.errors import InputError, check_depth
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,4 +129,9 @@ def values(source: LineSource, name: str, *, timeout: float | None = None) -> It
             yield InputError(f"malformed JSON at column {e.colno}: {e.msg}", where=f"{name}: line {start + e.lineno - 1}")
             continue
         lines = []
+        try:
+            check_depth(data, f"{name}: line {start}")
+        except InputError as e:
+            yield e
+            continue
         yield Value(start, data)

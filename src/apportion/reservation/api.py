@@ -10,6 +10,7 @@ replay and the HTTP service share them, so both answer identically.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,24 @@ def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dic
     return out
 
 
+def _endpoint(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """The preamble every endpoint shares: 401 without an authenticated user, then the handler,
+    with the request errors it raises (BadRequest, ValidationError) answered as YARN answers them."""
+
+    @functools.wraps(handler)
+    def run(self: RestHandlers, user: str | None, *args: Any) -> Response:
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            return handler(self, user, *args)
+        except BadRequest as e:
+            return error(e.status, e.message)
+        except ValidationError as e:
+            return error(400, e.message)
+
+    return run
+
+
 class RestHandlers:
     """YARN's five reservation endpoints over a reservation system's state.
 
@@ -121,38 +140,48 @@ class RestHandlers:
             raise BadRequest("Input ReservationDefinition should not be null")
         return parse_definition(body["reservation-definition"])
 
+    def _managed(self, queue: str) -> InMemoryPlan:
+        """The plan of queue, or the 400 for a queue without one."""
+        plan = self.plan_for(queue)
+        if plan is None:
+            raise BadRequest(self._not_managed(queue))
+        return plan
+
+    def _known(self, rid: ReservationId) -> InMemoryPlan:
+        """The plan an accepted submission went to (update, delete), or the 400 for an unknown id."""
+        queue = self.queue_of.get(rid)
+        if queue is None:
+            raise BadRequest(
+                f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
+            )
+        return self._managed(queue)
+
     # -- handlers -----------------------------------------------------------------------------
-    def new_reservation(self, user: str | None) -> Response:
+    # Each endpoint runs behind `_endpoint`: 401 without a user, and the request's own errors
+    # (BadRequest from the body conversion and the id/queue checks, ValidationError from the
+    # definition checks) as their status and message. Planning errors are answered in place.
+    @_endpoint
+    def new_reservation(self, user: str) -> Response:
         """POST /reservation/new-reservation."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
         return 200, {"reservation-id": str(self.new_reservation_id())}
 
-    def submit(self, user: str | None, body: Any) -> Response:
+    @_endpoint
+    def submit(self, user: str, body: Any) -> Response:
         """POST /reservation/submit (202 on success, no content)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            definition = self._definition(b)
-            queue = self._opt_str(b, "queue")
-            rid_s = self._opt_str(b, "reservation-id")
-            rid = ReservationId.parse(rid_s) if rid_s is not None else None
-            if rid is None:
-                raise BadRequest(
-                    "Reservation id cannot be null. Please try again specifying  a valid reservation id by "
-                    "creating a new reservation id."
-                )
-            if not queue:
-                raise BadRequest(NO_QUEUE)
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            validate_definition(plan, definition, plan.now)
-        except BadRequest as e:
-            return error(e.status, e.message)
-        except ValidationError as e:
-            return error(400, e.message)
+        b = self._body(body)
+        definition = self._definition(b)
+        queue = self._opt_str(b, "queue")
+        rid_s = self._opt_str(b, "reservation-id")
+        rid = ReservationId.parse(rid_s) if rid_s is not None else None
+        if rid is None:
+            raise BadRequest(
+                "Reservation id cannot be null. Please try again specifying  a valid reservation id by "
+                "creating a new reservation id."
+            )
+        if not queue:
+            raise BadRequest(NO_QUEUE)
+        plan = self._managed(queue)
+        validate_definition(plan, definition, plan.now)
         existing = plan.get(rid)
         if existing is not None:
             if existing.definition == definition:
@@ -174,30 +203,17 @@ class RestHandlers:
             entry.follower.step(plan.now)
         return 202, None
 
-    def update(self, user: str | None, body: Any) -> Response:
+    @_endpoint
+    def update(self, user: str, body: Any) -> Response:
         """POST /reservation/update (200 {} on success)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            definition = self._definition(b)
-            rid_s = self._opt_str(b, "reservation-id")
-            if rid_s is None:
-                raise BadRequest("Update operations must specify an existing ReservaitonId")
-            rid = ReservationId.parse(rid_s)
-            queue = self.queue_of.get(rid)
-            if queue is None:
-                raise BadRequest(
-                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
-                )
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            validate_definition(plan, definition, plan.now)
-        except BadRequest as e:
-            return error(e.status, e.message)
-        except ValidationError as e:
-            return error(400, e.message)
+        b = self._body(body)
+        definition = self._definition(b)
+        rid_s = self._opt_str(b, "reservation-id")
+        if rid_s is None:
+            raise BadRequest("Update operations must specify an existing ReservaitonId")
+        rid = ReservationId.parse(rid_s)
+        plan = self._known(rid)
+        validate_definition(plan, definition, plan.now)
         entry = self.entry(plan.queue)
         assert entry is not None
         failed = self._ask_agent(entry, lambda agent: agent.update(plan, rid, user, definition),
@@ -217,55 +233,38 @@ class RestHandlers:
             return error(400, e.message)
         return None if ok else error(400, failure)
 
-    def delete(self, user: str | None, body: Any) -> Response:
+    @_endpoint
+    def delete(self, user: str, body: Any) -> Response:
         """POST /reservation/delete (200 {} on success)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            rid_s = self._opt_str(b, "reservation-id")
-            rid = ReservationId.parse(rid_s) if rid_s is not None else None
-            if rid is None:
-                raise BadRequest("Missing reservation id. Please try again by specifying a reservation id.")
-            queue = self.queue_of.get(rid)
-            if queue is None:
-                raise BadRequest(
-                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
-                )
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-        except BadRequest as e:
-            return error(e.status, e.message)
+        b = self._body(body)
+        rid_s = self._opt_str(b, "reservation-id")
+        rid = ReservationId.parse(rid_s) if rid_s is not None else None
+        if rid is None:
+            raise BadRequest("Missing reservation id. Please try again by specifying a reservation id.")
+        plan = self._known(rid)
         try:
             plan.delete_reservation(rid)
         except PlanIllegalArgument as e:
             return error(400, e.message)
         return 200, {}
 
-    def list(self, user: str | None, query: dict[str, str]) -> Response:
+    @_endpoint
+    def list(self, user: str, query: dict[str, str]) -> Response:
         """GET /reservation/list with exactly the given query parameters."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            start = self._time_param(query, "start-time", 0)
-            end = self._time_param(query, "end-time", -1)
-            start = max(start, 0)
-            if end < 0:
-                end = LONG_MAX
-            include = str(query.get("include-resource-allocations", "false")).lower() == "true"
-            if end < start:
-                raise BadRequest("The specified end time must be greater than the specified start time.")
-            queue = query.get("queue", "default")
-            if not queue:
-                raise BadRequest(NO_QUEUE)
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            rid_s = query.get("reservation-id", "")
-            rid = ReservationId.parse(rid_s) if rid_s else None
-        except BadRequest as e:
-            return error(e.status, e.message)
+        start = self._time_param(query, "start-time", 0)
+        end = self._time_param(query, "end-time", -1)
+        start = max(start, 0)
+        if end < 0:
+            end = LONG_MAX
+        include = str(query.get("include-resource-allocations", "false")).lower() == "true"
+        if end < start:
+            raise BadRequest("The specified end time must be greater than the specified start time.")
+        queue = query.get("queue", "default")
+        if not queue:
+            raise BadRequest(NO_QUEUE)
+        plan = self._managed(queue)
+        rid_s = query.get("reservation-id", "")
+        rid = ReservationId.parse(rid_s) if rid_s else None
         found = plan.get_reservations(rid, (start, end), None)
         return 200, {"reservations": [reservation_info(r, include) for r in found]}
 
