@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test test-slow lint bench clean scenarios
+.PHONY: demo test test-slow lint bench clean scenarios postgres
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -26,10 +26,17 @@ lint: $(DEVSTAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: $(DEVSTAMP) lint
+# the service tests start a throwaway PostgreSQL server from the machine's binaries (initdb, pg_ctl)
+postgres:
+	@if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "installing the PostgreSQL server for the service tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
+test: $(DEVSTAMP) lint postgres
 	$(PY) -m pytest -q -n 2
 
-test-slow: $(DEVSTAMP)
+test-slow: $(DEVSTAMP) postgres
 	$(PY) -m pytest -q -m slow
 
 scenarios: $(STAMP)
