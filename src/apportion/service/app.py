@@ -115,6 +115,9 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
 
     app.include_router(yarn_router)
     app.include_router(api_router)
+    from apportion.service.dashboard import install as install_dashboard  # the pages at / (issue 19)
+
+    install_dashboard(app)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:
