@@ -51,15 +51,14 @@ def _steps(f: StepFunction, s: int, e: int) -> list[tuple[int, Res]]:
 
 
 def max_window_average(f: StepFunction, s: int, e: int, window: int) -> Res:
-    """The highest average of f over any window of that length starting in [s - window, e): a window's
-    integral is piecewise linear in its start, so its maximum is at a start where the window's start
-    or end meets a change of f."""
-    changes = [t for t, _ in f.items_between(s - window, e + window)]
-    starts = sorted({t for t in changes} | {t - window for t in changes} | {s})
+    """The highest average of f over a window of that length starting in [s - window, e) (every window
+    that overlaps [s, e)). A window's integral is piecewise linear in its start, so the maximum is at
+    an end of that range or where the window's start or end meets a change of f."""
+    lo, hi = s - window, e - 1
+    changes = [t for t, _ in f.items_between(lo, hi + window)]
+    starts = {lo, hi} | {t for t in changes if lo <= t <= hi} | {t - window for t in changes if lo <= t - window <= hi}
     best = (0, 0)
-    for a in starts:
-        if a + window < s or a >= e:
-            continue
+    for a in sorted(starts):
         m, v = f.integral(a, a + window)
         best = (max(best[0], m // window), max(best[1], v // window))
     return best
@@ -122,7 +121,7 @@ def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int, cap: Res) 
         for a, b, v in r["pieces"]:
             if b <= start or a >= end:
                 continue
-            h = max(4.0, (lane - 8) * (v[0] / cap[0] if cap[0] else 1.0))
+            h = max(8.0, (lane - 8) * (v[0] / cap[0] if cap[0] else 1.0))
             bars.append({"x": x(a), "w": max(x(b) - x(a), 1.5), "y": round(y + lane - 4 - h, 1), "h": round(h, 1),
                          "title": f"{v[0]} MB, {v[1]} vCores"})
         lanes.append({"y": y, "label": r["name"] or r["id"], "id": r["id"], "bars": bars})

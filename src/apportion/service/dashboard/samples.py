@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class QueueSamples:
     """(time ms, {resource: (allocated, deserved)}) per queue, newest last."""
 
-    def __init__(self, period_s: float = 5.0, keep: int = 720) -> None:
+    def __init__(self, period_s: float = 2.0, keep: int = 1800) -> None:
         self.period_ms = int(period_s * 1000)
         self.keep = keep
         self._series: dict[str, deque[tuple[int, dict[str, tuple[float, float]]]]] = {}

@@ -71,6 +71,10 @@ class QueueRow:
     pending: int = 0
     reservable: bool = False
     reservation: bool = False
+    #: the `<queue>-default` child that holds a plan's unreserved part
+    plan_rest: bool = False
+    #: whether the session's queue report has the queue (a queue it leaves out has no numbers)
+    reported: bool = True
     children: list[str] = field(default_factory=list)
 
 
@@ -117,7 +121,8 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
     active = {str(r.id) for s in svc.reservations.systems.values() for r in s.plan.reservations.values()}
     rows: list[QueueRow] = []
 
-    def visit(name: str, depth: int) -> None:
+    def visit(name: str, depth: int, seen: set[str]) -> None:
+        seen.add(name)
         rep = report.get(name) or {}
         bars = [Bar(d, total[d], {k: (value((rep.get(k) or {}).get(d, 0)) if k in rep else None)
                                   for k in BAR_KEYS}) for d in dims]
@@ -127,17 +132,20 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
                              state=str(rep.get("state", "Open")),
                              share=float(share) if isinstance(share, (int, float)) else None, bars=bars,
                              running=run, pending=pend, reservable=name in reservable,
-                             reservation=name in active or any(name == f"{q}-default" for q in reservable),
+                             reservation=name in active, plan_rest=any(name == f"{q}-default" for q in reservable),
+                             reported=name in report,
                              children=sorted(kids.get(name, []))))
         for k in sorted(kids.get(name, [])):
-            visit(k, depth + 1)
+            if k not in seen:
+                visit(k, depth + 1, seen)
 
-    roots = ["root"] if "root" in names else sorted(kids.get("", []))
-    for r in roots:
-        visit(r, 0)
-    seen = {r.name for r in rows}
-    for n in sorted(names - seen):  # a queue whose parent chain is broken still shows, at the top
-        visit(n, 0)
+    seen: set[str] = set()
+    for r in (["root"] if "root" in names else sorted(kids.get("root", [])) + sorted(kids.get("", []))):
+        if r not in seen:
+            visit(r, 0, seen)
+    for n in sorted(names):  # a queue whose parent chain is broken still shows, at the top
+        if n not in seen:
+            visit(n, 0, seen)
     return rows, dims, total
 
 

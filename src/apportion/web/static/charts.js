@@ -15,6 +15,9 @@
     return Math.max(260, Math.floor(el.getBoundingClientRect().width || 600));
   }
 
+  // times in UTC, as every other time on the pages
+  function utc(ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); }
+
   function stepped() {
     return uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
   }
@@ -23,7 +26,7 @@
     var k = d.scale || 1;
     var data = [d.t, d.allocated.map(function (v) { return v / k; }), d.deserved.map(function (v) { return v / k; })];
     return new uPlot({
-      width: width(el), height: 200,
+      width: width(el), height: 200, tzDate: utc,
       series: [
         {},
         { label: "allocated", stroke: colour("allocated"), width: 2, paths: stepped() },
@@ -39,7 +42,7 @@
     function flat(v) { var a = []; for (var i = 0; i < n; i++) { a.push(v); } return a; }
     var data = [d.t, d.memory, flat(d.capacity[0]), flat(d.instantaneous[0]), flat(d.average[0])];
     return new uPlot({
-      width: width(el), height: 220,
+      width: width(el), height: 220, tzDate: utc,
       series: [
         {},
         { label: "committed (MB)", stroke: colour("reservation"), fill: colour("reservation") + "55", width: 2, paths: stepped() },
