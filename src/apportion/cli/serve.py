@@ -23,11 +23,13 @@ def _run(fn: Any) -> Any:
 @click.option("--port", default=8088, show_default=True, type=int, help="Port to listen on.")
 @click.option("--conf", "conf_path", default=None, help="Scheduler conf (or its ConfigMap).")
 @click.option("--cluster", "cluster_path", default=None, help="kubectl dump applied at start.")
+@click.option("--scenario", "scenario_path", default=None, help="Play this scenario's workload against the service.")
+@click.option("--speed", default=1.0, show_default=True, type=float, help="Scenario clock: N times real time.")
 @click.option("--schedule-period", default=1.0, show_default=True, type=float, help="Seconds between sessions.")
 @click.option("--acls/--no-acls", default=False, show_default=True, help="Enforce YARN's queue ACLs.")
 @click.option("--admin", "admins", multiple=True, help="A user who passes every ACL (repeatable).")
 def serve(db_url: str | None, host: str, port: int, conf_path: str | None, cluster_path: str | None,
-          schedule_period: float, acls: bool, admins: tuple[str, ...]) -> None:
+          scenario_path: str | None, speed: float, schedule_period: float, acls: bool, admins: tuple[str, ...]) -> None:
     """Run the scheduler and the reservation system as a service (YARN REST + /api/v1)."""
     def body() -> None:
         import uvicorn
@@ -38,8 +40,11 @@ def serve(db_url: str | None, host: str, port: int, conf_path: str | None, clust
 
         if schedule_period <= 0:
             raise InputError("must be positive", where="--schedule-period")
+        if speed <= 0:
+            raise InputError("must be positive", where="--speed")
         config = ServiceConfig(db_url=db_url or default_url(), conf_path=conf_path, cluster_path=cluster_path,
-                               acls=acls, admins=admins, schedule_period=schedule_period)
+                               acls=acls, admins=admins, schedule_period=schedule_period,
+                               scenario_path=scenario_path, speed=speed)
         app = create_app(config)
         click.echo(f"apportion: serving on http://{host}:{port} (database {config.db_url})", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

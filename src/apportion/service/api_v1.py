@@ -21,7 +21,7 @@ from apportion.errors import InputError
 from apportion.kube.documents import parse_documents
 from apportion.kube.pods import GROUP_KEY
 from apportion.reservation.api import reservation_info
-from apportion.service.auth import Refusal
+from apportion.service.auth import Refusal, Refused
 from apportion.service.common import Unauthenticated, caller, forbidden, json_response, read_body
 from apportion.service.core import Service
 from apportion.service.objects import KINDS, PLURALS, ObjectKey, object_key
@@ -83,10 +83,10 @@ def _queue_of(svc: Service, kind: str, ns: str, name: str, obj: dict[str, Any]) 
 async def _edit(request: Request, puts: list[tuple[str, Any]], deletes: list[ObjectKey]) -> Response:
     svc = _svc(request)
     user = _writer(request)
-    refusal = await asyncio.to_thread(svc.read, lambda: _refusal(svc, user, puts, deletes))
-    if refusal is not None:
-        return forbidden(refusal, yarn=False)
-    return json_response(200, await svc.apply(puts, deletes))
+    try:
+        return json_response(200, await svc.apply(puts, deletes, lambda: _refusal(svc, user, puts, deletes)))
+    except Refused as e:
+        return forbidden(e.refusal, yarn=False)
 
 
 # -- apply, snapshot --------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from apportion.errors import InputError
 from apportion.service.auth import COOKIE, CookieSigner
 from apportion.service.common import BodyTooLarge, Unauthenticated, json_response, remote_exception
 from apportion.service.core import Service, ServiceConfig
+from apportion.service.objects import ObjectNotFound
+from apportion.service.player import ScenarioPlayer
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +48,17 @@ def _secret(svc: Service) -> bytes:
 def create_app(config: ServiceConfig | None = None, service: Service | None = None) -> FastAPI:
     """The application of one service (built from `config` unless a service is given)."""
     svc = service or Service(config or ServiceConfig())
+    player = ScenarioPlayer(svc, svc.config.scenario_path, svc.config.speed) if svc.config.scenario_path else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(svc.loop.run_forever()) if svc.config.loop else None
+        tasks = [asyncio.create_task(svc.loop.run_forever())] if svc.config.loop else []
+        if player is not None:
+            tasks.append(asyncio.create_task(player.run()))
         try:
             yield
         finally:
-            if task is not None:
+            for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -85,6 +90,10 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
     @app.exception_handler(InputError)
     async def bad_input(request: Request, e: InputError) -> Response:
         return _error(request, 400, str(e), "BadRequestException", "org.apache.hadoop.yarn.webapp.BadRequestException")
+
+    @app.exception_handler(ObjectNotFound)
+    async def not_found(request: Request, e: ObjectNotFound) -> Response:
+        return _error(request, 404, str(e), "NotFoundException", "org.apache.hadoop.yarn.webapp.NotFoundException")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> Response:

@@ -85,6 +85,14 @@ class Refusal:
                 f"refused by {self.acl}")
 
 
+class Refused(Exception):
+    """Raised by a job whose ACL check failed (answered 403 naming the ACL)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message())
+        self.refusal = refusal
+
+
 def _allows(acl: str, user: str) -> bool:
     users = acl.split(" ", 1)[0]
     if acl.strip() == "*":

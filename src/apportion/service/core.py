@@ -26,7 +26,7 @@ from apportion.reservation.api import Response
 from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.reservation.stepfn import Res
 from apportion.resources import CPU, MEMORY, Resource
-from apportion.service.auth import Acls
+from apportion.service.auth import Acls, Refusal, Refused
 from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.loop import SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
@@ -63,6 +63,9 @@ class ServiceConfig:
     admins: tuple[str, ...] = ()
     #: run the scheduling loop (tests of the REST layer alone may turn it off)
     loop: bool = True
+    #: a scenario whose workload is played against the service, and its clock speed
+    scenario_path: str | None = None
+    speed: float = 1.0
     #: Volcano's --schedule-period (the conf file has no such key), seconds
     schedule_period: float = 1.0
     clock: Callable[[], int] = wall_ms
@@ -156,9 +159,13 @@ class Service:
         self._load()
 
     # -- reservations ---------------------------------------------------------------------------
-    async def reservation(self, op: str, user: str | None, body: Any) -> Response:
-        """Run one of the five YARN handlers on the writer; writes are committed before returning."""
+    async def reservation(self, op: str, user: str | None, body: Any,
+                          check: Callable[[], Refusal | None] | None = None) -> Response:
+        """Run one of the five YARN handlers on the writer (list: as a reader); writes are committed
+        before returning. `check` (the ACLs) runs in the same job, on the same state as the handler."""
         def job() -> Response:
+            if check is not None and (refusal := check()) is not None:
+                raise Refused(refusal)
             self.reservations.set_now(self.clock())
             handler = getattr(self.reservations, op)
             answer: Response = handler(user) if op == "new_reservation" else handler(user, body)
@@ -167,7 +174,12 @@ class Service:
             return answer
 
         if op == "list":
-            return await asyncio.to_thread(self.read, lambda: self.reservations.list(user, body))
+            def read() -> Response:
+                if check is not None and (refusal := check()) is not None:
+                    raise Refused(refusal)
+                return self.reservations.list(user, body)
+
+            return await asyncio.to_thread(self.read, read)
         return await self.writer.run(job)
 
     def _persist_reservation(self, body: Any) -> None:
@@ -229,9 +241,16 @@ class Service:
         self.reservations.configure(plan_capacities(snap, plans), self.clock())
         return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
 
-    async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
-        """Apply (create or replace) and delete objects, all or none; InputError names what is wrong."""
-        return await self.writer.run(lambda: self._apply_now(puts, deletes))
+    async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey],
+                    check: Callable[[], Refusal | None] | None = None) -> dict[str, Any]:
+        """Apply (create or replace) and delete objects, all or none; InputError names what is wrong.
+        `check` (the ACLs) runs in the same job, on the state the edit applies to."""
+        def job() -> dict[str, Any]:
+            if check is not None and (refusal := check()) is not None:
+                raise Refused(refusal)
+            return self._apply_now(puts, deletes)
+
+        return await self.writer.run(job)
 
     def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
         """Writer-side edit from the scheduling loop (binds, evictions, completions); committed."""

@@ -186,12 +186,25 @@ class SchedulingLoop:
         self.last_parents: dict[str, str] = {}
         self.ticks = 0
 
+    def _hierarchical(self) -> bool:
+        from apportion.framework.conf import default_conf
+
+        conf = self.svc.conf or default_conf()
+        return any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins)
+
     def _session_docs(self, states: dict[str, FollowerState]) -> list[tuple[str, Any]]:
         svc = self.svc
         extra, active = reservation_queues(svc, states)
+        flat = not self._hierarchical()
         docs: list[tuple[str, Any]] = []
         skipped: set[str] = set()
         for key, obj in sorted(svc.objects.objects.items()):
+            if key[0] == "Queue" and key[2] in states and flat:
+                # without a hierarchy every queue is a peer: the reservable queue's guarantee is
+                # carried by its children (reservation queues and `<queue>-default`), not twice
+                obj = copy.deepcopy(obj)
+                obj.get("spec", {}).pop("guarantee", None)
+                obj.get("spec", {}).pop("deserved", None)
             if key[0] == "PodGroup":
                 q = (obj.get("spec") or {}).get("queue")
                 if q in states:

@@ -25,6 +25,10 @@ PLURALS = {"nodes": "Node", "queues": "Queue", "priorityclasses": "PriorityClass
            "podgroups": "PodGroup", "pods": "Pod", "configmaps": "ConfigMap"}
 
 
+class ObjectNotFound(InputError):
+    """A delete of an object that is not stored (answered 404)."""
+
+
 def object_key(obj: Any, where: str) -> ObjectKey:
     """(kind, namespace, name) of a kubectl object; InputError naming what is wrong."""
     if not isinstance(obj, dict):
@@ -101,7 +105,7 @@ class ClusterObjects:
             new[key] = copy.deepcopy(obj)
         for key in deletes:
             if key not in new:
-                raise InputError("not found", where=key_where(key))
+                raise ObjectNotFound("not found", where=key_where(key))
             del new[key]
         return new, self.check(new, where)
 

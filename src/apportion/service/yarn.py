@@ -18,7 +18,7 @@ from fastapi.responses import Response
 
 from apportion import __version__
 from apportion.reservation.definition import BadRequest, ReservationId
-from apportion.service.auth import Refusal
+from apportion.service.auth import Refusal, Refused
 from apportion.service.common import caller, forbidden, json_body, json_response
 from apportion.service.core import Service
 from apportion.service.reservations import short_name
@@ -96,12 +96,12 @@ def _reservation_refusal(svc: Service, op: str, user: str, body: Any) -> Refusal
 async def _reservation(request: Request, op: str, body: Any) -> Response:
     svc = _svc(request)
     user = caller(request)
-    if user is not None:
-        refusal = await asyncio.to_thread(svc.read, lambda: _reservation_refusal(svc, op, user, body))
-        if refusal is not None:
-            svc.metrics.reservation_request(op, 403)
-            return forbidden(refusal, yarn=True)
-    status, answer = await svc.reservation(op, user, body)
+    check = (lambda: _reservation_refusal(svc, op, user, body)) if user is not None else None
+    try:
+        status, answer = await svc.reservation(op, user, body, check)
+    except Refused as e:
+        svc.metrics.reservation_request(op, 403)
+        return forbidden(e.refusal, yarn=True)
     svc.metrics.reservation_request(op, status)
     return json_response(status, answer)
 
