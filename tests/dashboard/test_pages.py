@@ -177,3 +177,17 @@ def test_report_uses_the_shared_look_and_stays_self_contained() -> None:
     assert static_text("apportion.css")[:200] in html
     assert f"--c-allocated:{PALETTE['allocated']}" in html
     assert "&lt;table &amp; such&gt;" in html and 'src="data:image/png;base64,AAAA"' in html
+
+
+def test_nodes_page_counts_the_running_pods_on_each_node(client: TestClient) -> None:
+    pods = client.get("/api/v1/pods").json()["items"]
+    want: dict[str, float] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and p["status"]["phase"] == "Running":
+            cpu = p["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+            want[node] = want.get(node, 0.0) + float(cpu)
+    assert want  # the busy cluster runs something
+    html = client.get("/nodes").text
+    got = {n: float(c) for n, c in re.findall(r'data-node="([^"]+)" data-allocated-cpu="([^"]+)"', html)}
+    assert {n: c for n, c in got.items() if c} == want  # the nodes page once showed every node idle

@@ -108,7 +108,7 @@ def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
 def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int, cap: Res) -> dict[str, Any]:
     """The Gantt chart's geometry (an SVG the server draws, so it shows without JavaScript): one lane
     per reservation, a bar per allocation piece whose height is its memory share of the plan."""
-    width, left, lane, top = 1000, 210, 34, 24
+    width, left, lane, top = 1000, 210, 44, 24
     span = max(end - start, 1)
 
     def x(t: int) -> float:
@@ -121,7 +121,7 @@ def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int, cap: Res) 
         for a, b, v in r["pieces"]:
             if b <= start or a >= end:
                 continue
-            h = max(8.0, (lane - 8) * (v[0] / cap[0] if cap[0] else 1.0))
+            h = max(3.0, (lane - 8) * (v[0] / cap[0] if cap[0] else 1.0))
             bars.append({"x": x(a), "w": max(x(b) - x(a), 1.5), "y": round(y + lane - 4 - h, 1), "h": round(h, 1),
                          "title": f"{v[0]} MB, {v[1]} vCores"})
         lanes.append({"y": y, "label": r["name"] or r["id"], "id": r["id"], "bars": bars})

@@ -113,16 +113,16 @@ async def queue_page(request: Request, name: str) -> Response:
         reservations = []
         if row.reservable:
             reservations = [r for r in plans.plan_view(svc, name, svc.clock())["reservations"]]
-        return row, dims, total, jobs, children, reservations
+        return row, dims, total, jobs, children, reservations, {r.name for r in rows}
 
     got = await _read(request, collect)
     if got is None:
         return not_found(request, f"queue {name}")
-    row, dims, total, jobs, children, reservations = got
+    row, dims, total, jobs, children, reservations, known = got
     samples = _samples(request)
     series = {d: samples.series(name, d) for d in dims}
     return page(request, "queue.html", active="queues", row=row, dims=dims, total=total, jobs=jobs,
-                children=children, reservations=reservations, series=series)
+                children=children, reservations=reservations, series=series, known=known)
 
 
 # -- jobs --------------------------------------------------------------------------------------------------

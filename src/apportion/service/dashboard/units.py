@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from apportion.resources import CPU, GPU, MEMORY, PODS
@@ -26,15 +27,20 @@ def unit(dim: str) -> str:
 
 
 def value(v: Any) -> float | None:
-    """A natural-unit amount as a float; None for unlimited (the queue report writes "unlimited")."""
+    """A natural-unit amount as a float: infinity for unlimited (the queue report writes "unlimited"),
+    None for anything else (absent)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
+    if v == "unlimited":
+        return math.inf
     return None
 
 
 def shown(dim: str, v: float | None) -> str:
-    """An amount as the page prints it (memory in GiB, the rest as is), unlimited as "∞"."""
+    """An amount as the page prints it (memory in GiB, the rest as is), unlimited as "∞", not set as "-"."""
     if v is None:
+        return "-"
+    if math.isinf(v):
         return "∞"
     if dim == MEMORY:
         v = v / GIB

@@ -9,6 +9,7 @@ service's read lock (`Service.read`), so a page never sees a change half-done.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ class Bar:
     def pct(self, key: str) -> float | None:
         """Where a value sits on the track (percent of the cluster), None when unlimited or absent."""
         v = self.values.get(key)
-        if v is None or self.scale <= 0:
+        if v is None or math.isinf(v) or self.scale <= 0:
             return None
         return max(0.0, min(100.0, 100.0 * v / self.scale))
 
@@ -80,6 +81,17 @@ class QueueRow:
 
 def _natural(r: Resource) -> dict[str, float]:
     return {n: to_natural_value(n, r.get(n)) for n in r.names()}
+
+
+def _amount(rep: dict[str, Any], key: str, dim: str) -> float | None:
+    """One number of the queue report: the report leaves out a zero cpu or memory, which for a
+    capability means "not set" (None), and for the other numbers 0."""
+    if key not in rep:
+        return None
+    got = (rep.get(key) or {}).get(dim)
+    if got is None:
+        return None if key in ("capability", "realCapability") else 0.0
+    return value(got)
 
 
 def job_counts(svc: Service) -> dict[str, tuple[int, int]]:
@@ -124,8 +136,7 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
     def visit(name: str, depth: int, seen: set[str]) -> None:
         seen.add(name)
         rep = report.get(name) or {}
-        bars = [Bar(d, total[d], {k: (value((rep.get(k) or {}).get(d, 0)) if k in rep else None)
-                                  for k in BAR_KEYS}) for d in dims]
+        bars = [Bar(d, total[d], {k: _amount(rep, k, d) for k in BAR_KEYS}) for d in dims]
         share = rep.get("share")
         run, pend = counts.get(name, (0, 0))
         rows.append(QueueRow(name=name, parent=parent_of.get(name, ""), depth=depth,
@@ -223,14 +234,18 @@ def nodes(svc: Service, group_by: str = "", sort: str = "name", desc: bool = Fal
     for n in snap.nodes:
         totals.add(n.allocatable)
     dims = dims_of([d for d, v in _natural(totals).items() if v > 0])
+    # the snapshot keeps tasks on their jobs (a session fills the nodes' task maps when it opens)
+    on_node: dict[str, list[Any]] = {}
+    for t in [t for j in snap.jobs.values() for t in j.tasks.values()] + list(snap.orphan_tasks):
+        if t.node_name and t.status in ON_NODE_STATUSES:
+            on_node.setdefault(t.node_name, []).append(t)
     rows = []
     for n in snap.nodes:
         used = Resource()
         count = 0
-        for t in n.tasks.values():
-            if t.status in ON_NODE_STATUSES:
-                used.add(t.resreq)
-                count += 1
+        for t in on_node.get(n.name, []):
+            used.add(t.resreq)
+            count += 1
         alloc = _natural(n.allocatable)
         usedn = _natural(used)
         rows.append({

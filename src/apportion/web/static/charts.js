@@ -26,11 +26,11 @@
     var k = d.scale || 1;
     var data = [d.t, d.allocated.map(function (v) { return v / k; }), d.deserved.map(function (v) { return v / k; })];
     return new uPlot({
-      width: width(el), height: 200, tzDate: utc,
+      width: width(el), height: 200, tzDate: utc, cursor: { points: { show: false } },
       series: [
         {},
-        { label: "allocated", stroke: colour("allocated"), width: 2, paths: stepped() },
-        { label: "deserved", stroke: colour("deserved"), width: 2, dash: [6, 4], paths: stepped() }
+        { label: "allocated", stroke: colour("allocated"), width: 2, paths: stepped(), points: { show: false } },
+        { label: "deserved", stroke: colour("deserved"), width: 2, dash: [6, 4], paths: stepped(), points: { show: false } }
       ],
       axes: [{}, { label: d.unit, size: 60 }],
       scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; } } }
@@ -46,9 +46,9 @@
       series: [
         {},
         { label: "committed (MB)", stroke: colour("reservation"), fill: colour("reservation") + "55", width: 2, paths: stepped() },
-        { label: "capacity", stroke: colour("capacity"), width: 2 },
-        { label: "instantaneous limit", stroke: colour("limit"), width: 1.5, dash: [6, 4] },
-        { label: "average limit", stroke: colour("average"), width: 1.5, dash: [2, 3] }
+        { label: "capacity", stroke: colour("capacity"), width: 2, points: { show: false } },
+        { label: "instantaneous limit", stroke: colour("limit"), width: 1.5, dash: [6, 4], points: { show: false } },
+        { label: "average limit", stroke: colour("average"), width: 1.5, dash: [2, 3], points: { show: false } }
       ],
       axes: [{}, { label: "memory (MB)", size: 70 }],
       scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; } } }
