@@ -183,3 +183,15 @@ def test_keyboard_reaches_the_navigation_and_tables(dashboard: Dashboard, watche
     p.wait_for_url(re.compile(r"sort=idle"))
     assert p.locator('th[aria-sort="descending"], th[aria-sort="ascending"]').count() >= 1
     assert w.problems == [], w.problems
+
+
+def test_an_opened_table_stays_open_across_live_refreshes(dashboard: Dashboard, watched: Any) -> None:
+    w = watched()
+    p = w.page
+    p.goto(dashboard.url + "/reservations", wait_until="networkidle")
+    p.click("#tables-dedicated summary")
+    first = p.locator("#updated").get_attribute("datetime")
+    wait_for(lambda: p.locator("#updated").get_attribute("datetime") != first, 10)
+    p.wait_for_timeout(300)
+    assert p.evaluate("document.getElementById('tables-dedicated').open") is True
+    assert w.problems == [], w.problems

@@ -102,14 +102,16 @@ def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
     return {"name": name, "plan": plan, "settings": settings, "capacity": plan.capacity, "now": now,
             "start": start, "end": end, "reservations": rows, "load": load, "users": users, "limits": limits,
             "committed_now": plan.total_at(now), "series_json": json.dumps(series, separators=(",", ":")),
-            "gantt": gantt(rows, start, end, now, plan.capacity)}
+            "gantt": gantt(rows, start, end, now)}
 
 
-def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int, cap: Res) -> dict[str, Any]:
+def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int) -> dict[str, Any]:
     """The Gantt chart's geometry (an SVG the server draws, so it shows without JavaScript): one lane
-    per reservation, a bar per allocation piece whose height is its memory share of the plan."""
+    per reservation, a bar per allocation piece whose height is its memory against the largest piece
+    shown (the table under the chart has the amounts)."""
     width, left, lane, top = 1000, 210, 44, 24
     span = max(end - start, 1)
+    biggest = max([v[0] for r in rows for _a, _b, v in r["pieces"]] + [1])
 
     def x(t: int) -> float:
         return round(left + (width - left - 10) * (min(max(t, start), end) - start) / span, 1)
@@ -121,7 +123,7 @@ def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int, cap: Res) 
         for a, b, v in r["pieces"]:
             if b <= start or a >= end:
                 continue
-            h = max(3.0, (lane - 8) * (v[0] / cap[0] if cap[0] else 1.0))
+            h = max(3.0, (lane - 8) * v[0] / biggest)
             bars.append({"x": x(a), "w": max(x(b) - x(a), 1.5), "y": round(y + lane - 4 - h, 1), "h": round(h, 1),
                          "title": f"{v[0]} MB, {v[1]} vCores"})
         lanes.append({"y": y, "label": r["name"] or r["id"], "id": r["id"], "bars": bars})
