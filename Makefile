@@ -24,6 +24,7 @@ demo: $(STAMP)
 lint: $(DEVSTAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # the service tests start a throwaway PostgreSQL server from the machine's binaries (initdb, pg_ctl)
 postgres:

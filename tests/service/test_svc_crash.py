@@ -13,7 +13,7 @@ import httpx
 from svc_helpers import definition, now_ms, over_committed
 from svc_server import LiveServer
 
-from apportion.reservation.plan import InMemoryPlan
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy
 from apportion.service.db import make_engine
 from apportion.service.store import SqlStore
@@ -89,11 +89,12 @@ def test_kill_9_during_concurrent_submissions(server_factory: Callable[..., Live
 
     # replay the stored plan in acceptance order through the policy: every add passes, never over-committed
     engine = make_engine(server.db_url)
-    stored, ids = SqlStore(engine).load_plans()
+    store = SqlStore(engine)
+    stored, ids = store.reservations("dedicated"), store.queue_of()
     engine.dispose()
-    assert {str(s.allocation.id) for s in stored} == set(listed)
-    assert all(str(s.allocation.id) in {str(i) for i in ids} for s in stored)
+    assert {str(s.id) for s in stored} == set(listed)
+    assert all(ids[s.id] == "dedicated" for s in stored)
     plan = InMemoryPlan("dedicated", (131072, 32), policy=CapacityOverTimePolicy(), now=now_ms())
-    for s in stored:
-        assert plan.add_reservation(s.allocation)
+    for s in sorted(stored, key=lambda s: (s.acceptance_time, s.id)):
+        assert plan.add_reservation(ReservationAllocation.from_stored(s))
         assert not over_committed(plan)

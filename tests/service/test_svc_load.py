@@ -15,6 +15,7 @@ from svc_helpers import definition, now_ms
 from svc_server import LiveServer
 
 from apportion.reservation.plan import InMemoryPlan
+from apportion.reservation.policies import CapacityOverTimePolicy
 from apportion.service.db import make_engine
 from apportion.service.store import SqlStore
 
@@ -78,12 +79,11 @@ def run_load(server: LiveServer, clients: int, seconds: float) -> None:
         assert (rid in listed) == (state == "present"), (rid, state)
     server.stop()
     engine = make_engine(server.db_url)
-    stored, _ = SqlStore(engine).load_plans()
+    stored = SqlStore(engine).reservations("dedicated")
     engine.dispose()
-    assert {str(s.allocation.id) for s in stored} == listed
-    plan = InMemoryPlan("dedicated", (131072, 32), now=now_ms())
-    for s in stored:
-        plan.add_reservation(s.allocation, is_recovering=True)
+    assert {str(s.id) for s in stored} == listed
+    plan = InMemoryPlan("dedicated", (131072, 32), policy=CapacityOverTimePolicy(), now=now_ms())
+    plan.recover(stored)
     points = sorted({t for r in plan.reservations.values() for a, b, _ in r.intervals for t in (a, b)})
     for t in points:
         m, v = plan.total_at(t)

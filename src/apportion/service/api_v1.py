@@ -55,11 +55,11 @@ def _refusal(svc: Service, user: str, puts: list[tuple[str, Any]], deletes: list
     acls = svc.acls
     if not acls.enabled:
         return None
-    snap = svc.queue_snapshot()
+    snap = svc.queue_meta()
     keys = [(object_key(obj, w), obj) for w, obj in puts] + [(k, svc.objects.objects.get(k, {})) for k in deletes]
     for (kind, ns, name), obj in keys:
         if kind == "Queue":
-            target = name if name in snap.queues else str((obj.get("spec") or {}).get("parent") or "root")
+            target = name if name in snap else str((obj.get("spec") or {}).get("parent") or "root")
             r = acls.check(snap, user, target, "ADMINISTER_QUEUE", "acl_administer_queue")
         elif kind in ("PodGroup", "Pod"):
             queue = _queue_of(svc, kind, ns, name, obj)
@@ -111,8 +111,8 @@ async def reservations(request: Request) -> Response:
 
     def collect() -> list[dict[str, Any]]:
         out = []
-        for name, system in sorted(svc.reservations.systems.items()):
-            for r in sorted(system.plan.reservations.values(), key=lambda r: r.id):
+        for name, entry in sorted(svc.reservations.plans.items()):
+            for r in sorted(entry.plan.reservations.values(), key=lambda r: r.id):
                 info = reservation_info(r, True)
                 info["queue"] = name
                 out.append(info)

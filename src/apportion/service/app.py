@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apportion.errors import InputError
 from apportion.service.auth import COOKIE, CookieSigner
@@ -45,6 +47,30 @@ def _secret(svc: Service) -> bytes:
     return bytes.fromhex(value)
 
 
+class SimpleAuthCookie:
+    """ASGI middleware: a `?user.name=` caller gets a signed `hadoop.auth` cookie on the answer (plain
+    ASGI rather than Starlette's BaseHTTPMiddleware, which costs a task per request)."""
+
+    def __init__(self, app: ASGIApp, signer: CookieSigner) -> None:
+        self.app = app
+        self.signer = signer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; add the cookie to the answer of a `?user.name=` request."""
+        if scope["type"] != "http" or b"user.name=" not in scope.get("query_string", b""):
+            await self.app(scope, receive, send)
+            return
+        user = parse_qs(scope["query_string"].decode("latin-1")).get("user.name", [""])[0]
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start" and user:
+                cookie = f'{COOKIE}="{self.signer.make(user)}"; HttpOnly; Path=/; SameSite=strict'
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
 def create_app(config: ServiceConfig | None = None, service: Service | None = None) -> FastAPI:
     """The application of one service (built from `config` unless a service is given)."""
     svc = service or Service(config or ServiceConfig())
@@ -69,13 +95,7 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
     app.state.service = svc
     app.state.signer = CookieSigner(_secret(svc))
 
-    @app.middleware("http")
-    async def simple_auth_cookie(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        user = request.query_params.get("user.name")
-        if user:
-            response.set_cookie(COOKIE, app.state.signer.make(user), httponly=True, samesite="strict")
-        return response
+    app.add_middleware(SimpleAuthCookie, signer=app.state.signer)
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, _e: BodyTooLarge) -> Response:
@@ -131,7 +151,7 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:
         def render() -> bytes:
-            svc.metrics.plans(svc)
+            svc.metrics.plans(svc.reservations.plans, svc.clock())
             return svc.metrics.render()
 
         body = await asyncio.to_thread(svc.read, render)

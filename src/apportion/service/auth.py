@@ -20,9 +20,8 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from apportion.cluster.snapshot import Snapshot
 
 COOKIE = "hadoop.auth"
 ACL_NAMES = ("acl_submit_applications", "acl_administer_queue", "acl_submit_reservations",
@@ -71,6 +70,18 @@ class CookieSigner:
 
 
 @dataclass(frozen=True)
+class QueueMeta:
+    """What the ACLs read of a queue: its parent and annotations."""
+
+    name: str
+    parent: str
+    annotations: Mapping[str, str]
+
+
+Queues = Mapping[str, QueueMeta]
+
+
+@dataclass(frozen=True)
 class Refusal:
     """A refused call: 403 with a RemoteException naming the ACL."""
 
@@ -107,19 +118,19 @@ class Acls:
         self.enabled = enabled
         self.admins = frozenset(admins)
 
-    def effective(self, snap: Snapshot, queue: str, acl: str) -> str:
+    def effective(self, snap: Queues, queue: str, acl: str) -> str:
         """The ACL of a queue: its own, else its parent's, else `*` at the root."""
         seen: set[str] = set()
-        q = snap.queues.get(queue)
+        q = snap.get(queue)
         while q is not None and q.name not in seen:
             seen.add(q.name)
             v = q.annotations.get(acl_annotation(acl))
             if v is not None:
                 return v
-            q = snap.queues.get(q.parent) if q.parent else None
+            q = snap.get(q.parent) if q.parent else None
         return "*"
 
-    def check(self, snap: Snapshot, user: str, queue: str, operation: str, *acls: str) -> Refusal | None:
+    def check(self, snap: Queues, user: str, queue: str, operation: str, *acls: str) -> Refusal | None:
         """None when any of `acls` lets `user` do `operation` on `queue` (or ACLs are off)."""
         if not self.enabled or user in self.admins:
             return None

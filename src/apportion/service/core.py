@@ -16,26 +16,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources as ires
-from typing import Any
+from typing import Any, TypeVar
 
 from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InputError
-from apportion.framework.conf import SchedulerConf
+from apportion.framework.conf import SchedulerConf, default_conf
 from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
-from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.reservation.stepfn import Res
+from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, Resource
-from apportion.service.auth import Acls, Refusal, Refused
+from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
 from apportion.service.db import default_url, make_engine, migrate
+from apportion.service.live import LiveView
 from apportion.service.loop import SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey
-from apportion.service.reservations import PlanSettings, ServiceReservations
+from apportion.service.reservations import PlanSettings, configure_plans
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MIB = 1024 * 1024
 
@@ -110,11 +112,15 @@ class Service:
         self.start_ms = self.clock()
         self.acls = Acls(config.acls, config.admins)
         self.metrics = ServiceMetrics()
-        self._snap_cache: tuple[int, Snapshot] | None = None
+        self._queue_cache: tuple[int, dict[str, QueueMeta]] | None = None
         self.lock = RWLock()
+        conf = self.conf or default_conf()
+        self.live = LiveView(any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins))
         self.objects = ClusterObjects()
-        self.reservations = ServiceReservations(self.start_ms)
-        #: stored reservations whose queue is no longer reservable (kept in the database)
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        #: each plan's settings (a change re-creates the plan)
+        self.plan_settings: dict[str, PlanSettings] = {}
+        #: queues holding stored reservations that are no longer reservable (kept in the database)
         self.orphans: list[str] = []
         self._load()
         if config.cluster_path and self.store.get_meta("seeded") is not None:
@@ -137,21 +143,26 @@ class Service:
         self.objects = ClusterObjects(objs)
         self.objects.version = len(objs)
         plans = ClusterObjects.check(objs, {})
-        self.reservations = ServiceReservations(self.start_ms)
-        self.reservations.configure(plan_capacities(self.objects.snapshot(), plans), self.clock())
-        stored, ids = self.store.load_plans()
-        self.reservations.queue_of.update(ids)
-        self.orphans = []
-        for s in stored:
-            plan = self.reservations.plan(s.queue)
-            if plan is None:
-                self.orphans.append(str(s.allocation.id))
-                continue
-            accepted = s.allocation.acceptance_time
-            plan.add_reservation(s.allocation, is_recovering=True)
-            s.allocation.acceptance_time = accepted
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        self.plan_settings = {}
+        # YARN's RM recovery: the sequence and id records read back, each plan's reservations
+        # re-added without a policy check, with their stored allocations and acceptance times
+        self.reservations.sequence = self.store.sequence()
+        self.reservations.queue_of = self.store.queue_of()
+        self.configure_plans(plan_capacities(self.objects.snapshot(), plans))
+        self.live.load(self.objects.objects, set(self.reservations.plans))
+        self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
         if self.orphans:
-            log.warning("%d stored reservations belong to queues that are no longer reservable", len(self.orphans))
+            log.warning("stored reservations of queues that are no longer reservable: %s", ", ".join(self.orphans))
+
+    def configure_plans(self, queues: dict[str, tuple[PlanSettings, Res]]) -> None:
+        """The plans follow the reservable queues (see reservations.configure_plans)."""
+        configure_plans(self.reservations, self.plan_settings, queues, self.store, self.clock())
+
+    def set_now(self, now_ms: int) -> None:
+        """The plans' clock: the validator's now and the acceptance time of what is added next."""
+        for e in self.reservations.plans.values():
+            e.plan.now = now_ms
 
     def _reload_after_failure(self) -> None:
         """A commit failed: memory goes back to what the database holds."""
@@ -161,17 +172,15 @@ class Service:
     # -- reservations ---------------------------------------------------------------------------
     async def reservation(self, op: str, user: str | None, body: Any,
                           check: Callable[[], Refusal | None] | None = None) -> Response:
-        """Run one of the five YARN handlers on the writer (list: as a reader); writes are committed
-        before returning. `check` (the ACLs) runs in the same job, on the same state as the handler."""
+        """Run one of the five YARN handlers on the writer (list: as a reader); what a write changes
+        reaches the store inside one transaction, committed before returning. `check` (the ACLs)
+        runs in the same job, on the same state as the handler."""
         def job() -> Response:
             if check is not None and (refusal := check()) is not None:
                 raise Refused(refusal)
-            self.reservations.set_now(self.clock())
+            self.set_now(self.clock())
             handler = getattr(self.reservations, op)
-            answer: Response = handler(user) if op == "new_reservation" else handler(user, body)
-            if op in ("submit", "update", "delete"):
-                self._persist_reservation(body)
-            return answer
+            return self.committed(lambda: handler(user) if op == "new_reservation" else handler(user, body))
 
         if op == "list":
             def read() -> Response:
@@ -182,38 +191,12 @@ class Service:
             return await asyncio.to_thread(self.read, read)
         return await self.writer.run(job)
 
-    def _persist_reservation(self, body: Any) -> None:
-        """Write the named reservation as the plans now hold it (saved, replaced or removed)."""
-        if not isinstance(body, dict) or not isinstance(body.get("reservation-id"), str):
-            return
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with every store write in one transaction; on any failure memory is reloaded
+        from the database (so both stay equal) and the error goes on to the caller."""
         try:
-            rid = ReservationId.parse(body["reservation-id"])
-        except BadRequest:
-            return
-        queue = self.reservations.queue_of.get(rid)
-        if queue is None:
-            return
-        plan = self.reservations.plan(queue)
-        alloc = plan.get(rid) if plan is not None else None
-        try:
-            with self.engine.begin() as conn:
-                self.store.record_id(conn, rid, queue)
-                if alloc is not None:
-                    self.store.save_reservation(conn, queue, alloc)
-                else:
-                    self.store.remove_reservation(conn, rid)
-        except Exception:
-            self._reload_after_failure()
-            raise
-
-    def persist_removed(self, removed: list[ReservationId]) -> None:
-        """Reservations the plan follower archived or the replanner removed."""
-        if not removed:
-            return
-        try:
-            with self.engine.begin() as conn:
-                for rid in removed:
-                    self.store.remove_reservation(conn, rid)
+            with self.store.transaction():
+                return fn()
         except Exception:
             self._reload_after_failure()
             raise
@@ -238,7 +221,8 @@ class Service:
             self._reload_after_failure()
             raise
         self.objects.objects = new
-        self.reservations.configure(plan_capacities(snap, plans), self.clock())
+        self.configure_plans(plan_capacities(snap, plans))
+        self.live.changed(new, changed + gone, set(self.reservations.plans))
         return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
 
     async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey],
@@ -270,34 +254,43 @@ class Service:
         self.objects.objects.update(puts)
         for k in deletes:
             self.objects.objects.pop(k, None)
+        self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
 
     def generation(self) -> int:
         """Bumped by every change to the objects (keys the cached snapshot)."""
         return self.objects.version
 
-    def queue_snapshot(self) -> Snapshot:
-        """A snapshot of the stored objects for reading queues (ACLs); cached per generation."""
+    def queue_meta(self) -> dict[str, QueueMeta]:
+        """Every stored queue's parent and annotations (for the ACLs); cached per generation."""
         gen = self.generation()
-        if self._snap_cache is None or self._snap_cache[0] != gen:
-            self._snap_cache = (gen, self.objects.snapshot())
-        return self._snap_cache[1]
+        if self._queue_cache is None or self._queue_cache[0] != gen:
+            out: dict[str, QueueMeta] = {}
+            for (kind, _, name), obj in self.objects.objects.items():
+                if kind == "Queue":
+                    spec = obj.get("spec") or {}
+                    ann = (obj.get("metadata") or {}).get("annotations") or {}
+                    out[name] = QueueMeta(name, str(spec.get("parent") or ""), {str(k): str(v) for k, v in ann.items()})
+            self._queue_cache = (gen, out)
+        return self._queue_cache[1]
 
     def queue_report(self) -> tuple[dict[str, dict[str, Any]], Resource, dict[str, int], dict[str, str]]:
         """The last session's queue report, cluster size, jobs per queue and queue parents (a dry
         session when the loop has not run yet)."""
         if self.loop.last_report is not None:
             return self.loop.last_report, self.loop.last_cluster, self.loop.last_apps, self.loop.last_parents
-        from apportion.engine import open_session, run_session
+        from apportion.engine import run_cache_session
 
-        snap = self.objects.snapshot()
+        result = run_cache_session(self.live.cache, self.conf)
         cluster = Resource()
-        for n in snap.nodes:
-            cluster.add(n.allocatable)
+        for _, node in self.live.cache.records.nodes.values():
+            cluster.add(node.allocatable)
         apps: dict[str, int] = {}
-        for j in snap.jobs.values():
-            apps[j.queue] = apps.get(j.queue, 0) + 1
-        parents = {q.name: q.parent for q in snap.queues.values()}
-        return run_session(open_session(snap, self.conf)).queues, cluster, apps, parents
+        parents: dict[str, str] = {}
+        if result.session is not None:
+            for j in result.session.jobs.values():
+                apps[j.queue] = apps.get(j.queue, 0) + 1
+            parents = {q.name: q.parent for q in result.session.queues.values()}
+        return result.queues, cluster, apps, parents
 
     # -- readers --------------------------------------------------------------------------------
     def read(self, fn: Callable[[], Any]) -> Any:

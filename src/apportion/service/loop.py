@@ -1,23 +1,19 @@
-"""The scheduling loop: every schedulePeriod, the plan follower, then one session on the live state.
-
-The live state is the stored objects; each tick builds a session snapshot from them with the
-current engine (`run_cycle`), because the live cluster-state cache is not on main yet: when it lands,
-the snapshot step is what it replaces, and the Binder/Evictor/StatusUpdater seam below stays.
+"""The scheduling loop: every schedulePeriod, the plan followers, then one session on the live cache.
 
 A tick, on the writer (so it is one of the ordered changes, never racing a request):
 
-1. pods whose `apportion.io/duration` (seconds) elapsed since they started complete (Succeeded);
-2. each plan's follower synchronises at the clock (YARN's step): reservations it archives or the
-   replanner removes are deleted from the database; each active reservation becomes a child queue of
-   its reservable queue (guarantee = deserved = its resources now; capability = the reservable queue's
-   when the plan allows over-use, else its resources), and `<queue>-default` gets the rest of the plan;
-3. a podgroup in a reservable queue runs in its reservation's queue (`apportion.io/reservation`) while
-   the reservation is active, in `<queue>-default` without one, and waits while its reservation is
-   not active;
-4. one session runs; its binds, evictions and podgroup phases go to the Binder, Evictor and
-   StatusUpdater, which, without a real backend, edit the stored objects: a bind sets the pod's node
-   and phase Running, an eviction sends the pod back to Pending;
-5. everything the tick changed is committed in one transaction.
+1. pods whose `apportion.io/duration` (seconds) elapsed since they were bound complete (Succeeded);
+2. each plan's follower synchronises at the clock (YARN's step); reservations it archives or the
+   replanner removes leave the database in the same transaction;
+3. the followers' queues and the routing of podgroups in reservable queues reach the live cache as
+   events (live.py): each active reservation is a child queue of its reservable queue (guarantee =
+   deserved = its resources now; capability the reservable queue's when the plan allows over-use,
+   else its resources), `<queue>-default` gets the rest of the plan;
+4. one session runs on the cache's snapshot (`engine.run_cache_session`), and `engine.dispatch` sends
+   its decisions to the service's Binder, Evictor and StatusUpdater (`ObjectBackend`), which, without a
+   real backend, edit the stored objects: a bind sets the pod's node and phase Running, an eviction
+   sends the pod back to Pending, a podgroup gets its phase and conditions;
+5. what the tick changed is committed, then sent to the cache as events.
 """
 
 from __future__ import annotations
@@ -26,56 +22,68 @@ import asyncio
 import copy
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from apportion.engine import open_session, run_session
+from apportion.engine import dispatch, run_cache_session
 from apportion.errors import ApportionError
 from apportion.quantity import parse_quantity_decimal
-from apportion.reservation.definition import ReservationId
 from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
-from apportion.service.objects import ObjectKey, key_where
+from apportion.service.objects import ObjectKey
+from apportion.state.decisions import Condition
 
 if TYPE_CHECKING:
-    from apportion.service.core import Service
+    from apportion.framework.conf import SchedulerConf
+    from apportion.reservation.system import ReservationSystem
+    from apportion.service.live import LiveView
+    from apportion.service.metrics import ServiceMetrics
+    from apportion.service.objects import ClusterObjects
+    from apportion.service.reservations import PlanSettings
+    from apportion.service.writer import Writer
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-RESERVATION_KEY = "apportion.io/reservation"
 DURATION_KEY = "apportion.io/duration"
 STARTED_KEY = "apportion.io/started-at"
-GROUP_KEY = "scheduling.k8s.io/group-name"
 
 
-class Binder(Protocol):
-    """Where a session's binds go."""
+class LoopHost(Protocol):
+    """What the loop needs of the service (core.Service), named here so the loop does not import it."""
 
-    def bind(self, pod: str, node: str) -> None:
-        """Bind pod `ns/name` to `node`."""
+    conf: SchedulerConf | None
+    objects: ClusterObjects
+    reservations: ReservationSystem
+    plan_settings: dict[str, PlanSettings]
+    metrics: ServiceMetrics
+    writer: Writer
+    live: LiveView
 
+    def clock(self) -> int:
+        """The service clock (epoch ms)."""
 
-class Evictor(Protocol):
-    """Where a session's evictions go."""
+    def set_now(self, now_ms: int) -> None:
+        """Set the plans' clock."""
 
-    def evict(self, pod: str) -> None:
-        """Evict pod `ns/name`."""
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with its store writes in one transaction."""
 
-
-class StatusUpdater(Protocol):
-    """Where a session's podgroup phases go."""
-
-    def update_podgroup(self, uid: str, phase: str) -> None:
-        """Set podgroup `ns/name`'s phase."""
+    def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
+        """Commit edits of stored objects."""
 
 
 @dataclass
 class ObjectBackend:
-    """Binder, Evictor and StatusUpdater of a service without a real backend: they edit stored objects."""
+    """Binder, Evictor and StatusUpdater (state.decisions) of a service without a real backend: they
+    edit copies of the stored objects, which the tick then commits and sends to the cache."""
 
     objects: dict[ObjectKey, dict[str, Any]]
     now_ms: int
     changed: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
+    evictions: list[tuple[str, str]] = field(default_factory=list)
 
     def _edit(self, key: ObjectKey) -> dict[str, Any] | None:
         if key in self.changed:
@@ -91,34 +99,55 @@ class ObjectBackend:
         ns, _, name = pod.partition("/")
         return ("Pod", ns, name)
 
-    def bind(self, pod: str, node: str) -> None:
-        """The pod is on `node` and Running from now."""
-        obj = self._edit(self._pod_key(pod))
-        if obj is None:
-            return
-        obj.setdefault("spec", {})["nodeName"] = node
-        obj.setdefault("status", {})["phase"] = "Running"
-        obj.setdefault("metadata", {}).setdefault("annotations", {})[STARTED_KEY] = str(self.now_ms)
+    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Binder: each pod is on its node and Running from now; a pod or node that is gone fails."""
+        errors: dict[str, str] = {}
+        for pod, node in binds:
+            key = self._pod_key(pod)
+            obj = self._edit(key) if ("Node", "", node) in self.objects else None
+            if obj is None:
+                errors[pod] = f"pod {pod} or node {node} no longer exists"
+                continue
+            obj.setdefault("spec", {})["nodeName"] = node
+            obj.setdefault("status", {})["phase"] = "Running"
+            obj.setdefault("metadata", {}).setdefault("annotations", {})[STARTED_KEY] = str(self.now_ms)
+        return errors
 
-    def evict(self, pod: str) -> None:
-        """The pod goes back to Pending, off its node."""
+    def evict(self, pod: str, reason: str) -> str | None:
+        """Evictor: the pod goes back to Pending, off its node (nothing else would recreate it)."""
         obj = self._edit(self._pod_key(pod))
         if obj is None:
-            return
+            return f"pod {pod} no longer exists"
         obj.get("spec", {}).pop("nodeName", None)
         obj.setdefault("status", {})["phase"] = "Pending"
         obj.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
+        self.evictions.append((pod, reason))
+        return None
 
-    def update_podgroup(self, uid: str, phase: str) -> None:
-        """Record the podgroup phase the session decided."""
-        ns, _, name = uid.partition("/")
-        key: ObjectKey = ("PodGroup", ns, name)
-        cur = self.objects.get(key)
-        if cur is None or (cur.get("status") or {}).get("phase") == phase:
+    def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
+        """StatusUpdater: the podgroup's phase and the conditions this session wrote."""
+        ns, _, name = key.partition("/")
+        okey: ObjectKey = ("PodGroup", ns, name)
+        cur = self.objects.get(okey)
+        if cur is None:
             return
-        obj = self._edit(key)
-        if obj is not None:
-            obj.setdefault("status", {})["phase"] = phase
+        status = dict(cur.get("status") or {})
+        before = dict(status)
+        status["phase"] = phase
+        if conditions:
+            kept = [c for c in (status.get("conditions") or []) if c.get("type") not in {x.type for x in conditions}]
+            status["conditions"] = kept + [c.to_json() for c in conditions]
+        if status != before:
+            obj = self._edit(okey)
+            if obj is not None:
+                obj["status"] = status
+
+    def nominate(self, pod: str, node: str) -> None:
+        """StatusUpdater: a pipelined pod's nominated node is not stored (the next session decides again)."""
+
+    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+        """StatusUpdater: queue status is served by /ws/v1/cluster/scheduler and /metrics, not stored
+        (it would be a database write per queue per period)."""
 
     def complete_elapsed(self) -> None:
         """Running pods whose duration elapsed succeed."""
@@ -143,14 +172,14 @@ def _res_json(mb: int, vcores: int) -> dict[str, str]:
     return {"cpu": str(vcores), "memory": f"{mb}Mi"}
 
 
-def reservation_queues(svc: Service, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
+def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
     """Queue objects for the plan follower's children, and the ids of the active reservations."""
     out: list[dict[str, Any]] = []
     active: set[str] = set()
     for qname, st in sorted(states.items()):
         parent = svc.objects.objects.get(("Queue", "", qname), {})
         cap = (parent.get("spec") or {}).get("capability")
-        overuse = svc.reservations.settings[qname].overuse
+        overuse = svc.plan_settings[qname].overuse
         used = [0, 0]
         for share in st.active:
             active.add(str(share.id))
@@ -174,7 +203,7 @@ def reservation_queues(svc: Service, states: dict[str, FollowerState]) -> tuple[
 class SchedulingLoop:
     """Runs a tick every period on the writer; keeps what the last session said."""
 
-    def __init__(self, svc: Service, period_s: float) -> None:
+    def __init__(self, svc: LoopHost, period_s: float) -> None:
         self.svc = svc
         self.period_s = period_s
         #: why each waiting job waits (job uid -> message), from the last session
@@ -186,96 +215,44 @@ class SchedulingLoop:
         self.last_parents: dict[str, str] = {}
         self.ticks = 0
 
-    def _hierarchical(self) -> bool:
-        from apportion.framework.conf import default_conf
-
-        conf = self.svc.conf or default_conf()
-        return any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins)
-
-    def _session_docs(self, states: dict[str, FollowerState]) -> list[tuple[str, Any]]:
-        svc = self.svc
-        extra, active = reservation_queues(svc, states)
-        flat = not self._hierarchical()
-        docs: list[tuple[str, Any]] = []
-        skipped: set[str] = set()
-        for key, obj in sorted(svc.objects.objects.items()):
-            if key[0] == "Queue" and key[2] in states and flat:
-                # without a hierarchy every queue is a peer: the reservable queue's guarantee is
-                # carried by its children (reservation queues and `<queue>-default`), not twice
-                obj = copy.deepcopy(obj)
-                obj.get("spec", {}).pop("guarantee", None)
-                obj.get("spec", {}).pop("deserved", None)
-            if key[0] == "PodGroup":
-                q = (obj.get("spec") or {}).get("queue")
-                if q in states:
-                    rid = ((obj.get("metadata") or {}).get("annotations") or {}).get(RESERVATION_KEY)
-                    if rid and rid not in active:
-                        skipped.add(f"{key[1]}/{key[2]}")
-                        self.waiting[f"{key[1]}/{key[2]}"] = (
-                            f"submitted to a reservation which is not currently active: {rid}")
-                        continue
-                    obj = copy.deepcopy(obj)
-                    obj["spec"]["queue"] = rid if rid else states[q].default_queue
-            if key[0] == "Pod":
-                ann = (obj.get("metadata") or {}).get("annotations") or {}
-                if f"{key[1]}/{ann.get(GROUP_KEY, '')}" in skipped:
-                    continue
-            docs.append((key_where(key), obj))
-        docs.extend((f"reservation queue {q['metadata']['name']}", q) for q in extra)
-        return docs
-
     def tick(self) -> None:
-        """One period: completions, plan followers, one session, everything committed."""
-        from apportion.kube.build import build_snapshot
-
+        """One period: completions, plan followers, one session on the cache, everything committed."""
         svc = self.svc
         t0 = time.perf_counter()
         now = svc.clock()
-        svc.reservations.set_now(now)
+        svc.set_now(now)
+        done = ObjectBackend(svc.objects.objects, now)
+        done.complete_elapsed()
+        svc.edit_objects(done.changed, [])
+        # the followers' archiving and replanning delete reservations: one transaction for them
+        states: dict[str, FollowerState] = svc.committed(
+            lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
+        queues, active = reservation_queues(svc, states)
+        svc.live.follow(svc.objects.objects, states, active, queues)
+        result = run_cache_session(svc.live.cache, svc.conf)
         backend = ObjectBackend(svc.objects.objects, now)
-        backend.complete_elapsed()
-        states: dict[str, FollowerState] = {}
-        removed: list[ReservationId] = []
-        for name, system in sorted(svc.reservations.systems.items()):
-            st = system.follower.step(now)
-            states[name] = st
-            removed.extend(st.replanned)
-            removed.extend(st.archived)
-        svc.persist_removed(removed)
-        # the session sees the completions of step 1
-        view = dict(svc.objects.objects)
-        view.update(backend.changed)
-        saved = svc.objects.objects
-        svc.objects.objects = view
-        try:
-            self.waiting = {}
-            snap = build_snapshot(self._session_docs(states))
-        finally:
-            svc.objects.objects = saved
-        backend.objects = view
-        cluster = Resource()
-        for n in snap.nodes:
-            cluster.add(n.allocatable)
-        apps: dict[str, int] = {}
-        for j in snap.jobs.values():
-            apps[j.queue] = apps.get(j.queue, 0) + 1
-        result = run_session(open_session(snap, svc.conf))
-        for pod, node in sorted(result.binds.items()):
-            backend.bind(pod, node)
-        for pod in result.evictions:
-            backend.evict(pod)
-        for uid, phase in sorted(result.podgroups.items()):
-            backend.update_podgroup(uid, phase)
+        dispatch(result, backend, backend, backend)
+        svc.edit_objects(backend.changed, [])
+        waiting = dict(svc.live.hidden)
         for ev in result.events:
             if ev.reason == "Unschedulable":
-                self.waiting[ev.object] = ev.message
-        svc.edit_objects(backend.changed, [])
+                waiting[ev.object] = ev.message
+        for pod, err in result.bind_errors.items():
+            waiting.setdefault(pod, f"bind failed: {err}")
+        self.waiting = waiting
+        cluster = Resource()
+        for _, node in svc.live.cache.records.nodes.values():
+            cluster.add(node.allocatable)
+        ssn = result.session
+        if ssn is not None:
+            self.last_apps = {}
+            for j in ssn.jobs.values():
+                self.last_apps[j.queue] = self.last_apps.get(j.queue, 0) + 1
+            self.last_parents = {q.name: q.parent for q in ssn.queues.values()}
         self.last_report = result.queues
         self.last_cluster = cluster
-        self.last_apps = apps
-        self.last_parents = {q.name: q.parent for q in snap.queues.values()}
         self.ticks += 1
-        svc.metrics.session(result, cluster, (time.perf_counter() - t0) * 1000, svc)
+        svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
         """Tick every period until cancelled; a failing tick is logged and the loop goes on."""

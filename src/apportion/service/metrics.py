@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from apportion.resources import CPU, MEMORY, Resource
+from apportion.resources import CPU, MEMORY
 
 if TYPE_CHECKING:
     from apportion.engine import CycleResult
-    from apportion.service.core import Service
+    from apportion.reservation.system import PlanEntry
 
 
 class ServiceMetrics:
@@ -53,7 +53,7 @@ class ServiceMetrics:
         """Count one reservation call."""
         self.requests.labels(op, str(status)).inc()
 
-    def session(self, result: CycleResult, cluster: Resource, latency_ms: float, svc: Service) -> None:
+    def session(self, result: CycleResult, latency_ms: float, plans: dict[str, PlanEntry], now: int) -> None:
         """Record one scheduling session and the plans as they are after it."""
         self.e2e.observe(latency_ms)
         if result.binds:
@@ -72,15 +72,14 @@ class ServiceMetrics:
             self.q_des_mem.labels(name).set(float(des.get(MEMORY, 0)))
             if isinstance(rep.get("share"), (int, float)):
                 self.q_share.labels(name).set(float(rep["share"]))
-        self.plans(svc)
+        self.plans(plans, now)
 
-    def plans(self, svc: Service) -> None:
+    def plans(self, plans: dict[str, PlanEntry], now: int) -> None:
         """The plans' gauges."""
         for g in (self.plan_count, self.plan_cap_mem, self.plan_cap_vc, self.plan_used_mem, self.plan_used_vc):
             g.clear()
-        now = svc.clock()
-        for name, system in svc.reservations.systems.items():
-            plan = system.plan
+        for name, entry in plans.items():
+            plan = entry.plan
             used = plan.total_at(now)
             self.plan_count.labels(name).set(len(plan.reservations))
             self.plan_cap_mem.labels(name).set(plan.capacity[0])

@@ -15,7 +15,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from apportion.resources import CPU, MEMORY, Resource
-from apportion.service.loop import DURATION_KEY, RESERVATION_KEY
+from apportion.service.live import RESERVATION_KEY
+from apportion.service.loop import DURATION_KEY
 from apportion.simulation.scenario import JobSpec, ReservationSpec, load_scenario
 from apportion.simulation.workload import workload
 

@@ -1,27 +1,30 @@
 """SqlStore: what the service keeps in its database, and how it reads it back at start.
 
-Reservations are stored as the plan holds them (user, definition, start, end, period, gang flag,
-acceptance time, allocation intervals), so recovery puts the very same allocation back into the plan
-without asking the agent or the policy again (YARN's RM recovery). Each method that writes takes the
-open transaction's connection: the writer groups everything one request changes into one commit.
+It is the reservation system's `PlanStore` (reservation/store.py) on SQL: per plan the stored
+reservations (user, definition, start, end, period, gang flag, acceptance time, allocation
+intervals), the id -> queue record of accepted submissions and the id sequence, so recovery puts
+the very same allocations back into the plans without asking the agent or the policy again (YARN's
+RM recovery). It also keeps the applied cluster objects, token digests and small settings.
 
-This is the SQL side of a PlanStore: `save_reservation`, `remove_reservation`, `record_id` and
-`load_plans` are the four operations a plan's store needs (add/update, delete, the id -> queue
-record, recovery).
+A write made inside `transaction()` joins that transaction: the writer opens one per request, so
+everything one request changes (a plan edit and its id record, an apply of many objects) is one
+commit, made before the answer is sent. A write outside a transaction commits on its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId, parse_definition
-from apportion.reservation.plan import ReservationAllocation
+from apportion.reservation.store import StoredReservation
 from apportion.service import db
 
 ObjectKey = tuple[str, str, str]
@@ -39,64 +42,103 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-@dataclass
-class StoredReservation:
-    """One row of `reservations`, the allocation rebuilt."""
-
-    queue: str
-    allocation: ReservationAllocation
-
-
 class SqlStore:
-    """Reads and writes of the service database (SQLite or PostgreSQL)."""
+    """Reads and writes of the service database (SQLite or PostgreSQL); a `PlanStore`."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # the open transaction belongs to the thread that opened it (the writer); readers never join it
+        self._local = threading.local()
 
-    # -- reservations (the PlanStore operations) ------------------------------------------------
-    def save_reservation(self, conn: Connection, queue: str, r: ReservationAllocation) -> None:
-        """Insert or replace one reservation as the plan now holds it."""
+    @property
+    def _conn(self) -> Connection | None:
+        return getattr(self._local, "conn", None)
+
+    @_conn.setter
+    def _conn(self, conn: Connection | None) -> None:
+        self._local.conn = conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction for every write made inside it; committed at the end, rolled back on error."""
+        if self._conn is not None:
+            yield self._conn
+            return
+        with self.engine.begin() as conn:
+            self._conn = conn
+            try:
+                yield conn
+            finally:
+                self._conn = None
+
+    # -- PlanStore ------------------------------------------------------------------------------
+    def put_reservation(self, queue: str, res: StoredReservation) -> None:
+        """Store (or replace) an accepted reservation of the plan of `queue`."""
         row = {
-            "id": str(r.id),
-            "queue": queue,
-            "user": r.user or "",
-            "definition": json.dumps(definition_json(r.definition)) if r.definition is not None else None,
-            "start": r.start,
-            "end": r.end,
-            "period": r.period,
-            "gang": r.gang,
-            "acceptance_time": r.acceptance_time,
-            "intervals": json.dumps([[a, b, [v[0], v[1]]] for a, b, v in r.intervals]),
+            "id": str(res.id), "queue": queue, "user": res.user,
+            "definition": json.dumps(definition_json(res.definition)) if res.definition is not None else None,
+            "start": res.start, "end": res.end, "period": res.period, "gang": res.gang,
+            "acceptance_time": res.acceptance_time,
+            "intervals": json.dumps([[a, b, [v[0], v[1]]] for a, b, v in res.intervals]),
         }
-        conn.execute(sa.delete(db.reservations).where(db.reservations.c.id == row["id"]))
-        conn.execute(sa.insert(db.reservations).values(**row))
+        with self.transaction() as conn:
+            conn.execute(sa.delete(db.reservations).where(db.reservations.c.id == row["id"]))
+            conn.execute(sa.insert(db.reservations).values(**row))
 
-    def remove_reservation(self, conn: Connection, rid: ReservationId) -> None:
-        """Delete one reservation (deleted, archived or replanned away)."""
-        conn.execute(sa.delete(db.reservations).where(db.reservations.c.id == str(rid)))
+    def delete_reservation(self, queue: str, rid: ReservationId) -> None:
+        """Forget a reservation (deleted, archived or replanned away)."""
+        with self.transaction() as conn:
+            conn.execute(sa.delete(db.reservations).where(
+                sa.and_(db.reservations.c.id == str(rid), db.reservations.c.queue == queue)))
 
-    def record_id(self, conn: Connection, rid: ReservationId, queue: str) -> None:
-        """Remember the queue of an accepted submit (never removed)."""
-        exists = conn.execute(sa.select(db.reservation_ids.c.id).where(db.reservation_ids.c.id == str(rid))).first()
-        if exists is None:
-            conn.execute(sa.insert(db.reservation_ids).values(id=str(rid), queue=queue))
+    def reservations(self, queue: str) -> list[StoredReservation]:
+        """Every stored reservation of the plan of `queue`, in id order."""
+        with self._reader() as conn:
+            rows = conn.execute(sa.select(db.reservations).where(db.reservations.c.queue == queue)).all()
+        out = []
+        for row in rows:
+            out.append(StoredReservation(
+                id=ReservationId.parse(row.id), user=row.user,
+                definition=parse_definition(json.loads(row.definition)) if row.definition else None,
+                start=int(row.start), end=int(row.end),
+                intervals=tuple((int(a), int(b), (int(v[0]), int(v[1]))) for a, b, v in json.loads(row.intervals)),
+                period=int(row.period), gang=bool(row.gang), acceptance_time=int(row.acceptance_time)))
+        return sorted(out, key=lambda r: r.id)
 
-    def load_plans(self) -> tuple[list[StoredReservation], dict[ReservationId, str]]:
-        """Every stored reservation, and the id -> queue record."""
-        out: list[StoredReservation] = []
-        with self.engine.connect() as conn:
-            for row in conn.execute(sa.select(db.reservations).order_by(db.reservations.c.acceptance_time,
-                                                                        db.reservations.c.id)):
-                definition = parse_definition(json.loads(row.definition)) if row.definition else None
-                intervals = [(int(a), int(b), (int(v[0]), int(v[1]))) for a, b, v in json.loads(row.intervals)]
-                alloc = ReservationAllocation(
-                    id=ReservationId.parse(row.id), user=row.user, definition=definition,
-                    start=int(row.start), end=int(row.end), intervals=intervals, period=int(row.period),
-                    gang=bool(row.gang), acceptance_time=int(row.acceptance_time),
-                )
-                out.append(StoredReservation(row.queue, alloc))
-            ids = {ReservationId.parse(r.id): r.queue for r in conn.execute(sa.select(db.reservation_ids))}
-        return out, ids
+    def reservation_queues(self) -> set[str]:
+        """The queues that hold stored reservations."""
+        with self._reader() as conn:
+            return {str(r[0]) for r in conn.execute(sa.select(db.reservations.c.queue).distinct())}
+
+    def put_queue_of(self, rid: ReservationId, queue: str) -> None:
+        """Record the queue of an accepted submit (never removed)."""
+        with self.transaction() as conn:
+            exists = conn.execute(sa.select(db.reservation_ids.c.id).where(db.reservation_ids.c.id == str(rid))).first()
+            if exists is None:
+                conn.execute(sa.insert(db.reservation_ids).values(id=str(rid), queue=queue))
+
+    def queue_of(self) -> dict[ReservationId, str]:
+        """Every id -> queue record."""
+        with self._reader() as conn:
+            return {ReservationId.parse(r.id): str(r.queue) for r in conn.execute(sa.select(db.reservation_ids))}
+
+    def put_sequence(self, seq: int) -> None:
+        """The last reservation id sequence number handed out."""
+        with self.transaction() as conn:
+            self.set_meta(conn, "sequence", str(seq))
+
+    def sequence(self) -> int:
+        """The last sequence number stored (0 when none was)."""
+        v = self.get_meta("sequence")
+        return int(v) if v is not None else 0
+
+    @contextmanager
+    def _reader(self) -> Iterator[Connection]:
+        if self._conn is not None:
+            yield self._conn
+        else:
+            with self.engine.connect() as conn:
+                yield conn
 
     # -- cluster objects ------------------------------------------------------------------------
     def put_object(self, conn: Connection, key: ObjectKey, body: dict[str, Any], version: int) -> None:
@@ -133,7 +175,7 @@ class SqlStore:
 
     def get_meta(self, key: str) -> str | None:
         """A stored setting."""
-        with self.engine.connect() as conn:
+        with self._reader() as conn:
             row = conn.execute(sa.select(db.meta.c.value).where(db.meta.c.key == key)).first()
         return None if row is None else str(row.value)
 

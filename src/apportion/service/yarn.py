@@ -21,7 +21,6 @@ from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.service.auth import Refusal, Refused
 from apportion.service.common import caller, forbidden, json_body, json_response
 from apportion.service.core import Service
-from apportion.service.reservations import short_name
 from apportion.service.scheduler_info import scheduler_info
 
 router = APIRouter()
@@ -62,18 +61,19 @@ def _reservation_refusal(svc: Service, op: str, user: str, body: Any) -> Refusal
     acls = svc.acls
     if not acls.enabled:
         return None
-    snap = svc.queue_snapshot()
+    snap = svc.queue_meta()
     if op == "submit":
         q = body.get("queue") if isinstance(body, dict) else None
-        if not isinstance(q, str) or short_name(q) not in svc.reservations.systems:
+        entry = svc.reservations.entry(q) if isinstance(q, str) and q else None
+        if entry is None:
             return None  # the handler answers 400 for a missing or plan-less queue
-        return acls.check(snap, user, short_name(q), "SUBMIT_RESERVATIONS", "acl_submit_reservations",
+        return acls.check(snap, user, entry.plan.queue, "SUBMIT_RESERVATIONS", "acl_submit_reservations",
                           "acl_administer_reservations")
     if op == "list":
-        q = short_name(body.get("queue", "default"))
-        if q not in svc.reservations.systems:
+        entry = svc.reservations.entry(str(body.get("queue", "default")))
+        if entry is None:
             return None
-        return acls.check(snap, user, q, "LIST_RESERVATIONS", "acl_list_reservations",
+        return acls.check(snap, user, entry.plan.queue, "LIST_RESERVATIONS", "acl_list_reservations",
                           "acl_administer_reservations")
     if op in ("update", "delete"):
         rid_s = body.get("reservation-id") if isinstance(body, dict) else None
@@ -84,7 +84,7 @@ def _reservation_refusal(svc: Service, op: str, user: str, body: Any) -> Refusal
         q = svc.reservations.queue_of.get(rid) if rid is not None else None
         if q is None:
             return None
-        plan = svc.reservations.plan(q)
+        plan = svc.reservations.plan_for(q)
         alloc = plan.get(rid) if plan is not None else None
         if alloc is not None and alloc.user == user:
             return acls.check(snap, user, q, f"{op.upper()}_RESERVATIONS", "acl_submit_reservations",

@@ -66,9 +66,8 @@ def max_window_average(f: StepFunction, s: int, e: int, window: int) -> Res:
 
 def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
     """One reservable queue's plan: reservations, load series, limits, and per-user peaks."""
-    system = svc.reservations.systems[name]
-    plan = system.plan
-    settings = svc.reservations.settings[name]
+    plan = svc.reservations.plans[name].plan
+    settings = svc.plan_settings[name]
     res = sorted(plan.reservations.values(), key=lambda r: (r.start, str(r.id)))
     start = now - PAST_MS
     end = max([now + MIN_AHEAD_MS] + [r.end for r in res if r.period <= 0])

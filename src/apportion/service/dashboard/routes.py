@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from apportion.service.auth import Refused
 from apportion.service.common import caller
 from apportion.service.core import Service
 from apportion.service.dashboard import plans, views
@@ -163,7 +164,7 @@ async def nodes_page(request: Request, group: str = "", sort: str = "name", desc
 # -- reservations ------------------------------------------------------------------------------------------
 def _plans(svc: Service) -> list[dict[str, Any]]:
     now = svc.clock()
-    return [plans.plan_view(svc, name, now) for name in sorted(svc.reservations.systems)]
+    return [plans.plan_view(svc, name, now) for name in sorted(svc.reservations.plans)]
 
 
 @router.get("/reservations", response_class=HTMLResponse)
@@ -185,23 +186,19 @@ async def submit_reservation(request: Request) -> Response:
     svc = _svc(request)
     data = await request.form()
     form = ReservationForm({k: str(v) for k, v in data.items()})
-    reservable = sorted(svc.reservations.systems)
+    reservable = sorted(svc.reservations.plans)
     user = caller(request) or form.get("user").strip()
     status, answer = await svc.reservation("new_reservation", user or None, None)
     rid = answer.get("reservation-id", "") if status == 200 and isinstance(answer, dict) else ""
     body = form.to_body(reservable, svc.clock(), rid) if rid else None
     if rid and body is not None:
-        refusal = await asyncio.to_thread(svc.read, lambda: reservation_refusal(svc, "submit", user, body))
-        if refusal is not None:
-            svc.metrics.reservation_request("submit", 403)
-            form.errors["form"] = refusal.message()
+        status, answer, refused = await yarn_call(svc, "submit", user, body)
+        if status == 202:
+            return RedirectResponse(f"/reservations?submitted={rid}#plan-{body['queue']}", status_code=303)
+        if refused:
+            form.errors["form"] = refused
         else:
-            status, answer = await svc.reservation("submit", user, body)
-            svc.metrics.reservation_request("submit", status)
-            if status == 202:
-                return RedirectResponse(f"/reservations?submitted={rid}#plan-{body['queue']}", status_code=303)
-            msg = (answer or {}).get("RemoteException", {}).get("message", f"refused ({status})")
-            form.answer_error(msg)
+            form.answer_error((answer or {}).get("RemoteException", {}).get("message", f"refused ({status})"))
     elif not rid:
         form.errors["form"] = (answer or {}).get("RemoteException", {}).get("message", "no reservation id")
     views_ = await _read(request, lambda: _plans(svc))
@@ -209,9 +206,23 @@ async def submit_reservation(request: Request) -> Response:
                 deleted="")
 
 
+async def yarn_call(svc: Service, op: str, user: str, body: Any) -> tuple[int, Any, str]:
+    """A reservation write as `/ws/v1/cluster/reservation/<op>` makes it: the same handler, with the
+    same ACL check in the same writer job, counted in the same metric. Returns the status, the answer
+    and, when an ACL refused it, the refusal's message."""
+    check = (lambda: reservation_refusal(svc, op, user, body)) if user else None
+    try:
+        status, answer = await svc.reservation(op, user or None, body, check)
+    except Refused as e:
+        svc.metrics.reservation_request(op, 403)
+        return 403, None, e.refusal.message()
+    svc.metrics.reservation_request(op, status)
+    return status, answer, ""
+
+
 def _find(svc: Service, rid: str) -> dict[str, Any] | None:
     now = svc.clock()
-    for name in sorted(svc.reservations.systems):
+    for name in sorted(svc.reservations.plans):
         for r in plans.plan_view(svc, name, now)["reservations"]:
             if r["id"] == rid:
                 return dict(r, queue=name)
@@ -235,17 +246,10 @@ async def delete_reservation(request: Request, rid: str) -> Response:
     data = await request.form()
     user = caller(request) or str(data.get("user", "")).strip()
     body = {"reservation-id": rid}
-    refusal = await asyncio.to_thread(svc.read, lambda: reservation_refusal(svc, "delete", user, body)) \
-        if user else None
-    if refusal is not None:
-        svc.metrics.reservation_request("delete", 403)
-        error = refusal.message()
-    else:
-        status, answer = await svc.reservation("delete", user or None, body)
-        svc.metrics.reservation_request("delete", status)
-        if status == 200:
-            return RedirectResponse(f"/reservations?deleted={rid}", status_code=303)
-        error = (answer or {}).get("RemoteException", {}).get("message", f"refused ({status})")
+    status, answer, refused = await yarn_call(svc, "delete", user, body)
+    if status == 200:
+        return RedirectResponse(f"/reservations?deleted={rid}", status_code=303)
+    error = refused or (answer or {}).get("RemoteException", {}).get("message", f"refused ({status})")
     r = await _read(request, lambda: _find(svc, rid))
     if r is None:
         return not_found(request, f"reservation {rid}")

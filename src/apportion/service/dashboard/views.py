@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import ON_NODE_STATUSES
+from apportion.cluster.snapshot import Snapshot
 from apportion.kube.pods import GROUP_KEY
 from apportion.resources import Resource, to_natural_value
 from apportion.service.api_v1 import _job as api_job
 from apportion.service.dashboard.units import dims_of, label, shown, unit, value
-from apportion.service.loop import RESERVATION_KEY, STARTED_KEY
+from apportion.service.live import RESERVATION_KEY
+from apportion.service.loop import STARTED_KEY
 
 if TYPE_CHECKING:
     from apportion.service.core import Service
@@ -129,8 +131,8 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
         if n != "root":
             kids.setdefault(p if p in names else "root", []).append(n)
     counts = job_counts(svc)
-    reservable = set(svc.reservations.systems)
-    active = {str(r.id) for s in svc.reservations.systems.values() for r in s.plan.reservations.values()}
+    reservable = set(svc.reservations.plans)
+    active = {str(r.id) for e in svc.reservations.plans.values() for r in e.plan.reservations.values()}
     rows: list[QueueRow] = []
 
     def visit(name: str, depth: int, seen: set[str]) -> None:
@@ -160,8 +162,23 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
     return rows, dims, total
 
 
+_SNAPSHOTS: dict[int, tuple[int, Snapshot]] = {}
+
+
+def stored_snapshot(svc: Service) -> Snapshot:
+    """The model of the stored objects (pods on their nodes, their requests as the session reads
+    them), built by the service's own reader and kept until the objects change."""
+    gen = svc.generation()
+    got = _SNAPSHOTS.get(id(svc))
+    if got is None or got[0] != gen:
+        got = (gen, svc.objects.snapshot())
+        _SNAPSHOTS.clear()  # one service per process in practice; never keep a stopped one's
+        _SNAPSHOTS[id(svc)] = got
+    return got[1]
+
+
 def _pods_of(svc: Service, ns: str, name: str) -> list[dict[str, Any]]:
-    snap = svc.queue_snapshot()
+    snap = stored_snapshot(svc)
     job = snap.jobs.get(f"{ns}/{name}")
     out = []
     pods = {(k[1], k[2]): v for k, v in svc.objects.objects.items() if k[0] == "Pod"
@@ -226,7 +243,7 @@ NODE_SORTS = ("name", "group", "allocatable", "allocated", "idle", "tasks")
 
 def nodes(svc: Service, group_by: str = "", sort: str = "name", desc: bool = False) -> dict[str, Any]:
     """Every node's allocatable, allocated (tasks on it) and idle, grouped by a label and sorted."""
-    snap = svc.queue_snapshot()
+    snap = stored_snapshot(svc)
     label_keys = sorted({k for n in snap.nodes for k in n.labels})
     if group_by and group_by not in label_keys:
         group_by = ""
