@@ -1,5 +1,5 @@
-"""Dashboard test fixtures: a real `apportion serve` on a free loopback port with a busy cluster
-(objects applied through `/api/v1/apply`, and a scenario playing when the server has `--scenario`),
+"""Dashboard test fixtures: a real `apportion serve` on a free loopback port with a scenario playing
+(`--scenario --speed 60`) and a busy cluster applied through `/api/v1/apply`,
 and Debian's Chromium driven by Playwright (`make chromium` installs it; Playwright's own browser
 download does not work here, so the system executable is launched)."""
 
@@ -23,7 +23,6 @@ from dash_helpers import (  # noqa: E402
     SCENARIO,
     Dashboard,
     Watched,
-    serve_has_scenario,
     wait_for,
 )
 from svc_server import LiveServer  # noqa: E402
@@ -34,14 +33,11 @@ from workload import busy_cluster  # noqa: E402
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     """A running server with the busy cluster applied and one session run on it."""
     d = tmp_path_factory.mktemp("dash")
-    args = ["--schedule-period", "0.5"]
-    scenario = serve_has_scenario()
-    if scenario:
-        (d / "scenario.yaml").write_text(SCENARIO)
-        args += ["--scenario", str(d / "scenario.yaml"), "--speed", "60"]
+    (d / "scenario.yaml").write_text(SCENARIO)
+    args = ["--schedule-period", "0.5", "--scenario", str(d / "scenario.yaml"), "--speed", "60"]
     server = LiveServer(f"sqlite:///{d / 'apportion.db'}", d, args).start()
     client = httpx.Client(base_url=server.url, timeout=30)
-    dash = Dashboard(server, client, scenario)
+    dash = Dashboard(server, client)
     try:
         dash.apply(busy_cluster())
         wait_for(lambda: client.get("/api/v1/jobs/team/serving").json().get("phase") == "Running")

@@ -4,10 +4,8 @@ under test, waiting, screenshots."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +39,12 @@ workload:
 """
 
 
-def serve_has_scenario() -> bool:
-    """Whether this `apportion serve` plays scenarios yet (the service issue adds `--scenario`)."""
-    out = subprocess.run([sys.executable, "-c", "from apportion.cli import main; main()", "serve", "--help"],
-                         capture_output=True, text=True, timeout=60)
-    return "--scenario" in out.stdout
-
-
 @dataclass
 class Dashboard:
     """The server under test and an HTTP client on it."""
 
     server: LiveServer
     client: httpx.Client
-    scenario: bool
-    notes: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
