@@ -21,7 +21,7 @@ from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.resmath import Calculator
 
 T = 60_000
 caps = st.sampled_from([(1024, 1), (2048, 1), (1024, 2), (3072, 3), (512, 4)])

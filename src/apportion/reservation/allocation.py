@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
-from apportion.reservation.stepfn import ZERO, PeriodicStepFunction, Res, StepFunction, wrap_pieces
+from apportion.reservation.periodic import PeriodicStepFunction, wrap_pieces
+from apportion.reservation.resmath import ZERO, Res
+from apportion.reservation.stepfn import StepFunction
 from apportion.reservation.store import StoredReservation
 
 Interval = tuple[int, int, Res]

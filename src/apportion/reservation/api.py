@@ -24,7 +24,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.stepfn import LONG_MAX, Res
+from apportion.reservation.resmath import LONG_MAX, Res
 from apportion.reservation.validate import ValidationError, validate_definition
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.errors import ApportionError
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3
 INTERPRETER_NAMES = {R_ANY: "R_ANY", R_ALL: "R_ALL", R_ORDER: "R_ORDER", R_ORDER_NO_GAP: "R_ORDER_NO_GAP"}

@@ -30,6 +30,8 @@ from apportion.reservation.availability import (
 )
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
+from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, radd
 from apportion.reservation.steparrays import (
     PeriodicStepArrays,
     StepArrays,
@@ -37,18 +39,7 @@ from apportion.reservation.steparrays import (
     running,
     window,
 )
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    ZERO,
-    Calculator,
-    PeriodicStepFunction,
-    Res,
-    StepFunction,
-    merge,
-    periods_meeting,
-    piece_integral,
-    radd,
-)
+from apportion.reservation.stepfn import StepFunction, merge
 from apportion.reservation.store import StoredReservation
 
 if TYPE_CHECKING:

@@ -18,20 +18,10 @@ from apportion.reservation.exceptions import (
     ResourceOverCommitException,
     wrap_quota,
 )
+from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
+from apportion.reservation.resmath import LONG_MAX, Res, f32, f32_str, rsub
 from apportion.reservation.steparrays import arrays_of, fits_under
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    PeriodicStepFunction,
-    Res,
-    StepFunction,
-    f32,
-    f32_str,
-    merge,
-    merge_pieces,
-    periods_meeting,
-    piece_integral,
-    rsub,
-)
+from apportion.reservation.stepfn import StepFunction, merge, merge_pieces
 
 if TYPE_CHECKING:
     from apportion.reservation.plan import ReservationAllocation

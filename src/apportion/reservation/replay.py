@@ -20,7 +20,7 @@ from apportion.reservation.exceptions import PlanIllegalArgument, PlanningExcept
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import make_policy
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.stepfn import Calculator, Res, f32_str
+from apportion.reservation.resmath import Calculator, Res, f32_str
 from apportion.reservation.system import ReservationSystem
 
 Obs = dict[str, Any]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,9 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
+from apportion.reservation.resmath import Calculator, Res, rmul, round_up
 from apportion.reservation.steparrays import union, window
-from apportion.reservation.stepfn import (
-    Calculator,
-    Res,
-    interval_breakpoints,
-    rmul,
-    round_up,
-    segments,
-)
+from apportion.reservation.stepfn import interval_breakpoints, segments
 
 
 class LowCostAlignedAllocator:
