@@ -69,6 +69,7 @@ class ReservationAllocation:
         return self.rle.clip(s, e)
 
     def first_change_unrolled_at_or_before(self, t: int) -> int | None:
+        """The latest breakpoint at or before t of the allocation as the plan reads it (unrolled if periodic)."""
         if self.period <= 0:
             return self.rle.last_change_at_or_before(t)
         p = PeriodicStepFunction(self.period)
@@ -76,6 +77,7 @@ class ReservationAllocation:
         return p.last_change_at_or_before(t)
 
     def contains_gangs(self) -> bool:
+        """ReservationAllocation.containsGangs: the gang flag the plan follower reads (§11)."""
         return self.gang
 
     def stored(self) -> StoredReservation:

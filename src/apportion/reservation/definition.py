@@ -79,6 +79,7 @@ class Stage:
     duration: int
 
     def to_json(self) -> dict[str, Any]:
+        """The stage as REST JSON (a `reservation-request` entry)."""
         return {
             "capability": {"memory": self.capability[0], "vCores": self.capability[1]},
             "num-containers": self.num_containers,

@@ -53,6 +53,7 @@ class PeriodicStepFunction:
         self.base = StepFunction()
 
     def copy(self) -> PeriodicStepFunction:
+        """An independent copy."""
         p = PeriodicStepFunction(self.period)
         p.base = self.base.copy()
         return p
@@ -64,6 +65,7 @@ class PeriodicStepFunction:
         raise TypeError("PeriodicStepFunction is mutable")
 
     def is_empty(self) -> bool:
+        """Zero over the whole period."""
         return self.base.is_empty()
 
     def add(self, s: int, e: int, r: Res) -> None:
@@ -75,6 +77,7 @@ class PeriodicStepFunction:
             self.base.add(a, b, x)
 
     def remove(self, s: int, e: int, r: Res) -> None:
+        """Subtract r on `[s, e)`, wrapping as `add` does."""
         self.add(s, e, rneg(r))
 
     def wrapped(self, pieces: Iterable[tuple[int, int, Res]]) -> list[tuple[int, int, Res]] | None:
@@ -83,6 +86,7 @@ class PeriodicStepFunction:
         return wrap_pieces(pieces, self.period)
 
     def at(self, t: int) -> Res:
+        """The value at time t (t taken modulo the period)."""
         return self.base.at(t % self.period)
 
     def breaks(self, s: int, e: int) -> tuple[list[int], list[Res]]:

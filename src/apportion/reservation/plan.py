@@ -294,6 +294,7 @@ class InMemoryPlan(PlanAvailability):
         return self.load.last_nonzero_end()
 
     def get(self, rid: ReservationId | None) -> ReservationAllocation | None:
+        """getReservationById: the reservation with that id, None if the plan does not hold it."""
         return self.reservations.get(rid) if rid is not None else None
 
     def reservations_at(self, t: int) -> list[ReservationAllocation]:
@@ -355,6 +356,7 @@ class InMemoryPlan(PlanAvailability):
         return True
 
     def delete_reservation(self, rid: ReservationId) -> bool:
+        """deleteReservation: remove the reservation and its load; DoesNotExist for an unknown id."""
         cur = self.reservations.get(rid)
         if cur is None:
             raise PlanIllegalArgument(
@@ -389,6 +391,7 @@ class InMemoryPlan(PlanAvailability):
         return gone
 
     def set_capacity(self, capacity: Res) -> None:
+        """setTotalCapacity: no check and no repair of over-commitment (the replanner's job)."""
         self.capacity = capacity
 
 

@@ -77,9 +77,11 @@ class NoPolicy(SharingPolicy):
     name = "None"
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """Accept everything."""
         return None
 
     def valid_window(self) -> int:
+        """0: nothing is kept after its end."""
         return 0
 
 
@@ -123,6 +125,7 @@ class NoOverCommitPolicy(SharingPolicy):
     name = "NoOverCommit"
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """The same user as the old version, and the reservation within the availability on its tested range."""
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
         # trunk's merge of the availability with the ask tests only where both are defined: from
@@ -150,6 +153,7 @@ class NoOverCommitPolicy(SharingPolicy):
         )
 
     def valid_window(self) -> int:
+        """0: nothing is kept after its end."""
         return 0
 
 
@@ -169,14 +173,17 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         self.window = window
 
     def valid_window(self) -> int:
+        """The averaging window: reservations are kept that long after their end."""
         return self.window
 
     def instantaneous_limit(self, plan: PlanView) -> Res | None:
+        """The per-user instantaneous cap, `floor(capacity × φ_inst)` per component."""
         return scaled_limit(plan.capacity, self.max_inst)
 
     def available_resources(
         self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
+        """min(net, instantaneous cap − the user's consumption, old version added back), pointwise."""
         cap = plan.capacity
         limit = scaled_limit(cap, self.max_inst)
         used = plan.user_over(user or "", s, e + 1)
@@ -197,6 +204,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         return merge(net, used, s, e + 1, cmin)
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """NoOverCommit's check with the user cap (any failure as PlanningQuota), then the integral check."""
         try:
             super().validate(plan, res)
         except PlanningQuotaException as p:

@@ -29,10 +29,12 @@ def rsub(a: Res, b: Res) -> Res:
 
 
 def rneg(a: Res) -> Res:
+    """-a."""
     return (-a[0], -a[1])
 
 
 def rmul(a: Res, k: int) -> Res:
+    """a scaled by an integer k."""
     return (a[0] * k, a[1] * k)
 
 
@@ -121,12 +123,15 @@ class Calculator:
         return (la > lb) - (la < lb)
 
     def greater(self, a: Res, b: Res, ref: Res) -> bool:
+        """a > b under this calculator, relative to `ref` (the cluster resource)."""
         return self.compare(a, b, ref) > 0
 
     def rmin(self, a: Res, b: Res, ref: Res) -> Res:
+        """Resources.min: the smaller under this calculator (a on a tie)."""
         return a if self.compare(a, b, ref) <= 0 else b
 
     def rmax(self, a: Res, b: Res, ref: Res) -> Res:
+        """Resources.max: the larger under this calculator (a on a tie)."""
         return a if self.compare(a, b, ref) >= 0 else b
 
     def ratio(self, a: Res, b: Res) -> float:
@@ -160,6 +165,7 @@ class Calculator:
 
 
 def ceil_div(a: int, b: int) -> int:
+    """a / b rounded up, in integers."""
     return -((-a) // b)
 
 
@@ -174,4 +180,5 @@ def round_down(t: int, step: int) -> int:
 
 
 def isclose(a: float, b: float) -> bool:  # pragma: no cover - tiny helper for tests
+    """Floats equal up to rounding (relative 1e-9, absolute 1e-12)."""
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

@@ -18,14 +18,18 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sortedcontainers import SortedDict
 
 from apportion.reservation.resmath import LONG_MAX, ZERO, Res, radd, rneg, rsub
 
-if TYPE_CHECKING:
-    from apportion.reservation.periodic import PeriodicStepFunction
+
+class Unrolled(Protocol):
+    """A step function read through its breakpoints only (PeriodicStepFunction, periodic.py)."""
+
+    def breaks(self, s: int, e: int) -> tuple[list[int], list[Res]]:
+        """The breakpoints inside `[s, e)` as parallel lists, the first at s."""
 
 
 def _as_pieces(ks: list[int], vs: list[Res], e: int) -> Iterator[tuple[int, int, Res]]:
@@ -114,6 +118,7 @@ class StepFunction:
         return cls._bulk(*interval_breakpoints(intervals))
 
     def copy(self) -> StepFunction:
+        """An independent copy."""
         f = StepFunction.__new__(StepFunction)
         # SortedDict.copy walks its items view in Python (and dict.copy of a SortedDict takes the
         # slow path too); reading the sorted key chunks and the dict directly is about twice as fast
@@ -136,9 +141,11 @@ class StepFunction:
         return len(self._d)
 
     def is_empty(self) -> bool:
+        """No breakpoint: zero everywhere."""
         return not self._d
 
     def breakpoints(self) -> list[tuple[int, Res]]:
+        """(time, the value from that time on), in time order."""
         return list(self._d.items())
 
     def items_between(self, s: int, e: int) -> list[tuple[int, Res]]:
@@ -164,17 +171,21 @@ class StepFunction:
         return i == len(keys) or keys[i] >= e
 
     def first_change(self) -> int | None:
+        """The earliest breakpoint, None if there is none."""
         return self._d.peekitem(0)[0] if self._d else None
 
     def last_change(self) -> int | None:
+        """The latest breakpoint, None if there is none."""
         return self._d.peekitem(-1)[0] if self._d else None
 
     def last_change_at_or_before(self, t: int) -> int | None:
+        """The latest breakpoint <= t, None if there is none."""
         d = self._d
         i = d.bisect_right(t) - 1
         return d.peekitem(i)[0] if i >= 0 else None
 
     def next_change_after(self, t: int) -> int | None:
+        """The earliest breakpoint > t, None if there is none."""
         d = self._d
         i = d.bisect_right(t)
         return d.peekitem(i)[0] if i < len(d) else None
@@ -351,7 +362,7 @@ class StepFunction:
         return StepFunction._bulk(keys, values)
 
 
-def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+def _breaks(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list[Res]]:
     """The breakpoints of f inside `[s, e)` as parallel lists, the first one at s."""
     if isinstance(f, StepFunction):
         d = f._d
@@ -365,15 +376,15 @@ def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[lis
     return f.breaks(s, e)
 
 
-def segments(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+def segments(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list[Res]]:
     """The breakpoints of f strictly inside `(s, e)` plus its value at s, as fresh parallel lists:
     what `merge_pieces` walks for f over `[s, e)`, and over any `[a, b)` inside it."""
     return _breaks(f, s, e)
 
 
 def merge_pieces(
-    a: StepFunction | PeriodicStepFunction,
-    b: StepFunction | PeriodicStepFunction,
+    a: StepFunction | Unrolled,
+    b: StepFunction | Unrolled,
     s: int,
     e: int,
     op: Callable[[Res, Res], Res],
@@ -405,8 +416,8 @@ def merge_pieces(
 
 
 def merge(
-    a: StepFunction | PeriodicStepFunction,
-    b: StepFunction | PeriodicStepFunction,
+    a: StepFunction | Unrolled,
+    b: StepFunction | Unrolled,
     s: int,
     e: int,
     op: Callable[[Res, Res], Res],

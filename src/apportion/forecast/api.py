@@ -1,0 +1,71 @@
+"""The library entry points the CLI and the service call.
+
+`forecast_snapshot` (cluster objects in, `Forecast` out) is what `GET /api/v1/jobs/{ns}/{name}/forecast`
+wraps (`forecast_job`); `forecast_dump` and `diff_dump` read kubectl YAML files as `apportion cycle` does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from apportion.cluster.snapshot import Snapshot
+from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
+from apportion.errors import InputError
+from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
+from apportion.forecast.diff import Diff, diff, load_queue_file
+from apportion.forecast.fit import suggest
+from apportion.forecast.runtime import Assumed, parse_assumed, parse_duration, parse_time
+from apportion.forecast.start import newest_timestamp, start_state
+from apportion.framework.conf import SchedulerConf
+from apportion.kube import build_snapshot, read_documents
+
+
+def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: SchedulerConf | None = None,
+                      now: datetime | None = None, assumed: Assumed | None = None, runs: int = DEFAULT_RUNS,
+                      seed: int = 0, horizon: float | None = None, period: float = 1.0,
+                      fits: bool = True) -> Forecast:
+    """Forecast the named jobs (default: every pending job) of a snapshot, with fit suggestions for
+    each that does not start in the next session. `snap` is used, not kept; it may be changed."""
+    conf = resolve_conf(snap, conf)
+    prepare(snap, conf)
+    if now is None:
+        now = newest_timestamp(snap)
+        if now is None:
+            raise InputError("the cluster state carries no timestamp to take as now; give --now (RFC 3339)")
+    state = start_state(snap, conf, now, period=period)
+    fc = forecast(state, jobs, assumed=assumed, runs=runs, seed=seed, horizon=horizon)
+    if fits:
+        for jf in fc.jobs:
+            if jf.start_in is None or jf.start_in > 0:
+                jf.fits = suggest(state, jf.job)
+    return fc
+
+
+def forecast_job(snap: Snapshot, namespace: str, name: str, **kw: object) -> Forecast:
+    """One job's forecast (`namespace/name` must be a pending job; InputError otherwise)."""
+    return forecast_snapshot(snap, [f"{namespace}/{name}"], **kw)  # type: ignore[arg-type]
+
+
+def forecast_dump(paths: list[str], jobs: list[str] | None = None, *, conf_path: str | None = None,
+                  now: str | None = None, assume_runtime: str | None = None, runs: int = DEFAULT_RUNS,
+                  seed: int = 0, horizon: str | None = None, period: str = "1", fits: bool = True) -> Forecast:
+    """`apportion forecast`: kubectl YAML files and the options as typed."""
+    snap, conf = load_inputs(paths, conf_path)  # as `apportion cycle` reads them
+    when = parse_time(now, "--now") if now else None
+    assumed = parse_assumed(assume_runtime) if assume_runtime else None
+    h = parse_duration(horizon, "--horizon") if horizon else None
+    p = parse_duration(period, "--period")
+    if p <= 0:
+        raise InputError("must be more than 0 seconds", where="--period")
+    return forecast_snapshot(snap, jobs, conf=conf, now=when, assumed=assumed, runs=runs, seed=seed, horizon=h,
+                             period=p, fits=fits)
+
+
+def diff_dump(paths: list[str], *, conf_path: str | None = None, queues_path: str | None = None) -> Diff:
+    """`apportion diff`: the dump under its current configuration and under the proposed one."""
+    docs = read_documents(paths)  # read once: `-` is stdin
+    build_snapshot(docs)  # bad input in the dump is reported before the proposal's
+    conf = load_conf_file(conf_path) if conf_path else None
+    queues = load_queue_file(queues_path) if queues_path else None
+    what = " and ".join(x for x in (conf_path and f"conf {conf_path}", queues_path and f"queues {queues_path}") if x)
+    return diff(lambda: build_snapshot(docs), conf=conf, queues=queues, proposed_source=what)

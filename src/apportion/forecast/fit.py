@@ -1,0 +1,470 @@
+"""What would make a waiting job fit: the cheapest single changes, each checked by running the session.
+
+For a job that does not start in the next session, each kind of change is searched for its smallest
+amount, and every amount is tried by running that session (the real engine and conf on the start
+state, with the change applied) - nothing is guessed:
+
+* raise a queue's capability or deserved (the job's queue and, under a hierarchy, its ancestors);
+* lower the job's minMember;
+* lower the job's per-pod request (every dimension scaled alike);
+* free running jobs (the fewest, smallest set found).
+
+Searches halve an interval a few times; the amount reported is one the session accepted (rounded to
+100m cpu, 256Mi memory, whole scalars). A change is kept only if the job starts with it; the cheapest
+(by the share of the cluster the change moves) come first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.engine import open_session, run_session
+from apportion.forecast.start import JobStart, StartState
+from apportion.forecast.text import resources as fmt_res
+from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share, to_natural_value
+
+#: how many suggestions a job gets (the cheapest)
+KEEP = 3
+#: halvings per search: the amount found is within 1/2**STEPS of the smallest that works
+STEPS = 6
+#: most jobs tried one by one when shrinking a set of jobs to free
+PRUNE_LIMIT = 16
+_UNIT = {CPU: 100.0, MEMORY: 256.0 * 2**20}
+
+
+def _unit(name: str) -> float:
+    return _UNIT.get(name, 1000.0)  # scalars (gpus) in whole units
+
+
+def round_up(r: Resource) -> Resource:
+    out = Resource()
+    for n in r.names():
+        out.set(n, math.ceil(r.get(n) / _unit(n) - 1e-9) * _unit(n))
+    return out
+
+
+def round_down(r: Resource) -> Resource:
+    out = Resource()
+    for n in r.names():
+        out.set(n, math.floor(r.get(n) / _unit(n) + 1e-9) * _unit(n))
+    return out
+
+
+@dataclass
+class Suggestion:
+    """One checked change. `change` is JSON and can be applied to the cluster objects (`apply`)."""
+
+    kind: str
+    text: str
+    change: dict[str, Any]
+    cost: float
+    #: the change in session objects (the same as `change`, unrounded through no text)
+    patch: Callable[[Snapshot], None] = field(repr=False, compare=False, default=lambda s: None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "change": self.change, "cost": round(self.cost, 6)}
+
+
+def natural(r: Resource) -> dict[str, Any]:
+    """Natural units without pods (cpu cores, memory bytes, scalars as counts)."""
+    out = r.to_natural(keep_zero_scalars=False)
+    out.pop(PODS, None)
+    return out
+
+
+class Checker:
+    """Runs the next session of a start state with one change applied."""
+
+    def __init__(self, state: StartState) -> None:
+        from apportion.forecast.sim import ForecastSimulator
+
+        self.sim = ForecastSimulator(state)
+        self.sessions = 0
+
+    def snapshot(self) -> Snapshot:
+        """The objects the next session would see (fresh per call; queue objects shared: replace them)."""
+        snap = self.sim._snapshot()
+        snap.queues = dict(snap.queues)
+        return snap
+
+    def starts(self, uid: str, patch: Callable[[Snapshot], None]) -> bool:
+        """Does the job get at least minMember (at least one) pods bound in the session?"""
+        snap = self.snapshot()
+        patch(snap)
+        self.sessions += 1
+        ssn = open_session(snap, self.sim.conf, session_id=f"fit-{self.sessions}")
+        result = run_session(ssn, queue_report=False)
+        job = snap.jobs.get(uid)
+        ok = job is not None and sum(1 for t in job.tasks.values() if t.key in result.binds) >= max(
+            1, job.min_available)
+        ssn.release()
+        return ok
+
+
+# ===================================================================== patches on session objects
+def set_queue(name: str, fld: str, to: Resource) -> Callable[[Snapshot], None]:
+    def patch(snap: Snapshot) -> None:
+        q = snap.queues[name]
+        if fld == "capability":
+            names = q.capability_names | frozenset(n for n in to.names() if n in (CPU, MEMORY) and to.get(n) > 0)
+            snap.queues[name] = replace(q, capability=to.clone(), capability_set=True, capability_names=names)
+        else:
+            snap.queues[name] = replace(q, deserved=to.clone(), deserved_set=True)
+    return patch
+
+
+def _job_copy(snap: Snapshot, uid: str, **changes: Any) -> JobInfo:
+    old = snap.jobs[uid]
+    job = replace(old, tasks={}, counts={}, allocated=Resource(), pending_be=0, allocated_as_added=True,
+                  gated_tasks=0, version=0, derived={}, **changes)
+    return job
+
+
+def set_min_member(uid: str, m: int, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    def patch(snap: Snapshot) -> None:
+        old = snap.jobs[uid]
+        job = _job_copy(snap, uid, min_available=m, min_resources=None if min_resources is None
+                        else min_resources.clone())
+        for t in old.tasks.values():
+            job.add_task(t)
+        snap.jobs[uid] = job
+    return patch
+
+
+def _with_request(t: TaskInfo, req: Resource) -> TaskInfo:
+    new = t.resreq.clone()
+    for n in req.names():
+        if n != PODS:
+            new.set(n, req.get(n))
+    return replace(t, resreq=new, kube_requests=None, predicate_key=None,
+                   nonzero_cpu=new.cpu or t.nonzero_cpu, nonzero_memory=new.memory or t.nonzero_memory)
+
+
+def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    def patch(snap: Snapshot) -> None:
+        old = snap.jobs[uid]
+        job = _job_copy(snap, uid, min_resources=None if min_resources is None else min_resources.clone())
+        for t in old.tasks.values():
+            job.add_task(_with_request(t, req) if t.status is TaskStatus.PENDING else t)
+        snap.jobs[uid] = job
+    return patch
+
+
+def free_jobs(uids: list[str]) -> Callable[[Snapshot], None]:
+    def patch(snap: Snapshot) -> None:
+        for u in uids:
+            snap.jobs.pop(u, None)
+    return patch
+
+
+# ===================================================================== the searches
+def _bisect(lo: float, hi: float, works: Callable[[float], bool], *, smallest: bool) -> float | None:
+    """The best value in [lo, hi] that works, assuming one side of a threshold works: `smallest` looks
+    for the smallest (works at hi), else the largest (works at lo). None if the end that should work
+    does not."""
+    good = hi if smallest else lo
+    if not works(good):
+        return None
+    bad = lo if smallest else hi
+    for _ in range(STEPS):
+        mid = (good + bad) / 2
+        if works(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+class Search:
+    """The suggestions for one job."""
+
+    def __init__(self, state: StartState, js: JobStart, checker: Checker) -> None:
+        self.state = state
+        self.js = js
+        self.uid = js.uid
+        self.check = checker
+        snap = checker.snapshot()
+        self.queues = snap.queues
+        self.total = Resource()
+        for n in state.nodes:
+            self.total.add(n.allocatable)
+        self.pending = [t.template for t in js.tasks if t.status == "pending"]
+        self.job = snap.jobs[self.uid]
+        m = max(1, self.job.min_available)
+        self.need = Resource()
+        for t in self.pending[:m]:
+            self.need.add(t.resreq)
+        self.hierarchical = any(o.enabled("enableHierarchy") for t in state.conf.tiers for o in t.plugins)
+
+    def cost(self, r: Resource) -> float:
+        return dominant_share(r, self.total)
+
+    def works(self, patch: Callable[[Snapshot], None]) -> bool:
+        return self.check.starts(self.uid, patch)
+
+    # ----------------------------------------------------------------- queues
+    def _chain(self) -> list[QueueInfo]:
+        out = []
+        q = self.queues.get(self.job.queue)
+        while q is not None and q.name != ROOT_QUEUE and q not in out:
+            out.append(q)
+            if not self.hierarchical or not q.parent:
+                break
+            q = self.queues.get(q.parent)
+        return out
+
+    def _queue_use(self, name: str) -> Resource:
+        """What the jobs of the queue (and, under a hierarchy, of its descendants) hold now."""
+        under = {name}
+        if self.hierarchical:
+            grew = True
+            while grew:
+                grew = False
+                for q in self.queues.values():
+                    if q.parent in under and q.name not in under:
+                        under.add(q.name)
+                        grew = True
+        used = Resource()
+        for js in self.state.jobs:
+            if js.template.queue in under:
+                for t in js.tasks:
+                    if t.status in ("running", "releasing"):
+                        used.add(t.template.resreq)
+        return used
+
+    def _queue_trial(self, name: str, fld: str, cur: Resource, delta: Resource) -> Callable[[float], bool]:
+        """Does the job start with the queue's `fld` at cur + s × delta (rounded up)?"""
+        def works(s: float) -> bool:
+            return self.works(set_queue(name, fld, cur.clone().add(round_up(delta.clone().multi(s)))))
+        return works
+
+    def queue_raises(self) -> list[Suggestion]:
+        out = []
+        for q in self._chain():
+            used = self._queue_use(q.name)
+            for fld in ("capability", "deserved"):
+                cur: Resource = getattr(q, fld)
+                limited = q.capability_set if fld == "capability" else q.deserved_set
+                if not limited:
+                    continue
+                target = cur.clone()
+                for n in self.need.names():
+                    if n == PODS or self.need.get(n) <= 0:
+                        continue
+                    if fld == "capability" and n in (CPU, MEMORY) and n not in q.capability_names:
+                        continue  # unset: unlimited already
+                    target.set(n, max(cur.get(n), used.get(n) + self.need.get(n)))
+                delta = target.clone().sub_without_assert(cur)
+                if delta.is_empty() or all(delta.get(n) <= 0 for n in delta.names()):
+                    continue
+
+                s = _bisect(0.0, 1.0, self._queue_trial(q.name, fld, cur, delta), smallest=True)
+                if s is None:
+                    continue
+                to = cur.clone().add(round_up(delta.clone().multi(s)))
+                by = to.clone().sub_without_assert(cur)
+                out.append(Suggestion(
+                    kind=f"queue-{fld}", cost=self.cost(by), patch=set_queue(q.name, fld, to),
+                    text=f"raise queue {q.name}'s {fld} by {fmt_res(natural(by))} (to {fmt_res(natural(to))})",
+                    change={"type": "queue", "queue": q.name, "field": fld, "to": natural(to), "by": natural(by)}))
+        return out
+
+    # ----------------------------------------------------------------- the job itself
+    def _min_resources_for(self, m: int, req: Resource | None = None) -> Resource | None:
+        if self.job.min_resources is None:
+            return None
+        total = Resource()
+        for t in self.pending[:m]:
+            total.add(req if req is not None else t.resreq)
+        total.scalars.pop(PODS, None)
+        return total
+
+    def min_member(self) -> list[Suggestion]:
+        m0 = self.job.min_available
+        if m0 <= 1:
+            return []
+        best = None
+        lo, hi = 1, m0 - 1
+        if not self.works(set_min_member(self.uid, lo, self._min_resources_for(lo))):
+            return []
+        best = lo
+        while lo < hi:  # the largest m that still starts
+            mid = (lo + hi + 1) // 2
+            if self.works(set_min_member(self.uid, mid, self._min_resources_for(mid))):
+                lo = best = mid
+            else:
+                hi = mid - 1
+        freed = Resource()
+        for t in self.pending[best:m0]:
+            freed.add(t.resreq)
+        mr = self._min_resources_for(best)
+        return [Suggestion(
+            kind="min-member", cost=self.cost(freed), patch=set_min_member(self.uid, best, mr),
+            text=f"lower {self.uid}'s minMember from {m0} to {best} (it starts with {best} pod{'s' if best > 1 else ''})",
+            change={"type": "minMember", "job": self.uid, "from": m0, "to": best,
+                    "minResources": None if mr is None else natural(mr)})]
+
+    def request(self) -> list[Suggestion]:
+        if not self.pending:
+            return []
+        base = self.pending[0].resreq
+        if any(not t.resreq.equal(base) for t in self.pending):
+            return []  # roles with different requests: no single per-pod request to lower
+        dims = Resource()
+        for n in base.names():
+            if n != PODS and base.get(n) > 0:
+                dims.set(n, base.get(n))
+        m = max(1, self.job.min_available)
+
+        def at(f: float) -> Resource:
+            r = round_down(dims.clone().multi(f))
+            for n in dims.names():  # never below one unit (a request of 0 is another kind of pod)
+                if r.get(n) <= 0:
+                    r.set(n, min(_unit(n), dims.get(n)))
+            return r
+
+        def patch_for(f: float) -> Callable[[Snapshot], None]:
+            return set_request(self.uid, at(f), self._min_resources_for(m, at(f)))
+
+        f = _bisect(0.0, 1.0, lambda f: self.works(patch_for(f)), smallest=False)
+        if f is None or f <= 0:
+            return []
+        to = at(f)
+        less = dims.clone().sub_without_assert(to)
+        return [Suggestion(
+            kind="task-request", cost=self.cost(less.clone().multi(m)), patch=patch_for(f),
+            text=f"lower {self.uid}'s request per pod from {fmt_res(natural(dims))} to {fmt_res(natural(to))}",
+            change={"type": "request", "job": self.uid, "from": natural(dims), "to": natural(to)})]
+
+    # ----------------------------------------------------------------- other jobs
+    def free(self) -> list[Suggestion]:
+        running = []
+        for js in self.state.jobs:
+            if js.uid == self.uid:
+                continue
+            held = Resource()
+            for t in js.tasks:
+                if t.status in ("running", "releasing"):
+                    held.add(t.template.resreq)
+            if not held.is_empty():
+                running.append((self.cost(held), js.uid, held))
+        if not running:
+            return []
+        best: Suggestion | None = None
+        for order in (sorted(running), sorted(running, key=lambda r: (-r[0], r[1]))):
+            names = [u for _, u, _ in order]
+            if not self.works(free_jobs(names)):
+                break  # freeing every running job does not help: neither order will
+            lo, hi = 1, len(names)  # the shortest prefix that works
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self.works(free_jobs(names[:mid])):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            chosen = names[:lo]
+            for u in list(reversed(chosen))[:PRUNE_LIMIT]:
+                trial = [x for x in chosen if x != u]
+                if trial and self.works(free_jobs(trial)):
+                    chosen = trial
+            held_by = {u: h for _, u, h in running}
+            freed = Resource()
+            for u in chosen:
+                freed.add(held_by[u])
+            queue_of = {js.uid: js.template.queue for js in self.state.jobs}
+            cand = Suggestion(
+                kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
+                text="free running " + ", ".join(f"{u} (queue {queue_of[u]})" for u in sorted(chosen))
+                     + f": {fmt_res(natural(freed))}",
+                change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
+                        "frees": natural(freed)})
+            if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
+                best = cand
+        return [best] if best is not None else []
+
+
+def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
+    """The `keep` cheapest single changes that let job `uid` start in the next session (checked)."""
+    js = state.job(uid)
+    if js is None or not js.pending:
+        return []
+    checker = Checker(state)
+    if checker.starts(uid, lambda s: None):
+        return []  # it starts as things are
+    search = Search(state, js, checker)
+    found: list[Suggestion] = []
+    found += search.queue_raises()
+    found += search.min_member()
+    found += search.request()
+    found += search.free()
+    found.sort(key=lambda s: (s.cost, s.kind, s.text))
+    return found[:keep]
+
+
+# ===================================================================== applying a change to the objects
+def _quantities(values: dict[str, Any]) -> dict[str, str]:
+    """Natural amounts as Kubernetes quantities (cpu in millicores, memory in bytes)."""
+    out = {}
+    for k, v in values.items():
+        if k == CPU:
+            out[k] = f"{round(float(v) * 1000)}m"
+        elif k == MEMORY:
+            out[k] = str(round(float(v)))
+        else:
+            out[k] = str(int(v)) if float(v) == int(v) else str(v)
+    return out
+
+
+def _of_job(obj: dict[str, Any], uid: str) -> bool:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    if obj.get("kind") == "PodGroup":
+        return f"{ns}/{meta.get('name')}" == uid
+    if obj.get("kind") == "Pod":
+        group = (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name")
+        return bool(group) and f"{ns}/{group}" == uid
+    return False
+
+
+def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cluster objects (kubectl dicts, not changed) with a suggestion's `change` made: what a user
+    would apply. A per-pod request is written to the pod's only container (with several containers,
+    each is scaled by the same factor)."""
+    import copy
+
+    kind = change["type"]
+    out = []
+    for obj in objects:
+        if kind == "free" and any(_of_job(obj, j["job"]) for j in change["jobs"]):
+            continue
+        o = copy.deepcopy(obj)
+        if kind == "queue" and o.get("kind") == "Queue" and o["metadata"]["name"] == change["queue"]:
+            o.setdefault("spec", {})[change["field"]] = _quantities(change["to"])
+        elif kind == "minMember" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
+            o["spec"]["minMember"] = change["to"]
+            if change.get("minResources") is not None:
+                o["spec"]["minResources"] = _quantities(change["minResources"])
+        elif kind == "request" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
+            if o["spec"].get("minResources"):
+                m = int(o["spec"].get("minMember", 1))
+                o["spec"]["minResources"] = _quantities({k: float(v) * m for k, v in change["to"].items()})
+        elif kind == "request" and o.get("kind") == "Pod" and _of_job(o, change["job"]) \
+                and not (o.get("spec") or {}).get("nodeName"):
+            containers = o["spec"]["containers"]
+            if len(containers) == 1:
+                containers[0].setdefault("resources", {})["requests"] = _quantities(change["to"])
+            else:
+                frm = change["from"]
+                for c in containers:
+                    req = c.setdefault("resources", {}).setdefault("requests", {})
+                    for k, v in change["to"].items():
+                        if k in req and frm.get(k):
+                            was = to_natural_value(k, Resource.from_resource_list({k: req[k]}).get(k))
+                            req[k] = _quantities({k: was * float(v) / float(frm[k])})[k]
+        out.append(o)
+    return out

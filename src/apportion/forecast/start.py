@@ -1,0 +1,190 @@
+"""The seam between where cluster state comes from and the simulator that runs it forward.
+
+`start_state` takes the cluster objects (a `Snapshot`: nodes, queues, jobs with their tasks, the pods of
+other schedulers) and the instant they describe, and returns what the forecast simulator starts from:
+every task's status and node, how long each running task has left, how long a task runs once started,
+and where each of those numbers came from. Today the objects come from a kubectl dump
+(`apportion.cluster.snapshot.load_snapshot`); the live cluster-state cache hands the same objects over,
+so switching to it changes only the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.snapshot import Snapshot
+from apportion.errors import InputError
+from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY, parse_duration, parse_time, try_time
+from apportion.framework.conf import SchedulerConf
+from apportion.simulation.reservations import LocalPlan
+from apportion.simulation.scenario import JobSpec
+
+# where a number came from (the forecast's `basis` counts pods by these)
+EXPECTED_END = "expected-end"
+DURATION = "duration"
+ASSUMED = "assumed"
+UNKNOWN = "unknown"
+
+
+@dataclass
+class TaskStart:
+    """One task as the forecast starts it."""
+
+    index: int
+    template: TaskInfo
+    #: pending | running | releasing | done (the simulator's task states)
+    status: str
+    node: str = ""
+    #: seconds the task has run when the forecast starts (0 when its start time is unknown)
+    elapsed: float = 0.0
+    #: seconds left for a running (or releasing) task; None: drawn from the assumed runtime, or never
+    remaining: float | None = None
+    #: a running task's own whole runtime (`apportion.io/duration`), when it has one
+    runtime: float | None = None
+    basis: str = UNKNOWN
+
+
+@dataclass
+class JobStart:
+    """One job (podgroup) as the forecast starts it."""
+
+    template: JobInfo
+    tasks: list[TaskStart]
+    #: the runtime of one of its tasks once started (pending tasks, and tasks restarted after an
+    #: eviction); None: the assumed runtime, or never ending when none is assumed
+    runtime: float | None
+    runtime_basis: str
+
+    @property
+    def uid(self) -> str:
+        return self.template.uid
+
+    @property
+    def pending(self) -> bool:
+        """Not started: some task waits and none holds a node."""
+        return any(t.status == "pending" for t in self.tasks) and not any(
+            t.status in ("running", "releasing") for t in self.tasks)
+
+
+@dataclass
+class StartState:
+    """Everything the forecast simulator starts from. Times are seconds on the state's clock: `t0` is
+    `now` (0 for a dump; a simulator's own clock when a test or benchmark starts from one)."""
+
+    now: datetime
+    nodes: list[NodeInfo]
+    queues: dict[str, QueueInfo]
+    conf: SchedulerConf
+    jobs: list[JobStart]
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    orphan_tasks: list[TaskInfo] = field(default_factory=list)
+    period: float = 1.0
+    t0: float = 0.0
+    #: reservation plans of reservable queues and their current children (empty for a dump: its
+    #: reservation queues are ordinary queues with what they hold now)
+    plans: dict[str, LocalPlan] = field(default_factory=dict)
+    children: dict[str, list[QueueInfo]] = field(default_factory=dict)
+    #: future arrivals, on the state's clock (empty: the forecast knows of no new work)
+    arrivals: list[JobSpec] = field(default_factory=list)
+    #: reservation name -> id, and whether it was accepted (arrivals that name a reservation)
+    reservation_ids: dict[str, str] = field(default_factory=dict)
+    reservation_accepted: dict[str, bool] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def job(self, uid: str) -> JobStart | None:
+        for j in self.jobs:
+            if j.uid == uid:
+                return j
+        return None
+
+    def basis_counts(self) -> Counter[str]:
+        """Running pods by where their remaining time comes from."""
+        return Counter(t.basis for j in self.jobs for t in j.tasks if t.status in ("running", "releasing"))
+
+
+def newest_timestamp(snap: Snapshot) -> datetime | None:
+    """The newest creation or start time in the cluster objects (the default `now`)."""
+    best: datetime | None = None
+    stamps: list[str] = [q.creation for q in snap.queues.values()]
+    for j in snap.jobs.values():
+        stamps.append(j.creation)
+        for task in j.tasks.values():
+            stamps.extend((task.creation, task.start_time))
+    stamps.extend(o.creation for o in snap.orphan_tasks)
+    stamps.extend(o.start_time for o in snap.orphan_tasks)
+    for s in stamps:
+        when = try_time(s)
+        if when is not None and (best is None or when > best):
+            best = when
+    return best
+
+
+def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | None:
+    """(value, where) from the pod, else from its PodGroup."""
+    if key in task.annotations:
+        return task.annotations[key], f"pod {task.key}: metadata.annotations.{key}"
+    if key in job.annotations:
+        return job.annotations[key], f"podgroup {job.uid}: metadata.annotations.{key}"
+    return None
+
+
+def _own_runtime(task: TaskInfo, job: JobInfo) -> float | None:
+    d = _annotation(task, job, DURATION_KEY)
+    return parse_duration(d[0], d[1]) if d else None
+
+
+def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskStart:
+    if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+        return TaskStart(index, t, "done")
+    if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) or not t.node_name:
+        return TaskStart(index, t, "pending", runtime=_own_runtime(t, job))
+    # anything else on a node holds it (Unknown too, as far as a session goes)
+    status = "releasing" if t.status is TaskStatus.RELEASING else "running"
+    started = try_time(t.start_time)
+    elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
+    runtime = _own_runtime(t, job)
+    end = _annotation(t, job, EXPECTED_END_KEY)
+    if end is not None:
+        left = (parse_time(end[0], end[1]) - now).total_seconds()
+        return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, left), runtime, EXPECTED_END)
+    if runtime is not None and started is not None:
+        return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime, DURATION)
+    return TaskStart(index, t, status, t.node_name, elapsed, None, runtime, UNKNOWN)
+
+
+def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, str]:
+    """A task's runtime once started: the job's (or its pods') `apportion.io/duration`, else the
+    whole runtime an expected-end gives a running task that has a start time."""
+    if DURATION_KEY in job.annotations:
+        return parse_duration(job.annotations[DURATION_KEY], f"podgroup {job.uid}: metadata.annotations."
+                                                             f"{DURATION_KEY}"), DURATION
+    own = [t.runtime for t in tasks if t.runtime is not None]
+    if own:
+        return max(own), DURATION
+    whole = [t.elapsed + t.remaining for t in tasks
+             if t.basis == EXPECTED_END and t.remaining is not None and t.template.start_time]
+    if whole:
+        return max(whole), EXPECTED_END
+    return None, UNKNOWN
+
+
+def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: float = 1.0) -> StartState:
+    """The forecast's start state from cluster objects describing the cluster at `now`.
+
+    `snap` is read, not changed: the simulator copies what it hands to each session.
+    """
+    if not (period > 0 and math.isfinite(period)):
+        raise InputError(f"the session period must be a positive number of seconds, got {period}")
+    jobs: list[JobStart] = []
+    for uid in sorted(snap.jobs):
+        job = snap.jobs[uid]
+        tasks = [_task_start(i, t, job, now) for i, t in enumerate(job.tasks.values())]
+        runtime, basis = _job_runtime(job, tasks)
+        jobs.append(JobStart(job, tasks, runtime, basis))
+    return StartState(now=now, nodes=list(snap.nodes), queues=dict(snap.queues), conf=conf, jobs=jobs,
+                      priority_classes=dict(snap.priority_classes), orphan_tasks=list(snap.orphan_tasks),
+                      period=period, warnings=list(snap.warnings))

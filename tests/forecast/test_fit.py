@@ -1,0 +1,132 @@
+"""What would make a job fit: the suggestions, and (property) each one applied to the cluster objects
+makes the job start in the next session, checked by `apportion cycle`'s own path (YAML objects in)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from dumps import T0, running
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from apportion.engine import prepare, resolve_conf, run_cycle
+from apportion.forecast.fit import apply_change, suggest
+from apportion.forecast.start import start_state
+from apportion.framework.conf import parse_conf
+from apportion.kube import build_snapshot
+
+from k8s import node, pod, podgroup, queue
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+CAPACITY = """actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: capacity
+"""
+
+
+def snap_of(objs: list[dict[str, Any]]):
+    return build_snapshot([(f"doc {i}", o) for i, o in enumerate(objs)])
+
+
+def suggestions(objs: list[dict[str, Any]], uid: str, conf_text: str | None = None, keep: int = 10):
+    snap = snap_of(objs)
+    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+    prepare(snap, conf)
+    return suggest(start_state(snap, conf, NOW), uid, keep=keep), conf
+
+
+def starts(objs: list[dict[str, Any]], uid: str, conf) -> bool:
+    snap = snap_of(objs)
+    job = snap.jobs[uid]
+    need = max(1, job.min_available)
+    res = run_cycle(snap, conf)
+    return sum(1 for t in job.tasks.values() if t.key in res.binds) >= need
+
+
+def capped() -> list[dict[str, Any]]:
+    return [node("n1", cpu=8), node("n2", cpu=8), queue("a", capability={"cpu": 4}), queue("b"),
+            podgroup("a1", queue="a", phase="Running", created=T0), running(pod("a1-0", "a1", cpu=3, node_name="n1")),
+            podgroup("b1", queue="b", phase="Running", created=T0), running(pod("b1-0", "b1", cpu=6, node_name="n2")),
+            podgroup("t", queue="a", min_member=2, phase="Pending", created=T0),
+            pod("t-0", "t", cpu=1), pod("t-1", "t", cpu=1)]
+
+
+def test_each_kind_found_and_exact() -> None:
+    objs = capped()
+    found, conf = suggestions(objs, "ns/t")
+    by_kind = {s.kind: s for s in found}
+    # queue a holds 3 cpu under a capability of 4; t needs 2: raising the capability by 1 is the least
+    assert by_kind["queue-capability"].change == {"type": "queue", "queue": "a", "field": "capability",
+                                                  "to": {"cpu": 5}, "by": {"cpu": 1}}
+    # one pod of 1 cpu fits under the capability
+    assert by_kind["min-member"].change["to"] == 1
+    # two pods of at most 0.5 cpu fit in the 1 cpu left under the capability
+    assert by_kind["task-request"].change["to"]["cpu"] == 0.5
+    # freeing a1 (3 cpu in queue a) leaves room under the capability; b1 would not help
+    assert by_kind["free-jobs"].change["jobs"] == [{"job": "ns/a1", "queue": "a"}]
+    assert [s.cost for s in found] == sorted(s.cost for s in found)
+    for s in found:
+        assert starts(apply_change(objs, s.change), "ns/t", conf), s.text
+    assert not starts(objs, "ns/t", conf)
+    # the cheapest three by default
+    assert len(suggest(start_state(snap_of(objs), conf, NOW), "ns/t")) == 3
+
+
+def test_a_job_that_starts_gets_none() -> None:
+    objs = capped()
+    objs[2] = queue("a")
+    assert suggestions(objs, "ns/t")[0] == []
+
+
+@st.composite
+def dumps(draw: st.DrawFn) -> tuple[list[dict[str, Any]], str]:
+    nodes = draw(st.lists(st.sampled_from([4, 8]), min_size=1, max_size=3))
+    nq = draw(st.integers(1, 3))
+    objs: list[dict[str, Any]] = [node(f"n{i}", cpu=c) for i, c in enumerate(nodes)]
+    for qi in range(nq):
+        spec: dict[str, Any] = {}
+        if draw(st.booleans()):
+            spec["capability"] = {"cpu": draw(st.integers(1, 12))}
+        if draw(st.booleans()):
+            spec["deserved"] = {"cpu": draw(st.integers(1, 12)), "memory": "64Gi"}
+        objs.append(queue(f"q{qi}", weight=draw(st.integers(1, 3)), **spec))
+    free = list(nodes)
+    for ji in range(draw(st.integers(0, 4))):
+        q = f"q{draw(st.integers(0, nq - 1))}"
+        cpu = draw(st.integers(1, 4))
+        placed = []
+        for ti in range(draw(st.integers(1, 3))):
+            n = next((i for i, f in enumerate(free) if f >= cpu), None)
+            if n is None:
+                break
+            free[n] -= cpu
+            placed.append(running(pod(f"r{ji}-{ti}", f"r{ji}", cpu=cpu, node_name=f"n{n}")))
+        if placed:
+            objs.append(podgroup(f"r{ji}", queue=q, phase="Running", created=T0))
+            objs.extend(placed)
+    tasks = draw(st.integers(1, 4))
+    objs.append(podgroup("t", queue=f"q{draw(st.integers(0, nq - 1))}", min_member=draw(st.integers(1, tasks)),
+                         phase=draw(st.sampled_from(["Pending", "Inqueue"])), created=T0))
+    cpu = draw(st.integers(1, 6))
+    objs.extend(pod(f"t-{i}", "t", cpu=cpu) for i in range(tasks))
+    return objs, draw(st.sampled_from(["default", CAPACITY]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(dumps())
+def test_every_suggestion_applied_starts_the_job(case: tuple[list[dict[str, Any]], str]) -> None:
+    objs, conf_name = case
+    conf_text = None if conf_name == "default" else conf_name
+    snap = snap_of(objs)
+    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+    assume(not starts(objs, "ns/t", conf))
+    found, conf = suggestions(objs, "ns/t", conf_text)
+    for s in found:
+        assert starts(apply_change(objs, s.change), "ns/t", conf), s.text
