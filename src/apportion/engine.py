@@ -124,8 +124,13 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleRes
 def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, *,
                       session_id: str = "session-1", copy: bool = True) -> CycleResult:
     """One session over the cache's snapshot (the cache is left as it was: decisions leave through
-    `dispatch`). With APPORTION_CHECK_STATE=1 the cache is checked against a rebuild afterwards."""
-    result = run_session(open_session(cache.snapshot(copy=copy), conf, session_id=session_id))
+    `dispatch`). Jobs that did not change since the last session are handed out again
+    (`SchedulerCache.snapshot(keep=True)`). With APPORTION_CHECK_STATE=1 every kept job is compared with
+    a fresh build before the session, and the cache with a rebuild after it."""
+    snap = cache.snapshot(copy=copy, keep=copy)
+    if check.enabled() and copy:
+        check.check_snapshot(cache, snap)
+    result = run_session(open_session(snap, conf, session_id=session_id))
     if check.enabled():
         check.check_cache(cache)
     return result
