@@ -245,11 +245,11 @@ class Session(ExtensionPoints):
             return cached
         table = self.fns[point]
         out = []
-        for ti, tier in enumerate(self.conf.tiers):
+        for tier_index, tier in enumerate(self.conf.tiers):
             for opt in tier.plugins:
                 fn = table.get(opt.name)
                 if fn is not None and self._enabled(opt, point):
-                    out.append((ti, opt, fn))
+                    out.append((tier_index, opt, fn))
         self._dispatch[point] = out
         return out
 
@@ -265,9 +265,9 @@ class Session(ExtensionPoints):
     def queue_compare(self, l: QueueInfo, r: QueueInfo) -> int:
         """QueueOrderFn: the plugins' order, then creation time, then name; negative when `l` goes first."""
         for _, _, fn in self._consulted(ep.QUEUE_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         if l.creation != r.creation:
             return -1 if l.creation < r.creation else 1
         return -1 if l.name < r.name else (1 if l.name > r.name else 0)
@@ -275,16 +275,16 @@ class Session(ExtensionPoints):
     def job_compare_plugins(self, l: JobInfo, r: JobInfo) -> int:
         """The plugins' JobOrderFn answer alone (0 when none decides)."""
         for _, _, fn in self._consulted(ep.JOB_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         return 0
 
     def job_compare(self, l: JobInfo, r: JobInfo) -> int:
         """JobOrderFn: the plugins' order, then creation time, then uid; negative when `l` goes first."""
-        c = self.job_compare_plugins(l, r)
-        if c:
-            return c
+        order = self.job_compare_plugins(l, r)
+        if order:
+            return order
         if l.creation != r.creation:
             return -1 if l.creation < r.creation else 1
         return -1 if l.uid < r.uid else (1 if l.uid > r.uid else 0)
@@ -292,9 +292,9 @@ class Session(ExtensionPoints):
     def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
         """TaskOrderFn: the plugins' order, then Volcano's default task comparison."""
         for _, _, fn in self._consulted(ep.TASK_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         return default_task_compare(l, r)
 
     def victim_queue_compare(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:
@@ -302,9 +302,9 @@ class Session(ExtensionPoints):
         plugin, the reverse of the queue order."""
         fns = self._consulted(ep.VICTIM_QUEUE_ORDER)
         for _, _, fn in fns:
-            c = fn(l, r, preemptor)
-            if c:
-                return c
+            order = fn(l, r, preemptor)
+            if order:
+                return order
         if fns:
             return 0
         return -self.queue_compare(l, r)
@@ -322,12 +322,12 @@ class Session(ExtensionPoints):
             return -1 if l.uid > r.uid else (1 if l.uid < r.uid else 0)
         if lj.queue != rj.queue and preemptor is not None and preemptor.job in self.jobs:
             pq = self.queues[self.jobs[preemptor.job].queue]
-            c = self.victim_queue_compare(self.queues[lj.queue], self.queues[rj.queue], pq)
-            if c:
-                return c
-        c = -self.job_compare_plugins(lj, rj)
-        if c:
-            return c
+            order = self.victim_queue_compare(self.queues[lj.queue], self.queues[rj.queue], pq)
+            if order:
+                return order
+        order = -self.job_compare_plugins(lj, rj)
+        if order:
+            return order
         return -self.task_compare(l, r)
 
     def sort_victims(self, victims: list[TaskInfo], preemptor: TaskInfo | None) -> list[TaskInfo]:
@@ -353,16 +353,16 @@ class Session(ExtensionPoints):
     def _vote(self, point: str, job: JobInfo) -> bool:
         tier_of_permit: int | None = None
         current_tier = -1
-        for ti, _, fn in self._consulted(point):
-            if ti != current_tier:
+        for tier_index, _, fn in self._consulted(point):
+            if tier_index != current_tier:
                 if tier_of_permit is not None:
                     return True
-                current_tier = ti
+                current_tier = tier_index
             res = fn(job)
             if res < 0:
                 return False
             if res > 0:
-                tier_of_permit = ti
+                tier_of_permit = tier_index
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
@@ -383,10 +383,10 @@ class Session(ExtensionPoints):
         """JobStarving: the first tier with a plugin decides, all its plugins agreeing; False with none."""
         decided_tier: int | None = None
         result = True
-        for ti, _, fn in self._consulted(ep.JOB_STARVING):
-            if decided_tier is not None and ti != decided_tier:
+        for tier_index, _, fn in self._consulted(ep.JOB_STARVING):
+            if decided_tier is not None and tier_index != decided_tier:
                 break
-            decided_tier = ti
+            decided_tier = tier_index
             result = result and bool(fn(job))
         return result if decided_tier is not None else False
 
@@ -408,11 +408,11 @@ class Session(ExtensionPoints):
         current_tier = -1
         victims: list[TaskInfo] | None = None
         stopped = False
-        for ti, _, fn in self._consulted(point):
-            if ti != current_tier:
+        for tier_index, _, fn in self._consulted(point):
+            if tier_index != current_tier:
                 if current_tier >= 0 and victims:
                     return victims
-                current_tier, victims, stopped = ti, None, False
+                current_tier, victims, stopped = tier_index, None, False
             if stopped:
                 continue
             cands, vote = fn(evictor, evictees)
@@ -449,21 +449,21 @@ class Session(ExtensionPoints):
     def plugin_predicates(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
         """Every plugin predicate over the rows; a node failing one plugin is not asked by the next."""
         ok = np.ones(len(rows), dtype=bool)
-        unres = np.zeros(len(rows), dtype=bool)
+        unresolvable = np.zeros(len(rows), dtype=bool)
         reasons: list[tuple[str, np.ndarray]] = []
         for _, _, fn in self._consulted(ep.PREDICATE):
             live = np.nonzero(ok)[0]
             if len(live) == 0:
                 break
-            f: NodeFilter = fn(task, rows[live])
-            fail = ~f.ok
+            verdict: NodeFilter = fn(task, rows[live])
+            fail = ~verdict.ok
             ok[live[fail]] = False
-            unres[live[f.unresolvable & fail]] = True
-            for text, mask in f.reasons:
+            unresolvable[live[verdict.unresolvable & fail]] = True
+            for text, mask in verdict.reasons:
                 full = np.zeros(len(rows), dtype=bool)
                 full[live[mask]] = True
                 reasons.append((text, full))
-        return NodeFilter(ok, unres, reasons)
+        return NodeFilter(ok, unresolvable, reasons)
 
     def predicate_for_allocate(self, task: TaskInfo, rows: np.ndarray | None = None) -> tuple[np.ndarray, list[tuple[str, int]]]:
         """allocate's predicate: request <= FutureIdle, then the plugin predicates.
