@@ -148,6 +148,7 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], la: str, lb: str) -> Tab
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None, title: str = "") -> None:
+    """Print the summary tables."""
     console = console or Console()
     for t in summary_tables(summary, title):
         console.print(t)
@@ -169,6 +170,8 @@ def write_outputs(out: Path, res: SimulationResult, summary: dict[str, Any],
 
 
 def write_csvs(out: Path, res: SimulationResult, prefix: str) -> None:
+    """Write the time series as CSV files (queues, cluster, jobs, events), each name starting with
+    `prefix`."""
     rec = res.recorder
     with (out / f"{prefix}queues.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -279,6 +282,7 @@ def plot_queues(res: SimulationResult, other: SimulationResult | None = None) ->
 
 
 def plot_utilisation(res: SimulationResult, other: SimulationResult | None = None) -> str:
+    """The cluster's utilisation over time (and the other run's, to compare), as a base64 PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -306,6 +310,7 @@ def plot_utilisation(res: SimulationResult, other: SimulationResult | None = Non
 
 
 def plot_waits(res: SimulationResult, other: SimulationResult | None = None) -> str:
+    """The distribution of job waits per queue (and the other run's, to compare), as a base64 PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
