@@ -56,7 +56,7 @@ class SimpleAuthCookie:
         self.signer = signer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on; add the cookie to the answer's headers."""
+        """Pass the request on; add the cookie to the answer of a `?user.name=` request."""
         if scope["type"] != "http" or b"user.name=" not in scope.get("query_string", b""):
             await self.app(scope, receive, send)
             return
@@ -144,6 +144,9 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
 
     app.include_router(yarn_router)
     app.include_router(api_router)
+    from apportion.service.dashboard import install as install_dashboard  # the pages at / (issue 19)
+
+    install_dashboard(app)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:
