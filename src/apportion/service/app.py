@@ -56,7 +56,7 @@ class SimpleAuthCookie:
         self.signer = signer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on; add the cookie to the answer's headers."""
+        """Pass the request on; add the cookie to the answer of a `?user.name=` request."""
         if scope["type"] != "http" or b"user.name=" not in scope.get("query_string", b""):
             await self.app(scope, receive, send)
             return

@@ -136,8 +136,7 @@ class Service:
             docs = read_documents([path])
             new, _, _ = ClusterObjects().edited(docs, [])
             with self.engine.begin() as conn:
-                for v, (key, body) in enumerate(sorted(new.items())):
-                    self.store.put_object(conn, key, body, v)
+                self.store.put_objects(conn, [(key, body, v) for v, (key, body) in enumerate(sorted(new.items()))])
                 self.store.set_meta(conn, "seeded", path)
             objs = new
         self.objects = ClusterObjects(objs)
@@ -211,9 +210,9 @@ class Service:
         gone = [k for k in deletes if k in old]
         try:
             with self.engine.begin() as conn:
-                for k in changed:
-                    self.objects.version += 1
-                    self.store.put_object(conn, k, new[k], self.objects.version)
+                base = self.objects.version
+                self.objects.version += len(changed)
+                self.store.put_objects(conn, [(k, new[k], base + i + 1) for i, k in enumerate(changed)])
                 for k in gone:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)
@@ -243,9 +242,9 @@ class Service:
             return
         try:
             with self.engine.begin() as conn:
-                for k, body in puts.items():
-                    self.objects.version += 1
-                    self.store.put_object(conn, k, body, self.objects.version)
+                base = self.objects.version
+                self.objects.version += len(puts)
+                self.store.put_objects(conn, [(k, body, base + i + 1) for i, (k, body) in enumerate(puts.items())])
                 for k in deletes:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)
