@@ -79,6 +79,7 @@ class ReclaimGuards:
 
     @property
     def active(self) -> bool:
+        """Whether any guard is on (off: Volcano's reclaim, unchanged)."""
         return self.min_runtime > 0 or self.gang_atomic
 
     def protected(self, task: TaskInfo) -> bool:

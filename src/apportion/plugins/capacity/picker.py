@@ -76,6 +76,7 @@ class TreePicker:
 
     # ------------------------------------------------------------------ the picker
     def pop(self) -> QueueInfo:
+        """Remove and return the queue the reference scan would pick."""
         self._sync()
         if self.unordered or self.non_leaves or len(self.priorities) > 1:
             items = list(self.order.values())
@@ -284,6 +285,7 @@ class TreePicker:
         return w
 
     def push(self, queue: QueueInfo) -> None:
+        """Put a queue back (at the end of the scan's list)."""
         attr = self._enter(queue)
         if attr is None:
             return
