@@ -29,7 +29,7 @@ from apportion.resources import CPU, MEMORY, Resource
 from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
 from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.live import LiveView
-from apportion.service.loop import SchedulingLoop
+from apportion.service.loop import LoopBackend, SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey, object_key
 from apportion.service.reservations import PlanSettings, configure_plans
@@ -71,6 +71,8 @@ class ServiceConfig:
     #: Volcano's --schedule-period (the conf file has no such key), seconds
     schedule_period: float = 1.0
     clock: Callable[[], int] = wall_ms
+    #: a real backend the loop binds and evicts through (`--backend ray`); None: the stored objects
+    backend: LoopBackend | None = None
 
 
 def to_yarn(r: Any) -> Res:
@@ -126,7 +128,7 @@ class Service:
         if config.cluster_path and self.store.get_meta("seeded") is not None:
             self._apply_now(read_documents([config.cluster_path]), [])
         self.writer = Writer(self.lock)
-        self.loop = SchedulingLoop(self, config.schedule_period)
+        self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
 
     # -- loading and recovery -------------------------------------------------------------------
     def _load(self) -> None:
