@@ -38,6 +38,7 @@ class CycleResult:
     bind_errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The result in the cycle contract's JSON shape, keys sorted."""
         return {
             "binds": dict(sorted(self.binds.items())),
             "pipelined": dict(sorted(self.pipelined.items())),
@@ -79,6 +80,8 @@ def prepare(snapshot: Snapshot, conf: SchedulerConf) -> None:
 
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, session_id: str = "session-1") -> Session:
+    """Open a session over the snapshot with the conf (resolved as resolve_conf does) and the queues the
+    contract always creates."""
     conf = resolve_conf(snapshot, conf)
     prepare(snapshot, conf)
     return Session(snapshot, conf, session_id=session_id)
