@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
+import operator
+from dataclasses import fields
 from pathlib import Path
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
@@ -30,10 +31,21 @@ _SIM_STATUS = {"pending": TaskStatus.PENDING, "running": TaskStatus.RUNNING, "re
                "done": TaskStatus.SUCCEEDED}
 
 
+#: TaskInfo's fields in __init__ order: a copy is TaskInfo(*_task_fields(t)); `dataclasses.replace`,
+#: which builds keyword arguments field by field, was a third of a 1,000-node forecast's time
+_task_fields = operator.attrgetter(*(f.name for f in fields(TaskInfo)))
+_job_fields = operator.attrgetter(*(f.name for f in fields(JobInfo)))
+
+
 def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
-    """A copy of a template task for one session: what a session fills in starts empty."""
-    return replace(t, status=status, node_name=node, vec=None, cols=None, nominated_node="", initial_status=None,
-                   last_tx_status=None)
+    """A copy of a template task for one session: what a session fills in starts empty (the rest it
+    never edits in place: it replaces a task's containers)."""
+    new = TaskInfo(*_task_fields(t))
+    new.status = status
+    new.node_name = node
+    new.vec = new.cols = new.initial_status = new.last_tx_status = None
+    new.nominated_node = ""
+    return new
 
 
 class ForecastSimulator(Simulator):
@@ -159,12 +171,15 @@ class ForecastSimulator(Simulator):
             for ti in ji.tasks.values():
                 ti.vec = ti.cols = ti.initial_status = None
             return ji
-        ji = replace(tpl, queue=sj.queue, phase=sj.phase, annotations=dict(tpl.annotations),
-                     min_task_member=dict(tpl.min_task_member),
-                     min_resources=None if tpl.min_resources is None else tpl.min_resources.clone(),
-                     tasks={}, conditions={}, nodes_fit_errors={}, failed_roles=set(), job_fit_errors="",
-                     allocated=Resource(), counts={}, pending_be=0, allocated_as_added=True, gated_tasks=0,
-                     version=0, derived={})
+        ji = JobInfo(*_job_fields(tpl))
+        ji.queue, ji.phase = sj.queue, sj.phase
+        ji.annotations = dict(tpl.annotations)
+        ji.min_task_member = dict(tpl.min_task_member)
+        ji.min_resources = None if tpl.min_resources is None else tpl.min_resources.clone()
+        ji.tasks, ji.conditions, ji.nodes_fit_errors, ji.failed_roles = {}, {}, {}, set()
+        ji.job_fit_errors = ""
+        ji.allocated, ji.counts, ji.pending_be, ji.allocated_as_added = Resource(), {}, 0, True
+        ji.gated_tasks, ji.version, ji.derived = 0, 0, {}
         original = self.original
         for st, tt in zip(sj.tasks, self.template_tasks[sj.uid]):
             status = original.get((sj.uid, st.index))
