@@ -1,0 +1,28 @@
+"""Tiny versions of the forecast benchmarks, so they cannot rot while `make bench` is out of `make test`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def test_forecast_smoke_forecasts_a_waiting_job() -> None:
+    from benchmarks import bench_forecast
+
+    (r,) = bench_forecast.run(smoke=True).values()
+    assert r["pending_jobs"] > 0 and r["running_pods"] > 0 and r["starts_in_s"] is not None
+
+
+def test_forecast_error_study_on_a_small_scenario(tmp_path) -> None:
+    from benchmarks import bench_forecast
+    from test_forecast_accuracy import HIERARCHY
+
+    path = tmp_path / "s.yaml"
+    path.write_text(HIERARCHY + "run: {horizon: 1500}\n")
+    out = bench_forecast.philly_errors(instants=3, path=path)
+    # exact runtimes: without arrivals (there are none after the instants here) the error is zero
+    assert out["without_arrivals"]["jobs"] > 0 and out["without_arrivals"]["median_error_s"] == 0.0
+    assert out["with_arrivals"]["p90_error_s"] == 0.0
