@@ -112,3 +112,18 @@ def test_no_timestamp_needs_now(tmp_path) -> None:
     objs = [node("n1"), queue("q"), podgroup("w", queue="q"), pod("w-0", "w")]
     code, _, err = run("forecast", write(tmp_path / "d.yaml", objs))
     assert code == 2 and "give --now" in err
+
+
+def test_library_entry_for_the_service() -> None:
+    from apportion.errors import InputError
+    from apportion.forecast.api import forecast_job
+    from apportion.kube import build_snapshot
+
+    def snap():
+        return build_snapshot([(f"doc {i}", o) for i, o in enumerate(two_queues())])
+
+    fc = forecast_job(snap(), "ns", "train")
+    assert [j.job for j in fc.jobs] == ["ns/train"] and fc.jobs[0].start_in == 240.0
+    assert fc.jobs[0].fits and all(f.to_json()["change"] for f in fc.jobs[0].fits)
+    with pytest.raises(InputError, match="not pending"):
+        forecast_job(snap(), "ns", "big")
