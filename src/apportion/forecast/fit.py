@@ -7,7 +7,8 @@ state, with the change applied) - nothing is guessed:
 * raise a queue's capability or deserved (the job's queue and, under a hierarchy, its ancestors);
 * lower the job's minMember;
 * lower the job's per-pod request (every dimension scaled alike);
-* free running jobs (the fewest, smallest set found).
+* free running jobs (the fewest, smallest set found);
+* book a reservation, planned by the reservation planner (`apportion.forecast.reserve`).
 
 Searches halve an interval a few times; the amount reported is one the session accepted (rounded to
 100m cpu, 256Mi memory, whole scalars). A change is kept only if the job starts with it; the cheapest
@@ -402,6 +403,9 @@ def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion
     found += search.min_member()
     found += search.request()
     found += search.free()
+    from apportion.forecast.reserve import reservation_suggestion  # it builds on Search
+
+    found += reservation_suggestion(js, search)
     found.sort(key=lambda s: (s.cost, s.kind, s.text))
     return found[:keep]
 
@@ -439,6 +443,8 @@ def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[
 
     kind = change["type"]
     out = []
+    if kind == "reservation":
+        return _apply_reservation(objects, change)
     for obj in objects:
         if kind == "free" and any(_of_job(obj, j["job"]) for j in change["jobs"]):
             continue
@@ -467,4 +473,41 @@ def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[
                             was = to_natural_value(k, Resource.from_resource_list({k: req[k]}).get(k))
                             req[k] = _quantities({k: was * float(v) / float(frm[k])})[k]
         out.append(o)
+    return out
+
+
+def _apply_reservation(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
+    """A booked reservation as the plan follower publishes it: a child queue of the reservable queue
+    deserving, guaranteeing and capped to the gang, the default child's share reduced by as much,
+    and the job's PodGroup moved into it."""
+    import copy
+
+    from apportion.forecast.reserve import SUGGESTED
+    from apportion.simulation.reservations import default_child
+    from apportion.simulation.scenario import RESERVATION_ID_KEY
+
+    per = Resource.from_natural(change["perPod"])
+    amount = per.clone().multi(change["pods"])
+    amount.scalars.pop(PODS, None)
+    gang = _quantities(natural(amount))
+    out = []
+    for obj in objects:
+        o = copy.deepcopy(obj)
+        meta = o.get("metadata") or {}
+        if o.get("kind") == "Queue" and meta.get("name") == default_child(change["queue"]):
+            spec = o.setdefault("spec", {})
+            for path in (("deserved",), ("guarantee", "resource")):
+                holder = spec
+                for p in path[:-1]:
+                    holder = holder.setdefault(p, {})
+                cur = Resource.from_resource_list(holder.get(path[-1]) or {})
+                holder[path[-1]] = _quantities(natural(cur.exceeded_part(amount)))
+        elif o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
+            o["spec"]["queue"] = SUGGESTED
+            o["metadata"].setdefault("annotations", {})[RESERVATION_ID_KEY] = SUGGESTED
+        out.append(o)
+    out.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                "metadata": {"name": SUGGESTED, "annotations": {"apportion.io/reservation": SUGGESTED}},
+                "spec": {"weight": 1, "parent": change["queue"], "capability": gang, "deserved": gang,
+                         "guarantee": {"resource": gang}}, "status": {"state": "Open"}})
     return out
