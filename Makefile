@@ -24,6 +24,7 @@ demo: $(STAMP)
 lint: $(DEVSTAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: $(DEVSTAMP) lint
 	$(PY) -m pytest -q -n 2

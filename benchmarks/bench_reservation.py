@@ -26,10 +26,10 @@ import time
 from typing import Any
 
 from apportion.reservation.agents import make_agent
-from apportion.reservation.api import ReservationSystem
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy
 from apportion.reservation.stepfn import Calculator
+from apportion.reservation.system import ReservationSystem
 
 DAY = 86_400_000
 NODE = (128 * 1024, 32)
@@ -74,7 +74,7 @@ def fresh(agent: str, nodes: int) -> ReservationSystem:
     plan = InMemoryPlan("dedicated", (NODE[0] * nodes, NODE[1] * nodes), step=1000,
                         calculator=Calculator("default"), policy=CapacityOverTimePolicy(1.0, 1.0, DAY),
                         max_periodicity=DAY, maximum_allocation=(8192, 4))
-    return ReservationSystem(plan, make_agent(agent))
+    return ReservationSystem.single(plan, make_agent(agent))
 
 
 def place(agent: str, bodies: list[dict[str, Any]], nodes: int) -> tuple[float, float, int, ReservationSystem]:

@@ -6,9 +6,9 @@ import pytest
 
 from apportion.engine import open_session
 from apportion.framework import extension as ep
+from apportion.framework import interface
 from apportion.framework.conf import build_conf
-from apportion.framework.session import Plugin
-from apportion.plugins import registry
+from apportion.framework.interface import Plugin
 
 from k8s import node, pod, podgroup, queue, session, snapshot
 
@@ -19,7 +19,8 @@ def _install(monkeypatch, name, setup):
             setup(ssn, name)
 
     Fake.name = name
-    monkeypatch.setitem(registry._cache, name, Fake)
+    # register_plugin's table, patched so that the fake is gone after the test
+    monkeypatch.setitem(interface._plugins.entries, name, Fake)
 
 
 def _objs():

@@ -5,11 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.actions import get_action
+import apportion.actions  # noqa: F401 - importing the package registers the built-in actions
+import apportion.plugins  # noqa: F401 - and the built-in plugins
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.errors import InternalError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
+from apportion.framework.interface import get_action
 from apportion.framework.session import Event, Session
-from apportion.kube import load_snapshot
+from apportion.kube import read_conf_file, read_documents
+from apportion.state import check
+from apportion.state.cache import SchedulerCache
+from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater
 
 
 @dataclass
@@ -24,6 +30,12 @@ class CycleResult:
     events: list[Event]
     warnings: list[str] = field(default_factory=list)
     session: Session | None = None
+    #: why each evicted task was evicted (the action's reason)
+    evict_reasons: dict[str, str] = field(default_factory=dict)
+    #: per podgroup, the conditions this session wrote (only podgroups with some)
+    conditions: dict[str, list[Condition]] = field(default_factory=dict)
+    #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
+    bind_errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,10 +91,17 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     queue is a real cost for a caller that runs thousands of sessions and reads it now and then.
     """
     for name in ssn.conf.actions:
-        get_action(name)(ssn)
+        action = get_action(name)
+        if action is None:  # the conf was validated against the same registry
+            raise InternalError(f"action {name!r} is no longer registered")
+        action.execute(ssn)
     pipelined = ssn.pipelined()
     queues = ssn.queue_reports() if queue_report else {}
     ssn.close()
+    conditions = {
+        uid: [Condition(t, c[0], c[1], c[2], c[3]) for t, c in j.conditions.items()]
+        for uid, j in ssn.jobs.items() if j.conditions
+    }
     return CycleResult(
         binds=dict(ssn.binds),
         pipelined=pipelined,
@@ -92,6 +111,8 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
         events=ssn.events,
         warnings=ssn.warnings,
         session=ssn,
+        evict_reasons=dict(ssn.evict_reasons),
+        conditions=conditions,
     )
 
 
@@ -100,39 +121,64 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleRes
     return run_session(open_session(snapshot, conf))
 
 
+def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, *,
+                      session_id: str = "session-1", copy: bool = True) -> CycleResult:
+    """One session over the cache's snapshot (the cache is left as it was: decisions leave through
+    `dispatch`). With APPORTION_CHECK_STATE=1 the cache is checked against a rebuild afterwards."""
+    result = run_session(open_session(cache.snapshot(copy=copy), conf, session_id=session_id))
+    if check.enabled():
+        check.check_cache(cache)
+    return result
+
+
+def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: StatusUpdater) -> Dispatched:
+    """Send a session's decisions out: evictions first (they free what binds may use), then binds in pod
+    order, nominated nodes, PodGroup phases and conditions, and queue status. Refused binds are
+    recorded on the result (`bind_errors`) and left out of its binds."""
+    out = Dispatched()
+    for key in result.evictions:
+        err = evictor.evict(key, result.evict_reasons.get(key, "evict"))
+        if err is not None:
+            out.evict_errors[key] = err
+    out.bind_errors = binder.bind(sorted(result.binds.items()))
+    for key in out.bind_errors:
+        result.binds.pop(key, None)
+    result.bind_errors.update(out.bind_errors)
+    for key, node in sorted(result.pipelined.items()):
+        updater.nominate(key, node)
+    for uid, phase in sorted(result.podgroups.items()):
+        updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
+    for name, attrs in sorted(result.queues.items()):
+        if "allocated" in attrs:
+            updater.update_queue(name, {"allocated": attrs["allocated"]})
+    return out
+
+
+def load_cache(paths: list[str]) -> SchedulerCache:
+    """A fresh cache holding kubectl YAML or JSON files (or `-`), checked as a whole dump."""
+    cache = SchedulerCache()
+    cache.load(read_documents(paths))
+    return cache
+
+
 def load_inputs(paths: list[str], conf_path: str | None = None) -> tuple[Snapshot, SchedulerConf]:
-    """Load kubectl YAML files (or `-`) and an optional scheduler conf file: the snapshot and the conf
-    in use. A ConfigMap in the snapshot is checked (and its warnings kept) even when `conf_path` wins."""
-    snapshot = load_snapshot(paths)
+    """Load kubectl YAML or JSON files (or `-`) into a fresh cache, and an optional scheduler conf file:
+    the cache's snapshot and the conf in use. A ConfigMap in the snapshot is checked (and its warnings
+    kept) even when `conf_path` wins."""
+    # the cache serves this one snapshot only: its tasks go to the snapshot uncopied
+    snapshot = load_cache(paths).snapshot(copy=False)
     in_snapshot = snapshot_conf(snapshot)
     conf = load_conf_file(conf_path) if conf_path else None
     return snapshot, conf or in_snapshot or default_conf()
 
 
 def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
-    """Load kubectl YAML files (or `-`) and an optional scheduler conf file, and run one cycle."""
+    """`apportion cycle`: the files loaded into a fresh cache, one session over it."""
     snapshot, conf = load_inputs(paths, conf_path)
     return run_cycle(snapshot, conf)
 
 
 def load_conf_file(path: str) -> SchedulerConf:
     """A conf file: either the scheduler conf itself or a ConfigMap that carries it."""
-    import yaml
-
-    from apportion.errors import InputError
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(f"malformed YAML: {str(e).splitlines()[0]}", where=path) from None
-    if isinstance(data, dict) and data.get("kind") == "ConfigMap":
-        inner = (data.get("data") or {}).get("volcano-scheduler.conf")
-        if not isinstance(inner, str):
-            raise InputError("ConfigMap has no data.volcano-scheduler.conf", where=path)
-        return parse_conf(inner, source=f"{path}: data.volcano-scheduler.conf")
-    return parse_conf(text, source=path)
+    text = read_conf_file(path)
+    return parse_conf(text.text, source=text.where)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 
 class ApportionError(Exception):
     """Base of every error apportion reports to a user (never shown as a traceback)."""
@@ -26,3 +29,49 @@ class ConfError(InputError):
 
 class InternalError(ApportionError):
     """A broken invariant (Volcano would panic). Exit status 1."""
+
+
+# ---------------------------------------------------------------- reporting bad input safely
+#: deepest nesting of mappings and lists any input may have. Kubernetes objects reach about 12 levels;
+#: a bound keeps every reader, validator and error message clear of Python's recursion limit.
+MAX_DEPTH = 100
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 2
+_SHOWN.maxstring = 40
+_SHOWN.maxother = 40
+_SHOWN.maxlong = 40
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = 4
+
+
+def shown(value: object) -> str:
+    """A short repr of a bad value for an error message: long strings, numbers and deep or long
+    structures are cut (`'aaaa...aaaa'`, `[[...]]`), so a message never echoes a whole input."""
+    try:
+        return _SHOWN.repr(value)
+    except (ValueError, RecursionError):  # an int past Python's 4300-digit conversion limit
+        return f"<a {type(value).__name__} too large to show>"
+
+
+def check_depth(value: object, where: str, *, limit: int = MAX_DEPTH) -> None:
+    """Refuse a decoded document nested deeper than `limit`: InputError naming `where` and the first
+    steps of the path that goes too deep. Iterative, so the check itself never recurses."""
+    # entries: (value, depth, (key, parent entry) or None); the path is rebuilt only on failure
+    stack: list[tuple[object, int, Any]] = [(value, 0, None)]
+    while stack:
+        entry = stack.pop()
+        v, depth, _link = entry
+        if depth > limit:
+            steps: list[object] = []
+            link = entry[2]
+            while link is not None:
+                steps.append(link[0])
+                link = link[1][2]
+            steps.reverse()
+            path = "".join(f"[{k}]" if isinstance(k, int) else f".{shown(k)[1:-1] if isinstance(k, str) else k}"
+                           for k in steps[:4]).lstrip(".")
+            raise InputError(f"{path}...: nested more than {limit} levels deep", where=where)
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1, (k, entry)) for k, x in v.items() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1, (i, entry)) for i, x in enumerate(v) if isinstance(x, (dict, list)))

@@ -20,7 +20,8 @@ from typing import Any
 
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, resolve_conf
-from apportion.framework.conf import Arguments, SchedulerConf
+from apportion.framework.arguments import Arguments
+from apportion.framework.conf import SchedulerConf
 from apportion.plugins.capacity import CapacityPlugin, QueueAttr
 from apportion.resources import PODS, Resource, format_amount, to_natural_value
 
@@ -56,6 +57,7 @@ class QueueQuota:
     prefix: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The queue's row of `apportion quota -o json`."""
         return {
             "parent": self.parent,
             "children": list(self.children),
@@ -96,6 +98,7 @@ class QuotaView:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The whole report as `apportion quota -o json` prints it."""
         return {
             "mode": self.mode,
             "rootCapability": self.root_mode if self.mode == "hierarchical" else None,

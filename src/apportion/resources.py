@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from apportion.errors import InternalError, QuantityError
+from apportion.errors import InternalError, QuantityError, shown
 from apportion.quantity import parse_quantity_decimal
 
 CPU = "cpu"
@@ -96,7 +96,7 @@ class Resource:
             except QuantityError as e:
                 raise QuantityError(f"{name}: {e.bare}") from None
             if dec < 0 and not allow_negative:
-                raise QuantityError(f"{name}: negative quantity {raw!r}")
+                raise QuantityError(f"{name}: negative quantity {shown(raw)}")
             value = float(dec)
             if name == CPU:
                 r.cpu = float(dec * 1000)
@@ -410,8 +410,9 @@ def sum_resources(items: Iterable[Resource]) -> Resource:
     return total
 
 
-def format_amount(name: str, internal: float) -> str:
-    """A human rendering of one dimension (`72`, `1.5`, `4Gi`) for messages."""
+def format_amount(name: str, internal: float, *, digits: int = 4) -> str:
+    """A human rendering of one dimension (`72`, `1.5`, `4Gi`) for messages, to `digits` significant
+    digits (a message comparing two close amounts asks for more)."""
     if math.isinf(internal):
         return "unlimited"
     v = to_natural_value(name, internal)
@@ -419,6 +420,6 @@ def format_amount(name: str, internal: float) -> str:
         for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if abs(v) >= size:
                 q = v / size
-                return f"{q:.4g}{unit}"
-        return f"{v:g}"
-    return f"{v:.4g}"
+                return f"{q:.{digits}g}{unit}"
+        return f"{v:g}" if digits == 4 else f"{v:.{digits}g}"
+    return f"{v:.{digits}g}"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from apportion.reservation.agents import make_agent
-from apportion.reservation.api import ReservationSystem
 from apportion.reservation.definition import ReservationDefinition, ReservationId, Stage
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import NoOverCommitPolicy, SharingPolicy
 from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import Calculator
+from apportion.reservation.system import ReservationSystem
 
 C1 = (1024, 1)
 
@@ -25,7 +25,7 @@ def make_plan(capacity=(10 * 1024, 10), policy: SharingPolicy | None = None, ste
 
 
 def system(agent: str = "aligned-left", replanner: SimpleCapacityReplanner | None = None, **kw: Any) -> ReservationSystem:
-    return ReservationSystem(make_plan(**kw), make_agent(agent), replanner)
+    return ReservationSystem.single(make_plan(**kw), make_agent(agent), replanner)
 
 
 def alloc(n: int, intervals, user: str = "alice", start=None, end=None, period: int = 0, gang: bool = False) -> ReservationAllocation:

@@ -156,3 +156,65 @@ def test_window_fits_from_minima_match_the_pieces(kind, gang, windows, adds):
             want = _fit_per_piece(free[starts[j]:starts[j + 1]], gang, kind, counts[j])
             assert w._fit(j) == want
     assert w.placed() == [(k * 10, (gang[0] * c, gang[1] * c)) for k, c in enumerate(counts) if c]
+
+
+@pytest.mark.parametrize("left", [True, False])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    step=st.sampled_from([1000, 700, 1]),
+    calc=st.sampled_from(["default", "dominant"]),
+    capacity=st.tuples(st.integers(4, 16).map(lambda k: k * 1024), st.integers(4, 16)),
+    loads=st.lists(existing, max_size=10),
+    drop=st.integers(0, 3),
+    capped=st.booleans(),
+    jobs=st.lists(job, min_size=1, max_size=3),
+    use_old=st.integers(-1, 1),
+)
+def test_candidate_runs_place_exactly_like_one_entry_per_candidate(
+    monkeypatch, left, step, calc, capacity, loads, drop, capped, jobs, use_old
+):
+    """Candidates kept as runs between change points (long stage windows, issue 14 item 12) give
+    the same reservation, or the same refusal, as one heap entry per candidate window."""
+    policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
+    plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
+    ids = []
+    for n, (a, ln, c, k, period) in enumerate(loads, start=1):
+        ln = min(ln, period) if period else ln
+        r = ReservationAllocation(rid(n), "alice" if n % 2 else "bob", None, a, a + ln,
+                                  [(a, a + ln, (c[0] * k, c[1] * k))], period=period)
+        plan.add_reservation(r, is_recovering=True)
+        ids.append(rid(n))
+    if drop == 0:
+        plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
+    old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
+    for args in jobs:
+        d = _definition(*args)
+        with monkeypatch.context() as m:
+            m.setattr(aligned, "_RUNS_MIN", 0)
+            m.setattr(aligned, "_RUNS_FACTOR", 0)
+            runs = _outcome(left, plan, d, old)
+        each = _outcome(left, plan, d, old)
+        assert runs == each
+
+
+def test_candidate_runs_cut_at_change_points():
+    # times on a candidate's start cut before it; inside one, they make it a run of its own
+    assert aligned.candidate_runs(0, 10, 10, [20, 35, 100, -5, 0]) == [(0, 2), (2, 3), (3, 4), (4, 10)]
+    assert aligned.candidate_runs(5, 10, 3, []) == [(0, 3)]
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_a_deadline_at_long_max_is_planned_from_the_change_points(left):
+    """`plan replay` with deadline Long.MAX under the aligned agents grew past 11 GB (one
+    candidate per step of the window) and aligned-right raised IndexError at Long.MAX: the work
+    is now bounded by the plan's change points."""
+    plan = make_plan((8192, 8), NoPolicy())
+    plan.add_reservation(ReservationAllocation(rid(1), "alice", None, 5_000, 9_000, [(5_000, 9_000, (8192, 8))]),
+                         is_recovering=True)
+    d = ReservationDefinition(0, 2**63 - 1, (Stage((1024, 1), 3, 1, 1000),), 1, "t", 0, "0")
+    r = _outcome(left, plan, d, None)
+    if left:
+        # the cheapest windows are the empty ones, earliest first
+        assert r[3] == [(0, 3000, (1024, 1))]
+    else:
+        assert r[3] == [(2**63 - 1 - 3000, 2**63 - 1, (1024, 1))]

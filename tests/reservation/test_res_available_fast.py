@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import alloc
 
-from apportion.reservation import plan as plan_module
+from apportion.reservation import availability as availability_module
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy, NoPolicy
@@ -73,17 +73,17 @@ def _reference(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
 
 @pytest.mark.parametrize("policy", ["cot", "noc", "none"])
 @pytest.mark.parametrize("calc", ["default", "dominant"])
-@pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])
+@pytest.mark.parametrize("vector_min", [0, availability_module._VECTOR_MIN])
 @pytest.mark.parametrize("mirrors", [True, False])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(res=reservations, outer=window, inner=window, period=st.sampled_from([0, 0, 10_000, 20_000]))
 def test_fast_availability_equals_the_merges(policy, calc, vector_min, mirrors, res, outer, inner, period):
-    saved = plan_module._VECTOR_MIN
-    plan_module._VECTOR_MIN = vector_min  # 0: the numpy pass for every query
+    saved = availability_module._VECTOR_MIN
+    availability_module._VECTOR_MIN = vector_min  # 0: the numpy pass for every query
     try:
         _check(policy, calc, res, outer, inner, period, mirrors)
     finally:
-        plan_module._VECTOR_MIN = saved
+        availability_module._VECTOR_MIN = saved
 
 
 def _check(policy, calc, res, outer, inner, period, mirrors=True) -> None:
@@ -115,13 +115,13 @@ def _check(policy, calc, res, outer, inner, period, mirrors=True) -> None:
                 assert _answer_arrays(plan, user, old, si, ei, period) == want_inner
 
 
-@pytest.mark.parametrize("vector_min", [0, plan_module._VECTOR_MIN])
+@pytest.mark.parametrize("vector_min", [0, availability_module._VECTOR_MIN])
 def test_a_fully_committed_start_leaves_no_breakpoint_there(vector_min):
-    saved = plan_module._VECTOR_MIN
-    plan_module._VECTOR_MIN = vector_min
+    saved = availability_module._VECTOR_MIN
+    availability_module._VECTOR_MIN = vector_min
     try:
         plan = InMemoryPlan("dedicated", (2048, 2), step=1000, policy=NoPolicy())
         plan.add_reservation(alloc(1, [(0, 5000, (2048, 2))]), is_recovering=True)
         assert plan.available("bob", None, 0, 9999).breakpoints() == [(5000, (2048, 2)), (10000, (0, 0))]
     finally:
-        plan_module._VECTOR_MIN = saved
+        availability_module._VECTOR_MIN = saved

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from apportion.cli import main
 
-EXAMPLES = Path("/work/shared/examples-plan")
+#: shared/ sits beside the clone (as in CI), never inside it
+EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples-plan"
 SEED = {
     "plan": {"queue": "dedicated", "capacity": {"memory": 2048, "vCores": 2}, "policy": {"type": "NoOverCommit"},
              "replanner": None, "agent": "greedy"},

@@ -217,3 +217,25 @@ def test_zero_on_is_a_zero_segment_read(ops, s, span):
     f = build(ops)
     keys, values = segments(f, s, s + span)
     assert f.zero_on(s, s + span) == (len(keys) == 1 and values[0] == ZERO)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    period=st.integers(1, 40),
+    ivs=st.lists(st.tuples(st.integers(-60, 60), st.integers(0, 90), st.integers(-3, 3), st.integers(0, 2)),
+                 max_size=6),
+)
+def test_fold_intervals_is_the_sum_modulo_the_period(period, ivs):
+    """fold_intervals (now wrap_pieces with clamp) against its definition, offset by offset."""
+    from apportion.reservation.allocation import fold_intervals
+
+    intervals = [(a, a + n, (m, v)) for a, n, m, v in ivs]
+    f = fold_intervals(intervals, period)
+    for o in range(period):
+        want = [0, 0]
+        for a, b, r in intervals:
+            if b - a >= period or (b > a and (o - a) % period < b - a):
+                want[0] += r[0]
+                want[1] += r[1]
+        assert f.at(o) == tuple(want), o
+    assert f.at(period) == (0, 0) and f.at(-1) == (0, 0)

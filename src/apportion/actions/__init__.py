@@ -1,21 +1,27 @@
-"""The actions a session runs in the configured order: enqueue, allocate, backfill, reclaim, preempt."""
+"""The actions a session runs in the configured order: enqueue, allocate, backfill, reclaim, preempt.
+
+Importing the package registers them with the framework (`interface.register_action`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from apportion.actions import allocate, backfill, enqueue, preempt, reclaim
+from apportion.framework.interface import FunctionAction, register_action
 
-if TYPE_CHECKING:
-    from apportion.framework.session import Session
+#: the built-in actions, by the name the conf's `actions` line uses
+BUILTIN = {
+    "enqueue": enqueue.execute,
+    "allocate": allocate.execute,
+    "backfill": backfill.execute,
+    "reclaim": reclaim.execute,
+    "preempt": preempt.execute,
+}
 
 
-def get_action(name: str) -> Callable[[Session], None]:
-    from apportion.actions import allocate, backfill, enqueue, preempt, reclaim
+def register_builtins() -> None:
+    """Register every built-in action (again: a name a caller replaced gets the built-in back)."""
+    for name, run in BUILTIN.items():
+        register_action(FunctionAction(name, run))
 
-    return {
-        "enqueue": enqueue.execute,
-        "allocate": allocate.execute,
-        "backfill": backfill.execute,
-        "reclaim": reclaim.execute,
-        "preempt": preempt.execute,
-    }[name]
+
+register_builtins()

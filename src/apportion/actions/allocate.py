@@ -11,6 +11,7 @@ from apportion.framework.statement import Statement
 
 
 def execute(ssn: Session) -> None:
+    """Run allocate over the session."""
     enqueue_configured = "enqueue" in ssn.enabled_actions
     queues: list[QueueInfo] = []
     queue_jobs: dict[str, list[JobInfo]] = {}

@@ -11,6 +11,7 @@ from apportion.framework.session import Session
 
 
 def execute(ssn: Session) -> None:
+    """Run backfill over the session."""
     for task in _pick_up_pending_tasks(ssn):
         job = ssn.jobs[task.job]
         n = len(ssn.nodes)

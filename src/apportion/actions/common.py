@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework.session import Session
+from apportion.framework.statement import Statement
 
 T = TypeVar("T")
 
@@ -24,6 +25,31 @@ def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
         if compare(items[i], items[best_i]) < 0:
             best_i = i
     return items.pop(best_i)
+
+
+def evict_until_fits(ssn: Session, stmt: Statement, task: TaskInfo, row: int, units: Iterable[list[TaskInfo]],
+                     fits: Callable[[], bool], reason: str) -> bool:
+    """The per-node eviction loop of reclaim (§5.4, reclaimForTask) and normal preemption (§5.5).
+
+    A node statement evicts the units in order while the task does not fit yet: the test is made before
+    each unit, so a node that already fits evicts nothing. If the task then fits, it is pipelined onto
+    the node ("eviction occurred" if anything went) and the node statement merges into `stmt`; otherwise
+    every eviction is undone. A unit is one task, or a whole gang under reclaim's gangAtomicVictims.
+    """
+    node_stmt = Statement(ssn)
+    evicted = False
+    for unit in units:
+        if fits():
+            break
+        for victim in unit:
+            node_stmt.evict(victim, reason)
+        evicted = True
+    if fits():
+        node_stmt.pipeline(task, row, after_eviction=evicted)
+        stmt.merge(node_stmt)
+        return True
+    node_stmt.discard()
+    return False
 
 
 def fits_future_idle(ssn: Session, task: TaskInfo, row: int) -> bool:

@@ -8,6 +8,7 @@ from apportion.framework.session import Session
 
 
 def execute(ssn: Session) -> None:
+    """Run enqueue over the session."""
     queues: list[QueueInfo] = []
     pending: dict[str, list[JobInfo]] = {}
     for uid in sorted(ssn.jobs):

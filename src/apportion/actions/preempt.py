@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from apportion.actions.common import fits_future_idle, pop_best, validate_victims
+from apportion.actions.common import evict_until_fits, fits_future_idle, pop_best, validate_victims
 from apportion.cluster.model import PREEMPTABLE_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
@@ -122,18 +122,10 @@ def _normal_preempt(ssn: Session, stmt: Statement, task: TaskInfo, rows: np.ndar
         victims = ssn.preemptable(task, candidates)
         if not validate_victims(ssn, task, row, victims):
             continue
-        node_stmt = Statement(ssn)
-        evicted = False
-        for v in ssn.sort_victims(victims, task):
-            if _preemptor_fits(ssn, task, row):
-                break
-            node_stmt.evict(v, "preempt")
-            evicted = True
-        if _preemptor_fits(ssn, task, row):
-            node_stmt.pipeline(task, row, after_eviction=evicted)
-            stmt.merge(node_stmt)
+        units = ([v] for v in ssn.sort_victims(victims, task))
+        if evict_until_fits(ssn, stmt, task, row, units, functools.partial(_preemptor_fits, ssn, task, row),
+                            "preempt"):
             return True
-        node_stmt.discard()
     return False
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 
-from apportion.actions.common import fits_future_idle, pop_best, validate_victims
+from apportion.actions.common import evict_until_fits, fits_future_idle, pop_best, validate_victims
+from apportion.actions.reclaim_guards import ReclaimGuards, victim_units
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
 
 
 def execute(ssn: Session) -> None:
+    guards = ReclaimGuards.of(ssn)
     queues: list[QueueInfo] = []
     seen: set[str] = set()
     preemptors: dict[str, list[JobInfo]] = {}
@@ -54,17 +56,30 @@ def execute(ssn: Session) -> None:
                     continue
                 if ssn.pre_predicate(task):
                     continue
-                reclaim_for_task(ssn, job, task, stmt)
+                reclaim_for_task(ssn, job, task, stmt, guards)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
                 stmt.discard()
 
 
-def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement) -> bool:
-    """reclaimForTask: visit feasible nodes in name order; evict victims until the task fits."""
-    for row in ssn.predicate_for_preempt(task):
-        row = int(row)
+def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement,
+                     guards: ReclaimGuards | None = None) -> bool:
+    """reclaimForTask: visit feasible nodes in name order; evict victims until the task fits.
+
+    `guards` are the optional minRuntime / gangAtomicVictims switches (reclaim_guards); None or both
+    off is Volcano's behaviour."""
+    guards = guards if guards is not None and guards.active else None
+    rows = [int(row) for row in ssn.predicate_for_preempt(task)]
+    if guards is not None and guards.gang_atomic:
+        # room left by a whole gang evicted for an earlier task is used before anything else is evicted
+        for row in rows:
+            if fits_future_idle(ssn, task, row):
+                node_stmt = Statement(ssn)
+                node_stmt.pipeline(task, row)
+                stmt.merge(node_stmt)
+                return True
+    for row in rows:
         node = ssn.nodes[row]
         candidates = []
         for t in node.tasks.values():
@@ -76,6 +91,8 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
             vq = ssn.queues.get(vjob.queue)
             if vq is None or not vq.reclaimable:
                 continue
+            if guards is not None and guards.protected(t):
+                continue
             candidates.append(t)
         if not candidates:
             continue
@@ -85,16 +102,14 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
             continue
         if not validate_victims(ssn, task, row, victims):
             continue
-        node_stmt = Statement(ssn)
-        evicted = False
-        for v in ssn.sort_victims(victims, task):
-            if fits_future_idle(ssn, task, row):
-                break
-            node_stmt.evict(v, "reclaim")
-            evicted = True
-        if fits_future_idle(ssn, task, row):
-            node_stmt.pipeline(task, row, after_eviction=evicted)
-            stmt.merge(node_stmt)
+        victims = ssn.sort_victims(victims, task)
+        if guards is not None and guards.gang_atomic:
+            units = victim_units(ssn, task, row, victims, guards)
+            if units is None:
+                continue
+        else:
+            units = [[v] for v in victims]
+        if evict_until_fits(ssn, stmt, task, row, units, functools.partial(fits_future_idle, ssn, task, row),
+                            "reclaim"):
             return True
-        node_stmt.discard()
     return False

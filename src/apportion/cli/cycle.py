@@ -8,6 +8,7 @@ import sys
 import click
 
 from apportion.cli.guard import run_guarded
+from apportion.cli.options import output_option, write_yaml
 from apportion.cli.render import print_cycle
 from apportion.engine import CycleResult, cycle_files
 
@@ -20,7 +21,7 @@ def register(group: click.Group) -> None:
 @click.command()
 @click.argument("snapshot", nargs=-1, required=True)
 @click.option("--conf", "conf_path", type=click.Path(dir_okay=False), help="volcano-scheduler.conf (or its ConfigMap)")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option("table", "wide", "json", "yaml")
 def cycle(snapshot: tuple[str, ...], conf_path: str | None, output: str) -> None:
     """Run one Volcano scheduling session over kubectl YAML SNAPSHOT files (`-` for stdin)."""
 
@@ -37,5 +38,7 @@ def emit(result: CycleResult, output: str) -> None:
     """Print a cycle's result in the chosen format."""
     if output == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n")
+    elif output == "yaml":
+        write_yaml(result.to_json())
     else:
-        print_cycle(result)
+        print_cycle(result, wide=output == "wide")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from apportion.cli.guard import run_guarded
+from apportion.cli.options import output_option, write_yaml
 
 
 def register(group: click.Group) -> None:
@@ -41,7 +42,7 @@ def _dump_json(payload: Any) -> None:
 @click.option("--fits/--no-fits", default=True, show_default=True,
               help="Suggest the cheapest single changes that let a waiting job start in the next session "
                    "(for every job named; without JOB, for the first 5 that wait).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option("table", "json", "yaml")
 def forecast(dump: str, jobs: tuple[str, ...], conf_path: str | None, now_text: str | None, assume: str | None,
              runs: int, seed: int, horizon: str | None, period: str, fits: bool, output: str) -> None:
     """When will pending jobs start? Simulates forward from DUMP (kubectl YAML, `-` for stdin).
@@ -57,6 +58,8 @@ def forecast(dump: str, jobs: tuple[str, ...], conf_path: str | None, now_text: 
                            runs=runs, seed=seed, horizon=horizon, period=period, fits=fits)
         if output == "json":
             _dump_json(fc.to_json())
+        elif output == "yaml":
+            write_yaml(fc.to_json())
         else:
             click.echo("\n".join(forecast_lines(fc)))
 
@@ -68,7 +71,7 @@ def forecast(dump: str, jobs: tuple[str, ...], conf_path: str | None, now_text: 
 @click.option("--conf", "conf_path", type=click.Path(dir_okay=False), help="The proposed scheduler conf.")
 @click.option("--queues", "queues_path", type=click.Path(dir_okay=False),
               help="Proposed Queue objects (replace the dump's queues of the same name, add the others).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option("table", "json", "yaml")
 def diff(dump: str, conf_path: str | None, queues_path: str | None, output: str) -> None:
     """What would change under a proposed conf or queues: shares, starts, evictions.
 
@@ -85,6 +88,8 @@ def diff(dump: str, conf_path: str | None, queues_path: str | None, output: str)
         d = diff_dump([dump], conf_path=conf_path, queues_path=queues_path)
         if output == "json":
             _dump_json(d.to_json())
+        elif output == "yaml":
+            write_yaml(d.to_json())
         else:
             click.echo("\n".join(diff_lines(d)))
         return 3 if d.changed else 0

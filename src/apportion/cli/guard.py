@@ -1,21 +1,50 @@
 """How every command reports failure: apportion's errors become one line on stderr and an exit status
-(2 bad input, 1 internal error, 130 interrupted); no traceback reaches a user."""
+(2 bad input, 1 internal error, 130 interrupted, 141 when the reader of stdout went away); no traceback
+reaches a user."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+from rich.console import Console
 
 from apportion.errors import ApportionError, InputError, InternalError
+
+#: the status a shell reports for a Unix tool killed by SIGPIPE (128 + 13)
+SIGPIPE_STATUS = 141
+
+
+def quiet_broken_pipe() -> NoReturn:
+    """Stdout's reader went away (`apportion cycle snap.yaml | head -1`): stop without a word, as a Unix
+    tool killed by SIGPIPE does. Stdout is pointed at /dev/null first, so the interpreter's last flush
+    has nothing left to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test's capture): nothing to flush
+        pass
+    sys.exit(SIGPIPE_STATUS)
+
+
+class QuietConsole(Console):
+    """A rich Console that stops like a Unix tool on a broken pipe (rich's own exits with status 1)."""
+
+    def on_broken_pipe(self) -> None:
+        """Stdout's reader went away: stop quietly."""
+        self.quiet = True
+        quiet_broken_pipe()
 
 
 def run_guarded(fn: Callable[[], Any]) -> Any:
     """Run a command body, turning apportion's errors into exit codes and one-line messages."""
     try:
-        return fn()
+        out = fn()
+        sys.stdout.flush()  # inside the guard: a reader that went away shows here, not at exit
+        return out
     except InputError as e:
         click.echo(f"apportion: error: {e}", err=True)
         sys.exit(2)
@@ -26,7 +55,7 @@ def run_guarded(fn: Callable[[], Any]) -> Any:
         click.echo(f"apportion: error: {e}", err=True)
         sys.exit(2)
     except BrokenPipeError:
-        sys.exit(0)
+        quiet_broken_pipe()
     except KeyboardInterrupt:
         click.echo("apportion: interrupted", err=True)
         sys.exit(130)

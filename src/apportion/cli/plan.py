@@ -1,12 +1,14 @@
-"""`apportion plan replay CASE.json [--output json]` (the reservation replay contract)."""
+"""`apportion plan replay CASE.json [-o table|json|yaml]` (the reservation replay contract)."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 import click
 
+from apportion.cli.options import output_option, write_yaml
 from apportion.reservation.replay import Replay, run_case
 
 _BARS = " .:-=+*#%@"
@@ -42,15 +44,22 @@ def _timeline(replay: Replay, rid_text: str, width: int = 40) -> list[str]:
     return lines
 
 
+#: the readable report's width: every line fits a terminal of 80 columns
+WIDTH = 80
+LEGEND = (f"timelines: each column is 1/40 of the reservation's span (or period); its character is the share of "
+          f"the plan's memory held: ' ' none, then {' '.join(_BARS[1:])} from about 1/9 up to all of it")
+
+
 def _summary(obs: dict[str, Any]) -> str:
     rest = {k: v for k, v in obs.items() if k not in ("op", "allocations")}
-    s = json.dumps(rest, separators=(", ", ": "))
-    return s if len(s) <= 160 else s[:157] + "..."
+    return json.dumps(rest, separators=(", ", ": "))
 
 
 def render_step(replay: Replay, i: int, st: Any, obs: dict[str, Any]) -> list[str]:
-    """One step of the readable report: the step, its result, and a timeline when a reservation is in."""
-    out = [f"[{i}] {obs['op']}: {_summary(obs)}"]
+    """One step of the readable report: the step, its result (wrapped to 80 columns, never cut), and a
+    timeline when a reservation is in."""
+    out = textwrap.wrap(f"[{i}] {obs['op']}: {_summary(obs)}", WIDTH, subsequent_indent="    ",
+                        break_on_hyphens=False)
     rid = None
     if obs.get("exists"):
         body = st.get("body") if isinstance(st, dict) else None
@@ -74,20 +83,23 @@ def register(group: click.Group) -> None:
 
     @plan.command("replay")
     @click.argument("case", type=click.Path(dir_okay=False))
-    @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
-                  help="json prints exactly one JSON object: {\"steps\": [...]}.")
+    @output_option("table", "json", "yaml", aliases={"text": "table"})
     def replay_cmd(case: str, output: str) -> None:
         """Run the steps of CASE.json against a fresh reservation system and print what happened."""
         from apportion.cli.guard import run_guarded
 
         def body() -> None:
-            if output == "json":
+            if output in ("json", "yaml"):
                 _replay, observations = run_case(case)
-                click.echo(json.dumps({"steps": observations}))
+                if output == "json":  # exactly one JSON object: {"steps": [...]}
+                    click.echo(json.dumps({"steps": observations}))
+                else:
+                    write_yaml({"steps": observations})
                 return
             lines: list[str] = []
             replay, _obs = run_case(case, lambda r, i, st, obs: lines.extend(render_step(r, i, st, obs)))
             header = f"plan {replay.plan.queue}: agent {replay.agent_name}, policy {replay.plan.policy.name}"
-            click.echo("\n".join([header, *lines]))
+            legend = textwrap.wrap(LEGEND, WIDTH, subsequent_indent="    ") if any("|" in x for x in lines) else []
+            click.echo("\n".join([*textwrap.wrap(header, WIDTH), *legend, *lines]))
 
         run_guarded(body)

@@ -8,10 +8,12 @@ import sys
 
 import click
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from apportion.cli.guard import run_guarded
+from apportion.cli.guard import QuietConsole, run_guarded
+from apportion.cli.options import output_option, write_yaml
 from apportion.engine import load_inputs
 from apportion.quota import QuotaView, explain_quota, fmt_resource, why_lines
 from apportion.resources import Resource, format_amount
@@ -28,7 +30,7 @@ def register(group: click.Group) -> None:
               help="volcano-scheduler.conf (or its ConfigMap); overrides a ConfigMap in the snapshot")
 @click.option("--hierarchy/--flat", "hierarchy", default=None,
               help="Look at capacity hierarchically or flat, whatever the conf says.")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option("table", "wide", "json", "yaml")
 def quota(snapshot: tuple[str, ...], conf_path: str | None, hierarchy: bool | None, output: str) -> None:
     """Show each queue's deserved, guarantee, capability and realCapability as the capacity plugin computes
     them at session open over kubectl YAML SNAPSHOT files (`-` for stdin), why realCapability is what it
@@ -39,8 +41,10 @@ def quota(snapshot: tuple[str, ...], conf_path: str | None, hierarchy: bool | No
         view = explain_quota(snap, conf, hierarchy=hierarchy)
         if output == "json":
             sys.stdout.write(json.dumps(view.to_json(), indent=1) + "\n")
+        elif output == "yaml":
+            write_yaml(view.to_json())
         else:
-            print_quota(view)
+            print_quota(view, wide=output == "wide")
 
     run_guarded(body)
 
@@ -64,8 +68,8 @@ def _amount(r: Resource | None, name: str, *, none: str = "-") -> str:
     return format_amount(name, v) if v else "0"
 
 
-def print_quota(view: QuotaView, console: Console | None = None) -> None:
-    console = console or Console()
+def print_quota(view: QuotaView, console: Console | None = None, *, wide: bool = False) -> None:
+    console = console or QuietConsole()
     if view.mode == "hierarchical":
         root = ("root = the cluster total (capacity.rootCapability: cluster)" if view.root_mode == "cluster"
                 else "root = its own capability, unlimited if unset (capacity.rootCapability: unlimited)")
@@ -80,15 +84,18 @@ def print_quota(view: QuotaView, console: Console | None = None) -> None:
     if view.blocked:
         console.print(Text(f"BLOCKED: {view.blocked}", style="bold red"))
 
-    # One table per resource keeps every column a plain number, readable in 80 columns.
+    # One table per resource keeps every column a plain number; inqueue is on -o wide,
+    # so the table fits 80 columns with tree names of about 20 characters (longer ones wrap, never cut).
+    cols = ["deserved", "guarantee", "capability", "realCap", "allocated"] + (["inqueue"] if wide else [])
     for res in _dimensions(view):
         t = Table(title=f"Queues: {res}" + (" (share is over every dimension)" if res == "cpu" else ""),
-                  title_justify="left")
-        t.add_column("queue", no_wrap=True)
+                  title_justify="left", box=None, padding=(0, 2, 0, 0), pad_edge=False,
+                  header_style="bold")
+        t.add_column("queue", overflow="fold", min_width=5)
         if res == "cpu":
-            t.add_column("share", justify="right")
-        for col in ("deserved", "guarantee", "capability", "realCap", "allocated", "inqueue"):
-            t.add_column(col, justify="right")
+            t.add_column("share", justify="right", min_width=5)
+        for col in cols:
+            t.add_column(col, justify="right", overflow="fold", min_width=len(col))
         for q in view.queues:
             name = q.prefix + q.name
             if not q.tracked:
@@ -102,25 +109,32 @@ def print_quota(view: QuotaView, console: Console | None = None) -> None:
             if res == "cpu":
                 row.append(f"{q.share:.3f}")
             row += [_amount(q.deserved, res), _amount(q.guarantee, res), cap,
-                    Text(_amount(q.real_capability, res), style="bold"), _amount(q.allocated, res),
-                    _amount(q.inqueue, res)]
+                    Text(_amount(q.real_capability, res), style="bold"), _amount(q.allocated, res)]
+            if wide:
+                row.append(_amount(q.inqueue, res))
             t.add_row(*row)
         console.print(t)
-    console.print("(* = capability inherited from the parent)", style="dim")
+        console.print()
+    console.print("(* = capability inherited from the parent" + ("" if wide else "; inqueue: -o wide")
+                  + ")", style="dim")
 
-    w = Table(title="Why realCapability is what it is: min(capability, guarantee term), per resource",
-              title_justify="left")
-    for col in ("queue", "resource", "realCapability", "capability", "guarantee term", "won"):
-        w.add_column(col, overflow="fold")
+    # The reasons are sentences: one block per queue, each line wrapped under its own indent.
+    console.print()
+    console.print("[bold]Why realCapability is what it is[/bold]: min(capability, guarantee term), per resource")
     for q in view.queues:
         if not q.why:
             if q.depth == 0 and view.mode == "hierarchical" and q.name == "root":
-                w.add_row(q.name, "all", fmt_resource(q.real_capability), "", f"root: {q.basis_from}", "")
+                console.print(Text(q.name, style="bold"))
+                console.print(Padding(Text(f"all: {fmt_resource(q.real_capability)} (root: {q.basis_from})"),
+                                      (0, 0, 0, 2)))
             continue
-        for i, (res, real, cap, head, won) in enumerate(why_lines(q)):
+        console.print(Text(q.name, style="bold"))
+        for res, real, cap, head, won in why_lines(q):
             style = {"capability": "cyan", "guarantee term": "magenta", "tie": ""}[won]
-            w.add_row(q.name if i == 0 else "", res, real, cap, head, Text(won, style=style))
-    console.print(w)
+            line = Text(f"{res}: {real}, ")
+            line.append("a tie" if won == "tie" else f"won by the {won}", style=style)
+            line.append(f"; capability {cap}; guarantee term {head}")
+            console.print(Padding(line, (0, 0, 0, 2)))
     console.print("(pods are left out: the queue limits never check them; `-o json` has every dimension)",
                   style="dim")
     if view.warnings:

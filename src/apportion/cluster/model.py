@@ -130,6 +130,9 @@ class TaskInfo:
     role: str = ""
     creation: str = ""
     start_time: str = ""
+    #: when the running attempt started, in seconds on the session's clock (`Session.now`); the simulator
+    #: sets it, a dump gives `start_time` instead. Read by reclaim's optional minRuntime guard.
+    started_at: float | None = None
     gated: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)

@@ -15,27 +15,27 @@ class NodeTable:
     """Resource state of every session node, one row per node (rows in node-name order)."""
 
     def __init__(self, names: list[str], allocatable: list[Resource], extra_columns: set[str]) -> None:
-        cols = {CPU, MEMORY, PODS}
-        for a in allocatable:
-            cols.update(a.scalars)
-        cols.update(extra_columns)
-        scalars = sorted(cols - {CPU, MEMORY})
+        names_seen = {CPU, MEMORY, PODS}
+        for node_alloc in allocatable:
+            names_seen.update(node_alloc.scalars)
+        names_seen.update(extra_columns)
+        scalars = sorted(names_seen - {CPU, MEMORY})
         self.columns: list[str] = [CPU, MEMORY, *scalars]
         self.col: dict[str, int] = {c: i for i, c in enumerate(self.columns)}
         self.names = names
-        self.index = {n: i for i, n in enumerate(names)}
-        n, c = len(names), len(self.columns)
-        self.allocatable = np.zeros((n, c))
-        for i, a in enumerate(allocatable):
-            self.allocatable[i] = self.vector(a)
+        self.index = {name: row for row, name in enumerate(names)}
+        shape = (len(names), len(self.columns))
+        self.allocatable = np.zeros(shape)
+        for row, node_alloc in enumerate(allocatable):
+            self.allocatable[row] = self.vector(node_alloc)
         self.idle = self.allocatable.copy()
-        self.used = np.zeros((n, c))
-        self.releasing = np.zeros((n, c))
-        self.pipelined = np.zeros((n, c))
+        self.used = np.zeros(shape)
+        self.releasing = np.zeros(shape)
+        self.pipelined = np.zeros(shape)
         #: FutureIdle = Idle + Releasing - Pipelined, kept current by add/remove (read-only for callers).
         self.future = self.idle.copy()
         #: pods in the node view (predicates' pod-count filter): every task placed on the node.
-        self.pod_count = np.zeros(n, dtype=np.int64)
+        self.pod_count = np.zeros(len(names), dtype=np.int64)
         self.max_pods = self.allocatable[:, self.col[PODS]].copy()
         #: every row changed by add/remove, in order: readers that cache per-node answers recompute only
         #: the rows touched since they last looked (see framework/placement.py).
@@ -43,13 +43,14 @@ class NodeTable:
 
     # ------------------------------------------------------------ conversion
     def vector(self, r: Resource) -> np.ndarray:
+        """The resource as a row of the table (its columns; names the table has no column for drop)."""
         v = np.zeros(len(self.columns))
         v[0] = r.cpu
         v[1] = r.memory
-        for name, val in r.scalars.items():
-            j = self.col.get(name)
-            if j is not None:
-                v[j] = val
+        for name, amount in r.scalars.items():
+            column = self.col.get(name)
+            if column is not None:
+                v[column] = amount
         return v
 
     def compare_columns(self, r: Resource) -> np.ndarray:
@@ -58,44 +59,48 @@ class NodeTable:
         return np.array(sorted(set(idx)), dtype=np.int64)
 
     def resource(self, arr: np.ndarray) -> Resource:
+        """A row of the table back as a Resource (every scalar column, zeros included)."""
         r = Resource(float(arr[0]), float(arr[1]))
-        for j in range(2, len(self.columns)):
-            r.scalars[self.columns[j]] = float(arr[j])
+        for column in range(2, len(self.columns)):
+            r.scalars[self.columns[column]] = float(arr[column])
         return r
 
     # ------------------------------------------------------------ views
     def future_idle(self) -> np.ndarray:
+        """FutureIdle of every node (the table's own array: read, never write)."""
         return self.future
 
     def fits(self, req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> np.ndarray:
         """Rule (a) with tolerance: req <= avail on the compared columns, for every row at once."""
-        a = avail[:, cols]
-        r = req[cols]
-        return np.all((r < a) | (np.abs(r - a) < MIN_RESOURCE), axis=1)
+        available = avail[:, cols]
+        request = req[cols]
+        return np.all((request < available) | (np.abs(request - available) < MIN_RESOURCE), axis=1)
 
-    def fits_row(self, i: int, req: np.ndarray, cols: np.ndarray, future: bool) -> bool:
-        a = (self.future if future else self.idle)[i, cols]
-        r = req[cols]
-        return bool(np.all((r < a) | (np.abs(r - a) < MIN_RESOURCE)))
+    def fits_row(self, row: int, req: np.ndarray, cols: np.ndarray, future: bool) -> bool:
+        """`fits` for one node, against its FutureIdle (`future`) or its Idle."""
+        available = (self.future if future else self.idle)[row, cols]
+        request = req[cols]
+        return bool(np.all((request < available) | (np.abs(request - available) < MIN_RESOURCE)))
 
-    def future_idle_row(self, i: int) -> np.ndarray:
-        return self.future[i].copy()
+    def future_idle_row(self, row: int) -> np.ndarray:
+        """A copy of one node's FutureIdle."""
+        return self.future[row].copy()
 
     # ------------------------------------------------------------ NodeInfo.AddTask / RemoveTask
-    def add(self, i: int, req: np.ndarray, kind: str) -> None:
-        """kind: 'releasing', 'pipelined' or 'used' (every other on-node status)."""
+    def add(self, row: int, req: np.ndarray, kind: str) -> None:
+        """NodeInfo.AddTask on the row; kind: 'releasing', 'pipelined' or 'used' (every other on-node status)."""
         if kind == "pipelined":
-            self.pipelined[i] += req
-            self.future[i] -= req
+            self.pipelined[row] += req
+            self.future[row] -= req
         else:
-            self.idle[i] -= req
-            self.used[i] += req
+            self.idle[row] -= req
+            self.used[row] += req
             if kind == "releasing":
-                self.releasing[i] += req
+                self.releasing[row] += req
             else:
-                self.future[i] -= req
-        self.pod_count[i] += 1
-        self.touched.append(i)
+                self.future[row] -= req
+        self.pod_count[row] += 1
+        self.touched.append(row)
 
     def add_many(self, rows: list[int], reqs: np.ndarray, kinds: list[str]) -> None:
         """`add` for many tasks at once, e.g. every task already on a node when a session opens.
@@ -104,18 +109,18 @@ class NodeTable:
         that repeats in sequence, and every array sees its rows in the order given."""
         if not rows:
             return
-        r = np.asarray(rows, dtype=np.int64)
-        pipelined = np.fromiter((k == "pipelined" for k in kinds), dtype=bool, count=len(kinds))
-        releasing = np.fromiter((k == "releasing" for k in kinds), dtype=bool, count=len(kinds))
+        at = np.asarray(rows, dtype=np.int64)
+        pipelined = np.fromiter((kind == "pipelined" for kind in kinds), dtype=bool, count=len(kinds))
+        releasing = np.fromiter((kind == "releasing" for kind in kinds), dtype=bool, count=len(kinds))
         on_node = ~pipelined
         if pipelined.any():
-            np.add.at(self.pipelined, r[pipelined], reqs[pipelined])
-        np.subtract.at(self.idle, r[on_node], reqs[on_node])
-        np.add.at(self.used, r[on_node], reqs[on_node])
+            np.add.at(self.pipelined, at[pipelined], reqs[pipelined])
+        np.subtract.at(self.idle, at[on_node], reqs[on_node])
+        np.add.at(self.used, at[on_node], reqs[on_node])
         if releasing.any():
-            np.add.at(self.releasing, r[releasing], reqs[releasing])
-        np.subtract.at(self.future, r[~releasing], reqs[~releasing])
-        np.add.at(self.pod_count, r, 1)
+            np.add.at(self.releasing, at[releasing], reqs[releasing])
+        np.subtract.at(self.future, at[~releasing], reqs[~releasing])
+        np.add.at(self.pod_count, at, 1)
         self.touched.extend(rows)
 
     def vectors(self, resources: list[Resource]) -> np.ndarray:
@@ -123,24 +128,25 @@ class NodeTable:
         out = np.zeros((len(resources), len(self.columns)))
         out[:, 0] = [r.cpu for r in resources]
         out[:, 1] = [r.memory for r in resources]
-        col = self.col
-        for k, r in enumerate(resources):
-            for name, val in r.scalars.items():
-                j = col.get(name)
-                if j is not None:
-                    out[k, j] = val
+        column_of = self.col
+        for out_row, r in enumerate(resources):
+            for name, amount in r.scalars.items():
+                column = column_of.get(name)
+                if column is not None:
+                    out[out_row, column] = amount
         return out
 
-    def remove(self, i: int, req: np.ndarray, kind: str) -> None:
+    def remove(self, row: int, req: np.ndarray, kind: str) -> None:
+        """NodeInfo.RemoveTask: `add` undone, with the same kind."""
         if kind == "pipelined":
-            self.pipelined[i] -= req
-            self.future[i] += req
+            self.pipelined[row] -= req
+            self.future[row] += req
         else:
-            self.idle[i] += req
-            self.used[i] -= req
+            self.idle[row] += req
+            self.used[row] -= req
             if kind == "releasing":
-                self.releasing[i] -= req
+                self.releasing[row] -= req
             else:
-                self.future[i] += req
-        self.pod_count[i] -= 1
-        self.touched.append(i)
+                self.future[row] += req
+        self.pod_count[row] -= 1
+        self.touched.append(row)

@@ -1,0 +1,1 @@
+"""Files shipped with the package: the demo snapshot and the default scenario."""

@@ -11,9 +11,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from apportion.errors import ConfError
+from apportion.errors import ConfError, InputError, shown
+from apportion.framework.interface import action_names, get_action
+from apportion.kube.documents import load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -119,15 +119,27 @@ def _as_bool(value: Any, where: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
         return value.strip().lower() in ("true", "1", "t")
-    raise ConfError(f"{where}: expected a boolean, got {value!r}")
+    raise ConfError(f"{where}: expected a boolean, got {shown(value)}")
+
+
+def _check_action(name: str, source: str) -> None:
+    """An action beyond the built-in ones must be registered or installed (interface.get_action)."""
+    try:
+        found = get_action(name)
+    except LookupError as e:
+        raise ConfError(f"{source}: actions: {e}") from None
+    if found is None:
+        extra = [n for n in action_names() if n not in KNOWN_ACTIONS]
+        known = ", ".join([*KNOWN_ACTIONS, *extra])
+        raise ConfError(f"{source}: actions: failed to find action {shown(name)} (known: {known})")
 
 
 def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> SchedulerConf:
     """Parse and validate a configuration, rejecting what Volcano rejects."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfError(f"{source}: malformed YAML: {e}") from None
+        data = load_yaml(text, source)
+    except InputError as e:  # one line, with the line and column inside the conf text
+        raise ConfError(e.bare, where=e.where) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -140,16 +152,16 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
     known_top = {"actions", "tiers", "configurations", "metrics"}
     for k in data:
         if k not in known_top:
-            warnings.append(f"{source}: unknown key {k!r} ignored")
+            warnings.append(f"{source}: unknown key {shown(k)} ignored")
     raw_actions = data.get("actions", "")
     if raw_actions is None:
         raw_actions = ""
     if not isinstance(raw_actions, str):
-        raise ConfError(f"{source}: actions: expected a comma-separated string, got {raw_actions!r}")
+        raise ConfError(f"{source}: actions: expected a comma-separated string, got {shown(raw_actions)}")
     actions = [a.strip() for a in raw_actions.split(",") if a.strip()]
     for a in actions:
         if a not in KNOWN_ACTIONS:
-            raise ConfError(f"{source}: actions: failed to find action {a!r} (known: {', '.join(KNOWN_ACTIONS)})")
+            _check_action(a, source)
     tiers_raw = data.get("tiers") or []
     if not isinstance(tiers_raw, list):
         raise ConfError(f"{source}: tiers: expected a list")
@@ -177,7 +189,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
                 if k in SWITCHES:
                     switches[k] = _as_bool(v, f"{where}.{k}")
                 else:
-                    warnings.append(f"{where}: unknown key {k!r} ignored (as Volcano does)")
+                    warnings.append(f"{where}: unknown key {shown(k)} ignored (as Volcano does)")
             if alias is not None:
                 alias_b = _as_bool(alias, f"{where}.enabledHierarchy")
                 if "enableHierarchy" in switches:
@@ -198,7 +210,7 @@ def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerCo
         for o in t.plugins:
             if o.name in seen:
                 warnings.append(
-                    f"{source}: plugin {o.name!r} is listed more than once; Volcano consults every position "
+                    f"{source}: plugin {shown(o.name)} is listed more than once; Volcano consults every position "
                     "with the functions of its last instance"
                 )
             seen.add(o.name)
@@ -228,54 +240,3 @@ def build_conf(actions: str, tiers: list[list[str | dict[str, Any]]]) -> Schedul
         "tiers": [{"plugins": [p if isinstance(p, dict) else {"name": p} for p in tier]} for tier in tiers],
     }
     return conf_from_dict(data, source="conf")
-
-
-# ---------------------------------------------------------------- argument getters (framework/arguments.go)
-class Arguments:
-    """Plugin arguments with Volcano's typed getters: a value of the wrong type is ignored with a warning."""
-
-    def __init__(self, raw: dict[str, Any], *, owner: str, warnings: list[str] | None = None) -> None:
-        self.raw = raw
-        self.owner = owner
-        self.warnings = warnings if warnings is not None else []
-
-    def _warn(self, key: str, value: Any, want: str) -> None:
-        self.warnings.append(f"{self.owner}: argument {key}={value!r} is not {want}; default kept")
-
-    def get_int(self, key: str, default: int) -> int:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        self._warn(key, v, "an integer")
-        return default
-
-    def get_float(self, key: str, default: float) -> float:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        self._warn(key, v, "a number")
-        return default
-
-    def get_bool(self, key: str, default: bool) -> bool:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.strip().lower() in ("true", "false", "1", "0", "t", "f"):
-            return v.strip().lower() in ("true", "1", "t")
-        self._warn(key, v, "a boolean")
-        return default
-
-    def get_str(self, key: str, default: str) -> str:
-        if key not in self.raw:
-            return default
-        v = self.raw[key]
-        if isinstance(v, str):
-            return v
-        self._warn(key, v, "a string")
-        return default

@@ -1,30 +1,35 @@
-"""Extension-point names and the switch that gates each (semantics guide §1.3, §4.2)."""
+"""Extension-point names and the switch that gates each (semantics guide §1.3, §4.2).
+
+The names are `Final` so that `Session.add_fn`'s overloads (interface.py) type each registration.
+"""
 
 from __future__ import annotations
 
-QUEUE_ORDER = "queue_order"
-JOB_ORDER = "job_order"
-TASK_ORDER = "task_order"
-VICTIM_QUEUE_ORDER = "victim_queue_order"
-JOB_VALID = "job_valid"
-JOB_READY = "job_ready"
-JOB_PIPELINED = "job_pipelined"
-JOB_ENQUEUEABLE = "job_enqueueable"
-JOB_ENQUEUED = "job_enqueued"
-JOB_STARVING = "job_starving"
-OVERUSED = "overused"
-ALLOCATABLE = "allocatable"
-PREEMPTIVE = "preemptive"
-PRE_PREDICATE = "pre_predicate"
-PREDICATE = "predicate"
-BEST_NODE = "best_node"
-NODE_ORDER = "node_order"
-PREEMPTABLE = "preemptable"
-RECLAIMABLE = "reclaimable"
-SIMULATE_ALLOCATABLE = "simulate_allocatable"
-SIMULATE_PREDICATE = "simulate_predicate"
-SIMULATE_ADD_TASK = "simulate_add_task"
-SIMULATE_REMOVE_TASK = "simulate_remove_task"
+from typing import Final
+
+QUEUE_ORDER: Final = "queue_order"
+JOB_ORDER: Final = "job_order"
+TASK_ORDER: Final = "task_order"
+VICTIM_QUEUE_ORDER: Final = "victim_queue_order"
+JOB_VALID: Final = "job_valid"
+JOB_READY: Final = "job_ready"
+JOB_PIPELINED: Final = "job_pipelined"
+JOB_ENQUEUEABLE: Final = "job_enqueueable"
+JOB_ENQUEUED: Final = "job_enqueued"
+JOB_STARVING: Final = "job_starving"
+OVERUSED: Final = "overused"
+ALLOCATABLE: Final = "allocatable"
+PREEMPTIVE: Final = "preemptive"
+PRE_PREDICATE: Final = "pre_predicate"
+PREDICATE: Final = "predicate"
+BEST_NODE: Final = "best_node"
+NODE_ORDER: Final = "node_order"
+PREEMPTABLE: Final = "preemptable"
+RECLAIMABLE: Final = "reclaimable"
+SIMULATE_ALLOCATABLE: Final = "simulate_allocatable"
+SIMULATE_PREDICATE: Final = "simulate_predicate"
+SIMULATE_ADD_TASK: Final = "simulate_add_task"
+SIMULATE_REMOVE_TASK: Final = "simulate_remove_task"
 
 #: point -> the switch keys of which at least one must be on; () means "no switch".
 GATES: dict[str, tuple[str, ...]] = {
@@ -53,6 +58,6 @@ GATES: dict[str, tuple[str, ...]] = {
     SIMULATE_REMOVE_TASK: ("enablePreemptable", "enabledAllocatable"),
 }
 
-PERMIT = 1
-ABSTAIN = 0
-REJECT = -1
+PERMIT: Final = 1
+ABSTAIN: Final = 0
+REJECT: Final = -1

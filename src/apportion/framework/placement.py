@@ -23,16 +23,65 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from apportion.cluster.model import TaskInfo
+from apportion.cluster.node_table import NodeTable
 from apportion.framework import extension as ep
+from apportion.framework.conf import PluginOption
+from apportion.framework.interface import Fn, NodeFilter
 from apportion.resources import MIN_RESOURCE
 
-if TYPE_CHECKING:
-    from apportion.cluster.model import TaskInfo
-    from apportion.framework.session import Session
+
+class PlacementSession(Protocol):
+    """What the cache reads from the session that owns it (the session implements it; naming the members
+    here rather than importing the session keeps the framework free of import cycles)."""
+
+    @property
+    def table(self) -> NodeTable:
+        """The session's node table."""
+        ...
+
+    @property
+    def node_local_keys(self) -> dict[str, Callable[[TaskInfo], Hashable | None]]:
+        """Plugin name -> its placement-key function (Session.add_node_local_key)."""
+        ...
+
+    @property
+    def node_row_fns(self) -> dict[str, Callable[[TaskInfo, int], Any]]:
+        """Plugin name -> its one-node answer (Session.add_node_local_key)."""
+        ...
+
+    @property
+    def unresolvable_nodes(self) -> dict[str, set[int]]:
+        """Task uid -> rows that fail a predicate for good."""
+        ...
+
+    def has_fn(self, point: str) -> bool:
+        """Whether any enabled plugin registered the point."""
+        ...
+
+    def consulted(self, point: str) -> list[tuple[int, PluginOption, Fn]]:
+        """(tier, option, fn) of every plugin the point's dispatcher consults, in order."""
+        ...
+
+    def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a node-table vector."""
+        ...
+
+    def task_cols(self, t: TaskInfo) -> np.ndarray:
+        """The node-table columns the task's request compares."""
+        ...
+
+    def plugin_predicates(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
+        """Every plugin predicate over the rows."""
+        ...
+
+    def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """The summed node-order scores of the rows."""
+        ...
 
 
 #: How many of the best nodes a key keeps ranked (see _Answers.top).
@@ -85,20 +134,21 @@ class _Answers:
             if need == 0:
                 self.bound = top[-1]
                 break
-            s = self.scores[rows]
+            scores = self.scores[rows]
             cut = len(rows) > need
             if cut:
                 # only the rows scoring at least the need-th best can be among the need best
-                kth = np.partition(s, len(s) - need)[len(s) - need]
-                rows = rows[s >= kth]
-                s = self.scores[rows]
-            order = np.lexsort((rows, -s))[:need]
-            top += [(-cls, -x, r) for x, r in zip(s[order].tolist(), rows[order].tolist(), strict=True)]
+                kth = np.partition(scores, len(scores) - need)[len(scores) - need]
+                rows = rows[scores >= kth]
+                scores = self.scores[rows]
+            order = np.lexsort((rows, -scores))[:need]
+            top += [(-cls, -score, row)
+                    for score, row in zip(scores[order].tolist(), rows[order].tolist(), strict=True)]
             if cut:
                 self.bound = top[-1]
                 break
         self.top = top
-        self.in_top = {k[2]: k for k in top}
+        self.in_top = {rank_key[2]: rank_key for rank_key in top}
 
     def update(self, row: int, fit: bool, idle_fit: bool, ok: bool, unres: bool, score: float) -> None:
         """Record one node's fresh answers in the arrays and in the ranking."""
@@ -129,7 +179,7 @@ class PlacementCache:
     #: tests switch this off to compare against the full recomputation
     enabled = True
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: PlacementSession) -> None:
         self.ssn = ssn
         self.answers: dict[Hashable, _Answers] = {}
         self.keys: dict[str, Hashable | None] = {}
@@ -156,10 +206,10 @@ class PlacementCache:
         for point in (ep.PREDICATE, ep.NODE_ORDER):
             for _, opt, _fn in ssn.consulted(point):
                 key_fn = ssn.node_local_keys.get(opt.name)
-                k = key_fn(task) if key_fn is not None else None
-                if k is None:
+                summary = key_fn(task) if key_fn is not None else None
+                if summary is None:
                     return None
-                parts.append((point, opt.name, k))
+                parts.append((point, opt.name, summary))
         return tuple(parts)
 
     def choose(self, task: TaskInfo) -> tuple[int, bool] | None:
@@ -169,47 +219,47 @@ class PlacementCache:
         key = self.key(task)
         if key is None:
             return None
-        a = self._current(key, task)
-        if a.nan:
+        cached = self._current(key, task)
+        if cached.nan:
             return None
-        if not a.top and a.bound is not _ALL:
-            a.rank()
-        if not a.top:
+        if not cached.top and cached.bound is not _ALL:
+            cached.rank()
+        if not cached.top:
             return None
-        if a.unres_rows:
-            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(a.unres_rows)
-        cls, _, row = a.top[0]
+        if cached.unres_rows:
+            self.ssn.unresolvable_nodes.setdefault(task.uid, set()).update(cached.unres_rows)
+        cls, _, row = cached.top[0]
         # the first maximum in row (node-name) order, as best_node's argmax over the candidate rows
         return row, cls == -2
 
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table
         log = table.touched
-        a = self.answers.get(key)
-        n = len(table.names)
-        if a is None or len(log) - a.pos > max(8, n // 4):
-            a = self._compute(task, np.arange(n), len(log))
-            self.answers[key] = a
-        elif len(log) > a.pos:
-            rows = sorted(set(log[a.pos:]))
+        cached = self.answers.get(key)
+        n_nodes = len(table.names)
+        if cached is None or len(log) - cached.pos > max(8, n_nodes // 4):
+            cached = self._compute(task, np.arange(n_nodes), len(log))
+            self.answers[key] = cached
+        elif len(log) > cached.pos:
+            rows = sorted(set(log[cached.pos:]))
             if len(rows) <= 4:
-                for r in rows:
-                    a.update(r, *self._row(task, r))
+                for row in rows:
+                    cached.update(row, *self._row(task, row))
             else:
                 fresh = self._compute(task, np.array(rows, dtype=np.int64), len(log))
-                for r, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
-                                       fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
-                    a.update(r, *answers)
-            a.pos = len(log)
-        return a
+                for row, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
+                                         fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
+                    cached.update(row, *answers)
+            cached.pos = len(log)
+        return cached
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
         ssn = self.ssn
         table = ssn.table
         vec, cols = ssn.task_vec(task), ssn.task_cols(task)
-        pf = ssn.plugin_predicates(task, rows)
+        verdict = ssn.plugin_predicates(task, rows)
         return _Answers(pos, table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
-                        pf.ok.copy(), pf.unresolvable.copy(), ssn.node_scores(task, rows))
+                        verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
 
     def _row(self, task: TaskInfo, row: int) -> tuple[bool, bool, bool, bool, float]:
         """One node's answers (fit, idle fit, predicates pass, unresolvable, score) without arrays where the
@@ -247,20 +297,23 @@ class PlacementCache:
         return self._row_fns
 
 
-RowPredicate = Callable[["TaskInfo", int], tuple[bool, bool]]
-RowScore = Callable[["TaskInfo", int], float]
+#: a plugin's one-node predicate: (task, row) -> (passes, fails for good)
+RowPredicate = Callable[[TaskInfo, int], tuple[bool, bool]]
+#: a plugin's one-node score: (task, row) -> score
+RowScore = Callable[[TaskInfo, int], float]
 
 
 def _fits(req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> bool:
     """NodeTable.fits on one row, in plain floats (same comparisons, same tolerance)."""
-    a = avail.tolist()
-    r = req.tolist()
-    return all(r[c] < a[c] or abs(r[c] - a[c]) < MIN_RESOURCE for c in cols.tolist())
+    available = avail.tolist()
+    request = req.tolist()
+    return all(request[column] < available[column] or abs(request[column] - available[column]) < MIN_RESOURCE
+               for column in cols.tolist())
 
 
 def _predicate_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> tuple[bool, bool]:
-    f = fn(task, np.array([row]))
-    return bool(f.ok[0]), bool(f.unresolvable[0])
+    verdict = fn(task, np.array([row]))
+    return bool(verdict.ok[0]), bool(verdict.unresolvable[0])
 
 
 def _score_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> float:

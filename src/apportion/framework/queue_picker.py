@@ -28,9 +28,13 @@ def pop_best_index(items: list[QueueInfo], compare: Callable[[QueueInfo, QueueIn
 class QueuePicker(Protocol):
     """The queues still to visit, best first under the session's queue order."""
 
-    def pop(self) -> QueueInfo: ...
+    def pop(self) -> QueueInfo:
+        """Remove and return the best queue."""
+        ...
 
-    def push(self, queue: QueueInfo) -> None: ...
+    def push(self, queue: QueueInfo) -> None:
+        """Put a popped queue back, to be ordered again."""
+        ...
 
     def __len__(self) -> int: ...
 
@@ -50,16 +54,19 @@ class ScanPicker:
         self.compare = compare
 
     def pop(self) -> QueueInfo:
+        """Remove and return the first queue no later one beats."""
         return self.items.pop(pop_best_index(self.items, self.compare))
 
     def push(self, queue: QueueInfo) -> None:
+        """Append the queue at the end of the scan."""
         self.items.append(queue)
 
     def __len__(self) -> int:
         return len(self.items)
 
     def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
-        return None  # the reference pops
+        """None: the reference leaves the caller to pop."""
+        return None
 
 
 #: a plugin's picker factory: (queues in list order, the session's full comparison) -> picker

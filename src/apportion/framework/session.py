@@ -11,7 +11,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,25 +29,15 @@ from apportion.cluster.model import (
 )
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
-from apportion.errors import InternalError
 from apportion.framework import extension as ep
-from apportion.framework.conf import Arguments, PluginOption, SchedulerConf
+from apportion.framework.arguments import Arguments
+from apportion.framework.conf import PluginOption, SchedulerConf
+from apportion.framework.interface import ExtensionPoints, Fn, NodeFilter, Plugin, plugin_builder
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory, QueuePicker, ScanPicker
 from apportion.resources import Resource, format_amount
 
 log = logging.getLogger(__name__)
-
-Fn = Callable[..., Any]
-
-
-@dataclass
-class NodeFilter:
-    """A predicate's verdict over candidate rows: which pass, which fail for good, and why."""
-
-    ok: np.ndarray
-    unresolvable: np.ndarray
-    reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
 
 
 @dataclass
@@ -58,25 +48,6 @@ class Event:
 
     def to_json(self) -> dict[str, str]:
         return {"object": self.object, "reason": self.reason, "message": self.message}
-
-
-class Plugin:
-    """Base of every plugin: built from its arguments, opened and closed with the session."""
-
-    name = ""
-
-    def __init__(self, arguments: Arguments) -> None:
-        self.arguments = arguments
-
-    def on_session_open(self, ssn: Session) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def on_session_close(self, ssn: Session) -> None:
-        return None
-
-    def queue_report(self, ssn: Session) -> dict[str, dict[str, Any]] | None:
-        """Queue attributes for the `queues` map of the cycle output; None if the plugin keeps none."""
-        return None
 
 
 @dataclass
@@ -95,15 +66,13 @@ def _node_kind(status: TaskStatus) -> str | None:
     return None
 
 
-class Session:
+class Session(ExtensionPoints):
     """One scheduling session over one snapshot. A snapshot is consumed by the session that opens it."""
 
     #: tests switch this off to compare plugins' queue pickers against the reference scan
     fast_queue_pickers = True
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, session_id: str = "session-1") -> None:
-        from apportion.plugins import registry
-
         self.uid = session_id
         self.conf = conf
         self.snapshot = snapshot
@@ -115,6 +84,8 @@ class Session:
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.warnings: list[str] = list(snapshot.warnings) + list(conf.warnings)
         self.enabled_actions = set(conf.actions)
+        #: the session's clock in seconds (the simulator's time), or None: then the wall clock (epoch)
+        self.now: float | None = None
         #: the simulate extension points serve only topology-aware preemption; plugins skip their per-task
         #: PrePredicate copies of queue state when no configured action can read them.
         self.simulation_state_needed = "preempt" in self.enabled_actions and bool(
@@ -128,7 +99,7 @@ class Session:
             self.total_resource.add(n.allocatable)
         self._place_initial_tasks()
 
-        self.fns: dict[str, dict[str, Fn]] = {p: {} for p in ep.GATES}
+        ExtensionPoints.__init__(self)
         #: per point, the (tier, option, fn) list dispatchers walk; rebuilt when a plugin registers.
         self._dispatch: dict[str, list[tuple[int, PluginOption, Fn]]] = {}
         self.event_handlers: list[EventHandler] = []
@@ -151,16 +122,20 @@ class Session:
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
         self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
-        self.plugins: list[tuple[PluginOption, Plugin]] = []
+        self.plugins: list[tuple[PluginOption, Plugin[Session]]] = []
         self.queue_decisions_blocked: str | None = None
         self.closed = False
         for tier in conf.tiers:
             for opt in tier.plugins:
-                cls = registry.get(opt.name)
-                if cls is None:
+                try:
+                    builder = plugin_builder(opt.name)
+                except LookupError as e:
+                    self.warnings.append(f"plugin {opt.name!r} cannot be loaded ({e}); skipped")
+                    continue
+                if builder is None:
                     self.warnings.append(f"plugin {opt.name!r} is not registered; skipped")
                     continue
-                plugin = cls(Arguments(opt.arguments, owner=opt.name, warnings=self.warnings))
+                plugin = builder(Arguments(opt.arguments, owner=opt.name, warnings=self.warnings))
                 self.plugins.append((opt, plugin))
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
@@ -217,11 +192,7 @@ class Session:
         return self.table.fits(self.task_vec(t), self.task_cols(t), self.table.idle[rows])
 
     # ================================================================= registration
-    def add_fn(self, point: str, plugin: str, fn: Fn) -> None:
-        """Register `fn` for an extension point under the plugin's name (the last registration wins)."""
-        if point not in self.fns:
-            raise InternalError(f"unknown extension point {point!r}")
-        self.fns[point][plugin] = fn
+    def _fns_changed(self, point: str) -> None:
         self._dispatch.pop(point, None)
 
     def add_node_local_key(self, plugin: str, fn: Callable[[TaskInfo], Hashable | None],

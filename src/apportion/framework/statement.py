@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Operation:
+    """One recorded operation, replayed by commit or undone by discard."""
+
     kind: str  # "evict" | "pipeline" | "allocate"
     task: TaskInfo
     reason: str = ""
@@ -30,24 +32,30 @@ class Statement:
         self.ops: list[Operation] = []
 
     def allocate(self, task: TaskInfo, row: int) -> None:
+        """Statement.Allocate: place the task on the row's node now; bound at commit."""
         self.ssn.do_allocate(task, row)
         self.ops.append(Operation("allocate", task))
 
     def pipeline(self, task: TaskInfo, row: int, *, after_eviction: bool = False) -> None:
+        """Statement.Pipeline: hold the row's node for the task until resources are released there;
+        `after_eviction` nominates the node, as preempt and reclaim do."""
         self.ssn.do_pipeline(task, row)
         if after_eviction:
             task.nominated_node = self.ssn.nodes[row].name
         self.ops.append(Operation("pipeline", task))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
+        """Statement.Evict: the task releases its node now; evicted at commit."""
         self.ssn.do_evict(task, reason)
         self.ops.append(Operation("evict", task, reason))
 
     def merge(self, other: Statement) -> None:
+        """Take over the other statement's operations (it is left empty)."""
         self.ops.extend(other.ops)
         other.ops = []
 
     def commit(self) -> None:
+        """Send the external actions: bind every allocation, evict every eviction."""
         for op in self.ops:
             if op.kind == "evict":
                 self.ssn.commit_evict(op.task, op.reason)
@@ -56,6 +64,7 @@ class Statement:
         self.ops = []
 
     def discard(self) -> None:
+        """Undo every operation, last first, restoring the session as it was before the statement."""
         for op in reversed(self.ops):
             if op.kind == "evict":
                 self.ssn.undo_evict(op.task)

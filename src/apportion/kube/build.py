@@ -1,5 +1,6 @@
 """Building a Snapshot from decoded kubectl objects (`build_snapshot`, the reader API that takes parsed
-objects) or from files (`load_snapshot`).
+objects) or from files (`load_snapshot`): every object parsed into its record (`parse_objects`), then
+the records assembled (`assemble`), which the cache (`apportion.state`) also uses.
 
 Every malformed object is reported with the file, the document index (and `items[i]` for a List) and the
 field path; nothing here raises anything but InputError for bad input. The scheduler configuration a
@@ -8,45 +9,232 @@ ConfigMap carries stays raw text on the snapshot (`Snapshot.conf_text`): the eng
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
 from apportion.errors import InputError
+from apportion.kube.conf import CONF_KEY
 from apportion.kube.documents import read_documents
-from apportion.kube.fields import Fields
-from apportion.kube.objects import conf_text, nodes, podgroups, priority_classes, queues
-from apportion.kube.pods import pods
+from apportion.kube.fields import Fields, check_name
+from apportion.kube.objects import (
+    parse_conf_map,
+    parse_node,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+)
+from apportion.kube.pods import parse_pod
+from apportion.kube.records import NAMESPACED, Records
 
 SCHEDULER_NAMES = ("volcano",)
 KNOWN_KINDS = ("Node", "Queue", "PodGroup", "Pod", "PriorityClass", "ConfigMap")
 
+_PARSERS = {
+    "PriorityClass": parse_priority_class, "ConfigMap": parse_conf_map, "Node": parse_node,
+    "Queue": parse_queue, "PodGroup": parse_podgroup, "Pod": parse_pod,
+}
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
 
 def load_snapshot(paths: list[str], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
-    """Load one or more kubectl YAML files (or `-`) into a Snapshot."""
+    """Load one or more kubectl YAML or JSON files (or `-`) into a Snapshot."""
     return build_snapshot(read_documents(paths), scheduler_names=scheduler_names)
 
 
 def build_snapshot(objects: list[tuple[str, Any]], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
     """A Snapshot from decoded objects, each with its location: `(where, mapping)` as `read_documents`
     gives them (or as a caller that decoded kubectl's JSON itself builds them)."""
-    snap = Snapshot()
+    return assemble(parse_objects(objects), scheduler_names=scheduler_names, copy=False)
+
+
+def object_key(kind: str, o: Fields) -> str:
+    """The object's Kubernetes key: `name` for cluster-scoped kinds, `namespace/name` for the others."""
+    name = check_name(o)
+    if NAMESPACED[kind]:
+        return f"{o.str_('metadata.namespace', 'default') or 'default'}/{name}"
+    return name
+
+
+def parse_object(kind: str, o: Fields) -> Any:
+    """The record of one object of a kind apportion reads (KNOWN_KINDS)."""
+    return _PARSERS[kind](o)
+
+
+def parse_objects(objects: list[tuple[str, Any]]) -> Records:
+    """Parse a dump strictly: duplicates, several global defaults, conflicting confs and pods on nodes
+    the dump does not contain are errors. Kinds are parsed in dependency order, so the first error
+    reported does not depend on the order of the documents."""
+    rec = Records()
     by_kind: dict[str, list[Fields]] = {k: [] for k in KNOWN_KINDS}
     for where, data in objects:
         kind = data.get("kind")
         if not isinstance(kind, str):
             raise InputError("kind: required field is missing or not a string", where=where)
         if kind not in by_kind:
-            snap.warnings.append(f"{where}: kind {kind} is not read by apportion; skipped")
+            rec.warnings.append(f"{where}: kind {kind} is not read by apportion; skipped")
             continue
         by_kind[kind].append(Fields(data, where))
 
-    priority_classes(snap, by_kind["PriorityClass"])
-    global_default = snap.priority_classes.get("\x00global", None)
-    conf_text(snap, by_kind["ConfigMap"])
-    node_names = nodes(snap, by_kind["Node"])
-    queues(snap, by_kind["Queue"])
-    podgroups(snap, by_kind["PodGroup"], global_default)
-    pods(snap, by_kind["Pod"], node_names, scheduler_names)
-    snap.priority_classes.pop("\x00global", None)
+    defaults: list[str] = []
+    for o in by_kind["PriorityClass"]:
+        name = check_name(o)
+        if name in rec.priority_classes:
+            raise o.fail("metadata.name", f"duplicate PriorityClass {name!r}")
+        pc = parse_priority_class(o)
+        rec.priority_classes[name] = (o.where, pc)
+        if pc.global_default:
+            defaults.append(name)
+    if len(defaults) > 1:
+        raise InputError(
+            f"several PriorityClasses are globalDefault ({', '.join(defaults)}); Kubernetes allows one",
+            where=by_kind["PriorityClass"][0].where,
+        )
+    texts: list[tuple[str, str]] = []
+    for o in by_kind["ConfigMap"]:
+        # ConfigMaps are not checked for duplicates: only the conf text matters, and it must agree
+        key, cm = object_key("ConfigMap", o), parse_conf_map(o)
+        if cm.text is not None:
+            texts.append((o.where, cm.text))
+        if key not in rec.configmaps or cm.text is not None:
+            rec.configmaps[key] = (o.where, cm)
+    if len({t for _, t in texts}) > 1:
+        raise InputError("several ConfigMaps carry different volcano-scheduler.conf; keep one", where=texts[-1][0])
+    for o in by_kind["Node"]:
+        name = check_name(o)
+        if name in rec.nodes:
+            raise o.fail("metadata.name", f"duplicate Node {name!r}")
+        rec.nodes[name] = (o.where, parse_node(o))
+    for o in by_kind["Queue"]:
+        name = check_name(o)
+        if name in rec.queues:
+            raise o.fail("metadata.name", f"duplicate Queue {name!r}")
+        rec.queues[name] = (o.where, parse_queue(o))
+    for o in by_kind["PodGroup"]:
+        uid = object_key("PodGroup", o)
+        if uid in rec.podgroups:
+            raise o.fail("metadata.name", f"duplicate PodGroup {uid!r}")
+        rec.podgroups[uid] = (o.where, parse_podgroup(o))
+    uids: set[str] = set()
+    node_names = set(rec.nodes)
+    for o in by_kind["Pod"]:
+        key = object_key("Pod", o)
+        if key in rec.pods:
+            raise o.fail("metadata.name", f"duplicate Pod {key!r}")
+        uid = o.str_("metadata.uid", "") or key
+        if uid in uids:
+            raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
+        uids.add(uid)
+        rec.pods[key] = (o.where, parse_pod(o, node_names))
+    return rec
+
+
+# ===================================================================== assembly
+def _fresh_task(t: TaskInfo) -> TaskInfo:
+    # the fields a session writes (status, node, the per-session vectors) get their own copy; the
+    # read-only ones (requests, labels, terms) are shared with the record
+    return replace(t)
+
+
+def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES, copy: bool = True,
+             strict: bool = True) -> Snapshot:
+    """A Snapshot from records. `copy=False` hands the records' tasks to the snapshot (the records are
+    then spent: only for a one-shot build). `strict=False` (a stream) turns what a whole dump may not
+    contain into warnings: several global defaults, different confs, pods on nodes that are gone,
+    duplicate pod uids."""
+    snap = Snapshot()
+    snap.warnings.extend(rec.warnings)
+    global_default: int | None = None
+    defaults = []
+    for _, pc in rec.priority_classes.values():
+        snap.priority_classes[pc.name] = pc.value
+        if pc.global_default:
+            global_default = pc.value
+            defaults.append(pc.name)
+    if len(defaults) > 1 and not strict:
+        snap.warnings.append(f"several PriorityClasses are globalDefault ({', '.join(defaults)}); "
+                             f"the last one ({defaults[-1]}) is used")
+    texts = [(w, c.text) for w, c in rec.configmaps.values() if c.text is not None]
+    if texts:
+        if len({t for _, t in texts}) > 1:
+            snap.warnings.append("several ConfigMaps carry different volcano-scheduler.conf; "
+                                 f"the first ({texts[0][0]}) is used")
+        where, text = texts[0]
+        snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
+    specs = sorted((n for _, n in rec.nodes.values()), key=lambda n: n.name)
+    for i, n in enumerate(specs):
+        snap.nodes.append(NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
+                                   taints=n.taints, unschedulable=n.unschedulable))
+    for name, (_, q) in rec.queues.items():
+        snap.queues[name] = q
+    snap.ensure_queue(DEFAULT_QUEUE)
+    for uid, (_, pg) in rec.podgroups.items():
+        if pg.priority_class_name in snap.priority_classes:
+            prio = snap.priority_classes[pg.priority_class_name]
+        else:
+            prio = global_default if global_default is not None else 0
+        snap.jobs[uid] = JobInfo(
+            uid=uid, name=pg.name, namespace=pg.namespace, queue=pg.queue, min_available=pg.min_available,
+            min_task_member=dict(pg.min_task_member),
+            min_resources=pg.min_resources.clone() if pg.min_resources is not None else None,
+            priority=prio, priority_class_name=pg.priority_class_name, phase=pg.phase, creation=pg.creation,
+            annotations=dict(pg.annotations),
+        )
+    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict)
     return snap
 
+
+def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *, copy: bool,
+               strict: bool) -> None:
+    """Pods into tasks of their jobs; pods of other schedulers or of missing jobs still hold node capacity."""
+    node_names = {n.name for n in snap.nodes} if not strict else None
+    uids: set[str] | None = set() if not strict else None
+    for key, (where, ps) in rec.pods.items():
+        task = _fresh_task(ps.task) if copy else ps.task
+        node = task.node_name
+        if node_names is not None and node and node not in node_names and task.status not in _DONE:
+            snap.warnings.append(f"{where}: pod {key} is on node {node!r}, which is not in the cache; "
+                                 "left out of the session")
+            continue
+        if uids is not None:
+            if task.uid in uids:
+                snap.warnings.append(f"{where}: pod {key} repeats pod uid {task.uid!r}; left out of the session")
+                continue
+            uids.add(task.uid)
+        status = task.status
+        sched = ps.scheduler or scheduler_names[0]
+        if sched not in scheduler_names:
+            if node and status not in _DONE:
+                snap.orphan_tasks.append(task)
+            continue
+        ns = task.namespace
+        if ps.group:
+            job_uid = f"{ns}/{ps.group}"
+            job = snap.jobs.get(job_uid)
+            if job is None:
+                snap.warnings.append(f"{where}: pod {key} names PodGroup {job_uid!r}, which is missing; "
+                                     "left out of the session")
+                if node:
+                    snap.orphan_tasks.append(task)
+                continue
+        else:
+            uid = task.uid
+            job_uid = f"{ns}/podgroup-{uid.replace('/', '-')}"
+            job = snap.jobs.get(job_uid)
+            if job is None:
+                job = JobInfo(uid=job_uid, name=f"podgroup-{uid.replace('/', '-')}", namespace=ns,
+                              queue=DEFAULT_QUEUE, min_available=1, creation=task.creation,
+                              phase=PodGroupPhase.RUNNING if node else PodGroupPhase.PENDING)
+                snap.jobs[job_uid] = job
+        task.job = job_uid
+        job.add_task(task)
+    # podgroups whose queue does not exist leave the session (their placed pods still use capacity)
+    for uid in sorted(snap.jobs):
+        job = snap.jobs[uid]
+        if job.queue not in snap.queues:
+            snap.warnings.append(f"PodGroup {uid} names queue {job.queue!r}, which does not exist; left out of the session")
+            for t in job.tasks.values():
+                if t.node_name and t.status not in _DONE:
+                    snap.orphan_tasks.append(t)
+            del snap.jobs[uid]

@@ -1,42 +1,65 @@
-"""Reading kubectl output: files (or stdin) into decoded objects, each with its location (file, document
-index, `items[i]` of a List), before any object is interpreted."""
+"""Reading kubectl output (YAML or JSON): files (or stdin) into decoded objects, each with its location
+(file, document index, `items[i]` of a List), before any object is interpreted.
+
+Decoding is bounded for any input: libyaml's C loader (fast on large dumps, and its own nesting limit
+keeps it off the C stack), integers of at most `MAX_INT_DIGITS` digits, documents at most
+`errors.MAX_DEPTH` levels deep, in YAML and JSON alike. Every other reader of outside YAML (scheduler
+confs, scenarios) decodes through `load_yaml`, so the bounds hold everywhere.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
+import orjson
 import yaml
+from yaml.constructor import ConstructorError
 
-from apportion.errors import InputError
+from apportion.errors import MAX_DEPTH, InputError, check_depth
 
 try:  # the C loader is ~8x faster on large kubectl dumps
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _CLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _CLoader  # type: ignore[assignment]
+
+#: longest integer a document may write. Python refuses to convert more than 4300 digits, and no field
+#: of a Kubernetes object, scheduler conf or scenario means anything near 100.
+MAX_INT_DIGITS = 100
 
 
-def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
-    """(location, object) for every object in the files; `-` reads stdin. Lists are flattened."""
-    out: list[tuple[str, Any]] = []
-    for path in paths:
-        try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
-        except UnicodeDecodeError:
-            raise InputError("not UTF-8 text", where=path) from None
-        name = "<stdin>" if path == "-" else path
-        out.extend(parse_documents(text, name))
-    return out
+class _Loader(_CLoader):
+    """The C safe loader, refusing over-long integers with the line and column they are at."""
 
 
-def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    digits = sum(c.isdigit() for c in node.value)
+    if digits > MAX_INT_DIGITS:
+        raise ConstructorError(None, None, f"an integer of {digits} digits is too long (at most {MAX_INT_DIGITS})",
+                               node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def read_text(path: str) -> str:
+    """The text of a file (`-`: stdin); InputError naming the file when it cannot be read or is not UTF-8."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where="<stdin>" if path == "-" else path) from None
+
+
+def load_yaml_all(text: str, name: str, *, multi: bool = True) -> list[Any]:
+    """Every document of a YAML (or JSON) text, decoded within the bounds above; InputError naming
+    `name` (`name: document i` when `multi`; and the line and column, when the parser knows them)."""
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as e:
@@ -44,6 +67,41 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
         loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"malformed YAML{loc}: {problem}", where=name) from None
+    except RecursionError:  # pragma: no cover - libyaml stops at 1000 levels first
+        raise InputError("malformed YAML: nested too deeply", where=name) from None
+    for di, doc in enumerate(docs):
+        check_depth(doc, f"{name}: document {di}" if multi else name)
+    return docs
+
+
+def load_yaml(text: str, name: str) -> Any:
+    """The single document of a YAML text (None when empty); as `load_yaml_all` otherwise."""
+    docs = load_yaml_all(text, name, multi=False)
+    if len(docs) > 1:
+        raise InputError(f"expected one YAML document, found {len(docs)}", where=name)
+    return docs[0] if docs else None
+
+
+def read_documents(paths: list[str]) -> list[tuple[str, Any]]:
+    """(location, object) for every object in the files; `-` reads stdin. Lists are flattened."""
+    out: list[tuple[str, Any]] = []
+    for path in paths:
+        text = read_text(path)
+        name = "<stdin>" if path == "-" else path
+        out.extend(parse_documents(text, name))
+    return out
+
+
+def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
+    """(location, object) for every object in a kubectl dump: YAML documents, or JSON (`kubectl get -o
+    json`: one object or List, or several objects one after another)."""
+    out: list[tuple[str, Any]] = []
+    if text.lstrip()[:1] in ("{", "["):
+        docs = json_documents(text, name)
+        for di, doc in enumerate(docs):
+            check_depth(doc, f"{name}: document {di}")
+    else:
+        docs = load_yaml_all(text, name)
     for di, doc in enumerate(docs):
         where = f"{name}: document {di}"
         if doc is None:
@@ -62,3 +120,35 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
             out.append((where, doc))
     return out
 
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits is too long (at most {MAX_INT_DIGITS})")
+    return int(digits)
+
+
+def json_documents(text: str, name: str) -> list[Any]:
+    """The JSON values in text: one (orjson, the fast path) or several one after another."""
+    try:
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        pass
+    # the slow path: JSON values one after another, or a value orjson refused (an integer past 64 bits,
+    # nesting past its limit), with Python's decoder bounded as the YAML loader is
+    docs: list[Any] = []
+    dec = json.JSONDecoder(parse_int=_bounded_int)
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end:
+            return docs
+        try:
+            doc, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", where=name) from None
+        except ValueError as e:  # an over-long integer (_bounded_int)
+            raise InputError(f"malformed JSON: {e}", where=name) from None
+        except RecursionError:
+            raise InputError(f"malformed JSON: nested more than {MAX_DEPTH} levels deep", where=name) from None
+        docs.append(doc)

@@ -3,10 +3,15 @@ in the InputError it raises for a value of the wrong type."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from apportion.errors import InputError, QuantityError
+from apportion.errors import InputError, QuantityError, shown
 from apportion.resources import Resource
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: an integer written as a string: ASCII digits only, short enough to convert
+_INT = re.compile(r"[-+]?[0-9]{1,20}")
 
 
 class Fields:
@@ -25,7 +30,7 @@ class Fields:
             if cur is None:
                 return default
             if not isinstance(cur, dict):
-                raise self.fail(path, f"expected a mapping at {part!r}, got {type(cur).__name__}")
+                raise self.fail(path, f"expected a mapping at {shown(part)}, got {type(cur).__name__}")
             cur = cur.get(part)
         return default if cur is None else cur
 
@@ -40,13 +45,20 @@ class Fields:
         return str(v)
 
     def int_(self, path: str, default: int) -> int:
+        """An integer field (a string of digits too), within int32 as every such Kubernetes field is."""
         v = self.get(path)
         if v is None:
             return default
+        if isinstance(v, str) and _INT.fullmatch(v.strip()):
+            v = int(v)
         if isinstance(v, bool) or not isinstance(v, int):
-            if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-                return int(v)
-            raise self.fail(path, f"expected an integer, got {v!r}")
+            raise self.fail(path, f"expected an integer, got {shown(v)}")
+        return self.int32(path, v)
+
+    def int32(self, path: str, v: int) -> int:
+        """`v` when it fits an int32 (the type of every integer field apportion reads), else InputError."""
+        if not INT32_MIN <= v <= INT32_MAX:
+            raise self.fail(path, f"out of range: {shown(v)} (an int32: {INT32_MIN} to {INT32_MAX})")
         return v
 
     def bool_(self, path: str, default: bool) -> bool:
@@ -57,7 +69,7 @@ class Fields:
             return v
         if isinstance(v, str) and v.lower() in ("true", "false"):
             return v.lower() == "true"
-        raise self.fail(path, f"expected a boolean, got {v!r}")
+        raise self.fail(path, f"expected a boolean, got {shown(v)}")
 
     def map_(self, path: str) -> dict[str, Any]:
         v = self.get(path)

@@ -1,23 +1,22 @@
 """Pods into tasks: requests (GetPodResourceRequest), status, priority, node affinity, tolerations, and
-the podgroup each pod joins (or the one-pod job Volcano makes for a pod without a group)."""
+the podgroup each pod names (assembly joins it to that job, or to the one-pod job Volcano makes for a
+pod without a group)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from apportion.cluster.model import (
-    JobInfo,
     NodeSelectorRequirement,
     NodeSelectorTerm,
-    PodGroupPhase,
     PreferredTerm,
     TaskInfo,
     TaskStatus,
     Toleration,
 )
-from apportion.cluster.snapshot import DEFAULT_QUEUE, Snapshot
-from apportion.errors import InputError, QuantityError
+from apportion.errors import InputError, QuantityError, shown
 from apportion.kube.fields import Fields, check_name, parse_bool_loose
+from apportion.kube.records import PodSpec
 from apportion.resources import CPU, MEMORY, PODS, Resource
 
 GROUP_KEY = "scheduling.k8s.io/group-name"
@@ -40,7 +39,7 @@ def _requirements(o: Fields, path: str, items: Any) -> tuple[NodeSelectorRequire
             raise o.fail(f"{path}[{i}]", "expected a mapping")
         op = r.get("operator")
         if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise o.fail(f"{path}[{i}].operator", f"unknown operator {op!r}")
+            raise o.fail(f"{path}[{i}].operator", f"unknown operator {shown(op)}")
         vals = r.get("values") or []
         if not isinstance(vals, list):
             raise o.fail(f"{path}[{i}].values", "expected a list")
@@ -85,8 +84,8 @@ def _affinity(o: Fields) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[Pre
             raise o.fail(path, "expected a mapping")
         w = p.get("weight", 0)
         if isinstance(w, bool) or not isinstance(w, int):
-            raise o.fail(f"{path}.weight", f"expected an integer, got {w!r}")
-        preferred.append(PreferredTerm(weight=w, term=_term(o, f"{path}.preference", p.get("preference") or {})))
+            raise o.fail(f"{path}.weight", f"expected an integer, got {shown(w)}")
+        preferred.append(PreferredTerm(weight=o.int32(f"{path}.weight", w), term=_term(o, f"{path}.preference", p.get("preference") or {})))
     return required, tuple(preferred)
 
 
@@ -98,7 +97,7 @@ def _tolerations(o: Fields) -> tuple[Toleration, ...]:
         to = Fields(t, o.where)
         op = to.str_("operator", "Equal") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
+            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {shown(op)}")
         out.append(Toleration(key=to.str_("key", ""), operator=op, value=to.str_("value", ""),
                               effect=to.str_("effect", "")))
     return tuple(out)
@@ -172,104 +171,64 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
-def pods(snap: Snapshot, objs: list[Fields], node_names: set[str], scheduler_names: tuple[str, ...]) -> None:
-    """Pods into tasks of their jobs; pods of other schedulers or of missing jobs still hold node capacity."""
-    seen: set[str] = set()
-    uids: set[str] = set()
-    for o in objs:
-        name = check_name(o)
-        ns = o.str_("metadata.namespace", "default") or "default"
-        key = f"{ns}/{name}"
-        if key in seen:
-            raise o.fail("metadata.name", f"duplicate Pod {key!r}")
-        seen.add(key)
-        uid = o.str_("metadata.uid", "") or key
-        if uid in uids:
-            raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
-        uids.add(uid)
-        node = o.str_("spec.nodeName", "")
-        if node and node not in node_names:
-            raise o.fail("spec.nodeName", f"pod {key} is on node {node!r}, which the snapshot does not contain")
-        phase = o.str_("status.phase", "Pending") or "Pending"
-        deleting = bool(o.get("metadata.deletionTimestamp"))
-        status = _task_status(phase, deleting, node)
-        annotations = o.str_map("metadata.annotations")
-        labels = o.str_map("metadata.labels")
-        req, nz_cpu, nz_mem = pod_request(o)
-        prio_raw = o.get("spec.priority")
-        if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
-            raise o.fail("spec.priority", f"expected an integer, got {prio_raw!r}")
-        priority = 1 if prio_raw is None else int(prio_raw)
-        tp = annotations.get(TASK_PRIORITY_KEY)
-        if tp is not None:
-            try:
-                v = int(tp, 10)
-                if -(2**31) <= v < 2**31:
-                    priority = v
-            except ValueError:
-                pass
-        pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
-        preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
-        policy = o.str_("spec.preemptionPolicy", "")
-        required, preferred = _affinity(o)
-        gates = o.list_("spec.schedulingGates")
-        task = TaskInfo(
-            uid=uid,
-            name=name,
-            namespace=ns,
-            job="",
-            resreq=req,
-            status=status,
-            node_name=node if status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) else node,
-            priority=priority,
-            raw_priority=0 if prio_raw is None else int(prio_raw),
-            priority_class_name=o.str_("spec.priorityClassName", ""),
-            preemptable=preemptable,
-            preempt_never=policy == "Never",
-            role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
-            creation=o.str_("metadata.creationTimestamp", ""),
-            start_time=o.str_("status.startTime", ""),
-            gated=bool(gates),
-            labels=labels,
-            annotations=annotations,
-            node_selector=o.str_map("spec.nodeSelector"),
-            required_terms=required,
-            preferred_terms=preferred,
-            tolerations=_tolerations(o),
-            nonzero_cpu=nz_cpu,
-            nonzero_memory=nz_mem,
-        )
-        sched = o.str_("spec.schedulerName", "") or scheduler_names[0]
-        if sched not in scheduler_names:
-            if node and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-                snap.orphan_tasks.append(task)
-            continue
-        group = annotations.get(GROUP_KEY)
-        if group:
-            job_uid = f"{ns}/{group}"
-            job = snap.jobs.get(job_uid)
-            if job is None:
-                snap.warnings.append(f"{o.where}: pod {key} names PodGroup {job_uid!r}, which is missing; "
-                                     "left out of the session")
-                if node:
-                    snap.orphan_tasks.append(task)
-                continue
-        else:
-            job_uid = f"{ns}/podgroup-{uid.replace('/', '-')}"
-            job = snap.jobs.get(job_uid)
-            if job is None:
-                job = JobInfo(uid=job_uid, name=f"podgroup-{uid.replace('/', '-')}", namespace=ns,
-                              queue=DEFAULT_QUEUE, min_available=1, creation=task.creation,
-                              phase=PodGroupPhase.RUNNING if node else PodGroupPhase.PENDING)
-                snap.jobs[job_uid] = job
-        task.job = job_uid
-        job.add_task(task)
-    # podgroups whose queue does not exist leave the session (their placed pods still use capacity)
-    for uid in sorted(snap.jobs):
-        job = snap.jobs[uid]
-        if job.queue not in snap.queues:
-            snap.warnings.append(f"PodGroup {uid} names queue {job.queue!r}, which does not exist; left out of the session")
-            for t in job.tasks.values():
-                if t.node_name and t.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-                    snap.orphan_tasks.append(t)
-            del snap.jobs[uid]
+def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
+    """A Pod into its task. With `node_names`, a pod on a node not among them is an error (a dump must
+    be whole; for a stream, assembly leaves such a pod out)."""
+    name = check_name(o)
+    ns = o.str_("metadata.namespace", "default") or "default"
+    key = f"{ns}/{name}"
+    uid = o.str_("metadata.uid", "") or key
+    node = o.str_("spec.nodeName", "")
+    if node and node_names is not None and node not in node_names:
+        raise o.fail("spec.nodeName", f"pod {key} is on node {shown(node)}, which the snapshot does not contain")
+    phase = o.str_("status.phase", "Pending") or "Pending"
+    deleting = bool(o.get("metadata.deletionTimestamp"))
+    status = _task_status(phase, deleting, node)
+    annotations = o.str_map("metadata.annotations")
+    labels = o.str_map("metadata.labels")
+    req, nz_cpu, nz_mem = pod_request(o)
+    prio_raw = o.get("spec.priority")
+    if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
+        raise o.fail("spec.priority", f"expected an integer, got {shown(prio_raw)}")
+    priority = 1 if prio_raw is None else o.int32("spec.priority", prio_raw)
+    tp = annotations.get(TASK_PRIORITY_KEY)
+    if tp is not None:
+        try:
+            v = int(tp, 10)
+            if -(2**31) <= v < 2**31:
+                priority = v
+        except ValueError:
+            pass
+    pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
+    preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
+    policy = o.str_("spec.preemptionPolicy", "")
+    required, preferred = _affinity(o)
+    gates = o.list_("spec.schedulingGates")
+    task = TaskInfo(
+        uid=uid,
+        name=name,
+        namespace=ns,
+        job="",
+        resreq=req,
+        status=status,
+        node_name=node,
+        priority=priority,
+        raw_priority=0 if prio_raw is None else int(prio_raw),
+        priority_class_name=o.str_("spec.priorityClassName", ""),
+        preemptable=preemptable,
+        preempt_never=policy == "Never",
+        role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
+        creation=o.str_("metadata.creationTimestamp", ""),
+        start_time=o.str_("status.startTime", ""),
+        gated=bool(gates),
+        labels=labels,
+        annotations=annotations,
+        node_selector=o.str_map("spec.nodeSelector"),
+        required_terms=required,
+        preferred_terms=preferred,
+        tolerations=_tolerations(o),
+        nonzero_cpu=nz_cpu,
+        nonzero_memory=nz_mem,
+    )
+    return PodSpec(key=key, task=task, scheduler=o.str_("spec.schedulerName", ""),
+                   group=annotations.get(GROUP_KEY) or "")

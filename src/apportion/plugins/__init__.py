@@ -1,1 +1,5 @@
-"""Scheduler plugins, one module each; `registry` maps Volcano's plugin names to classes."""
+"""Scheduler plugins, one module each; importing the package registers the built-in ones (`registry`)."""
+
+from apportion.plugins.registry import register_builtins
+
+register_builtins()

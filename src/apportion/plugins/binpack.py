@@ -19,8 +19,9 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.conf import Arguments
-from apportion.framework.session import Plugin, Session
+from apportion.framework.arguments import Arguments
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import take_rows
 from apportion.resources import CPU, MEMORY, MIN_RESOURCE
 

@@ -23,10 +23,11 @@ from typing import Any
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import EventHandler, Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity_picker import TreePicker
-from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource, format_amount
+from apportion.resources import CPU, MEMORY, MIN_RESOURCE, PODS, UNLIMITED, Resource, format_amount
 
 GUARANTEE_ENABLE = "capacity.GuaranteeEnable"
 ELASTIC_ENABLE = "capacity.ElasticEnable"
@@ -914,13 +915,20 @@ def _adds_anything(r: Resource) -> bool:
 
 
 def _less_partly(mine: Resource, sum_children: Resource) -> list[str]:
-    """The dimensions (pods aside) on which the children's sum is strictly above the parent's value."""
+    """The dimensions (pods aside) on which the children's sum is above the parent's value by Volcano's
+    epsilon or more (its LessEqual treats a smaller excess as equal, so it is no over-commit)."""
     names = dict.fromkeys([CPU, MEMORY, *sum_children.scalars])
-    return [n for n in names if n != PODS and sum_children.get(n) > mine.get(n)]
+    return [n for n in names if n != PODS and sum_children.get(n) - mine.get(n) >= MIN_RESOURCE]
 
 
 def _dims(names: list[str], left: Resource, right: Resource) -> str:
-    return ", ".join(f"{n} {format_amount(n, left.get(n))} > {format_amount(n, right.get(n))}" for n in names)
+    """`cpu 205.81 > 205.8`: with as many digits as it takes for the two sides to read differently."""
+    out = []
+    for n in names:
+        a, b = left.get(n), right.get(n)
+        digits = next((d for d in range(4, 18) if format_amount(n, a, digits=d) != format_amount(n, b, digits=d)), 17)
+        out.append(f"{n} {format_amount(n, a, digits=digits)} > {format_amount(n, b, digits=digits)}")
+    return ", ".join(out)
 
 
 def _fmt(r: Resource) -> str:

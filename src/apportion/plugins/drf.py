@@ -10,7 +10,8 @@ import functools
 
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import EventHandler, Session
 from apportion.resources import Resource, dominant_share, share_terms
 
 SHARE_DELTA = 1e-6

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from apportion.cluster.model import ALLOCATED_STATUSES, READY_STATUSES, JobInfo, TaskInfo, TaskStatus
 from apportion.framework import extension as ep
-from apportion.framework.session import Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 
 _VALID_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING})
 _READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})

@@ -36,7 +36,8 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import (
     NZ_CPU,
     NZ_MEM,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase
 from apportion.framework import extension as ep
-from apportion.framework.session import Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 from apportion.plugins.queue_common import deduct_gated
 from apportion.resources import Resource, format_amount
 

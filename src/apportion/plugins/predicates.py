@@ -33,7 +33,8 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import NodeFilter, Plugin, Session
+from apportion.framework.interface import NodeFilter, Plugin
+from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
 
 
 class PriorityPlugin(Plugin):

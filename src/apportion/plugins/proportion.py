@@ -22,7 +22,8 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.session import EventHandler, Plugin, Session
+from apportion.framework.interface import Plugin
+from apportion.framework.session import EventHandler, Session
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.queue_common import (
     capability_of,

@@ -1,12 +1,11 @@
-"""Plugin registry: Volcano's plugin names to their classes (imported lazily so a missing one is skipped)."""
+"""The built-in plugins under Volcano's names, registered with the framework when this package loads.
+
+Each is registered as a "module:Class" string, so a plugin module is imported only when a conf names it.
+"""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from apportion.framework.session import Plugin
+from apportion.framework.interface import register_plugin
 
 #: plugin name -> "module:Class"
 BUILTIN = {
@@ -22,21 +21,8 @@ BUILTIN = {
     "capacity": "apportion.plugins.capacity:CapacityPlugin",
 }
 
-_cache: dict[str, type[Plugin] | None] = {}
 
-
-def get(name: str) -> type[Plugin] | None:
-    """The plugin class for a name, or None if apportion has no such plugin."""
-    if name in _cache:
-        return _cache[name]
-    target = BUILTIN.get(name)
-    cls = None
-    if target:
-        mod_name, cls_name = target.split(":")
-        try:
-            cls = getattr(importlib.import_module(mod_name), cls_name)
-        except ModuleNotFoundError as e:
-            if e.name != mod_name:
-                raise
-    _cache[name] = cls
-    return cls
+def register_builtins() -> None:
+    """Register every built-in plugin (again: a name a caller replaced gets the built-in back)."""
+    for name, target in BUILTIN.items():
+        register_plugin(name, target)

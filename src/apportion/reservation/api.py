@@ -1,7 +1,8 @@
 """The RM reservation REST API as request handlers (contract §5): `(status, body)` in, YARN's JSON out.
 
-`ReservationSystem` holds the plan, its agent, replanner and plan follower, the id sequence and
-the id -> queue record of accepted submissions. Its five handlers (`new_reservation`, `submit`,
+`RestHandlers` is mixed into the ReservationSystem (`apportion.reservation.system`), which holds
+the plans with their agents, replanners and plan followers, the id sequence and the id -> queue
+record of accepted submissions. Its five handlers (`new_reservation`, `submit`,
 `update`, `delete`, `list`) take the authenticated user (None = unauthenticated) and the request
 body or query parameters exactly as received, and return the HTTP status and the JSON body. The
 replay and the HTTP service share them, so both answer identically.
@@ -9,8 +10,9 @@ replay and the HTTP service share them, so both answer identically.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.definition import (
@@ -21,11 +23,12 @@ from apportion.reservation.definition import (
     parse_java_long,
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
-from apportion.reservation.follower import PlanFollower
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import LONG_MAX, Res
 from apportion.reservation.validate import ValidationError, validate_definition
+
+if TYPE_CHECKING:
+    from apportion.reservation.system import PlanEntry
 
 Response = tuple[int, Any]
 
@@ -66,31 +69,47 @@ def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dic
     return out
 
 
-class ReservationSystem:
-    """One reservable queue's plan behind YARN's REST semantics."""
+def _endpoint(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """The preamble every endpoint shares: 401 without an authenticated user, then the handler,
+    with the request errors it raises (BadRequest, ValidationError) answered as YARN answers them."""
 
-    def __init__(
-        self,
-        plan: InMemoryPlan,
-        agent: ReservationAgent | None,
-        replanner: SimpleCapacityReplanner | None = None,
-        cluster: tuple[Res, float] | None = None,
-        cluster_timestamp: int = 1_700_000_000_000,
-    ) -> None:
-        self.plan = plan
-        self.agent = agent
-        self.replanner = replanner
-        self.cluster = cluster
-        self.follower = PlanFollower(plan, replanner, cluster)
-        self.cluster_timestamp = cluster_timestamp
-        self._seq = 0
-        #: id -> queue of every accepted submit; never removed (contract §5.6)
-        self.queue_of: dict[ReservationId, str] = {}
+    @functools.wraps(handler)
+    def run(self: RestHandlers, user: str | None, *args: Any) -> Response:
+        if user is None:
+            return error(401, UNAUTHENTICATED)
+        try:
+            return handler(self, user, *args)
+        except BadRequest as e:
+            return error(e.status, e.message)
+        except ValidationError as e:
+            return error(400, e.message)
+
+    return run
+
+
+class RestHandlers:
+    """YARN's five reservation endpoints over a reservation system's state.
+
+    Mixed into `apportion.reservation.system.ReservationSystem`, which provides `entry(queue)`
+    (the plan of a reservable queue with its agent and follower), `new_reservation_id()` and
+    `remember(rid, queue)` (the id -> queue record)."""
+
+    queue_of: dict[ReservationId, str]
+
+    def entry(self, queue: str) -> PlanEntry | None:  # pragma: no cover - provided by the system
+        raise NotImplementedError
+
+    def new_reservation_id(self) -> ReservationId:  # pragma: no cover - provided by the system
+        raise NotImplementedError
+
+    def remember(self, rid: ReservationId, queue: str) -> None:  # pragma: no cover - provided by the system
+        raise NotImplementedError
 
     # -- helpers ------------------------------------------------------------------------------
     def plan_for(self, queue: str) -> InMemoryPlan | None:
-        q = self.plan.queue
-        return self.plan if queue in (q, f"root.{q}") else None
+        """The plan of a reservable queue, by its short name or `root.<name>`; None for any other."""
+        e = self.entry(queue)
+        return e.plan if e is not None else None
 
     @staticmethod
     def _not_managed(queue: str) -> str:
@@ -121,43 +140,48 @@ class ReservationSystem:
             raise BadRequest("Input ReservationDefinition should not be null")
         return parse_definition(body["reservation-definition"])
 
-    # -- handlers -----------------------------------------------------------------------------
-    def new_reservation(self, user: str | None) -> Response:
-        """POST /reservation/new-reservation."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        while True:
-            self._seq += 1
-            rid = ReservationId(self.cluster_timestamp, self._seq)
-            if rid not in self.queue_of and rid not in self.plan.reservations:
-                break
-        return 200, {"reservation-id": str(rid)}
+    def _managed(self, queue: str) -> InMemoryPlan:
+        """The plan of queue, or the 400 for a queue without one."""
+        plan = self.plan_for(queue)
+        if plan is None:
+            raise BadRequest(self._not_managed(queue))
+        return plan
 
-    def submit(self, user: str | None, body: Any) -> Response:
+    def _known(self, rid: ReservationId) -> InMemoryPlan:
+        """The plan an accepted submission went to (update, delete), or the 400 for an unknown id."""
+        queue = self.queue_of.get(rid)
+        if queue is None:
+            raise BadRequest(
+                f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
+            )
+        return self._managed(queue)
+
+    # -- handlers -----------------------------------------------------------------------------
+    # Each endpoint runs behind `_endpoint`: 401 without a user, and the request's own errors
+    # (BadRequest from the body conversion and the id/queue checks, ValidationError from the
+    # definition checks) as their status and message. Planning errors are answered in place.
+    @_endpoint
+    def new_reservation(self, user: str) -> Response:
+        """POST /reservation/new-reservation."""
+        return 200, {"reservation-id": str(self.new_reservation_id())}
+
+    @_endpoint
+    def submit(self, user: str, body: Any) -> Response:
         """POST /reservation/submit (202 on success, no content)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            definition = self._definition(b)
-            queue = self._opt_str(b, "queue")
-            rid_s = self._opt_str(b, "reservation-id")
-            rid = ReservationId.parse(rid_s) if rid_s is not None else None
-            if rid is None:
-                raise BadRequest(
-                    "Reservation id cannot be null. Please try again specifying  a valid reservation id by "
-                    "creating a new reservation id."
-                )
-            if not queue:
-                raise BadRequest(NO_QUEUE)
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            validate_definition(plan, definition, plan.now)
-        except BadRequest as e:
-            return error(e.status, e.message)
-        except ValidationError as e:
-            return error(400, e.message)
+        b = self._body(body)
+        definition = self._definition(b)
+        queue = self._opt_str(b, "queue")
+        rid_s = self._opt_str(b, "reservation-id")
+        rid = ReservationId.parse(rid_s) if rid_s is not None else None
+        if rid is None:
+            raise BadRequest(
+                "Reservation id cannot be null. Please try again specifying  a valid reservation id by "
+                "creating a new reservation id."
+            )
+        if not queue:
+            raise BadRequest(NO_QUEUE)
+        plan = self._managed(queue)
+        validate_definition(plan, definition, plan.now)
         existing = plan.get(rid)
         if existing is not None:
             if existing.definition == definition:
@@ -168,104 +192,79 @@ class ReservationSystem:
                 "reservation definition was provided. Please try again with a new reservation id, or consider "
                 "updating the reservation instead.",
             )
-        failed = self._ask_agent(plan, lambda agent: agent.create(plan, rid, user, definition),
+        entry = self.entry(plan.queue)
+        assert entry is not None
+        failed = self._ask_agent(entry, lambda agent: agent.create(plan, rid, user, definition),
                                  f"Unable to create reservation: {rid}")
         if failed is not None:
             return failed
-        self.queue_of[rid] = plan.queue
-        if self.cluster is not None and definition.arrival - plan.now < plan.step:
-            self.follower.step(plan.now)
+        self.remember(rid, plan.queue)
+        if entry.cluster is not None and definition.arrival - plan.now < plan.step:
+            entry.follower.step(plan.now)
         return 202, None
 
-    def update(self, user: str | None, body: Any) -> Response:
+    @_endpoint
+    def update(self, user: str, body: Any) -> Response:
         """POST /reservation/update (200 {} on success)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            definition = self._definition(b)
-            rid_s = self._opt_str(b, "reservation-id")
-            if rid_s is None:
-                raise BadRequest("Update operations must specify an existing ReservaitonId")
-            rid = ReservationId.parse(rid_s)
-            queue = self.queue_of.get(rid)
-            if queue is None:
-                raise BadRequest(
-                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
-                )
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            validate_definition(plan, definition, plan.now)
-        except BadRequest as e:
-            return error(e.status, e.message)
-        except ValidationError as e:
-            return error(400, e.message)
-        failed = self._ask_agent(plan, lambda agent: agent.update(plan, rid, user, definition),
+        b = self._body(body)
+        definition = self._definition(b)
+        rid_s = self._opt_str(b, "reservation-id")
+        if rid_s is None:
+            raise BadRequest("Update operations must specify an existing ReservaitonId")
+        rid = ReservationId.parse(rid_s)
+        plan = self._known(rid)
+        validate_definition(plan, definition, plan.now)
+        entry = self.entry(plan.queue)
+        assert entry is not None
+        failed = self._ask_agent(entry, lambda agent: agent.update(plan, rid, user, definition),
                                  f"Unable to update reservation: {rid}")
         return failed if failed is not None else (200, {})
 
-    def _ask_agent(self, plan: InMemoryPlan, call: Callable[[ReservationAgent], bool], failure: str) -> Response | None:
+    @staticmethod
+    def _ask_agent(entry: PlanEntry, call: Callable[[ReservationAgent], bool], failure: str) -> Response | None:
         """Let the plan's agent create or update; None on success, else YARN's 400 answer."""
-        if self.agent is None:
-            return error(400, f"No reservation agent is configured for queue {plan.queue}.")
+        if entry.agent is None:
+            return error(400, f"No reservation agent is configured for queue {entry.plan.queue}.")
         try:
-            ok = call(self.agent)
+            ok = call(entry.agent)
         except PlanningException as e:
             return error(400, e.java_string())
         except PlanIllegalArgument as e:
             return error(400, e.message)
         return None if ok else error(400, failure)
 
-    def delete(self, user: str | None, body: Any) -> Response:
+    @_endpoint
+    def delete(self, user: str, body: Any) -> Response:
         """POST /reservation/delete (200 {} on success)."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            b = self._body(body)
-            rid_s = self._opt_str(b, "reservation-id")
-            rid = ReservationId.parse(rid_s) if rid_s is not None else None
-            if rid is None:
-                raise BadRequest("Missing reservation id. Please try again by specifying a reservation id.")
-            queue = self.queue_of.get(rid)
-            if queue is None:
-                raise BadRequest(
-                    f"The specified reservation with ID: {rid} is unknown. Please try again with a valid reservation."
-                )
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-        except BadRequest as e:
-            return error(e.status, e.message)
+        b = self._body(body)
+        rid_s = self._opt_str(b, "reservation-id")
+        rid = ReservationId.parse(rid_s) if rid_s is not None else None
+        if rid is None:
+            raise BadRequest("Missing reservation id. Please try again by specifying a reservation id.")
+        plan = self._known(rid)
         try:
             plan.delete_reservation(rid)
         except PlanIllegalArgument as e:
             return error(400, e.message)
         return 200, {}
 
-    def list(self, user: str | None, query: dict[str, str]) -> Response:
+    @_endpoint
+    def list(self, user: str, query: dict[str, str]) -> Response:
         """GET /reservation/list with exactly the given query parameters."""
-        if user is None:
-            return error(401, UNAUTHENTICATED)
-        try:
-            start = self._time_param(query, "start-time", 0)
-            end = self._time_param(query, "end-time", -1)
-            start = max(start, 0)
-            if end < 0:
-                end = LONG_MAX
-            include = str(query.get("include-resource-allocations", "false")).lower() == "true"
-            if end < start:
-                raise BadRequest("The specified end time must be greater than the specified start time.")
-            queue = query.get("queue", "default")
-            if not queue:
-                raise BadRequest(NO_QUEUE)
-            plan = self.plan_for(queue)
-            if plan is None:
-                raise BadRequest(self._not_managed(queue))
-            rid_s = query.get("reservation-id", "")
-            rid = ReservationId.parse(rid_s) if rid_s else None
-        except BadRequest as e:
-            return error(e.status, e.message)
+        start = self._time_param(query, "start-time", 0)
+        end = self._time_param(query, "end-time", -1)
+        start = max(start, 0)
+        if end < 0:
+            end = LONG_MAX
+        include = str(query.get("include-resource-allocations", "false")).lower() == "true"
+        if end < start:
+            raise BadRequest("The specified end time must be greater than the specified start time.")
+        queue = query.get("queue", "default")
+        if not queue:
+            raise BadRequest(NO_QUEUE)
+        plan = self._managed(queue)
+        rid_s = query.get("reservation-id", "")
+        rid = ReservationId.parse(rid_s) if rid_s else None
         found = plan.get_reservations(rid, (start, end), None)
         return 200, {"reservations": [reservation_info(r, include) for r in found]}
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from apportion.errors import ApportionError
 from apportion.reservation.stepfn import Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3
@@ -21,7 +22,7 @@ _LONG_MAX = 2**63 - 1
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+\Z")
 
 
-class BadRequest(Exception):
+class BadRequest(ApportionError):
     """A request the REST layer answers with an error status (400 unless told otherwise)."""
 
     def __init__(self, message: str, status: int = 400) -> None:
@@ -161,6 +162,21 @@ def parse_resource(v: Any, field: str) -> Res:
     return (mem, vc)
 
 
+def _check_capability(cap: Res, field: str) -> None:
+    """A stage asks for something: no negative component, and not nothing at all.
+
+    YARN takes a negative capability as given, so a stage of negative size frees plan capacity
+    that other reservations then take, and the plan over-commits once it is gone; an all-zero
+    capability reserves nothing however it is placed. Both answer 400 naming the field
+    (docs/semantics.md, YARN deviations).
+    """
+    for name, value in zip(("memory", "vCores"), cap):
+        if value < 0:
+            raise BadRequest(f"Invalid value for {field}.{name}: {value} is negative; a capability must not be")
+    if all(value == 0 for value in cap):
+        raise BadRequest(f"Invalid value for {field}: every component is 0; a stage must ask for some resource")
+
+
 def parse_definition(v: Any, field: str = "reservation-definition") -> ReservationDefinition:
     """The REST `reservation-definition` object (contract §5.2); BadRequest naming the field."""
     if not isinstance(v, dict):
@@ -210,9 +226,11 @@ def parse_definition(v: Any, field: str = "reservation-definition") -> Reservati
             raise BadRequest(f"Invalid value for {sf}: expected an object, got {_show(sv)}")
         if sv.get("capability") is None:
             raise BadRequest(f"Missing {sf}.capability: every reservation request needs a capability")
+        capability = parse_resource(sv["capability"], f"{sf}.capability")
+        _check_capability(capability, f"{sf}.capability")
         stages.append(
             Stage(
-                capability=parse_resource(sv["capability"], f"{sf}.capability"),
+                capability=capability,
                 num_containers=_int(sv.get("num-containers", 0), f"{sf}.num-containers"),
                 concurrency=_int(sv.get("min-concurrency", 0), f"{sf}.min-concurrency"),
                 duration=_int(sv.get("duration", 0), f"{sf}.duration"),

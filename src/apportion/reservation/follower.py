@@ -48,6 +48,8 @@ class ReservationShare:
 
 @dataclass(frozen=True)
 class QueueView:
+    """A child queue as one synchronisation left it."""
+
     name: str
     capacity: float
     max_capacity: float
@@ -95,6 +97,7 @@ class PlanFollower:
         return True
 
     def app_finished(self, app_id: str) -> bool:
+        """Remove a finished application from its child queue; False if no queue holds it."""
         for q in self.queues.values():
             if app_id in q.apps:
                 q.apps.remove(app_id)

@@ -34,7 +34,8 @@ from apportion.reservation.stepfn import (
 )
 
 if TYPE_CHECKING:
-    from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+    from apportion.reservation.plan import ReservationAllocation
+    from apportion.reservation.view import PlanView
 
 
 
@@ -54,19 +55,26 @@ class SharingPolicy(ABC):
     name = "None"
 
     @abstractmethod
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         """Raise a PlanningException when the plan must not accept res."""
 
     def available_resources(
-        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+        self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
         """Lower the plan availability for user over the closed range `[s, e]` (default: unchanged)."""
         return net
 
-    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+    def instantaneous_limit(self, plan: PlanView) -> Res | None:
         """What `available_resources` caps a user at, when it is exactly `min(net, limit − used)`
         pointwise (the plan then fuses it into its own pass); None when it leaves net unchanged."""
         return None
+
+    def availability_is_pointwise(self) -> bool:
+        """Whether `available_resources` is the identity or CapacityOverTime's pointwise min, so
+        that the plan may fuse it into its own pass and keep its answers (a subclass with an
+        availability of its own is asked every time)."""
+        f = type(self).available_resources
+        return f is SharingPolicy.available_resources or f is CapacityOverTimePolicy.available_resources
 
     @abstractmethod
     def valid_window(self) -> int:
@@ -78,19 +86,45 @@ class NoPolicy(SharingPolicy):
 
     name = "None"
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         return None
 
     def valid_window(self) -> int:
         return 0
 
 
-def _check_user(plan: InMemoryPlan, res: ReservationAllocation) -> None:
-    old = plan.reservations.get(res.id)
+def _check_user(plan: PlanView, res: ReservationAllocation) -> None:
+    old = plan.get(res.id)
     if old is not None and old.user != res.user:
         raise MismatchedUserException(
             f"Updating an existing reservation with mismatched user:{old.user} != {res.user}"
         )
+
+
+def ask_check_range(res: ReservationAllocation) -> int:
+    """Where trunk's admission test of res against the availability begins.
+
+    The ask is `getResourcesOverTime(start, end)`: its breakpoints from the last one at or before
+    start (clamped to start), else from its first one. Zero pieces are never stored, so a
+    reservation placed late in its window is tested only from its first allocated time; before
+    that the availability is not compared with anything (it can be negative there, when a user's
+    consumption already exceeds the instantaneous quota, without a refusal).
+    """
+    if res.period <= 0:
+        first = res.rle.first_change()
+        if first is None:
+            return res.end
+        return max(first, res.start)
+    base = res.rle
+    if base.is_empty():
+        return res.end
+    p = res.period
+    rel = res.start % p if res.start >= 0 else 0
+    if base.last_change_at_or_before(rel) is not None:
+        return res.start
+    first = base.first_change()
+    assert first is not None
+    return res.start - rel + first
 
 
 class NoOverCommitPolicy(SharingPolicy):
@@ -98,21 +132,24 @@ class NoOverCommitPolicy(SharingPolicy):
 
     name = "NoOverCommit"
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
+        # trunk's merge of the availability with the ask tests only where both are defined: from
+        # the ask's first breakpoint and before the availability's undefined end marker
+        lo, hi = ask_check_range(res), res.end
         ask_arrays = None
         if avail_arrays is not None:
             # a plain reservation is read inside [start, end + 1) only: its own function will do
             ask_arrays = arrays_of(res.rle if res.period <= 0 else res.over_time(res.start, res.end + 1))
         if avail_arrays is not None and ask_arrays is not None:
             # the same pointwise check on arrays (the walk below is the reference)
-            if not fits_under(ask_arrays, avail_arrays, res.start, res.end + 1):
+            if not fits_under(ask_arrays, avail_arrays, lo, hi):
                 raise self._overcommit(res)
             return
         ask = res.over_time(res.start, res.end + 1)
         avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
-        for _a, _b, r in merge_pieces(avail, ask, res.start, res.end + 1, rsub):
+        for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
             if r[0] < 0 or r[1] < 0:
                 raise self._overcommit(res)
 
@@ -144,16 +181,16 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
     def valid_window(self) -> int:
         return self.window
 
-    def instantaneous_limit(self, plan: InMemoryPlan) -> Res | None:
+    def instantaneous_limit(self, plan: PlanView) -> Res | None:
         return scaled_limit(plan.capacity, self.max_inst)
 
     def available_resources(
-        self, net: StepFunction, plan: InMemoryPlan, user: str | None, old_id: ReservationId | None, s: int, e: int
+        self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
         cap = plan.capacity
         limit = scaled_limit(cap, self.max_inst)
         used = plan.user_over(user or "", s, e + 1)
-        old = plan.reservations.get(old_id) if old_id is not None else None
+        old = plan.get(old_id) if old_id is not None else None
         if old is not None:
             used = merge(used, old.over_time(s, e + 1), s, e + 1, rsub)
         # the quota is limit − used on [s, e]; it is folded into the merge instead of being built
@@ -169,7 +206,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
         return merge(net, used, s, e + 1, cmin)
 
-    def validate(self, plan: InMemoryPlan, res: ReservationAllocation) -> None:
+    def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
         try:
             super().validate(plan, res)
         except PlanningQuotaException as p:
@@ -183,23 +220,23 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
             )
 
     # -- the integral check -------------------------------------------------------------------
-    def _average_ok(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+    def _average_ok(self, plan: PlanView, res: ReservationAllocation) -> bool:
         """Trunk's integral check; `_average_walk` is the check itself, the bound in front only
         answers the cases where no window's average can reach the limit at all."""
         W = self.window
         cs = res.start - W
         ce = res.end + W
-        old = plan.reservations.get(res.id)
+        old = plan.get(res.id)
         if _integral_bound_within(plan, res, old, cs, ce, W, scaled_limit(plan.capacity, self.max_avg)):
             return True
         return self._average_walk(plan, res)
 
-    def _average_walk(self, plan: InMemoryPlan, res: ReservationAllocation) -> bool:
+    def _average_walk(self, plan: PlanView, res: ReservationAllocation) -> bool:
         W = self.window
         cs = res.start - W
         ce = res.end + W
         user = res.user or ""
-        old = plan.reservations.get(res.id)
+        old = plan.get(res.id)
 
         has_np = user in plan.user_load
         has_p = user in plan.user_periodic
@@ -227,7 +264,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         else:
             mine = _overlapping(res.rle, res.rle.last_change_at_or_before(cs), cs, ce)
 
-        f_map = _merge_maps(consumption, mine)
+        f_map = _close_open_end(_merge_maps(consumption, mine), ce)
         if not f_map:
             return True
         limit = scaled_limit(plan.capacity, self.max_avg)
@@ -235,7 +272,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
 
 
 def _integral_bound_within(
-    plan: InMemoryPlan, res: ReservationAllocation, old: ReservationAllocation | None, cs: int, ce: int, W: int,
+    plan: PlanView, res: ReservationAllocation, old: ReservationAllocation | None, cs: int, ce: int, W: int,
     limit: Res,
 ) -> bool:
     """Whether `_average_walk` must answer True because everything it sums is too small to matter.
@@ -327,6 +364,28 @@ def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: in
             t = nd
         if t > ce:
             return True
+
+
+def _close_open_end(f_map: list[tuple[int, Res | None]], ce: int) -> list[tuple[int, Res | None]]:
+    """End a load that is still non-zero at the check's end with a defined zero just after it.
+
+    A periodic unroll (or a reservation ending at Long.MAX) leaves its last value running up to the
+    Long.MAX end marker. Trunk then multiplies that value by about 2^63 in 64-bit arithmetic, so its
+    answer there is decided by the overflow (docs/semantics.md, YARN rows); with exact integers the
+    piece would add nothing inside `[cs, ce]`, and a reservation that holds its whole period (one
+    piece after unrolling) would escape the average check entirely. Closing the piece at `ce + 1`
+    makes the grid cover it like any other piece; what lies after ce never enters the check.
+    """
+    if not f_map:
+        return f_map
+    tail = f_map[-1:] if f_map[-1][1] is None else []
+    body = f_map[: len(f_map) - len(tail)]
+    if not body:
+        return f_map
+    k, v = body[-1]
+    if v is None or v == (0, 0) or k > ce or (tail and tail[0][0] <= ce + 1):
+        return f_map
+    return [*body, (ce + 1, (0, 0)), *tail]
 
 
 def _add(a: Res, b: Res) -> Res:

@@ -12,15 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from apportion.errors import InputError
+from apportion.errors import MAX_DEPTH, InputError, check_depth, shown
 from apportion.reservation.agents import AGENT_NAMES, make_agent
-from apportion.reservation.api import ReservationSystem, res_json
+from apportion.reservation.api import res_json
 from apportion.reservation.definition import BadRequest, ReservationId, parse_definition
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import make_policy
 from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import Calculator, Res, f32_str
+from apportion.reservation.system import ReservationSystem
 
 Obs = dict[str, Any]
 
@@ -39,12 +40,12 @@ class _Keys:
     def _raw(self, key: str, required: bool, default: Any) -> Any:
         if key not in self.obj:
             if required:
-                raise InputError(f"missing required key {key!r}", where=self.where)
+                raise InputError(f"missing required key {shown(key)}", where=self.where)
             return default
         return self.obj[key]
 
     def bad(self, key: str, what: str) -> InputError:
-        return InputError(f"key {key!r}: {what}", where=self.where)
+        return InputError(f"key {shown(key)}: {what}", where=self.where)
 
     def get_int(self, key: str, default: Any = _MISSING, *, nullable: bool = False) -> Any:
         v = self._raw(key, default is _MISSING, default)
@@ -134,7 +135,7 @@ class Replay:
             raise k.bad("resourceCalculator", 'expected "default" or "dominant"')
         agent_name = k.get_str("agent", "aligned-left")
         if agent_name not in AGENT_NAMES:
-            raise k.bad("agent", f"unknown agent {agent_name!r} (expected one of {', '.join(AGENT_NAMES)})")
+            raise k.bad("agent", f"unknown agent {shown(agent_name)} (expected one of {', '.join(AGENT_NAMES)})")
         smooth = k.get_int("smoothnessFactor", 10)
         policy = self._policy(k, "policy")
         rep = k.get_any("replanner", {"type": "SimpleCapacityReplanner", "enforcementWindow": 3_600_000})
@@ -163,7 +164,8 @@ class Replay:
             now=k.get_int("now", 0),
             move_on_expiry=k.get_bool("moveOnExpiry", True),
         )
-        self.system = ReservationSystem(self.plan, make_agent(agent_name, smooth), replanner, cluster)
+        self.system = ReservationSystem.single(self.plan, make_agent(agent_name, smooth), replanner, cluster)
+        self.entry = self.system.plans[self.plan.queue]
         self.agent_name = agent_name
 
     @staticmethod
@@ -182,7 +184,7 @@ class Replay:
         op = k.get_str("op")
         handler: Callable[[_Keys], Obs] | None = getattr(self, "_op_" + op, None) if op.isidentifier() else None
         if handler is None:
-            raise k.bad("op", f"unknown op {op!r}")
+            raise k.bad("op", f"unknown op {shown(op)}")
         obs: Obs = {"op": op}
         obs.update(handler(k))
         return obs
@@ -254,7 +256,7 @@ class Replay:
         try:
             period = int(rec)
         except ValueError:
-            raise k.bad("recurrence", f"not a period in ms: {rec!r}") from None
+            raise k.bad("recurrence", f"not a period in ms: {shown(rec)}") from None
         if period < 0:
             raise k.bad("recurrence", "must not be negative")
         return ReservationAllocation(
@@ -312,8 +314,8 @@ class Replay:
 
     def _op_replan(self, k: _Keys) -> Obs:
         removed: list[ReservationId] = []
-        if self.system.replanner is not None:
-            removed = self.system.replanner.plan(self.plan)
+        if self.entry.replanner is not None:
+            removed = self.entry.replanner.plan(self.plan)
         return {"removed": [str(r) for r in removed], "remaining": sorted(str(r) for r in self.plan.reservations)}
 
     def _op_assertPlan(self, k: _Keys) -> Obs:
@@ -371,7 +373,7 @@ class Replay:
         return {"ids": sorted(str(r.id) for r in found)}
 
     def _op_planFollower(self, k: _Keys) -> Obs:
-        state = self.system.follower.step(self.plan.now)
+        state = self.entry.follower.step(self.plan.now)
         return {
             "queues": {
                 name: {"capacity": _f(q.capacity), "maxCapacity": _f(q.max_capacity), "apps": len(q.apps)}
@@ -385,7 +387,7 @@ class Replay:
         if "user" in k.obj:
             self._user(k)
         queue = k.get_str("queue")
-        if self.system.follower.submit_app(app, queue):
+        if self.entry.follower.submit_app(app, queue):
             return {"accepted": True, "queue": queue}
         return {
             "accepted": False,
@@ -394,7 +396,7 @@ class Replay:
         }
 
     def _op_appFinished(self, k: _Keys) -> Obs:
-        return {"found": self.system.follower.app_finished(k.get_str("appId"))}
+        return {"found": self.entry.follower.app_finished(k.get_str("appId"))}
 
 
 def _f(x: float) -> float:
@@ -417,6 +419,17 @@ def view_pieces(r: ReservationAllocation) -> list[dict[str, Any]]:
     return out
 
 
+#: longest integer a case may write (Python refuses to convert more than 4300 digits; no field of a
+#: case means anything near 100).
+MAX_INT_DIGITS = 100
+
+
+def _bounded_int(digits: str, path: str) -> int:
+    if len(digits) > MAX_INT_DIGITS:
+        raise InputError(f"an integer of {len(digits)} digits is too long (at most {MAX_INT_DIGITS})", where=path)
+    return int(digits)
+
+
 def load_case(path: str) -> tuple[Any, list[Any]]:
     """Read CASE.json; InputError when the file or its top-level shape is wrong."""
     try:
@@ -426,9 +439,12 @@ def load_case(path: str) -> tuple[Any, list[Any]]:
     except UnicodeDecodeError:
         raise InputError("the file is not UTF-8 text", where=path) from None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=lambda digits: _bounded_int(digits, path))
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", where=path) from None
+    except RecursionError:
+        raise InputError(f"invalid JSON: nested more than {MAX_DEPTH} levels deep", where=path) from None
+    check_depth(doc, path)
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object with keys 'plan' and 'steps'", where=path)
     if "plan" not in doc:

@@ -66,6 +66,7 @@ class StepArrays:
         return len(self.t)
 
     def is_empty(self) -> bool:
+        """No change point: zero everywhere."""
         return len(self.t) == 0
 
     def breakpoints(self) -> list[tuple[int, Res]]:
@@ -178,6 +179,7 @@ class PeriodicStepArrays:
         return p
 
     def is_empty(self) -> bool:
+        """Zero over the whole period."""
         return self.base.is_empty()
 
     def add_pieces(self, pieces: Iterable[tuple[int, int, Res]], sign: int) -> bool:

@@ -42,10 +42,12 @@ def rsub(a: Res, b: Res) -> Res:
 
 
 def rneg(a: Res) -> Res:
+    """-a."""
     return (-a[0], -a[1])
 
 
 def rmul(a: Res, k: int) -> Res:
+    """a scaled by an integer k."""
     return (a[0] * k, a[1] * k)
 
 
@@ -134,12 +136,15 @@ class Calculator:
         return (la > lb) - (la < lb)
 
     def greater(self, a: Res, b: Res, ref: Res) -> bool:
+        """a > b under this calculator, relative to `ref` (the cluster resource)."""
         return self.compare(a, b, ref) > 0
 
     def rmin(self, a: Res, b: Res, ref: Res) -> Res:
+        """Resources.min: the smaller under this calculator (a on a tie)."""
         return a if self.compare(a, b, ref) <= 0 else b
 
     def rmax(self, a: Res, b: Res, ref: Res) -> Res:
+        """Resources.max: the larger under this calculator (a on a tie)."""
         return a if self.compare(a, b, ref) >= 0 else b
 
     def ratio(self, a: Res, b: Res) -> float:
@@ -259,6 +264,7 @@ class StepFunction:
         return cls._bulk(*interval_breakpoints(intervals))
 
     def copy(self) -> StepFunction:
+        """An independent copy."""
         f = StepFunction.__new__(StepFunction)
         # SortedDict.copy walks its items view in Python (and dict.copy of a SortedDict takes the
         # slow path too); reading the sorted key chunks and the dict directly is about twice as fast
@@ -281,9 +287,11 @@ class StepFunction:
         return len(self._d)
 
     def is_empty(self) -> bool:
+        """No breakpoint: zero everywhere."""
         return not self._d
 
     def breakpoints(self) -> list[tuple[int, Res]]:
+        """(time, the value from that time on), in time order."""
         return list(self._d.items())
 
     def items_between(self, s: int, e: int) -> list[tuple[int, Res]]:
@@ -309,17 +317,21 @@ class StepFunction:
         return i == len(keys) or keys[i] >= e
 
     def first_change(self) -> int | None:
+        """The earliest breakpoint, None if there is none."""
         return self._d.peekitem(0)[0] if self._d else None
 
     def last_change(self) -> int | None:
+        """The latest breakpoint, None if there is none."""
         return self._d.peekitem(-1)[0] if self._d else None
 
     def last_change_at_or_before(self, t: int) -> int | None:
+        """The latest breakpoint <= t, None if there is none."""
         d = self._d
         i = d.bisect_right(t) - 1
         return d.peekitem(i)[0] if i >= 0 else None
 
     def next_change_after(self, t: int) -> int | None:
+        """The earliest breakpoint > t, None if there is none."""
         d = self._d
         i = d.bisect_right(t)
         return d.peekitem(i)[0] if i < len(d) else None
@@ -637,16 +649,22 @@ def madd(a: StepFunction, b: StepFunction) -> StepFunction:
     return f
 
 
-def wrap_pieces(pieces: Iterable[tuple[int, int, Res]], period: int) -> list[tuple[int, int, Res]] | None:
-    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end;
-    empty and zero pieces dropped. None when a piece is longer than the period."""
+def wrap_pieces(
+    pieces: Iterable[tuple[int, int, Res]], period: int, *, clamp: bool = False
+) -> list[tuple[int, int, Res]] | None:
+    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end
+    (the wrapped part is kept, contract §7.1 item 6 / §12 row 1); empty and zero pieces dropped.
+    A piece longer than the period covers the whole period with `clamp`, else the answer is None."""
     out: list[tuple[int, int, Res]] = []
     for s, e, r in pieces:
         length = e - s
         if length <= 0 or r == ZERO:
             continue
         if length > period:
-            return None
+            if not clamp:
+                return None
+            out.append((0, period, r))
+            continue
         s0 = s % period
         if s0 + length <= period:
             out.append((s0, s0 + length, r))
@@ -671,6 +689,7 @@ class PeriodicStepFunction:
         self.base = StepFunction()
 
     def copy(self) -> PeriodicStepFunction:
+        """An independent copy."""
         p = PeriodicStepFunction(self.period)
         p.base = self.base.copy()
         return p
@@ -682,24 +701,19 @@ class PeriodicStepFunction:
         raise TypeError("PeriodicStepFunction is mutable")
 
     def is_empty(self) -> bool:
+        """Zero over the whole period."""
         return self.base.is_empty()
 
     def add(self, s: int, e: int, r: Res) -> None:
         """Add r on `[s, e)` taken modulo the period (the length must not exceed the period)."""
-        length = e - s
-        if length <= 0 or r == ZERO:
-            return
-        T = self.period
-        if length > T:
-            raise ValueError(f"interval of length {length} is longer than the period {T}")
-        s0 = s % T
-        if s0 + length <= T:
-            self.base.add(s0, s0 + length, r)
-        else:
-            self.base.add(s0, T, r)
-            self.base.add(0, s0 + length - T, r)
+        pieces = wrap_pieces(((s, e, r),), self.period)
+        if pieces is None:
+            raise ValueError(f"interval of length {e - s} is longer than the period {self.period}")
+        for a, b, x in pieces:
+            self.base.add(a, b, x)
 
     def remove(self, s: int, e: int, r: Res) -> None:
+        """Subtract r on `[s, e)`, wrapping as `add` does."""
         self.add(s, e, rneg(r))
 
     def wrapped(self, pieces: Iterable[tuple[int, int, Res]]) -> list[tuple[int, int, Res]] | None:
@@ -708,6 +722,7 @@ class PeriodicStepFunction:
         return wrap_pieces(pieces, self.period)
 
     def at(self, t: int) -> Res:
+        """The value at time t (t taken modulo the period)."""
         return self.base.at(t % self.period)
 
     def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
@@ -749,6 +764,7 @@ def periods_meeting(s: int, e: int, period: int) -> int:
 
 
 def ceil_div(a: int, b: int) -> int:
+    """a / b rounded up, in integers."""
     return -((-a) // b)
 
 
@@ -763,4 +779,5 @@ def round_down(t: int, step: int) -> int:
 
 
 def isclose(a: float, b: float) -> bool:  # pragma: no cover - tiny helper for tests
+    """Floats equal up to rounding (relative 1e-9, absolute 1e-12)."""
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

@@ -6,12 +6,13 @@ agents make (gang size, container counts, maximum allocation) live in `agents/co
 
 from __future__ import annotations
 
+from apportion.errors import ApportionError
 from apportion.reservation.definition import R_ALL, R_ANY, ReservationDefinition, parse_java_long
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.stepfn import ZERO, fmt_res, rmul
 
 
-class ValidationError(Exception):
+class ValidationError(ApportionError):
     """A definition the validator refuses; the REST layer answers 400 with `message`."""
 
     def __init__(self, message: str) -> None:

@@ -351,10 +351,11 @@ class Simulator:
 
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
-        self.recorder.eviction(self.now, job, t, reason)
+        lost_before = job.lost_gpu_seconds
         victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
         for v in victims:
             self._stop(job, v, restart=True)
+        self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
 
     def _node_event(self, ev: Any) -> None:
         if ev.type == "fail":
@@ -531,6 +532,7 @@ class Simulator:
                 resreq=sj.resreq.clone(), status=status, node_name=node, priority=sj.priority,
                 raw_priority=sj.priority, priority_class_name=sj.spec.priority_class,
                 preemptable=sj.spec.preemptable, creation=sj.creation,
+                started_at=t.start if status is TaskStatus.RUNNING else None,
                 nonzero_cpu=sj.resreq.cpu or 100.0, nonzero_memory=sj.resreq.memory or 200.0 * 2**20,
             ))
         if sj.phase is PodGroupPhase.RUNNING and all(t.status == "running" for t in sj.tasks):
@@ -548,6 +550,7 @@ class Simulator:
         self.sessions += 1
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
+        ssn.now = self.now
         report = (self.structure_changed or self.last_report is None
                   or self.now - self.last_report >= max(self.period, REPORT_EVERY))
         if report:

@@ -89,6 +89,11 @@ class Recorder:
         self.busy: list[int] = []
         self.events: list[tuple[float, str, str, str]] = []
         self.evictions: list[tuple[float, str, str, str]] = []
+        #: GPU-seconds of work lost to evictions, per eviction reason (reclaim, preempt)
+        self.lost_gpu_seconds: dict[str, float] = defaultdict(float)
+        #: per job uid: how many times it was evicted, per reason (a job reclaimed again and again is
+        #: what reclaim oscillation looks like)
+        self.evicted_jobs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.reported: dict[str, Resource] = {}
         self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
         self._reported_nat: dict[str, dict[str, float]] = {}
@@ -124,8 +129,12 @@ class Recorder:
     def event(self, t: float, obj: str, reason: str, message: str) -> None:
         self.events.append((t, obj, reason, message))
 
-    def eviction(self, t: float, job: SimJob, task: SimTask, reason: str) -> None:
+    def eviction(self, t: float, job: SimJob, task: SimTask, reason: str, lost_gpu_seconds: float = 0.0) -> None:
+        """`task` of `job` was evicted for `reason`; the job lost that much GPU work with it (a gang's
+        every running member)."""
         self.evictions.append((t, job.uid, task.name, reason))
+        self.lost_gpu_seconds[reason] += lost_gpu_seconds
+        self.evicted_jobs[job.uid][reason] += 1
 
     def session_report(self, t: float, queues: dict[str, dict[str, Any]]) -> None:
         for name, attrs in queues.items():
@@ -401,6 +410,10 @@ def summarize(res: SimulationResult) -> dict[str, Any]:
             "nodeFailure": node_failures,
             "lostGpuHours": _r(sum(j.lost_gpu_seconds for j in jobs) / 3600.0),
             "lostCpuHours": _r(sum(j.lost_cpu_seconds for j in jobs) / 3600.0),
+            # the waste of reclaim and preempt alone (node failures and expiry kills lose work too)
+            "lostGpuHoursByReason": {r: _r(rec.lost_gpu_seconds.get(r, 0.0) / 3600.0) for r in ("reclaim", "preempt")},
+            "jobsReclaimed": sum(1 for c in rec.evicted_jobs.values() if c.get("reclaim")),
+            "jobsReclaimedTwiceOrMore": sum(1 for c in rec.evicted_jobs.values() if c.get("reclaim", 0) >= 2),
         },
         "queues": queues,
         "reservations": reservation_outcomes(res),

@@ -57,10 +57,14 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
     e = summary["evictions"]
     run.add_row("evictions", f"reclaim {e['reclaim']}, preempt {e['preempt']}, node failure {e['nodeFailure']}; "
                              f"lost {e['lostGpuHours']:.2f} GPU-h")
+    by = e.get("lostGpuHoursByReason", {})
+    if e.get("jobsReclaimed"):
+        run.add_row("reclaim waste", f"{by.get('reclaim', 0.0):.2f} GPU-h evicted; {e['jobsReclaimed']} jobs reclaimed, "
+                                     f"{e['jobsReclaimedTwiceOrMore']} of them twice or more")
     # light borders and unwrapped cells: the tables stay readable on an 80-column pipe
     q = Table(title="queues", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("queue", "jobs", "done", "wait\nmean", "wait\np95", "JCT\nmean", "evict", "lost\nGPU-h", "alloc/\ndeserved"):
-        q.add_column(col, justify="left" if col == "queue" else "right", no_wrap=True)
+        q.add_column(col, justify="left" if col == "queue" else "right", no_wrap=True, overflow="fold")
     for name, s in summary["queues"].items():
         ta = s.get("timeAverage", {})
         dom = ""
@@ -80,7 +84,7 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                   pad_edge=False)
         notes: list[str] = []
         for col in ("name", "id", "queue", "outcome", "window", "jobs inside\nwindow"):
-            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"))
+            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
@@ -118,6 +122,10 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], la: str, lb: str) -> Tab
     row("evictions (reclaim)", a["evictions"]["reclaim"], b["evictions"]["reclaim"])
     row("evictions (preempt)", a["evictions"]["preempt"], b["evictions"]["preempt"])
     row("lost GPU-hours", a["evictions"]["lostGpuHours"], b["evictions"]["lostGpuHours"])
+    row("lost GPU-hours (reclaim)", a["evictions"].get("lostGpuHoursByReason", {}).get("reclaim"),
+        b["evictions"].get("lostGpuHoursByReason", {}).get("reclaim"))
+    row("jobs reclaimed twice or more", a["evictions"].get("jobsReclaimedTwiceOrMore"),
+        b["evictions"].get("jobsReclaimedTwiceOrMore"))
     for d, v in a["utilisation"].items():
         row(f"utilisation {d}", v, b["utilisation"].get(d))
     for q in sorted(set(a["queues"]) | set(b["queues"])):

@@ -67,13 +67,16 @@ class Reservation:
 
     @property
     def start(self) -> float:
+        """When the first piece starts (the window's start if there is none)."""
         return self.pieces[0][0] if self.pieces else self.window[0]
 
     @property
     def end(self) -> float:
+        """When the last piece ends (the window's start if there is none)."""
         return self.pieces[-1][1] if self.pieces else self.window[0]
 
     def at(self, t: float) -> Resource:
+        """The resources reserved at time t (none outside the pieces)."""
         for s, e, r in self.pieces:
             if s <= t < e:
                 return r
@@ -84,6 +87,7 @@ class Reservation:
         return self.start <= t < self.end
 
     def change_points(self) -> list[float]:
+        """Every piece boundary, sorted."""
         pts = set()
         for s, e, _ in self.pieces:
             pts.add(s)
@@ -93,6 +97,8 @@ class Reservation:
 
 @dataclass
 class SubmitResult:
+    """The answer to one submission: accepted with its reservation, or refused with the reason."""
+
     accepted: bool
     reservation: Reservation | None
     message: str
@@ -137,6 +143,7 @@ class LocalPlan:
 
     # ----------------------------------------------------------------- load
     def committed(self, t: float, *, user: str | None = None, exclude: str = "") -> Resource:
+        """What the plan has reserved at time t (of one user, leaving one reservation out, if asked)."""
         r = Resource()
         for res in self.reservations.values():
             if res.id != exclude and (user is None or res.user == user):
@@ -184,6 +191,8 @@ class LocalPlan:
 
     # ----------------------------------------------------------------- agent
     def place(self, spec: ReservationSpec) -> list[tuple[float, float, Resource]] | None:
+        """The agent: each stage in order at the earliest step-aligned start that fits before the
+        deadline; the pieces, or None when a stage does not fit."""
         placed: list[tuple[float, float, Resource]] = []
         cursor = self._ceil_step(spec.arrival)
         for st in spec.stages:
@@ -252,6 +261,7 @@ class LocalPlan:
 
     # ----------------------------------------------------------------- operations
     def new_id(self) -> tuple[str, int]:
+        """The next reservation id, YARN-style, and its sequence number."""
         self.seq += 1
         return f"reservation_0_{self.seq:04d}", self.seq
 
@@ -274,6 +284,7 @@ class LocalPlan:
         return SubmitResult(True, res, "", rid)
 
     def active(self, t: float) -> list[Reservation]:
+        """The reservations active at time t, by id."""
         return sorted((r for r in self.reservations.values() if r.active(t)), key=lambda r: r.id)
 
     def replan(self, now: float) -> list[str]:
@@ -316,6 +327,7 @@ def plan_capacity(queue: QueueInfo, cluster_total: Resource) -> Resource:
 
 
 def default_child(queue: str) -> str:
+    """The name of the reservable queue's default child (`<queue>-default`)."""
     return f"{queue}-default"
 
 

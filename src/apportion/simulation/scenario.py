@@ -21,15 +21,22 @@ import yaml
 
 from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.cluster.snapshot import DEFAULT_QUEUE
-from apportion.errors import InputError, QuantityError
+from apportion.errors import InputError, QuantityError, shown
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
-from apportion.kube import build_snapshot, read_documents
+from apportion.kube import build_snapshot, load_yaml, read_documents, read_text
 from apportion.resources import PODS, Resource
+from apportion.simulation.specs import GeneratorSpec, JobSpec, TraceSpec
 
 #: Queue annotation that makes a queue own a reservation plan.
 RESERVABLE_KEY = "apportion.io/reservable"
 #: PodGroup annotation that routes a job to a reservation's queue.
 RESERVATION_ID_KEY = "apportion.io/reservation-id"
+
+#: bounds on what a scenario may ask for, so its size (not a typo like `count: 3e300`) decides memory.
+#: The schema holds the per-field ones (nodes per generator 100,000, jobs per generator 200,000,
+#: tasks per job 100,000); a generator's drawn task counts and the whole workload are checked here.
+MAX_JOB_TASKS = 100_000
+MAX_WORKLOAD_TASKS = 10_000_000
 
 _SCHEMA: dict[str, Any] | None = None
 
@@ -44,56 +51,6 @@ def schema() -> dict[str, Any]:
 
 
 # ===================================================================== parsed pieces
-@dataclass
-class JobSpec:
-    """One job of the workload: `tasks` identical tasks of `resources` each, running `duration` s."""
-
-    name: str
-    queue: str
-    arrival: float
-    duration: float
-    tasks: int
-    min_member: int
-    resources: Resource
-    priority_class: str = ""
-    preemptable: bool = True
-    reservation: str = ""
-    user: str = ""
-    source: str = ""
-
-    @property
-    def gang(self) -> bool:
-        return self.min_member > 1
-
-
-@dataclass
-class GeneratorSpec:
-    """A synthetic generator; expanded into JobSpecs by `workload.expand` with the run's seed."""
-
-    name: str
-    queues: dict[str, float]
-    count: int
-    start: float
-    interarrival: Any
-    duration: Any
-    tasks: Any
-    gang: bool
-    resources: Resource
-    priority_class: str
-    preemptable: bool
-    where: str
-
-
-@dataclass
-class TraceSpec:
-    """A trace to replay, with its mapping options (see simulation/traces/)."""
-
-    type: str
-    path: Path
-    options: dict[str, Any]
-    where: str
-
-
 @dataclass
 class PlanSpec:
     """Settings of the plan owned by a reservable queue."""
@@ -196,13 +153,8 @@ def default_scenario_path() -> Path:
 
 
 def _yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"malformed YAML{loc}: {problem}", where=source) from None
+    """The scenario document, decoded within the readers' bounds (integer length, nesting depth)."""
+    return load_yaml(text, source)
 
 
 def field_path(parts: Any) -> str:
@@ -337,7 +289,7 @@ def _build(data: dict[str, Any], source: str, base: Path) -> Scenario:
 
     for where, obj in objects:
         if obj.get("kind") not in ("Node", "Queue", "PriorityClass"):
-            raise InputError(f"expected a Node or Queue object, got kind {obj.get('kind')!r}", where=f"{where}: kind")
+            raise InputError(f"expected a Node or Queue object, got kind {shown(obj.get('kind'))}", where=f"{where}: kind")
     snap = build_snapshot(objects)
     warnings.extend(snap.warnings)
     if not snap.nodes:
@@ -548,10 +500,7 @@ def _plan(raw: dict[str, Any]) -> PlanSpec:
 def load_any_conf_or_scenario(path: str) -> tuple[str, Scenario | SchedulerConf]:
     """For --compare: a scenario file (has `cluster`) or a scheduler configuration (or its ConfigMap)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", where=path) from None
+    text = read_text(path)
     data = _yaml(text, path)
     if isinstance(data, dict) and "cluster" in data:
         return "scenario", parse_scenario(text, source=path, base=p.parent)

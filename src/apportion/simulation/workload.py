@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from apportion.errors import InputError
-from apportion.simulation.scenario import GeneratorSpec, JobSpec, Scenario
+from apportion.errors import InputError, shown
+from apportion.simulation.scenario import MAX_JOB_TASKS, MAX_WORKLOAD_TASKS, GeneratorSpec, JobSpec, Scenario
 
 
 def rng_for(seed: int, name: str) -> np.random.Generator:
@@ -66,7 +66,14 @@ def expand_generator(g: GeneratorSpec, seed: int) -> list[JobSpec]:
     durations = draw(g.duration, rng, n, f"{g.where}.duration")
     if (durations <= 0).any():
         raise InputError("durations must be positive", where=f"{g.where}.duration")
-    sizes = np.maximum(1, np.rint(draw(g.tasks, rng, n, f"{g.where}.tasks"))).astype(int)
+    drawn = np.maximum(1, np.rint(draw(g.tasks, rng, n, f"{g.where}.tasks")))
+    if not (drawn <= MAX_JOB_TASKS).all():  # also catches NaN: the cast below would make it garbage
+        raise InputError(f"a job may have at most {MAX_JOB_TASKS:,} tasks; this draws {shown(float(drawn.max()))}",
+                         where=f"{g.where}.tasks")
+    sizes = drawn.astype(int)
+    if int(sizes.sum()) > MAX_WORKLOAD_TASKS:  # before building a JobSpec per job
+        raise InputError(f"the generator draws {int(sizes.sum()):,} tasks; a workload has at most "
+                         f"{MAX_WORKLOAD_TASKS:,}", where=f"{g.where}.count")
     names = sorted(g.queues)
     weights = np.array([g.queues[q] for q in names], dtype=float)
     picks = rng.choice(len(names), size=n, p=weights / weights.sum())
@@ -89,6 +96,10 @@ def workload(scenario: Scenario, seed: int | None = None) -> list[JobSpec]:
     jobs = list(scenario.jobs)
     for g in scenario.generators:
         jobs.extend(expand_generator(g, s))
+    total = sum(j.tasks for j in jobs)
+    if total > MAX_WORKLOAD_TASKS:
+        raise InputError(f"the workload has {total:,} tasks; at most {MAX_WORKLOAD_TASKS:,} fit in a bounded run",
+                         where=f"{scenario.source}: workload")
     names: set[str] = set()
     for j in jobs:
         if j.name in names:

@@ -18,7 +18,6 @@ from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.steparrays import union, window
 from apportion.reservation.stepfn import (
-    LONG_MAX,
     Calculator,
     Res,
     interval_breakpoints,
@@ -121,27 +120,37 @@ class LowCostAlignedAllocator:
             return best
 
         to_place_now = [to_place]
-        if job.left:
-            cands = [(s + i * dur, s + (i + 1) * dur) for i in range(windows)]
-        else:
-            cands = [(d - (i + 1) * dur, d - i * dur) for i in range(windows)]
-        load_arrays = job.load_arrays() if avail_arrays is not None else None
+        lo = s if job.left else d - windows * dur
+        runs: list[tuple[int, int]] | None = None
+        if windows > _RUNS_MIN:
+            # a long stage window: the candidates between two change points of the load, the
+            # availability and the job's placements are alike, so they are kept as runs
+            lt, lv = segments(job.load(), s, d)
+            vt, vv = segments(plan.available(job.user, old_id, s, d, job.period, shared=True), s, d)
+            pt, pv = segments(placed, s, d)
+            if windows > _RUNS_FACTOR * (len(lt) + len(vt) + len(pt)):
+                runs = candidate_runs(lo, dur, windows, [*lt, *vt, *pt])
+            lt.append(_PAST_END)
+            vt.append(_PAST_END)
+            pt.append(_PAST_END)
+        load_arrays = job.load_arrays() if avail_arrays is not None and runs is None else None
         fast = None
         if avail_arrays is not None and load_arrays is not None:
             fast = _Windows.make(job, load_arrays, avail_arrays, s, d, dur, windows, gang, calc, cap, step)
         if fast is None:
-            avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
-            # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b) would
-            # walk use the breakpoints of each operand strictly inside (a, b) plus its value at a,
-            # which are exactly these lists restricted to [a, b). So the pieces (and the float sums
-            # over them, in the same order) are those of merge_pieces, without building a merge per
-            # candidate.
-            lt, lv = segments(job.load(), s, d)
-            vt, vv = segments(avail, s, d)
-            pt, pv = segments(placed, s, d)
-            lt.append(LONG_MAX)
-            vt.append(LONG_MAX)
-            pt.append(LONG_MAX)
+            if runs is None:
+                avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
+                # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b)
+                # would walk use the breakpoints of each operand strictly inside (a, b) plus its
+                # value at a, which are exactly these lists restricted to [a, b). So the pieces
+                # (and the float sums over them, in the same order) are those of merge_pieces,
+                # without building a merge per candidate.
+                lt, lv = segments(job.load(), s, d)
+                vt, vv = segments(avail, s, d)
+                pt, pv = segments(placed, s, d)
+                lt.append(_PAST_END)
+                vt.append(_PAST_END)
+                pt.append(_PAST_END)
         else:
             # the same cost and fit, vectorised over the windows (see _Windows)
             def cost(a: int, b: int) -> float:  # noqa: F811
@@ -150,15 +159,24 @@ class LowCostAlignedAllocator:
             def fit(a: int, b: int) -> int:  # noqa: F811
                 return fast.fit(a, to_place_now[0])
 
+        if runs is None:
+            runs = [(k, k + 1) for k in range(windows)]
+        left = job.left
+
+        def best_of(p0: int, p1: int) -> int:
+            # the run's member the heap prefers on a cost tie: the earliest end allocating left,
+            # the latest allocating right
+            return p0 if left else p1 - 1
+
+        # heap entries: (cost, end key, first position, end position) of a run of candidates with
+        # the same cost and fit; the end key is that of the run's preferred member
         heap: list[tuple[float, int, int, int]] = []
-        if fast is not None:
-            for a, b in cands:
-                if fit(a, b) > 0:
-                    heap.append((fast.initial_cost(a), b if job.left else -b, a, b))
-        else:
-            for a, b in cands:
-                if fit(a, b) > 0:
-                    heap.append((cost(a, b), b if job.left else -b, a, b))
+        for p0, p1 in runs:
+            a = lo + best_of(p0, p1) * dur
+            b = a + dur
+            if fit(a, b) > 0:
+                c = fast.initial_cost(a) if fast is not None else cost(a, b)
+                heap.append((c, b if left else -b, p0, p1))
         heapq.heapify(heap)
         per_step = max(1, to_place // windows)
         per_step = max(1, per_step // self.smoothness)
@@ -169,9 +187,18 @@ class LowCostAlignedAllocator:
                     for a, b, r in mine:
                         placed.remove(a, b, r)
                 return None
-            _c, _k, a, b = heapq.heappop(heap)
+            c0, _k, p0, p1 = heapq.heappop(heap)
+            k = best_of(p0, p1)
+            a = lo + k * dur
+            b = a + dur
             to_place_now[0] = to_place
             n = min(per_step, to_place, fit(a, b))
+            if n > 0 and p1 - p0 > 1:
+                # the rest of the run keeps its cost and fit, its next member first among them;
+                # with no fit (n = 0) the whole run goes, as its members would one by one
+                r0, r1 = (p0 + 1, p1) if left else (p0, p1 - 1)
+                nb = lo + best_of(r0, r1) * dur + dur
+                heapq.heappush(heap, (c0, nb if left else -nb, r0, r1))
             if n > 0:
                 r = rmul(gang, n)
                 if fast is not None:
@@ -182,12 +209,12 @@ class LowCostAlignedAllocator:
                 else:
                     placed.add(a, b, r)
                     pt, pv = segments(placed, s, d)
-                    pt.append(LONG_MAX)
+                    pt.append(_PAST_END)
                 mine.append((a, b, r))
                 to_place -= n
             to_place_now[0] = max(to_place, 1)
             if to_place > 0 and fit(a, b) > 0:
-                heapq.heappush(heap, (cost(a, b), b if job.left else -b, a, b))
+                heapq.heappush(heap, (cost(a, b), b if left else -b, k, k + 1))
         if fast is not None:
             placed.add_pieces([(a, a + dur, r) for a, r in fast.placed()])
         # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
@@ -368,6 +395,33 @@ class _Windows:
             if gangs[x] <= n:
                 return 0
         raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
+
+
+#: closes the breakpoint lists: later than any time, Long.MAX included (a stage may end there)
+_PAST_END = 1 << 64
+
+#: from this many candidate windows a stage looks at the change points before listing them
+_RUNS_MIN = 4096
+#: ... and keeps them as runs when they outnumber the change points this many times
+_RUNS_FACTOR = 4
+
+
+def candidate_runs(lo: int, dur: int, windows: int, times: list[int]) -> list[tuple[int, int]]:
+    """The candidates `[lo + k*dur, lo + (k+1)*dur)`, k < windows, cut into runs (position
+    ranges `[p0, p1)`) inside which no candidate meets one of `times`: a time on a candidate's
+    start cuts before it, a time inside a candidate makes it a run of its own. Members of a run
+    see constant values, so they have the same cost and fit; there are O(len(times)) runs."""
+    hi = lo + windows * dur
+    cuts = {0, windows}
+    for t in times:
+        if not lo < t < hi:
+            continue
+        k, off = divmod(t - lo, dur)
+        cuts.add(k)
+        if off:
+            cuts.add(k + 1)
+    edges = sorted(cuts)
+    return list(zip(edges, edges[1:]))
 
 
 _NO_F32 = np.zeros(2, dtype=np.float32)

@@ -76,6 +76,7 @@ class ReservationAgent(ABC):
         """Compute the reservation (raise PlanningException when there is none)."""
 
     def create(self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition) -> bool:
+        """createReservation: plan the definition and add the allocation to the plan."""
         res = self.plan_job(plan, rid, user, definition, None)
         return plan.add_reservation(res)
 
@@ -99,12 +100,15 @@ class TryMany(ReservationAgent):
         self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition,
         old: ReservationAllocation | None,
     ) -> ReservationAllocation:
+        """Not used: TryMany's planners plan and add on their own (see create and update)."""
         raise NotImplementedError("TryMany delegates: each planner plans and adds on its own")
 
     def create(self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition) -> bool:
+        """createReservation with each planner in turn until one succeeds."""
         return self._first(lambda a: a.create(plan, rid, user, definition))
 
     def update(self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition) -> bool:
+        """updateReservation with each planner in turn until one succeeds."""
         return self._first(lambda a: a.update(plan, rid, user, definition))
 
     def _first(self, attempt: Callable[[ReservationAgent], bool]) -> bool:

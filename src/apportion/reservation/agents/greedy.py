@@ -45,6 +45,7 @@ class GreedyReferenceAgent(ReservationAgent):
         self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition,
         old: ReservationAllocation | None,
     ) -> ReservationAllocation:
+        """The seed's step-by-step walk: each stage from the deadline backwards, as late as it fits."""
         step = plan.step
         earliest = round_up(definition.arrival, step)
         deadline = round_down(definition.deadline, step)

@@ -98,13 +98,18 @@ class JobContext:
 
 
 class StageAllocator(Protocol):
-    def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None: ...
+    """StageAllocator: places one stage of a job inside a window of the plan."""
+
+    def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
+        """The stage's intervals inside [s, d), or None when it does not fit there."""
+        ...
 
 
 class GreedyStageAllocator:
     """StageAllocatorGreedyRLE (contract §7.3)."""
 
     def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
+        """The stage's intervals inside [s, d), greedy over the free-resource function; None if none."""
         if s + st.duration > d:
             return None
         plan = job.plan
@@ -189,6 +194,7 @@ class IterativePlanner(ReservationAgent):
         self, plan: InMemoryPlan, rid: ReservationId, user: str, definition: ReservationDefinition,
         old: ReservationAllocation | None,
     ) -> ReservationAllocation:
+        """IterativePlanner.computeJobAllocation: each stage's window, then the allocator, in order."""
         job = JobContext(plan, rid, user, definition, old, self.left)
         interp = definition.interpreter
         stages = list(enumerate(definition.stages))
@@ -258,10 +264,12 @@ class IterativePlanner(ReservationAgent):
 
 
 def greedy_left() -> IterativePlanner:
+    """`greedy-left`: the iterative planner, greedy stage allocator, stages placed left to right (favor early)."""
     return IterativePlanner("greedy-left", True, GreedyStageAllocator())
 
 
 def greedy_right() -> IterativePlanner:
+    """`greedy-right`: the same, stages placed right to left (favor late)."""
     return IterativePlanner("greedy-right", False, GreedyStageAllocator())
 
 

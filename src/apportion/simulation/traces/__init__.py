@@ -6,12 +6,10 @@ Each loader documents its mapping in its module docstring and in docs/scenario.m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apportion.errors import InputError
-
-if TYPE_CHECKING:
-    from apportion.simulation.scenario import JobSpec, TraceSpec
+from apportion.simulation.specs import JobSpec, TraceSpec
 
 #: Where the shared traces live, relative to the repository root.
 SHARED_TRACES = "../shared/traces"
@@ -59,6 +57,7 @@ def queue_object(name: str, *, deserved: dict[str, Any] | None = None, weight: i
 
 
 def node_objects(prefix: str, count: int, allocatable: dict[str, Any]) -> list[dict[str, Any]]:
+    """`count` identical Node objects (dicts) named `prefix-00`, `prefix-01`, ... (110 pods unless given)."""
     width = max(2, len(str(count - 1)))
     alloc = {k: str(v) for k, v in allocatable.items()}
     alloc.setdefault("pods", "110")

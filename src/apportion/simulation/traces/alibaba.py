@@ -25,6 +25,7 @@ from typing import Any
 
 from apportion.errors import InputError
 from apportion.resources import GPU, PODS, Resource
+from apportion.simulation.specs import JobSpec
 from apportion.simulation.traces import LoadedTrace, queue_object
 
 QOS_QUEUE = {"LS": "ls", "Guaranteed": "ls", "Burstable": "burstable", "BE": "be"}
@@ -34,8 +35,7 @@ WEIGHT = {"ls": 2, "burstable": 1, "be": 1}
 
 
 def load_alibaba(spec: Any) -> LoadedTrace:
-    from apportion.simulation.scenario import JobSpec
-
+    """The pods as one-task jobs, a queue per QoS class and, with `clusterScale`, a sample of the nodes."""
     opts = spec.options
     pods_path = spec.path / str(opts.get("file", "openb_pod_list_default.csv"))
     if not pods_path.exists():

@@ -26,14 +26,14 @@ from typing import Any
 from apportion.errors import InputError
 from apportion.quantity import parse_quantity_decimal
 from apportion.resources import GPU, PODS, Resource
+from apportion.simulation.specs import JobSpec
 from apportion.simulation.traces import LoadedTrace, node_objects, queue_object
 
 GPUS_PER_NODE = 8
 
 
 def load_philly(spec: Any) -> LoadedTrace:
-    from apportion.simulation.scenario import JobSpec
-
+    """The jobs of the first `days` days, a queue per virtual cluster and, with `clusterScale`, a cluster."""
     opts = spec.options
     days = float(opts.get("days", 30))
     scale = float(opts.get("clusterScale", 1.0))

@@ -1,0 +1,185 @@
+"""SchedulerCache: nodes, pods, podgroups, queues, priority classes and the scheduler ConfigMap, keyed as
+Kubernetes keys them and changed only by watch events (Volcano's `pkg/scheduler/cache`).
+
+Each object is kept twice: as received (its JSON form, which outcomes edit and send back as events) and
+parsed into a record (`kube.records`: NodeSpec, PodSpec, ...), so a session's snapshot is assembled
+without parsing anything. An event is parsed before anything changes: a malformed object raises
+InputError and leaves the cache as it was.
+
+Events a live stream may legitimately contain but that do not fit the cache (MODIFIED of an unknown
+object, a duplicate ADDED, DELETED of an unknown object, a pod on a node the cache does not hold, a kind
+apportion does not read) are handled as an informer would, counted in `anomalies`, and reported in one
+line each through `report`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from apportion.cluster.model import TaskStatus
+from apportion.cluster.snapshot import Snapshot
+from apportion.kube.build import (
+    KNOWN_KINDS,
+    SCHEDULER_NAMES,
+    assemble,
+    object_key,
+    parse_object,
+    parse_objects,
+)
+from apportion.kube.fields import Fields
+from apportion.kube.records import PodSpec, Records
+from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
+
+#: the anomaly counters, by name
+MODIFIED_UNKNOWN = "modified-unknown"
+DUPLICATE_ADDED = "duplicate-added"
+DELETED_UNKNOWN = "deleted-unknown"
+POD_NODE_MISSING = "pod-node-missing"
+NODE_DELETED_WITH_PODS = "node-deleted-with-pods"
+UNKNOWN_KIND = "unknown-kind"
+
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+def stderr_report(line: str) -> None:
+    """The default report: one line on stderr."""
+    sys.stderr.write(f"apportion: warning: {line}\n")
+
+
+class SchedulerCache:
+    """Cluster state between sessions. Change it with `apply` (or `load` for a whole dump); read it with
+    `snapshot`."""
+
+    def __init__(self, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
+                 report: Callable[[str], None] | None = None) -> None:
+        self.scheduler_names = scheduler_names
+        self.report = report if report is not None else stderr_report
+        self.records = Records()
+        #: the objects as received, by kind and key, in the order they were first added
+        self.raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in KNOWN_KINDS}
+        #: node name -> keys of the pods on it that still occupy it (for reporting and the self-check)
+        self.pods_by_node: dict[str, set[str]] = {}
+        self.anomalies: Counter[str] = Counter()
+        #: pod key -> the error of its last failed bind (kept until the pod changes)
+        self.bind_errors: dict[str, str] = {}
+        #: bumped by every event applied
+        self.version = 0
+
+    # ================================================================= filling
+    @classmethod
+    def from_objects(cls, objects: Iterable[tuple[str, dict[str, Any]]], **kw: Any) -> SchedulerCache:
+        """A cache holding these objects, fed as ADDED events in order."""
+        cache = cls(**kw)
+        for where, obj in objects:
+            cache.apply(WatchEvent(ADDED, obj, where))
+        return cache
+
+    def load(self, objects: list[tuple[str, Any]]) -> None:
+        """Load a whole dump into this (empty) cache, checked as a dump: duplicates, pods on nodes the
+        dump lacks and the like are errors (InputError), as `cycle` has always reported them."""
+        if self.version:
+            raise ValueError("load() fills an empty cache")
+        rec = parse_objects(objects)
+        self.records = rec
+        by_where = dict(objects)
+        for kind in KNOWN_KINDS:
+            table = rec.table(kind)
+            self.raw[kind] = {key: by_where[where] for key, (where, _) in table.items()}
+        for key, (_, ps) in rec.pods.items():
+            self._index_pod(key, ps)
+        self.version += 1
+
+    # ================================================================= events
+    def apply(self, ev: WatchEvent) -> None:
+        """Apply one event. Raises InputError (cache unchanged) when the object is malformed."""
+        kind = ev.kind
+        where = ev.where or "event"
+        if kind not in KNOWN_KINDS:
+            self._anomaly(UNKNOWN_KIND, f"{where}: kind {kind or '(none)'} is not read by apportion; skipped")
+            return
+        o = Fields(ev.object, where)
+        key = object_key(kind, o)
+        table = self.records.table(kind)
+        if ev.type == DELETED:
+            if key not in table:
+                self._anomaly(DELETED_UNKNOWN, f"{where}: DELETED {kind} {key}, which the cache does not hold; ignored")
+                return
+            self._remove(kind, key, where)
+            self.version += 1
+            return
+        record = parse_object(kind, o)
+        if ev.type == ADDED and key in table:
+            self._anomaly(DUPLICATE_ADDED, f"{where}: ADDED {kind} {key}, which the cache already holds; "
+                                           "treated as MODIFIED")
+        elif ev.type == MODIFIED and key not in table:
+            self._anomaly(MODIFIED_UNKNOWN, f"{where}: MODIFIED {kind} {key} before it was ADDED; treated as ADDED")
+        if kind == "Pod":
+            node = record.task.node_name
+            if node and node not in self.records.nodes and record.task.status not in _DONE:
+                self._anomaly(POD_NODE_MISSING, f"{where}: pod {key} is on node {node!r}, which the cache does "
+                                                "not hold; left out of sessions until the node is added")
+            self._unindex_pod(key)
+            self._index_pod(key, record)
+            self.bind_errors.pop(key, None)
+        table[key] = (where, record)
+        self.raw[kind][key] = ev.object
+        self.version += 1
+
+    def _remove(self, kind: str, key: str, where: str) -> None:
+        if kind == "Pod":
+            self._unindex_pod(key)
+            self.bind_errors.pop(key, None)
+        elif kind == "Node":
+            on = self.pods_by_node.get(key)
+            if on:
+                self._anomaly(NODE_DELETED_WITH_PODS,
+                              f"{where}: node {key} deleted with {len(on)} pod(s) on it "
+                              f"({', '.join(sorted(on)[:3])}{', ...' if len(on) > 3 else ''}); "
+                              "they are left out of sessions until they move or are deleted")
+        del self.records.table(kind)[key]
+        del self.raw[kind][key]
+
+    def _index_pod(self, key: str, ps: PodSpec) -> None:
+        node = ps.task.node_name
+        if node and ps.task.status not in _DONE:
+            self.pods_by_node.setdefault(node, set()).add(key)
+
+    def _unindex_pod(self, key: str) -> None:
+        old = self.records.pods.get(key)
+        if old is None:
+            return
+        node = old[1].task.node_name
+        on = self.pods_by_node.get(node)
+        if on is not None:
+            on.discard(key)
+            if not on:
+                del self.pods_by_node[node]
+
+    def _anomaly(self, name: str, line: str) -> None:
+        self.anomalies[name] += 1
+        self.report(line)
+
+    # ================================================================= reading
+    def snapshot(self, *, copy: bool = True) -> Snapshot:
+        """A Snapshot for one session. The session may change its tasks and jobs freely: they are copies
+        (`copy=False` hands over the cache's own tasks, for a caller that discards the cache after one
+        session)."""
+        return assemble(self.records, scheduler_names=self.scheduler_names, copy=copy, strict=False)
+
+    def objects(self) -> list[tuple[str, dict[str, Any]]]:
+        """(location, object) for every object held, kind by kind, each kind in arrival order."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for kind in KNOWN_KINDS:
+            table = self.records.table(kind)
+            out.extend((table[key][0], obj) for key, obj in self.raw[kind].items())
+        return out
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The object of that kind and key as last received, or None."""
+        return self.raw[kind].get(key)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.raw.values())
