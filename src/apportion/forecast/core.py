@@ -39,6 +39,7 @@ class JobForecast:
     fits: list[Any] = field(default_factory=list)
 
     def to_json(self, now: datetime) -> dict[str, Any]:
+        """The job's entry of the JSON answer (times as RFC 3339 from `now`)."""
         def at(s: float | None) -> str | None:
             return None if s is None else rfc3339(now + timedelta(seconds=s))
 
@@ -70,6 +71,7 @@ class Forecast:
         return self.basis["pods"].get(ASSUMED, 0) == 0 and self.basis["pods"].get(UNKNOWN, 0) == 0 and self.runs == 1
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON answer (`apportion forecast -o json`)."""
         return {"now": rfc3339(self.now), "estimate": True, "basis": self.basis, "runs": self.runs,
                 "horizonSeconds": self.horizon, "jobs": [j.to_json(self.now) for j in self.jobs],
                 "warnings": self.warnings}

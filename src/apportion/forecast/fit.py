@@ -43,6 +43,7 @@ def _unit(name: str) -> float:
 
 
 def round_up(r: Resource) -> Resource:
+    """Each dimension up to its unit (100m cpu, 256Mi memory, whole scalars)."""
     out = Resource()
     for n in r.names():
         out.set(n, math.ceil(r.get(n) / _unit(n) - 1e-9) * _unit(n))
@@ -50,6 +51,7 @@ def round_up(r: Resource) -> Resource:
 
 
 def round_down(r: Resource) -> Resource:
+    """Each dimension down to its unit."""
     out = Resource()
     for n in r.names():
         out.set(n, math.floor(r.get(n) / _unit(n) + 1e-9) * _unit(n))
@@ -68,6 +70,7 @@ class Suggestion:
     patch: Callable[[Snapshot], None] = field(repr=False, compare=False, default=lambda s: None)
 
     def to_json(self) -> dict[str, Any]:
+        """The suggestion as the forecast's JSON lists it."""
         return {"kind": self.kind, "text": self.text, "change": self.change, "cost": round(self.cost, 6)}
 
 
@@ -109,6 +112,7 @@ class Checker:
 
 # ===================================================================== patches on session objects
 def set_queue(name: str, fld: str, to: Resource) -> Callable[[Snapshot], None]:
+    """A patch: queue `name`'s capability or deserved becomes `to` (the queue object replaced)."""
     def patch(snap: Snapshot) -> None:
         q = snap.queues[name]
         if fld == "capability":
@@ -127,6 +131,7 @@ def _job_copy(snap: Snapshot, uid: str, **changes: Any) -> JobInfo:
 
 
 def set_min_member(uid: str, m: int, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    """A patch: the job's minMember becomes `m` (and minResources `min_resources`)."""
     def patch(snap: Snapshot) -> None:
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_available=m, min_resources=None if min_resources is None
@@ -147,6 +152,7 @@ def _with_request(t: TaskInfo, req: Resource) -> TaskInfo:
 
 
 def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    """A patch: every pending pod of the job requests `req` (its other dimensions kept)."""
     def patch(snap: Snapshot) -> None:
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_resources=None if min_resources is None else min_resources.clone())
@@ -157,6 +163,7 @@ def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Call
 
 
 def free_jobs(uids: list[str]) -> Callable[[Snapshot], None]:
+    """A patch: these jobs are gone (their pods free their nodes)."""
     def patch(snap: Snapshot) -> None:
         for u in uids:
             snap.jobs.pop(u, None)
@@ -203,9 +210,11 @@ class Search:
         self.hierarchical = any(o.enabled("enableHierarchy") for t in state.conf.tiers for o in t.plugins)
 
     def cost(self, r: Resource) -> float:
+        """What a change moves: its dominant share of the cluster."""
         return dominant_share(r, self.total)
 
     def works(self, patch: Callable[[Snapshot], None]) -> bool:
+        """Does the job start in the next session with `patch` applied?"""
         return self.check.starts(self.uid, patch)
 
     # ----------------------------------------------------------------- queues
@@ -245,6 +254,7 @@ class Search:
         return works
 
     def queue_raises(self) -> list[Suggestion]:
+        """The least raise of capability, then of deserved, of the job's queue and its ancestors."""
         out = []
         for q in self._chain():
             used = self._queue_use(q.name)
@@ -286,6 +296,7 @@ class Search:
         return total
 
     def min_member(self) -> list[Suggestion]:
+        """The largest minMember below the job's with which it starts."""
         m0 = self.job.min_available
         if m0 <= 1:
             return []
@@ -311,6 +322,7 @@ class Search:
                     "minResources": None if mr is None else natural(mr)})]
 
     def request(self) -> list[Suggestion]:
+        """The largest per-pod request (all dimensions scaled alike) with which it starts."""
         if not self.pending:
             return []
         base = self.pending[0].resreq
@@ -344,6 +356,7 @@ class Search:
 
     # ----------------------------------------------------------------- other jobs
     def free(self) -> list[Suggestion]:
+        """The cheapest set of running jobs to stop, found smallest-first and largest-first."""
         running = []
         for js in self.state.jobs:
             if js.uid == self.uid:

@@ -61,6 +61,7 @@ class JobStart:
 
     @property
     def uid(self) -> str:
+        """`namespace/podgroup`."""
         return self.template.uid
 
     @property
@@ -96,6 +97,7 @@ class StartState:
     warnings: list[str] = field(default_factory=list)
 
     def job(self, uid: str) -> JobStart | None:
+        """The job called `uid`, if the state has it."""
         for j in self.jobs:
             if j.uid == uid:
                 return j
