@@ -151,7 +151,7 @@ def philly_errors(instants: int = 20, path: Path = PHILLY, horizon: float = 8640
                            "simulated_s": res.end_time, "wall_s": time.perf_counter() - t0}
     for label in ("without_arrivals", "with_arrivals"):
         errors: list[float] = []
-        early = missed = 0
+        early = missed = both_later = 0
         for t, pred in sim.predicted:
             for uid, p in pred[label].items():
                 actual = sim.first_start_after(uid, t)
@@ -162,11 +162,13 @@ def philly_errors(instants: int = 20, path: Path = PHILLY, horizon: float = 8640
                     early += 1
                 elif known:
                     missed += 1
+                else:
+                    both_later += 1  # forecast not to start within the horizon, and it did not
         out[label] = {"jobs": len(errors), "median_error_s": float(np.median(errors)) if errors else None,
                       "p90_error_s": float(np.percentile(errors, 90)) if errors else None,
                       "mean_error_s": float(np.mean(errors)) if errors else None,
                       "exact": sum(1 for e in errors if e == 0), "forecast_but_later": early,
-                      "missed": missed, "forecast_wall_s": sim.forecast_wall[label]}
+                      "missed": missed, "neither_within_horizon": both_later, "forecast_wall_s": sim.forecast_wall[label]}
     return out
 
 
@@ -190,6 +192,7 @@ if __name__ == "__main__":
     import sys
 
     if "--philly-only" in sys.argv:
-        print(json.dumps(philly_errors(log=sys.stderr), indent=1))
+        n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
+        print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))
     else:
         print(json.dumps(run(smoke="--smoke" in sys.argv, philly="--no-philly" not in sys.argv), indent=1))
