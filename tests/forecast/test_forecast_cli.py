@@ -127,3 +127,16 @@ def test_library_entry_for_the_service() -> None:
     assert fc.jobs[0].fits and all(f.to_json()["change"] for f in fc.jobs[0].fits)
     with pytest.raises(InputError, match="not pending"):
         forecast_job(snap(), "ns", "big")
+
+
+def test_the_live_state_cache_gives_the_same_forecast() -> None:
+    """The seam: the cluster-state cache's snapshot forecasts exactly as the dump it was fed."""
+    from apportion.forecast.api import forecast_snapshot
+    from apportion.kube import build_snapshot
+    from apportion.state.cache import SchedulerCache
+
+    objs = [(f"doc {i}", o) for i, o in enumerate(two_queues())]
+    cache = SchedulerCache.from_objects(objs)
+    from_cache = forecast_snapshot(cache.snapshot()).to_json()
+    assert from_cache == forecast_snapshot(build_snapshot(objs)).to_json()
+    assert [j["startIn"] for j in from_cache["jobs"]] == [240.0, 540.0]
