@@ -140,3 +140,16 @@ def test_the_live_state_cache_gives_the_same_forecast() -> None:
     from_cache = forecast_snapshot(cache.snapshot()).to_json()
     assert from_cache == forecast_snapshot(build_snapshot(objs)).to_json()
     assert [j["startIn"] for j in from_cache["jobs"]] == [240.0, 540.0]
+
+
+def test_a_pod_being_deleted_frees_its_node_by_the_next_session(tmp_path) -> None:
+    objs = [node("n1", cpu=4), queue("q"),
+            podgroup("old", queue="q", phase="Running", created=T0),
+            running(pod("old-0", "old", cpu=4, node_name="n1", deleting=True)),
+            podgroup("w", queue="q", phase="Pending", created=T0), pod("w-0", "w", cpu=4)]
+    dump = write(tmp_path / "d.yaml", objs)
+    code, out, _ = run("forecast", dump, "--no-fits", "--assume-runtime", "1h", "-o", "json")
+    fc = json.loads(out)
+    assert fc["basis"]["pods"] == {"releasing": 1} and "being deleted" in fc["basis"]["summary"]
+    # pipelined onto the releasing pod's space in the session at now, bound one period later
+    assert fc["jobs"][0]["startIn"] == 1.0

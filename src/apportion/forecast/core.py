@@ -16,7 +16,7 @@ import numpy as np
 
 from apportion.errors import InputError
 from apportion.forecast.runtime import Assumed, rfc3339
-from apportion.forecast.start import ASSUMED, DURATION, EXPECTED_END, UNKNOWN, JobStart, StartState
+from apportion.forecast.start import ASSUMED, DURATION, EXPECTED_END, RELEASING, UNKNOWN, JobStart, StartState
 
 #: default number of seeded runs when runtimes are drawn from a distribution
 DEFAULT_RUNS = 20
@@ -131,6 +131,8 @@ def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
         parts.append(f"{pods[ASSUMED]} assumed to run {assumed.text if assumed else '?'}")
     if pods.get(UNKNOWN):
         parts.append(f"{pods[UNKNOWN]} with no known end (never free their nodes)")
+    if pods.get(RELEASING):
+        parts.append(f"{pods[RELEASING]} being deleted (free their nodes by the next session)")
     summary = "running pods: " + ", ".join(parts) if parts else "no running pods"
     if jobs_unknown:
         summary += (f"; waiting jobs without a runtime: {jobs_unknown} ("

@@ -17,6 +17,7 @@ import math
 import operator
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
@@ -76,6 +77,9 @@ class ForecastSimulator(Simulator):
         #: a task's status in the state, kept until the simulation changes it (Bound stays Bound)
         self.original: dict[tuple[str, int], TaskStatus] = {}
         self.targets = set(targets)
+        #: tasks being deleted in the state: gone once released (the simulator restarts the tasks it
+        #: evicts itself, but a pod deleted in the cluster is not the simulation's to bring back)
+        self.deleting: set[tuple[str, int]] = set()
         if state.plans:
             self.plans = copy.deepcopy(state.plans)
             self.children = copy.deepcopy(state.children)
@@ -92,7 +96,7 @@ class ForecastSimulator(Simulator):
     def _start_jobs(self, assumed: Assumed | None, seed: int) -> None:
         state = self.state
         # draws in a fixed order (jobs by uid, tasks in order) so a seed gives the same runtimes
-        need = sum(1 for j in state.jobs for t in j.tasks if t.status in ("running", "releasing")
+        need = sum(1 for j in state.jobs for t in j.tasks if t.status == "running"
                    and t.remaining is None) + sum(1 for j in state.jobs if j.runtime is None)
         drawn = list(assumed.draw(rng_for(seed, "forecast-runtimes"), need)) if assumed is not None and need else []
         for js in state.jobs:
@@ -120,10 +124,11 @@ class ForecastSimulator(Simulator):
                     continue
                 self.node_tasks.setdefault(ts.node, set()).add((tpl.uid, ts.index))
                 left = ts.remaining
-                if left is None and assumed is not None and drawn:
+                if left is None and ts.status == "running" and assumed is not None and drawn:
                     whole = float(drawn.pop())
                     left = max(0.0, whole - ts.elapsed) if ts.template.start_time else whole
                 if ts.status == "releasing":
+                    self.deleting.add((tpl.uid, ts.index))
                     # a pod being deleted frees its node by the next session unless its end is known
                     self._push(self.t0 + (self.period if left is None else left), EV_RELEASE, st.name,
                                (tpl.uid, ts.index, st.attempt))
@@ -136,6 +141,23 @@ class ForecastSimulator(Simulator):
     def _grid(self, t: float) -> float:
         k = math.ceil((t - self.t0) / self.period - 1e-9)
         return self.t0 + k * self.period
+
+    def _event(self, kind: int, payload: Any) -> None:
+        if kind == EV_RELEASE and (payload[0], payload[1]) in self.deleting:
+            uid, idx, attempt = payload
+            self.deleting.discard((uid, idx))
+            job = self.jobs[uid]
+            t = job.tasks[idx]
+            if t.status == "releasing" and t.attempt == attempt:
+                self.dirty = True
+                self._free(job, t)
+                self._set_status(job, t, "done")
+                job.done_tasks += 1
+                if job.done_tasks == len(job.tasks):
+                    job.state, job.finish, job.phase = "done", self.now, PodGroupPhase.COMPLETED
+                    self.active.pop(uid, None)
+                return
+        super()._event(kind, payload)
 
     def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
         self.original.pop((job.uid, t.index), None)

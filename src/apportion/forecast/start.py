@@ -28,6 +28,8 @@ EXPECTED_END = "expected-end"
 DURATION = "duration"
 ASSUMED = "assumed"
 UNKNOWN = "unknown"
+#: a pod being deleted without an expected end: it frees its node by the next session
+RELEASING = "releasing"
 
 
 @dataclass
@@ -155,7 +157,8 @@ def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskSta
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, left), runtime, EXPECTED_END)
     if runtime is not None and started is not None:
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime, DURATION)
-    return TaskStart(index, t, status, t.node_name, elapsed, None, runtime, UNKNOWN)
+    return TaskStart(index, t, status, t.node_name, elapsed, None, runtime,
+                     RELEASING if status == "releasing" else UNKNOWN)
 
 
 def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, str]:
