@@ -4,13 +4,15 @@ The scenario is synthetic and seeded: 1,000 leaf queues under 32 parent queues (
 `enableHierarchy`, deserved split evenly), a GPU cluster, and one generator that spreads 15,000 jobs
 (one in five a gang of 2-4 tasks) uniformly over the leaves. Arrivals are Poisson over about two
 hours and durations log-normal, so demand is about the cluster's size for most of the run: queues
-wait and borrow (no reclaim: see CONF). Kueue's CI runs a comparable
+wait and borrow (no reclaim: see CONF; `--reclaim` compares with it). Kueue's CI runs a comparable
 15,000-workload scheduling test in about 351 s.
 
 What is timed is `simulate()` on an already loaded scenario (the loader's cost is reported apart as
 `load_s`). events/s counts the simulator's events (arrivals, completions, releases, ...).
 
 `python -m benchmarks.bench_simulation [--smoke]`, or `run(smoke)` from the bench runner.
+`--reclaim` compares reclaim off, on (Volcano's), and on with each of reclaim's guards, on a shape 1/25
+as large (RECLAIM_SHAPE; `--full` for the benchmark's own).
 """
 
 from __future__ import annotations
@@ -24,12 +26,27 @@ from typing import Any
 import yaml
 
 from apportion.simulation.engine import simulate
+from apportion.simulation.metrics import summarize
 from apportion.simulation.scenario import Scenario, parse_scenario
 
 SHAPES = {
     "simulation-15k-jobs-1k-queues": dict(jobs=15_000, queues=1_000, parents=32, nodes=240, interarrival=0.5),
 }
 SMOKE = {"simulation-smoke": dict(jobs=100, queues=10, parents=2, nodes=12, interarrival=10)}
+#: the reclaim comparison's shape: the benchmark's at 1/25 (jobs, queues, nodes; 4 parents) and the same
+#: load (interarrival x 25), because the machine the numbers come from is shared and the full shape
+#: takes about 440 s without reclaim, and far longer with it (the oscillation multiplies the sessions)
+RECLAIM_SHAPE = {"simulation-600-jobs-40-queues": dict(jobs=600, queues=40, parents=4, nodes=10,
+                                                        interarrival=12.5)}
+#: the reclaim variants compared: the benchmark's conf, with reclaim as Volcano does it, and with
+#: reclaim's guards (docs/semantics.md, "Reclaim guards")
+RECLAIM_VARIANTS = {
+    "no-reclaim": "",
+    "reclaim": "reclaim",
+    "reclaim+minRuntime": "reclaim|minRuntime: 600",
+    "reclaim+gangAtomic": "reclaim|gangAtomicVictims: true",
+    "reclaim+both": "reclaim|minRuntime: 600|gangAtomicVictims: true",
+}
 
 # No reclaim: with 1,000 leaves each deserves ~2 GPUs, less than one gang, so every gang makes its
 # queue reclaimable, and because an empty gang verdict passes the decision to the next tier (as in
@@ -51,8 +68,20 @@ tiers:
 """
 
 
+def conf_text(variant: str = "") -> str:
+    """CONF, or a RECLAIM_VARIANTS value: `reclaim` adds the action, each `|key: value` a reclaim argument."""
+    if not variant:
+        return CONF
+    action, *args = variant.split("|")
+    text = CONF.replace('"enqueue, allocate, backfill"', '"enqueue, allocate, reclaim, backfill"')
+    assert action == "reclaim", variant
+    if args:
+        text += "configurations:\n- name: reclaim\n  arguments:\n" + "".join(f"    {a}\n" for a in args)
+    return text
+
+
 def scenario_document(jobs: int, queues: int, parents: int, nodes: int, interarrival: float,
-                      seed: int = 0) -> dict[str, Any]:
+                      seed: int = 0, variant: str = "") -> dict[str, Any]:
     """The benchmark scenario as a scenario-file document (what a user would write in YAML)."""
     gpus = nodes * 8
     queue_objs: list[dict[str, Any]] = []
@@ -68,7 +97,7 @@ def scenario_document(jobs: int, queues: int, parents: int, nodes: int, interarr
         "cluster": {"generate": [{"count": nodes, "namePrefix": "gpu",
                                   "allocatable": {"cpu": 64, "memory": "512Gi", "nvidia.com/gpu": 8}}]},
         "queues": queue_objs,
-        "scheduler": CONF,
+        "scheduler": conf_text(variant),
         "workload": {"generators": [
             {"name": "single", "queues": {f"q-{q:04d}": 1 for q in range(queues)}, "count": jobs * 4 // 5,
              "interarrival": {"exponential": interarrival * 5 / 4},
@@ -92,6 +121,7 @@ def load(shape: dict[str, Any]) -> Scenario:
 
 
 def measure(shape: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """Time `simulate()` on the shape (median of `repeats`) and summarise the run."""
     t0 = time.perf_counter()
     sc = load(shape)
     load_s = time.perf_counter() - t0
@@ -108,13 +138,24 @@ def measure(shape: dict[str, Any], repeats: int) -> dict[str, Any]:
     med = statistics.median(times)
     done = sum(1 for j in res.jobs if j.state == "done")
     waits = [j.first_start - j.spec.arrival for j in res.jobs if j.first_start is not None]
-    return {"median_s": med, "median_cpu_s": statistics.median(cpu), "runs": times, "load_s": load_s, "jobs": len(res.jobs), "completed": done,
-            "events": res.events, "sessions": res.sessions, "events_per_s": res.events / med if med else 0.0,
-            "simulated_s": res.end_time, "mean_wait_s": statistics.fmean(waits) if waits else 0.0}
+    out = {"median_s": med, "median_cpu_s": statistics.median(cpu), "runs": times, "load_s": load_s, "jobs": len(res.jobs), "completed": done,
+           "events": res.events, "sessions": res.sessions, "events_per_s": res.events / med if med else 0.0,
+           "simulated_s": res.end_time, "mean_wait_s": statistics.fmean(waits) if waits else 0.0}
+    if shape.get("variant"):
+        ev = summarize(res)["evictions"]
+        out["reclaim"] = {k: ev[k] for k in ("reclaim", "lostGpuHours", "lostGpuHoursByReason", "jobsReclaimed",
+                                             "jobsReclaimedTwiceOrMore")}
+    return out
 
 
-def run(smoke: bool = False, repeats: int = 1) -> dict[str, dict[str, Any]]:
+def run(smoke: bool = False, repeats: int = 1, reclaim: bool = False, full: bool = False) -> dict[str, dict[str, Any]]:
+    """Time the shapes. `reclaim`: every RECLAIM_VARIANTS entry on RECLAIM_SHAPE (or, with `full`, on
+    the benchmark's own shape)."""
     # one repeat by default: a full run is tens of seconds and deterministic (same events each time)
+    if reclaim:
+        base = SMOKE if smoke else (SHAPES if full else RECLAIM_SHAPE)
+        return {f"{name}/{v}": measure({**shape, "variant": text}, repeats)
+                for name, shape in base.items() for v, text in RECLAIM_VARIANTS.items()}
     shapes = SMOKE if smoke else SHAPES
     return {name: measure(shape, repeats) for name, shape in shapes.items()}
 
@@ -122,4 +163,5 @@ def run(smoke: bool = False, repeats: int = 1) -> dict[str, dict[str, Any]]:
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(smoke="--smoke" in sys.argv), indent=1))
+    print(json.dumps(run(smoke="--smoke" in sys.argv, reclaim="--reclaim" in sys.argv, full="--full" in sys.argv),
+                     indent=1))

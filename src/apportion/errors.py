@@ -36,6 +36,8 @@ class InternalError(ApportionError):
 #: a bound keeps every reader, validator and error message clear of Python's recursion limit.
 MAX_DEPTH = 100
 
+#: longest echo of a bad value in a message
+SHOWN_MAX = 100
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel = 2
 _SHOWN.maxstring = 40
@@ -48,9 +50,11 @@ def shown(value: object) -> str:
     """A short repr of a bad value for an error message: long strings, numbers and deep or long
     structures are cut (`'aaaa...aaaa'`, `[[...]]`), so a message never echoes a whole input."""
     try:
-        return _SHOWN.repr(value)
+        text = _SHOWN.repr(value)
     except (ValueError, RecursionError):  # an int past Python's 4300-digit conversion limit
         return f"<a {type(value).__name__} too large to show>"
+    # reprlib bounds each level, not the whole: a few levels of long keys and escapes still add up
+    return text if len(text) <= SHOWN_MAX else text[: SHOWN_MAX - 3] + "..."
 
 
 def check_depth(value: object, where: str, *, limit: int = MAX_DEPTH) -> None:

@@ -48,7 +48,7 @@ def test_every_corpus_input_exits_0_or_2_in_bounded_time_and_memory(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.splitlines()]
     expected = sum(len(cmds) * len(list((corpus / folder).iterdir()))
-                   for folder, cmds in [("cycle", [1, 2]), ("conf", [1]), ("simulate", [1]), ("replay", [1])])
+                   for folder, cmds in [("cycle", [1, 2]), ("conf", [1]), ("simulate", [1]), ("replay", [1]), ("shadow", [1])])
     assert len(results) == expected
     bad = [r for r in results if r["exit"] not in (0, 2) or r["seconds"] > SECONDS]
     assert not bad, "\n".join(f"{r['file']} {r['argv']}: exit {r['exit']} in {r['seconds']}s: {r['stderr'][:300]}"

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from apportion.engine import prepare, resolve_conf, run_cycle
 from apportion.forecast.apply import apply_change
-from apportion.forecast.fit import suggest
 from apportion.forecast.start import start_state
+from apportion.forecast.suggest import suggest
 from apportion.framework.conf import parse_conf
 from apportion.kube import build_snapshot
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "conf": [["cycle", "VALID", "--conf", "{}", "-o", "json"]],
     "simulate": [["simulate", "{}", "-o", "json"]],
     "replay": [["plan", "replay", "{}", "-o", "json"]],
+    "shadow": [["shadow", "{}", "--once"]],
 }
 
 

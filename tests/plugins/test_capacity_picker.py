@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apportion.framework.session import Session
-from apportion.plugins import capacity_picker
+from apportion.plugins.capacity import picker as capacity_picker
 
 from k8s import cycle, node, pod, podgroup, queue
 

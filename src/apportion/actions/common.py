@@ -8,6 +8,7 @@ from typing import TypeVar
 import numpy as np
 
 from apportion.cluster.model import TaskInfo
+from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
 
@@ -20,11 +21,7 @@ def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
     Volcano's heaps are not re-sorted when keys change while queued; apportion picks the true best at
     every pop (a deliberate deviation for determinism, §4.4).
     """
-    best_i = 0
-    for i in range(1, len(items)):
-        if compare(items[i], items[best_i]) < 0:
-            best_i = i
-    return items.pop(best_i)
+    return items.pop(pop_best_index(items, compare))
 
 
 def evict_until_fits(ssn: Session, stmt: Statement, task: TaskInfo, row: int, units: Iterable[list[TaskInfo]],

@@ -28,16 +28,22 @@ def _timeline(replay: Replay, rid_text: str, width: int = 40) -> list[str]:
     lines = []
     lo, hi = (0, r.period) if r.period > 0 else (r.start, r.end)
     cap_mem = max(replay.plan.capacity[0], 1)
+    pieces = list(r.rle.nonzero_pieces())
     if hi > lo:
         cols = []
         for c in range(width):
-            t = lo + (hi - lo) * c // width
-            v = r.rle.at(t)
-            frac = min(1.0, max(0.0, v[0] / cap_mem))
-            cols.append(_BARS[min(len(_BARS) - 1, round(frac * (len(_BARS) - 1)))] if v != (0, 0) else " ")
+            # the peak over the column's span, not a sample at its start: a short allocation inside a
+            # long window still shows, and any allocation shows at least as the lowest mark
+            c0, c1 = lo + (hi - lo) * c // width, lo + (hi - lo) * (c + 1) // width
+            held = [v for a, b, v in pieces if a < max(c1, c0 + 1) and b > c0]
+            if not held:
+                cols.append(" ")
+                continue
+            frac = min(1.0, max(0.0, max(v[0] for v in held) / cap_mem))
+            cols.append(_BARS[max(1, min(len(_BARS) - 1, round(frac * (len(_BARS) - 1))))])
         what = f"offsets [0, {r.period})" if r.period > 0 else f"[{lo}, {hi})"
         lines.append(f"      |{''.join(cols)}| {what}")
-    for a, b, v in r.rle.nonzero_pieces():
+    for a, b, v in pieces:
         if r.period <= 0 and (b <= r.start or a >= r.end):
             continue
         lines.append(f"      [{a}, {b}) <memory:{v[0]}, vCores:{v[1]}>")
@@ -46,8 +52,8 @@ def _timeline(replay: Replay, rid_text: str, width: int = 40) -> list[str]:
 
 #: the readable report's width: every line fits a terminal of 80 columns
 WIDTH = 80
-LEGEND = (f"timelines: each column is 1/40 of the reservation's span (or period); its character is the share of "
-          f"the plan's memory held: ' ' none, then {' '.join(_BARS[1:])} from about 1/9 up to all of it")
+LEGEND = (f"timelines: each column is 1/40 of the reservation's span (or period); its character is the peak "
+          f"share of the plan's memory held in it: ' ' none, then {' '.join(_BARS[1:])} from a little up to all")
 
 
 def _summary(obs: dict[str, Any]) -> str:

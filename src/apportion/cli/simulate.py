@@ -178,7 +178,8 @@ def simulate(scenario: str | None, out: str | None, compare: str | None, seed: i
 
 @click.command()
 @click.option("--out", type=click.Path(file_okay=False), default="apportion-report", show_default=True)
-def demo(out: str) -> None:
+@output_option("table", "json", "yaml")
+def demo(out: str, output: str) -> None:
     """Simulate the built-in scenario, print the summary and write the report to ./apportion-report/."""
-    body: Callable[[], Any] = lambda: run_simulation(None, out, None, None, None, "table")  # noqa: E731
+    body: Callable[[], Any] = lambda: run_simulation(None, out, None, None, None, output)  # noqa: E731
     run_guarded(body)

@@ -400,24 +400,3 @@ class Search:
             if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
                 best = cand
         return [best] if best is not None else []
-
-
-def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
-    """The `keep` cheapest single changes that let job `uid` start in the next session (checked)."""
-    js = state.job(uid)
-    if js is None or not js.pending:
-        return []
-    checker = Checker(state)
-    if checker.starts(uid, lambda s: None):
-        return []  # it starts as things are
-    search = Search(state, js, checker)
-    found: list[Suggestion] = []
-    found += search.queue_raises()
-    found += search.min_member()
-    found += search.request()
-    found += search.free()
-    from apportion.forecast.reserve import reservation_suggestion  # it builds on Search
-
-    found += reservation_suggestion(js, search)
-    found.sort(key=lambda s: (s.cost, s.kind, s.text))
-    return found[:keep]

@@ -10,14 +10,17 @@ picker).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from apportion.cluster.model import QueueInfo
 
+T = TypeVar("T")
 
-def pop_best_index(items: list[QueueInfo], compare: Callable[[QueueInfo, QueueInfo], int]) -> int:
-    """The index of the first item no later item beats (a left-to-right scan)."""
+
+def pop_best_index(items: Sequence[T], compare: Callable[[T, T], int]) -> int:
+    """The index of the first item no later item beats (a left-to-right scan): the one scan behind every
+    best-first pop (queues here and in capacity's picker, jobs in the actions' pop_best)."""
     best_i = 0
     for i in range(1, len(items)):
         if compare(items[i], items[best_i]) < 0:

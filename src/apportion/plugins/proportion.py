@@ -303,33 +303,35 @@ class ProportionPlugin(Plugin):
     def simulate_add_task(self, state: dict[str, Any], task: TaskInfo, row: int) -> None:
         """SimulateAddTaskFn: charge a task (a reprieved victim) to its queue in the copy."""
         st = self._state(state)
-        attr = None if st is None else self._attr_of_job(st.attrs, task.job)
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.update_share()
+        if st is not None:
+            self._charge(st.attrs, task, +1)
 
     def simulate_remove_task(self, state: dict[str, Any], task: TaskInfo, row: int) -> None:
         """SimulateRemoveTaskFn: take a task (a would-be victim) off its queue in the copy."""
         st = self._state(state)
-        attr = None if st is None else self._attr_of_job(st.attrs, task.job)
-        if attr is not None:
+        if st is not None:
+            self._charge(st.attrs, task, -1)
+
+    def _charge(self, attrs: dict[str, QueueAttr], task: TaskInfo, sign: int) -> None:
+        """Add (+1) or take off (-1) the task's request to its queue's allocated in `attrs` (the live map
+        or a task's copy) and refresh the share: the one body of the simulate points and the events."""
+        attr = self._attr_of_job(attrs, task.job)
+        if attr is None:
+            return
+        if sign > 0:
+            attr.allocated.add(task.resreq)
+        else:
             attr.allocated.sub(task.resreq)
-            attr.update_share()
+        attr.update_share()
 
     # ================================================================= events
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: allocate, pipeline and undone evictions charge the queue at once."""
-        attr = self._attr_of_job(self.attrs, task.job)
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.update_share()
+        self._charge(self.attrs, task, +1)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         """DeallocateFunc: evictions and undone placements release the queue at once."""
-        attr = self._attr_of_job(self.attrs, task.job)
-        if attr is not None:
-            attr.allocated.sub(task.resreq)
-            attr.update_share()
+        self._charge(self.attrs, task, -1)
 
     # ================================================================= output
     def queue_report(self, ssn: Session) -> dict[str, dict[str, Any]]:

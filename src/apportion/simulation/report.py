@@ -1,14 +1,15 @@
 """Output: the terminal summary (rich), and `--out DIR`: report.html, summary.json, CSV time series.
 
 report.html is self-contained: every plot is a matplotlib PNG embedded as base64, no scripts, no
-external files, so it opens offline in any browser.
+external files, so it opens offline in any browser. It is rendered from the page template and style
+sheet the service's dashboard uses (apportion.web), and its plots draw each quantity in the shared
+palette's colour, so both read the same way.
 """
 
 from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import json
 from pathlib import Path
@@ -21,6 +22,7 @@ from rich.table import Table
 from apportion.resources import GPU
 from apportion.simulation.engine import SimulationResult
 from apportion.simulation.metrics import job_rows
+from apportion.web import PALETTE
 
 
 def _fmt(x: Any, unit: str = "") -> str:
@@ -256,14 +258,14 @@ def plot_queues(res: SimulationResult, other: SimulationResult | None = None) ->
         ax = axes[k // cols][k % cols]
         s = rec.queues[q]
         t = _until(s.times, rec.final_time, sc)
-        ax.step(t, _last_again(s.allocated[d]), where="post", label="allocated", color="tab:blue")
-        ax.step(t, _last_again(s.deserved[d]), where="post", label="deserved", color="tab:green", linestyle="--")
-        ax.fill_between(t, _last_again(s.pending[d]), step="post", alpha=0.15, color="tab:orange", label="pending")
+        ax.step(t, _last_again(s.allocated[d]), where="post", label="allocated", color=PALETTE["allocated"])
+        ax.step(t, _last_again(s.deserved[d]), where="post", label="deserved", color=PALETTE["deserved"], linestyle="--")
+        ax.fill_between(t, _last_again(s.pending[d]), step="post", alpha=0.15, color=PALETTE["pending"], label="pending")
         if other is not None and q in other.recorder.queues:
             ro = other.recorder
             so = ro.queues[q]
             ax.step(_until(so.times, ro.final_time, sc), _last_again(so.allocated[d]), where="post",
-                    color="tab:red", label="allocated (B)", alpha=0.8)
+                    color=PALETTE["other"], label="allocated (B)", alpha=0.8)
         ax.set_title(q, fontsize=9)
         ax.tick_params(labelsize=7)
     for k in range(len(qs), rows * cols):
@@ -326,14 +328,14 @@ def plot_waits(res: SimulationResult, other: SimulationResult | None = None) -> 
         pos_a = [2 * i + 0.8 for i in range(len(qs))]
         pos_b = [2 * i + 1.6 for i in range(len(qs))]
         ax.boxplot([[x / sc for x in wa.get(q, [0.0])] for q in qs], positions=pos_a, widths=0.6,
-                   patch_artist=True, boxprops={"facecolor": "tab:blue", "alpha": 0.4})
+                   patch_artist=True, boxprops={"facecolor": PALETTE["allocated"], "alpha": 0.4})
         ax.boxplot([[x / sc for x in wb.get(q, [0.0])] for q in qs], positions=pos_b, widths=0.6,
-                   patch_artist=True, boxprops={"facecolor": "tab:red", "alpha": 0.4})
+                   patch_artist=True, boxprops={"facecolor": PALETTE["other"], "alpha": 0.4})
         ax.set_xticks([2 * i + 1.2 for i in range(len(qs))], qs)
         from matplotlib.patches import Patch
 
-        ax.legend(handles=[Patch(facecolor="tab:blue", alpha=0.4, label=res.label or "A"),
-                           Patch(facecolor="tab:red", alpha=0.4, label=f"{other.label or 'B'} (B)")],
+        ax.legend(handles=[Patch(facecolor=PALETTE["allocated"], alpha=0.4, label=res.label or "A"),
+                           Patch(facecolor=PALETTE["other"], alpha=0.4, label=f"{other.label or 'B'} (B)")],
                   fontsize=7, loc="upper left")
     ax.set_ylabel(f"wait ({unit})")
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
@@ -362,7 +364,7 @@ def plot_plan(res: SimulationResult) -> str | None:
         if e["accepted"]:
             for s, t_end, amt in e["pieces"]:
                 val = amt.get(d, 0)
-                ax.broken_barh([(s / sc, (t_end - s) / sc)], (y - 0.3, 0.6), facecolors="tab:green", alpha=0.7)
+                ax.broken_barh([(s / sc, (t_end - s) / sc)], (y - 0.3, 0.6), facecolors=PALETTE["reservation"], alpha=0.7)
                 ax.text((s + t_end) / 2 / sc, y, f"{val:g} {'GPU' if d == GPU else 'cores'}", ha="center",
                         va="center", fontsize=7)
             jobs_x = [(j.first_start, j.finish) for j in res.jobs if j.spec.reservation == e["name"]
@@ -371,7 +373,7 @@ def plot_plan(res: SimulationResult) -> str | None:
                 ax.plot([s / sc, (f if f is not None else res.recorder.final_time) / sc], [y - 0.42, y - 0.42],
                         color="black", linewidth=2)
         else:
-            ax.broken_barh([(w0 / sc, (w1 - w0) / sc)], (y - 0.3, 0.6), facecolors="tab:red", alpha=0.25,
+            ax.broken_barh([(w0 / sc, (w1 - w0) / sc)], (y - 0.3, 0.6), facecolors=PALETTE["other"], alpha=0.25,
                            hatch="//")
             ax.text((w0 + w1) / 2 / sc, y, "rejected", ha="center", va="center", fontsize=7)
     ax.set_yticks(range(len(log)), [f"{e['name']} ({e['queue']})" for e in reversed(log)], fontsize=8)
@@ -395,7 +397,7 @@ def render_html(res: SimulationResult, summary: dict[str, Any],
         print_summary(summary, con, title=f"A: {res.label}")
         print_summary(other[1], con, title=f"B: {other[0].label}")
         con.print(compare_table(summary, other[1], res.label or "A", other[0].label or "B"))
-    text = html.escape(buf.getvalue())
+    text = buf.getvalue()
     imgs = [("Allocation vs deserved per queue", plot_queues(res, o_res)),
             ("Cluster utilisation and fairness", plot_utilisation(res, o_res)),
             ("Wait time per queue", plot_waits(res, o_res))]
@@ -406,21 +408,11 @@ def render_html(res: SimulationResult, summary: dict[str, Any],
         plan_b = plot_plan(o_res)
         if plan_b:
             imgs.append(("Reservation plan (B)", plan_b))
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>apportion simulate: {html.escape(summary['scenario'])}</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;color:#222}"
-        "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}img{max-width:100%}"
-        "h2{border-bottom:1px solid #ddd;padding-bottom:.2em}</style></head><body>",
-        f"<h1>apportion simulate: {html.escape(summary['scenario'])}</h1>",
-        f"<p>seed {summary['seed']}, {summary['sessions']} sessions, {summary['events']} events, "
-        f"simulated {html.escape(_dur(summary['endTime']))}.</p>",
-        f"<h2>Summary</h2><pre>{text}</pre>",
-    ]
-    for title, b64 in imgs:
-        parts.append(f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='data:image/png;base64,{b64}'>")
-    if res.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in res.warnings[:50]) + "</ul>")
-    parts.append("<p>Files next to this report: summary.json, queues.csv, cluster.csv, jobs.csv, events.csv.</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    from apportion.web import environment
+
+    intro = (f"seed {summary['seed']}, {summary['sessions']} sessions, {summary['events']} events, "
+             f"simulated {_dur(summary['endTime'])}.")
+    # the shared page template and style sheet, inlined: the report stays one self-contained file
+    return environment().get_template("report.html").render(
+        scenario=summary["scenario"], intro=intro, summary_text=text, images=imgs,
+        warnings=res.warnings[:50], inline_css=True)

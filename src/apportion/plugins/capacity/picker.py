@@ -1,5 +1,10 @@
 """The capacity plugin's queue picker for tree mode: the scan's answer without scanning.
 
+No upstream file: Volcano pops a heap (`util.PriorityQueue`); apportion's reference is the scan of
+`framework/queue_picker.py` (semantics guide §4.4, docs/semantics.md E6), and this picker returns what
+that scan returns under capacity's hierarchical order (`hierarchicalQueueOrderFn` of
+`plugins/capacity/capacity.go`), property-tested against it in tests/plugins/test_capacity_picker.py.
+
 In tree mode two leaves compare by the queues just below their deepest common ancestor: lower share
 first, at equal share the one with a deserved first; if those tie too, hierarchical_queue_order
 returns 0 and the session compares the *leaves'* creation time and name. That fallback can make the
@@ -33,7 +38,8 @@ from apportion.errors import InternalError
 from apportion.framework.queue_picker import pop_best_index
 
 if TYPE_CHECKING:
-    from apportion.plugins.capacity import CapacityPlugin, QueueAttr
+    from apportion.plugins.capacity.attrs import QueueAttr
+    from apportion.plugins.capacity.base import CapacityBase
 
 Key = tuple[float, int]
 
@@ -41,7 +47,7 @@ Key = tuple[float, int]
 class TreePicker:
     """QueuePicker for capacity's hierarchical queue order (see the module docstring)."""
 
-    def __init__(self, plugin: CapacityPlugin, queues: Iterable[QueueInfo],
+    def __init__(self, plugin: CapacityBase, queues: Iterable[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self.plugin = plugin
         self.attrs = plugin.attrs

@@ -1,0 +1,175 @@
+"""capacity's admission and reclaim points: reclaimable, preemptive, allocatable, job enqueueable/enqueued.
+
+Follows the `ReclaimableFn` (with `ancestorReclaimLevel`), `PreemptiveFn`, `AllocatableFn`,
+`JobEnqueueableFn` and `JobEnqueuedFn` of `plugins/capacity/capacity.go` (semantics guide §6.10 rules
+b-e, §6.11 checks along the path).
+"""
+
+from __future__ import annotations
+
+from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
+from apportion.cluster.snapshot import ROOT_QUEUE
+from apportion.framework import extension as ep
+from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
+from apportion.plugins.capacity.base import CapacityBase
+from apportion.resources import Resource
+
+
+class Admission(CapacityBase):
+    """Which queue may take, admit or reclaim, and which tasks are victims."""
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
+        if self._refused(reclaimer.key):
+            return [], ep.REJECT
+        reclaimer_attr = self._queue_of(reclaimer)
+        if reclaimer_attr is None:
+            return [], ep.REJECT
+        level = self.ancestor_reclaim_level if self.hierarchical else 0
+        allocations: dict[str, Resource] = {}
+        victims: list[TaskInfo] = []
+        spared: list[str] = []
+        for reclaimee in self.ssn.sort_victims(candidates, reclaimer):
+            attr = self._queue_of(reclaimee)
+            if attr is None:
+                continue
+            # 1. no resource dimension in common with the reclaimer (pods ignored): evicting it cannot help
+            if not reclaimee.resreq.intersection_names(reclaimer.resreq, ignore_pods=True):
+                continue
+            allocated = allocations.setdefault(attr.name, attr.allocated.clone())
+            # 2. the guarantee is never breached
+            if not attr.guarantee.less_equal(allocated.clone().sub_without_assert(reclaimee.resreq)):
+                spared.append(f"queue {attr.name}: evicting {reclaimee.key} would take it below its guarantee "
+                              f"({_fmt(attr.guarantee)})")
+                continue
+            # 3. an immediate victim (no dimension in common with deserved, pods counted), or a queue above its
+            #    deserved on a dimension the victim requests and deserved lists
+            if not reclaimee.resreq.intersection_names(attr.deserved):
+                if (level > 0 and self._shares_ancestor_within(reclaimer_attr, attr, level)
+                        and not reclaimer.resreq.intersection_names(reclaimer_attr.deserved)):
+                    continue
+            elif not allocated.greater_partly_relevant(attr.deserved, reclaimee.resreq):
+                spared.append(f"queue {attr.name}: not above its deserved ({_fmt(attr.deserved)}) on what "
+                              f"{reclaimee.key} requests")
+                continue
+            checked = self._ancestors_allow(reclaimer_attr, attr, reclaimee, allocations, level, spared)
+            if checked is None:
+                continue
+            allocated.sub_without_assert(reclaimee.resreq)
+            for a in checked:
+                a.sub_without_assert(reclaimee.resreq)
+            victims.append(reclaimee)
+        if not victims and spared:
+            self.ssn.explain(reclaimer.key, "capacity found no task to reclaim: " + "; ".join(dict.fromkeys(spared)))
+        return victims, ep.PERMIT
+
+    def _shares_ancestor_within(self, a: QueueAttr, b: QueueAttr, level: int) -> bool:
+        """sharesAnyNonRootAncestorWithinLevel."""
+        aa = {ancestor_at_depth(a, d) for d in range(1, level + 1)} - {None, ROOT_QUEUE}
+        bb = {ancestor_at_depth(b, d) for d in range(1, level + 1)} - {None, ROOT_QUEUE}
+        return bool(aa & bb)
+
+    def _ancestors_allow(self, reclaimer_attr: QueueAttr, attr: QueueAttr, reclaimee: TaskInfo,
+                         allocations: dict[str, Resource], level: int, spared: list[str]) -> list[Resource] | None:
+        """ancestorReclaimLevel, victim side: each ancestor of the victim's queue within `level` that the
+        reclaimer does not share (and is not root) must be over its deserved too. Returns the working
+        allocations to charge, or None if an ancestor spares the victim."""
+        checked: list[Resource] = []
+        for d in range(1, level + 1):
+            name = ancestor_at_depth(attr, d)
+            if name is None or name == ROOT_QUEUE or ancestor_at_depth(reclaimer_attr, d) == name:
+                continue
+            anc = self.attrs[name]
+            alloc = allocations.setdefault(name, anc.allocated.clone())
+            checked.append(alloc)
+            if not reclaimee.resreq.intersection_names(anc.deserved):
+                continue
+            if not alloc.greater_partly_relevant(anc.deserved, reclaimee.resreq):
+                spared.append(f"queue {name} (ancestor of {attr.name}): not above its deserved on what "
+                              f"{reclaimee.key} requests")
+                return None
+        return checked
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """PreemptiveFn: may this queue reclaim for the task? realCapability on the leaf (rule b), then any
+        one requested dimension still within deserved (rule c), or an ancestor's within ancestorReclaimLevel."""
+        if self._refused(task.key):
+            return False
+        if not queue.is_open():
+            self.ssn.explain(task.key, f"queue {queue.name} is {queue.state}, not Open: it cannot reclaim")
+            return False
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return False
+        req = task.resreq
+        future = attr.allocated.plus(req)
+        ok, failed = future.less_equal_with_dimension(attr.real_capability, req)
+        if not ok:
+            self.ssn.explain(task.key, qc.shortfall(queue.name, future, attr.real_capability, failed,
+                                                    "realCapability", "cannot reclaim"))
+            return False
+        if future.less_equal_partly_zero_filtered(attr.deserved, req):
+            return True
+        if self.hierarchical:
+            for d in range(1, self.ancestor_reclaim_level + 1):
+                name = ancestor_at_depth(attr, d)
+                if name is None or name == ROOT_QUEUE:
+                    continue
+                anc = self.attrs[name]
+                if anc.allocated.plus(req).less_equal_partly_zero_filtered(anc.deserved, req):
+                    return True
+        self.ssn.explain(task.key, f"queue {queue.name}: cannot reclaim: allocated + request "
+                                   f"({_fmt(future)}) would exceed deserved ({_fmt(attr.deserved)}) on every "
+                                   "requested dimension")
+        return False
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """AllocatableFn: an Open (leaf) queue, and allocated + task <= realCapability on every level."""
+        if not queue.is_open():
+            self.ssn.explain(task.key, f"queue {queue.name} is {queue.state}, not Open")
+            return False
+        if self._refused(task.key):
+            return False
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return True
+        if not self._leaf_ok(attr, task.key):
+            return False
+        return self._allocatable_on_path(self.attrs, attr, task, explain=True)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'
+        dimensions (rule b), on the leaf and every ancestor."""
+        if self._refused(job.uid):
+            return ep.REJECT
+        attr = self.attrs.get(job.queue)
+        queue = self.ssn.queues.get(job.queue)
+        if attr is None or queue is None:
+            return ep.PERMIT
+        if not self._leaf_ok(attr, job.uid):
+            return ep.REJECT
+        if not queue.is_open():
+            self.ssn.explain(job.uid, f"queue {queue.name} is {queue.state}, not Open")
+            return ep.REJECT
+        if attr.real_capability is None or job.min_resources is None:
+            return ep.PERMIT
+        min_req = job.min_resources
+        for a in self._path(attr):
+            need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
+            ok, failed = need.less_equal_with_dimension(a.real_capability, min_req)
+            if not ok:
+                self.ssn.explain(job.uid, qc.shortfall(
+                    self._where(attr, a), need, a.real_capability, failed, "realCapability",
+                    "queue resource quota insufficient (minResources + allocated + inqueue - elastic)"))
+                return ep.REJECT
+        return ep.PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """JobEnqueuedFn: minResources (less gated pods) join inqueue on the leaf and every ancestor."""
+        attr = self.attrs.get(job.queue)
+        if attr is None or job.min_resources is None:
+            return
+        r = qc.enqueued_resource(job)
+        for a in self._path(attr):
+            a.inqueue.add(r)

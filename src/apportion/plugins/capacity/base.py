@@ -1,0 +1,93 @@
+"""What every part of the capacity plugin shares: its session state and the helpers of the callbacks.
+
+The plugin is one class (`CapacityPlugin`, plugin.py) put together from one mixin per concern; this base
+declares the attributes `on_session_open` sets and the helpers more than one concern uses
+(`plugins/capacity/capacity.go`: `checkQueueAllocatableHierarchically`, the readiness and leaf checks).
+"""
+
+from __future__ import annotations
+
+from apportion.cluster.model import QueueInfo, TaskInfo
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
+from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.resources import Resource
+
+
+class CapacityBase(Plugin):
+    """The capacity plugin's session state (set by `on_session_open`) and shared helpers."""
+
+    ssn: Session
+    attrs: dict[str, QueueAttr]
+    total: Resource
+    total_guarantee: Resource
+    guarantee_enabled: bool
+    elastic_enabled: bool
+    ancestor_reclaim_level: int
+    root_mode: str
+    hierarchical: bool
+    #: why the plugin refuses every queue decision this session (tree mode), or None.
+    blocked: str | None
+    #: False when the tree could not be built (cycle, unknown parent, no root).
+    tree_ok: bool
+    #: configuration warnings of this plugin (also in ssn.warnings), for `apportion quota`.
+    config_warnings: list[str]
+    #: names of the queues whose real share changed, in order (the tree picker re-keys from it)
+    share_log: list[str]
+    _pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]]
+
+    def _warn(self, message: str) -> None:
+        text = f"capacity: {message}"
+        self.config_warnings.append(text)
+        self.ssn.warnings.append(text)
+
+    def _guarantee_of(self, queue: QueueInfo) -> Resource:
+        """spec.guarantee.resource, or nothing when the design doc's GuaranteeEnable is off."""
+        return queue.guarantee.clone() if self.guarantee_enabled else Resource()
+
+
+    # ================================================================= helpers for the callbacks
+    def _path(self, attr: QueueAttr) -> list[QueueAttr]:
+        """The leaf and then its ancestors up to the root (the order the limit checks walk)."""
+        return [attr] + [self.attrs[n] for n in reversed(attr.ancestors)]
+
+    def _where(self, leaf: QueueAttr, attr: QueueAttr) -> str:
+        """`team-a (parent of training)`: which level of the tree a check failed at."""
+        if attr is leaf:
+            return attr.name
+        depth = len(leaf.ancestors) - leaf.ancestors.index(attr.name)
+        rel = "parent" if depth == 1 else f"ancestor {depth} levels up"
+        return f"{attr.name} ({rel} of {leaf.name})"
+
+    def _refused(self, obj: str) -> bool:
+        """Tree mode with a broken tree or a job in a parent queue: refuse, and say why."""
+        if self.blocked:
+            self.ssn.explain(obj, self.blocked)
+            return True
+        return False
+
+    def _leaf_ok(self, attr: QueueAttr, obj: str) -> bool:
+        if self.hierarchical and not attr.is_leaf():
+            self.ssn.explain(obj, f"queue {attr.name} is not a leaf queue (children: {', '.join(attr.children)});"
+                                  " only leaf queues take jobs")
+            return False
+        return True
+
+    def _queue_of(self, task: TaskInfo) -> QueueAttr | None:
+        job = self.ssn.jobs.get(task.job)
+        return None if job is None else self.attrs.get(job.queue)
+
+    def _allocatable_on_path(self, attrs: dict[str, QueueAttr], leaf: QueueAttr, task: TaskInfo,
+                             explain: bool) -> bool:
+        """checkQueueAllocatableHierarchically: allocated + task <= realCapability (rule b), leaf to root.
+        `attrs` is the live map or a simulation snapshot."""
+        for a in [leaf] + [attrs[n] for n in reversed(leaf.ancestors)]:
+            used = a.allocated.plus(task.resreq)
+            ok, failed = used.less_equal_with_dimension(a.real_capability, task.resreq)
+            if not ok:
+                if explain:
+                    self.ssn.explain(task.key, qc.shortfall(self._where(leaf, a), used, a.real_capability, failed,
+                                                            "realCapability"))
+                return False
+        return True

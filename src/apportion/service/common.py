@@ -1,0 +1,95 @@
+"""What every route shares: JSON answers, YARN's error body, the caller's name, the body limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import Request
+from fastapi.responses import Response
+
+from apportion.service.auth import COOKIE, Refusal
+
+#: request bodies above this get 413
+MAX_BODY = 1024 * 1024
+
+
+class BodyTooLarge(Exception):
+    """A request body over MAX_BODY (answered 413)."""
+
+
+class Unauthenticated(Exception):
+    """A write without a caller (answered 401)."""
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    """A JSON answer (orjson); None means no content."""
+    if body is None:
+        return Response(status_code=status, headers=headers)
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def remote_exception(status: int, exception: str, message: str, java: str) -> Response:
+    """YARN's error body: `{"RemoteException": {exception, message, javaClassName}}`."""
+    return json_response(status, {"RemoteException": {"exception": exception, "message": message,
+                                                      "javaClassName": java}})
+
+
+def forbidden(refusal: Refusal, yarn: bool) -> Response:
+    """403 naming the ACL."""
+    if yarn:
+        return remote_exception(403, "AccessControlException", refusal.message(),
+                                "org.apache.hadoop.security.AccessControlException")
+    return json_response(403, {"error": refusal.message(), "acl": refusal.acl})
+
+
+def caller(request: Request) -> str | None:
+    """The authenticated user: `?user.name=`, a signed `hadoop.auth` cookie, or a bearer token."""
+    svc = request.app.state.service
+    name = request.query_params.get("user.name")
+    if name:
+        return name
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        user: str | None = svc.store.token_user(auth[7:].strip())
+        return user
+    cookie = request.cookies.get(COOKIE)
+    if cookie:
+        return request.app.state.signer.user(cookie)
+    return None
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, refusing more than MAX_BODY bytes even without a Content-Length."""
+    size = request.headers.get("content-length")
+    if size is not None and size.isdigit() and int(size) > MAX_BODY:
+        raise BodyTooLarge()
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > MAX_BODY:
+            raise BodyTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def json_body(request: Request) -> Any:
+    """The JSON body, or the marker `INVALID` when it does not parse (YARN answers 400 for it)."""
+    raw = await read_body(request)
+    if not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return INVALID
+
+
+class _Invalid:
+    """A body that is not JSON: the handlers answer it as a body that is not an object."""
+
+    def __repr__(self) -> str:
+        return "<invalid JSON>"
+
+
+INVALID: Any = _Invalid()

@@ -1,0 +1,309 @@
+"""The service's state and every change to it: cluster objects, plans, the database behind them.
+
+`Service` opens the database (running the migrations), loads the stored objects (seeding an empty
+database with `--cluster` or the built-in default cluster), rebuilds every plan from the stored
+reservations without asking the agent or the policy again (YARN's RM recovery), and starts the
+writer. Each change is a job on the writer (see writer.py) that edits memory, then commits the same
+change in one database transaction before its answer leaves; if the commit fails, memory is reloaded
+from the database so both stay equal, and the client gets a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources as ires
+from typing import Any, TypeVar
+
+from apportion.cluster.snapshot import Snapshot
+from apportion.errors import InputError
+from apportion.framework.conf import SchedulerConf, default_conf
+from apportion.kube.documents import read_documents
+from apportion.reservation.api import Response
+from apportion.reservation.stepfn import Res
+from apportion.reservation.system import ReservationSystem
+from apportion.resources import CPU, MEMORY, Resource
+from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
+from apportion.service.db import default_url, make_engine, migrate
+from apportion.service.live import LiveView
+from apportion.service.loop import SchedulingLoop
+from apportion.service.metrics import ServiceMetrics
+from apportion.service.objects import ClusterObjects, ObjectKey
+from apportion.service.reservations import PlanSettings, configure_plans
+from apportion.service.store import SqlStore
+from apportion.service.writer import RWLock, Writer
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MIB = 1024 * 1024
+
+
+def wall_ms() -> int:
+    """The service clock: epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def default_cluster_path() -> str:
+    """The cluster a new database starts with."""
+    return str(ires.files("apportion.service").joinpath("default-cluster.yaml"))
+
+
+@dataclass
+class ServiceConfig:
+    """How `apportion serve` was started."""
+
+    db_url: str = field(default_factory=default_url)
+    conf_path: str | None = None
+    cluster_path: str | None = None
+    #: YARN's ACLs (off by default, as in YARN)
+    acls: bool = False
+    #: users who pass every ACL (YARN's yarn.admin.acl)
+    admins: tuple[str, ...] = ()
+    #: run the scheduling loop (tests of the REST layer alone may turn it off)
+    loop: bool = True
+    #: a scenario whose workload is played against the service, and its clock speed
+    scenario_path: str | None = None
+    speed: float = 1.0
+    #: Volcano's --schedule-period (the conf file has no such key), seconds
+    schedule_period: float = 1.0
+    clock: Callable[[], int] = wall_ms
+
+
+def to_yarn(r: Any) -> Res:
+    """A Volcano resource as YARN's (memory MB, vCores), truncated."""
+    return (int(r.get(MEMORY) // MIB), int(r.get(CPU) // 1000))
+
+
+def plan_capacities(snap: Snapshot, plans: dict[str, PlanSettings]) -> dict[str, tuple[PlanSettings, Res]]:
+    """Each reservable queue's plan capacity: its guarantee, else its capability, else the cluster."""
+    total = (sum(int(n.allocatable.get(MEMORY) // MIB) for n in snap.nodes),
+             sum(int(n.allocatable.get(CPU) // 1000) for n in snap.nodes))
+    out: dict[str, tuple[PlanSettings, Res]] = {}
+    for name, settings in plans.items():
+        q = snap.queues[name]
+        if not q.guarantee.is_empty():
+            cap = to_yarn(q.guarantee)
+        elif q.capability_set:
+            cap = to_yarn(q.capability)
+        else:
+            cap = total
+        out[name] = (settings, (min(cap[0], total[0]), min(cap[1], total[1])))
+    return out
+
+
+class Service:
+    """Everything `apportion serve` holds, and the jobs that change it."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.clock = config.clock
+        self.engine = make_engine(config.db_url)
+        migrate(self.engine)
+        self.store = SqlStore(self.engine)
+        self.conf: SchedulerConf | None = None
+        if config.conf_path:
+            from apportion.engine import load_conf_file
+
+            self.conf = load_conf_file(config.conf_path)
+        self.start_ms = self.clock()
+        self.acls = Acls(config.acls, config.admins)
+        self.metrics = ServiceMetrics()
+        self._queue_cache: tuple[int, dict[str, QueueMeta]] | None = None
+        self.lock = RWLock()
+        conf = self.conf or default_conf()
+        self.live = LiveView(any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins))
+        self.objects = ClusterObjects()
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        #: each plan's settings (a change re-creates the plan)
+        self.plan_settings: dict[str, PlanSettings] = {}
+        #: queues holding stored reservations that are no longer reservable (kept in the database)
+        self.orphans: list[str] = []
+        self._load()
+        if config.cluster_path and self.store.get_meta("seeded") is not None:
+            self._apply_now(read_documents([config.cluster_path]), [])
+        self.writer = Writer(self.lock)
+        self.loop = SchedulingLoop(self, config.schedule_period)
+
+    # -- loading and recovery -------------------------------------------------------------------
+    def _load(self) -> None:
+        objs = self.store.load_objects()
+        if not objs and self.store.get_meta("seeded") is None:
+            path = self.config.cluster_path or default_cluster_path()
+            docs = read_documents([path])
+            new, _ = ClusterObjects().edited(docs, [])
+            with self.engine.begin() as conn:
+                for v, (key, body) in enumerate(sorted(new.items())):
+                    self.store.put_object(conn, key, body, v)
+                self.store.set_meta(conn, "seeded", path)
+            objs = new
+        self.objects = ClusterObjects(objs)
+        self.objects.version = len(objs)
+        plans = ClusterObjects.check(objs, {})
+        self.reservations = ReservationSystem(self.start_ms, self.store)
+        self.plan_settings = {}
+        # YARN's RM recovery: the sequence and id records read back, each plan's reservations
+        # re-added without a policy check, with their stored allocations and acceptance times
+        self.reservations.sequence = self.store.sequence()
+        self.reservations.queue_of = self.store.queue_of()
+        self.configure_plans(plan_capacities(self.objects.snapshot(), plans))
+        self.live.load(self.objects.objects, set(self.reservations.plans))
+        self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
+        if self.orphans:
+            log.warning("stored reservations of queues that are no longer reservable: %s", ", ".join(self.orphans))
+
+    def configure_plans(self, queues: dict[str, tuple[PlanSettings, Res]]) -> None:
+        """The plans follow the reservable queues (see reservations.configure_plans)."""
+        configure_plans(self.reservations, self.plan_settings, queues, self.store, self.clock())
+
+    def set_now(self, now_ms: int) -> None:
+        """The plans' clock: the validator's now and the acceptance time of what is added next."""
+        for e in self.reservations.plans.values():
+            e.plan.now = now_ms
+
+    def _reload_after_failure(self) -> None:
+        """A commit failed: memory goes back to what the database holds."""
+        log.error("a database commit failed; reloading the state from the database")
+        self._load()
+
+    # -- reservations ---------------------------------------------------------------------------
+    async def reservation(self, op: str, user: str | None, body: Any,
+                          check: Callable[[], Refusal | None] | None = None) -> Response:
+        """Run one of the five YARN handlers on the writer (list: as a reader); what a write changes
+        reaches the store inside one transaction, committed before returning. `check` (the ACLs)
+        runs in the same job, on the same state as the handler."""
+        def job() -> Response:
+            if check is not None and (refusal := check()) is not None:
+                raise Refused(refusal)
+            self.set_now(self.clock())
+            handler = getattr(self.reservations, op)
+            return self.committed(lambda: handler(user) if op == "new_reservation" else handler(user, body))
+
+        if op == "list":
+            def read() -> Response:
+                if check is not None and (refusal := check()) is not None:
+                    raise Refused(refusal)
+                return self.reservations.list(user, body)
+
+            return await asyncio.to_thread(self.read, read)
+        return await self.writer.run(job)
+
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with every store write in one transaction; on any failure memory is reloaded
+        from the database (so both stay equal) and the error goes on to the caller."""
+        try:
+            with self.store.transaction():
+                return fn()
+        except Exception:
+            self._reload_after_failure()
+            raise
+
+    # -- cluster objects ------------------------------------------------------------------------
+    def _apply_now(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
+        """Check the edit on the whole set, commit it, then make it the state (all or none)."""
+        new, plans = self.objects.edited(puts, deletes)
+        changed = [k for k, v in new.items() if self.objects.objects.get(k) != v]
+        gone = [k for k in self.objects.objects if k not in new]
+        snap = ClusterObjects(new).snapshot()
+        try:
+            with self.engine.begin() as conn:
+                for k in changed:
+                    self.objects.version += 1
+                    self.store.put_object(conn, k, new[k], self.objects.version)
+                for k in gone:
+                    self.objects.version += 1
+                    self.store.delete_object(conn, k)
+                self.store.set_meta(conn, "seeded", "yes")
+        except Exception:
+            self._reload_after_failure()
+            raise
+        self.objects.objects = new
+        self.configure_plans(plan_capacities(snap, plans))
+        self.live.changed(new, changed + gone, set(self.reservations.plans))
+        return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
+
+    async def apply(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey],
+                    check: Callable[[], Refusal | None] | None = None) -> dict[str, Any]:
+        """Apply (create or replace) and delete objects, all or none; InputError names what is wrong.
+        `check` (the ACLs) runs in the same job, on the state the edit applies to."""
+        def job() -> dict[str, Any]:
+            if check is not None and (refusal := check()) is not None:
+                raise Refused(refusal)
+            return self._apply_now(puts, deletes)
+
+        return await self.writer.run(job)
+
+    def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
+        """Writer-side edit from the scheduling loop (binds, evictions, completions); committed."""
+        if not puts and not deletes:
+            return
+        try:
+            with self.engine.begin() as conn:
+                for k, body in puts.items():
+                    self.objects.version += 1
+                    self.store.put_object(conn, k, body, self.objects.version)
+                for k in deletes:
+                    self.objects.version += 1
+                    self.store.delete_object(conn, k)
+        except Exception:
+            self._reload_after_failure()
+            raise
+        self.objects.objects.update(puts)
+        for k in deletes:
+            self.objects.objects.pop(k, None)
+        self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
+
+    def generation(self) -> int:
+        """Bumped by every change to the objects (keys the cached snapshot)."""
+        return self.objects.version
+
+    def queue_meta(self) -> dict[str, QueueMeta]:
+        """Every stored queue's parent and annotations (for the ACLs); cached per generation."""
+        gen = self.generation()
+        if self._queue_cache is None or self._queue_cache[0] != gen:
+            out: dict[str, QueueMeta] = {}
+            for (kind, _, name), obj in self.objects.objects.items():
+                if kind == "Queue":
+                    spec = obj.get("spec") or {}
+                    ann = (obj.get("metadata") or {}).get("annotations") or {}
+                    out[name] = QueueMeta(name, str(spec.get("parent") or ""), {str(k): str(v) for k, v in ann.items()})
+            self._queue_cache = (gen, out)
+        return self._queue_cache[1]
+
+    def queue_report(self) -> tuple[dict[str, dict[str, Any]], Resource, dict[str, int], dict[str, str]]:
+        """The last session's queue report, cluster size, jobs per queue and queue parents (a dry
+        session when the loop has not run yet)."""
+        if self.loop.last_report is not None:
+            return self.loop.last_report, self.loop.last_cluster, self.loop.last_apps, self.loop.last_parents
+        from apportion.engine import run_cache_session
+
+        result = run_cache_session(self.live.cache, self.conf)
+        cluster = Resource()
+        for _, node in self.live.cache.records.nodes.values():
+            cluster.add(node.allocatable)
+        apps: dict[str, int] = {}
+        parents: dict[str, str] = {}
+        if result.session is not None:
+            for j in result.session.jobs.values():
+                apps[j.queue] = apps.get(j.queue, 0) + 1
+            parents = {q.name: q.parent for q in result.session.queues.values()}
+        return result.queues, cluster, apps, parents
+
+    # -- readers --------------------------------------------------------------------------------
+    def read(self, fn: Callable[[], Any]) -> Any:
+        """Run a reader under the read side of the lock (never sees a job half-done)."""
+        with self.lock.read():
+            return fn()
+
+    def close(self) -> None:
+        """Stop the writer and release the database."""
+        self.writer.stop()
+        self.engine.dispose()
+
+
+def input_error_message(e: InputError) -> str:
+    """The one-line message of an InputError."""
+    return str(e)

@@ -1,0 +1,150 @@
+"""The live cluster state the sessions read: a `state.SchedulerCache` fed with events.
+
+The database holds the objects as users applied them (with the nodes, phases and statuses the
+scheduling loop wrote back); the cache holds them as the scheduler must see them, and every change
+reaches it as a watch event (ADDED, MODIFIED, DELETED), so a session's snapshot is assembled without
+parsing anything again. What differs between the two:
+
+* the plan followers' queues: each active reservation is a child queue of its reservable queue, and
+  `<queue>-default` holds the rest of the plan (events as the followers' state changes);
+* a PodGroup in a reservable queue runs in its reservation's queue (`apportion.io/reservation`) while
+  the reservation is active, in `<queue>-default` without one or once its reservation has ended
+  (moveOnExpiry); a job that has not started while its reservation is not active is left out of the
+  cache with its pods (YARN rejects such an application), and `hidden` says why;
+* when the conf is not hierarchical, every queue is a peer in the session: the reservable queue's own
+  guarantee is left out, as its children carry it (otherwise the plan would be guaranteed twice).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from apportion.reservation.follower import FollowerState
+from apportion.state.cache import SchedulerCache
+from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
+
+log = logging.getLogger(__name__)
+
+ObjectKey = tuple[str, str, str]
+RESERVATION_KEY = "apportion.io/reservation"
+GROUP_KEY = "scheduling.k8s.io/group-name"
+#: the order in which kinds are added (deleted in reverse): what an object refers to comes first
+KIND_ORDER = ("PriorityClass", "ConfigMap", "Node", "Queue", "PodGroup", "Pod")
+
+
+def cache_key(key: ObjectKey) -> str:
+    """The cache's key of a stored object: `name`, or `namespace/name`."""
+    _, ns, name = key
+    return f"{ns}/{name}" if ns else name
+
+
+def _order(key: ObjectKey) -> tuple[int, ObjectKey]:
+    return (KIND_ORDER.index(key[0]), key)
+
+
+class LiveView:
+    """The cache, and how stored objects and follower states become its events."""
+
+    def __init__(self, hierarchical: bool) -> None:
+        self.hierarchical = hierarchical
+        self.cache = SchedulerCache(report=lambda line: log.warning("%s", line))
+        #: names of the reservable queues (those with a plan)
+        self.reservable: set[str] = set()
+        self.states: dict[str, FollowerState] = {}
+        self.active: set[str] = set()
+        #: names of the queues the followers made
+        self.generated: set[str] = set()
+        #: podgroup `ns/name` -> why it is left out (its reservation is not active)
+        self.hidden: dict[str, str] = {}
+
+    # -- what the scheduler sees of one stored object ----------------------------------------------
+    def view(self, key: ObjectKey, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The object as the cache holds it, or None when it is left out."""
+        kind, ns, name = key
+        if kind == "Queue" and name in self.reservable and not self.hierarchical:
+            out = copy.deepcopy(obj)
+            out.get("spec", {}).pop("guarantee", None)
+            out.get("spec", {}).pop("deserved", None)
+            return out
+        if kind == "PodGroup":
+            q = (obj.get("spec") or {}).get("queue")
+            st = self.states.get(q) if isinstance(q, str) else None
+            self.hidden.pop(f"{ns}/{name}", None)
+            if st is None:
+                return obj
+            rid = ((obj.get("metadata") or {}).get("annotations") or {}).get(RESERVATION_KEY)
+            started = (obj.get("status") or {}).get("phase") in ("Running", "Completed")
+            if rid and rid not in self.active and not started:
+                self.hidden[f"{ns}/{name}"] = f"submitted to a reservation which is not currently active: {rid}"
+                return None
+            out = copy.deepcopy(obj)
+            # a job whose reservation ended (expired, deleted) moves to the default queue, as the
+            # follower moves an expired reservation queue's applications (moveOnExpiry)
+            out["spec"]["queue"] = rid if rid and rid in self.active else st.default_queue
+            return out
+        if kind == "Pod":
+            group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_KEY)
+            if group and f"{ns}/{group}" in self.hidden:
+                return None
+        return obj
+
+    # -- events ------------------------------------------------------------------------------------
+    def _sync(self, kind: str, ckey: str, desired: dict[str, Any] | None, where: str) -> None:
+        cur = self.cache.get(kind, ckey)
+        if desired is None:
+            if cur is not None:
+                self.cache.apply(WatchEvent(DELETED, cur, where))
+        elif cur is None:
+            self.cache.apply(WatchEvent(ADDED, desired, where))
+        elif cur != desired:
+            self.cache.apply(WatchEvent(MODIFIED, desired, where))
+
+    def load(self, objects: dict[ObjectKey, dict[str, Any]], reservable: set[str]) -> None:
+        """A fresh cache holding the stored objects (checked as a dump)."""
+        self.cache = SchedulerCache(report=self.cache.report)
+        self.reservable = set(reservable)
+        self.states, self.active, self.generated, self.hidden = {}, set(), set(), {}
+        docs = []
+        for key in sorted(objects, key=_order):
+            v = self.view(key, objects[key])
+            if v is not None:
+                docs.append((f"{key[0]} {cache_key(key)}", v))
+        self.cache.load(docs)
+
+    def changed(self, objects: dict[ObjectKey, dict[str, Any]], keys: list[ObjectKey], reservable: set[str]) -> None:
+        """Send the events of stored objects that changed or went (keys absent from `objects`)."""
+        if reservable != self.reservable:
+            self.reservable = set(reservable)
+            keys = keys + [k for k in objects if k[0] == "Queue"]
+        gone = sorted((k for k in set(keys) if k not in objects), key=_order, reverse=True)
+        for key in gone:
+            self._sync(key[0], cache_key(key), None, f"delete {key[0]} {cache_key(key)}")
+        for key in sorted({k for k in keys if k in objects}, key=_order):
+            self._sync(key[0], cache_key(key), self.view(key, objects[key]), f"apply {key[0]} {cache_key(key)}")
+
+    def follow(self, objects: dict[ObjectKey, dict[str, Any]], states: dict[str, FollowerState],
+               active: set[str], queues: list[dict[str, Any]]) -> None:
+        """The followers' new state: their queues, and the podgroups (and pods) of reservable queues."""
+        self.states, self.active = states, active
+        want = {q["metadata"]["name"]: q for q in queues}
+        for name in sorted(self.generated - set(want)):
+            self._sync("Queue", name, None, f"plan follower: {name} expired")
+        for name, q in sorted(want.items()):
+            self._sync("Queue", name, q, f"plan follower: {name}")
+        self.generated = set(want)
+        before = dict(self.hidden)
+        groups = [k for k, o in objects.items()
+                  if k[0] == "PodGroup" and (o.get("spec") or {}).get("queue") in self.reservable]
+        views = {k: self.view(k, objects[k]) for k in groups}
+        flipped = {g for g in set(before) ^ set(self.hidden)}
+        pods = [k for k, o in objects.items() if k[0] == "Pod" and flipped
+                and f"{k[1]}/{((o.get('metadata') or {}).get('annotations') or {}).get(GROUP_KEY)}" in flipped]
+        for k in pods:  # pods of a group being hidden leave before it
+            if f"{k[1]}/{((objects[k].get('metadata') or {}).get('annotations') or {}).get(GROUP_KEY)}" in self.hidden:
+                self._sync("Pod", cache_key(k), None, f"hide {cache_key(k)}")
+        for k in sorted(groups):
+            self._sync("PodGroup", cache_key(k), views[k], f"route {cache_key(k)}")
+        for k in pods:  # and come back after it
+            self._sync("Pod", cache_key(k), self.view(k, objects[k]), f"show {cache_key(k)}")

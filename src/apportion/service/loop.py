@@ -1,0 +1,267 @@
+"""The scheduling loop: every schedulePeriod, the plan followers, then one session on the live cache.
+
+A tick, on the writer (so it is one of the ordered changes, never racing a request):
+
+1. pods whose `apportion.io/duration` (seconds) elapsed since they were bound complete (Succeeded);
+2. each plan's follower synchronises at the clock (YARN's step); reservations it archives or the
+   replanner removes leave the database in the same transaction;
+3. the followers' queues and the routing of podgroups in reservable queues reach the live cache as
+   events (live.py): each active reservation is a child queue of its reservable queue (guarantee =
+   deserved = its resources now; capability the reservable queue's when the plan allows over-use,
+   else its resources), `<queue>-default` gets the rest of the plan;
+4. one session runs on the cache's snapshot (`engine.run_cache_session`), and `engine.dispatch` sends
+   its decisions to the service's Binder, Evictor and StatusUpdater (`ObjectBackend`), which, without a
+   real backend, edit the stored objects: a bind sets the pod's node and phase Running, an eviction
+   sends the pod back to Pending, a podgroup gets its phase and conditions;
+5. what the tick changed is committed, then sent to the cache as events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from apportion.engine import dispatch, run_cache_session
+from apportion.errors import ApportionError
+from apportion.quantity import parse_quantity_decimal
+from apportion.reservation.follower import FollowerState
+from apportion.resources import Resource
+from apportion.service.objects import ObjectKey
+from apportion.state.decisions import Condition
+
+if TYPE_CHECKING:
+    from apportion.framework.conf import SchedulerConf
+    from apportion.reservation.system import ReservationSystem
+    from apportion.service.live import LiveView
+    from apportion.service.metrics import ServiceMetrics
+    from apportion.service.objects import ClusterObjects
+    from apportion.service.reservations import PlanSettings
+    from apportion.service.writer import Writer
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+DURATION_KEY = "apportion.io/duration"
+STARTED_KEY = "apportion.io/started-at"
+
+
+class LoopHost(Protocol):
+    """What the loop needs of the service (core.Service), named here so the loop does not import it."""
+
+    conf: SchedulerConf | None
+    objects: ClusterObjects
+    reservations: ReservationSystem
+    plan_settings: dict[str, PlanSettings]
+    metrics: ServiceMetrics
+    writer: Writer
+    live: LiveView
+
+    def clock(self) -> int:
+        """The service clock (epoch ms)."""
+
+    def set_now(self, now_ms: int) -> None:
+        """Set the plans' clock."""
+
+    def committed(self, fn: Callable[[], T]) -> T:
+        """Run a change with its store writes in one transaction."""
+
+    def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
+        """Commit edits of stored objects."""
+
+
+@dataclass
+class ObjectBackend:
+    """Binder, Evictor and StatusUpdater (state.decisions) of a service without a real backend: they
+    edit copies of the stored objects, which the tick then commits and sends to the cache."""
+
+    objects: dict[ObjectKey, dict[str, Any]]
+    now_ms: int
+    changed: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
+    evictions: list[tuple[str, str]] = field(default_factory=list)
+
+    def _edit(self, key: ObjectKey) -> dict[str, Any] | None:
+        if key in self.changed:
+            return self.changed[key]
+        obj = self.objects.get(key)
+        if obj is None:
+            return None
+        self.changed[key] = copy.deepcopy(obj)
+        return self.changed[key]
+
+    @staticmethod
+    def _pod_key(pod: str) -> ObjectKey:
+        ns, _, name = pod.partition("/")
+        return ("Pod", ns, name)
+
+    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Binder: each pod is on its node and Running from now; a pod or node that is gone fails."""
+        errors: dict[str, str] = {}
+        for pod, node in binds:
+            key = self._pod_key(pod)
+            obj = self._edit(key) if ("Node", "", node) in self.objects else None
+            if obj is None:
+                errors[pod] = f"pod {pod} or node {node} no longer exists"
+                continue
+            obj.setdefault("spec", {})["nodeName"] = node
+            obj.setdefault("status", {})["phase"] = "Running"
+            obj.setdefault("metadata", {}).setdefault("annotations", {})[STARTED_KEY] = str(self.now_ms)
+        return errors
+
+    def evict(self, pod: str, reason: str) -> str | None:
+        """Evictor: the pod goes back to Pending, off its node (nothing else would recreate it)."""
+        obj = self._edit(self._pod_key(pod))
+        if obj is None:
+            return f"pod {pod} no longer exists"
+        obj.get("spec", {}).pop("nodeName", None)
+        obj.setdefault("status", {})["phase"] = "Pending"
+        obj.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
+        self.evictions.append((pod, reason))
+        return None
+
+    def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
+        """StatusUpdater: the podgroup's phase and the conditions this session wrote."""
+        ns, _, name = key.partition("/")
+        okey: ObjectKey = ("PodGroup", ns, name)
+        cur = self.objects.get(okey)
+        if cur is None:
+            return
+        status = dict(cur.get("status") or {})
+        before = dict(status)
+        status["phase"] = phase
+        if conditions:
+            kept = [c for c in (status.get("conditions") or []) if c.get("type") not in {x.type for x in conditions}]
+            status["conditions"] = kept + [c.to_json() for c in conditions]
+        if status != before:
+            obj = self._edit(okey)
+            if obj is not None:
+                obj["status"] = status
+
+    def nominate(self, pod: str, node: str) -> None:
+        """StatusUpdater: a pipelined pod's nominated node is not stored (the next session decides again)."""
+
+    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+        """StatusUpdater: queue status is served by /ws/v1/cluster/scheduler and /metrics, not stored
+        (it would be a database write per queue per period)."""
+
+    def complete_elapsed(self) -> None:
+        """Running pods whose duration elapsed succeed."""
+        for key, obj in self.objects.items():
+            if key[0] != "Pod" or (obj.get("status") or {}).get("phase") != "Running":
+                continue
+            ann = (obj.get("metadata") or {}).get("annotations") or {}
+            if DURATION_KEY not in ann or STARTED_KEY not in ann:
+                continue
+            try:
+                dur_ms = float(parse_quantity_decimal(str(ann[DURATION_KEY]).rstrip("s"))) * 1000
+                started = int(ann[STARTED_KEY])
+            except (ApportionError, ValueError):
+                continue
+            if started + dur_ms <= self.now_ms:
+                edited = self._edit(key)
+                if edited is not None:
+                    edited["status"]["phase"] = "Succeeded"
+
+
+def _res_json(mb: int, vcores: int) -> dict[str, str]:
+    return {"cpu": str(vcores), "memory": f"{mb}Mi"}
+
+
+def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
+    """Queue objects for the plan follower's children, and the ids of the active reservations."""
+    out: list[dict[str, Any]] = []
+    active: set[str] = set()
+    for qname, st in sorted(states.items()):
+        parent = svc.objects.objects.get(("Queue", "", qname), {})
+        cap = (parent.get("spec") or {}).get("capability")
+        overuse = svc.plan_settings[qname].overuse
+        used = [0, 0]
+        for share in st.active:
+            active.add(str(share.id))
+            mb, vc = share.resources
+            used[0] += mb
+            used[1] += vc
+            spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": _res_json(mb, vc)},
+                                    "deserved": _res_json(mb, vc)}
+            spec["capability"] = cap if (overuse and cap and not share.gang) else _res_json(mb, vc)
+            out.append({"kind": "Queue", "metadata": {"name": str(share.id)}, "spec": spec})
+        rest = (max(st.plan_capacity[0] - used[0], 0), max(st.plan_capacity[1] - used[1], 0))
+        dspec: dict[str, Any] = {"parent": qname, "deserved": _res_json(*rest)}
+        if rest != (0, 0):
+            dspec["guarantee"] = {"resource": _res_json(*rest)}
+        if cap:
+            dspec["capability"] = cap
+        out.append({"kind": "Queue", "metadata": {"name": st.default_queue}, "spec": dspec})
+    return out, active
+
+
+class SchedulingLoop:
+    """Runs a tick every period on the writer; keeps what the last session said."""
+
+    def __init__(self, svc: LoopHost, period_s: float) -> None:
+        self.svc = svc
+        self.period_s = period_s
+        #: why each waiting job waits (job uid -> message), from the last session
+        self.waiting: dict[str, str] = {}
+        self.last_report: dict[str, dict[str, Any]] | None = None
+        self.last_cluster = Resource()
+        self.last_apps: dict[str, int] = {}
+        #: every queue of the last session and its parent (reservation queues included)
+        self.last_parents: dict[str, str] = {}
+        self.ticks = 0
+
+    def tick(self) -> None:
+        """One period: completions, plan followers, one session on the cache, everything committed."""
+        svc = self.svc
+        t0 = time.perf_counter()
+        now = svc.clock()
+        svc.set_now(now)
+        done = ObjectBackend(svc.objects.objects, now)
+        done.complete_elapsed()
+        svc.edit_objects(done.changed, [])
+        # the followers' archiving and replanning delete reservations: one transaction for them
+        states: dict[str, FollowerState] = svc.committed(
+            lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
+        queues, active = reservation_queues(svc, states)
+        svc.live.follow(svc.objects.objects, states, active, queues)
+        result = run_cache_session(svc.live.cache, svc.conf)
+        backend = ObjectBackend(svc.objects.objects, now)
+        dispatch(result, backend, backend, backend)
+        svc.edit_objects(backend.changed, [])
+        waiting = dict(svc.live.hidden)
+        for ev in result.events:
+            if ev.reason == "Unschedulable":
+                waiting[ev.object] = ev.message
+        for pod, err in result.bind_errors.items():
+            waiting.setdefault(pod, f"bind failed: {err}")
+        self.waiting = waiting
+        cluster = Resource()
+        for _, node in svc.live.cache.records.nodes.values():
+            cluster.add(node.allocatable)
+        ssn = result.session
+        if ssn is not None:
+            self.last_apps = {}
+            for j in ssn.jobs.values():
+                self.last_apps[j.queue] = self.last_apps.get(j.queue, 0) + 1
+            self.last_parents = {q.name: q.parent for q in ssn.queues.values()}
+        self.last_report = result.queues
+        self.last_cluster = cluster
+        self.ticks += 1
+        svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
+
+    async def run_forever(self) -> None:
+        """Tick every period until cancelled; a failing tick is logged and the loop goes on."""
+        while True:
+            started = time.monotonic()
+            try:
+                await self.svc.writer.run(self.tick)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
+                log.exception("scheduling tick failed")
+            await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))

@@ -1,0 +1,116 @@
+"""The cluster objects the service holds (Nodes, Queues, PodGroups, Pods, PriorityClasses, the
+scheduler ConfigMap), as kubectl JSON, validated together exactly as `apportion cycle` reads them.
+
+An edit is checked by building a session snapshot from the whole set as it would be after the edit:
+any error names the object and field (InputError), and then nothing changes. `as_list` exports the set
+as a kubectl `List` that `apportion cycle` reads back.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from apportion.cluster.snapshot import Snapshot
+from apportion.errors import InputError
+from apportion.kube.build import build_snapshot
+from apportion.service.reservations import PLAN_KEY, RESERVABLE_KEY, PlanSettings, parse_plan_settings
+
+ObjectKey = tuple[str, str, str]
+
+#: kinds the service stores; cluster-scoped ones have the namespace ""
+KINDS = {"Node": False, "Queue": False, "PriorityClass": False, "PodGroup": True, "Pod": True, "ConfigMap": True}
+#: `get`/`delete` names for the kinds
+PLURALS = {"nodes": "Node", "queues": "Queue", "priorityclasses": "PriorityClass", "jobs": "PodGroup",
+           "podgroups": "PodGroup", "pods": "Pod", "configmaps": "ConfigMap"}
+
+
+class ObjectNotFound(InputError):
+    """A delete of an object that is not stored (answered 404)."""
+
+
+def object_key(obj: Any, where: str) -> ObjectKey:
+    """(kind, namespace, name) of a kubectl object; InputError naming what is wrong."""
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a Kubernetes object (a mapping), got {type(obj).__name__}", where=where)
+    kind = obj.get("kind")
+    if kind not in KINDS:
+        raise InputError(f"kind {kind!r} is not stored by apportion (one of {', '.join(KINDS)})", where=f"{where}: kind")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise InputError("required field is missing", where=f"{where}: metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("required field is missing or not a string", where=f"{where}: metadata.name")
+    ns = ""
+    if KINDS[kind]:
+        ns_v = meta.get("namespace") or "default"
+        if not isinstance(ns_v, str):
+            raise InputError("expected a string", where=f"{where}: metadata.namespace")
+        ns = ns_v
+    return (kind, ns, name)
+
+
+def key_where(key: ObjectKey) -> str:
+    """How an error names a stored object."""
+    kind, ns, name = key
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def is_reservable(queue: dict[str, Any]) -> bool:
+    """A Queue annotated `apportion.io/reservable: "true"`."""
+    ann = (queue.get("metadata") or {}).get("annotations") or {}
+    return str(ann.get(RESERVABLE_KEY, "")).lower() == "true"
+
+
+class ClusterObjects:
+    """The stored objects, by key, and the checks every edit passes."""
+
+    def __init__(self, objects: dict[ObjectKey, dict[str, Any]] | None = None) -> None:
+        self.objects: dict[ObjectKey, dict[str, Any]] = dict(objects or {})
+        self.version = 0
+
+    def snapshot(self, extra: list[tuple[str, dict[str, Any]]] | None = None) -> Snapshot:
+        """A fresh session snapshot of the stored objects (plus `extra`, e.g. reservation queues)."""
+        docs = [(key_where(k), copy.deepcopy(v)) for k, v in sorted(self.objects.items())]
+        return build_snapshot(docs + (extra or []))
+
+    @staticmethod
+    def check(objects: dict[ObjectKey, dict[str, Any]], where: dict[ObjectKey, str]) -> dict[str, PlanSettings]:
+        """Validate a whole set as `cycle` would; returns the plan settings of the reservable queues."""
+        docs = [(where.get(k, key_where(k)), copy.deepcopy(v)) for k, v in sorted(objects.items())]
+        snap = build_snapshot(docs)
+        plans: dict[str, PlanSettings] = {}
+        for (kind, _, name), obj in objects.items():
+            if kind != "Queue" or not is_reservable(obj):
+                continue
+            w = where.get((kind, "", name), key_where((kind, "", name)))
+            ann = (obj.get("metadata") or {}).get("annotations") or {}
+            plans[name] = parse_plan_settings(str(ann.get(PLAN_KEY, "")), f"{w}: metadata.annotations.{PLAN_KEY}")
+            if any(q.parent == name for q in snap.queues.values()):
+                raise InputError("a reservable queue must be a leaf: the plan follower creates its children",
+                                 where=f"{w}: metadata.annotations.{RESERVABLE_KEY}")
+        return plans
+
+    def edited(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]
+               ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[str, PlanSettings]]:
+        """The set after the edit, checked; InputError (nothing changed) when it is not valid."""
+        new = dict(self.objects)
+        where: dict[ObjectKey, str] = {}
+        for w, obj in puts:
+            key = object_key(obj, w)
+            if key in where:
+                raise InputError(f"{key_where(key)} appears twice in one request", where=w)
+            where[key] = w
+            new[key] = copy.deepcopy(obj)
+        for key in deletes:
+            if key not in new:
+                raise ObjectNotFound("not found", where=key_where(key))
+            del new[key]
+        return new, self.check(new, where)
+
+    def as_list(self) -> dict[str, Any]:
+        """The objects as a kubectl List, in a stable order."""
+        order = {k: i for i, k in enumerate(("PriorityClass", "ConfigMap", "Node", "Queue", "PodGroup", "Pod"))}
+        items = [copy.deepcopy(v) for k, v in sorted(self.objects.items(), key=lambda kv: (order[kv[0][0]], kv[0]))]
+        return {"apiVersion": "v1", "kind": "List", "items": items}

@@ -1,0 +1,185 @@
+"""SqlStore: what the service keeps in its database, and how it reads it back at start.
+
+It is the reservation system's `PlanStore` (reservation/store.py) on SQL: per plan the stored
+reservations (user, definition, start, end, period, gang flag, acceptance time, allocation
+intervals), the id -> queue record of accepted submissions and the id sequence, so recovery puts
+the very same allocations back into the plans without asking the agent or the policy again (YARN's
+RM recovery). It also keeps the applied cluster objects, token digests and small settings.
+
+A write made inside `transaction()` joins that transaction: the writer opens one per request, so
+everything one request changes (a plan edit and its id record, an apply of many objects) is one
+commit, made before the answer is sent. A write outside a transaction commits on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from apportion.reservation.definition import ReservationDefinition, ReservationId, parse_definition
+from apportion.reservation.store import StoredReservation
+from apportion.service import db
+
+ObjectKey = tuple[str, str, str]
+
+
+def definition_json(d: ReservationDefinition) -> dict[str, Any]:
+    """The definition as REST JSON, with its real priority (the list reply always says 0)."""
+    out = d.to_json()
+    out["priority"] = d.priority
+    return out
+
+
+def digest(token: str) -> str:
+    """SHA-256 of a bearer token: tokens are long random strings, so a fast hash is enough."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SqlStore:
+    """Reads and writes of the service database (SQLite or PostgreSQL); a `PlanStore`."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        # the open transaction belongs to the thread that opened it (the writer); readers never join it
+        self._local = threading.local()
+
+    @property
+    def _conn(self) -> Connection | None:
+        return getattr(self._local, "conn", None)
+
+    @_conn.setter
+    def _conn(self, conn: Connection | None) -> None:
+        self._local.conn = conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction for every write made inside it; committed at the end, rolled back on error."""
+        if self._conn is not None:
+            yield self._conn
+            return
+        with self.engine.begin() as conn:
+            self._conn = conn
+            try:
+                yield conn
+            finally:
+                self._conn = None
+
+    # -- PlanStore ------------------------------------------------------------------------------
+    def put_reservation(self, queue: str, res: StoredReservation) -> None:
+        """Store (or replace) an accepted reservation of the plan of `queue`."""
+        row = {
+            "id": str(res.id), "queue": queue, "user": res.user,
+            "definition": json.dumps(definition_json(res.definition)) if res.definition is not None else None,
+            "start": res.start, "end": res.end, "period": res.period, "gang": res.gang,
+            "acceptance_time": res.acceptance_time,
+            "intervals": json.dumps([[a, b, [v[0], v[1]]] for a, b, v in res.intervals]),
+        }
+        with self.transaction() as conn:
+            conn.execute(sa.delete(db.reservations).where(db.reservations.c.id == row["id"]))
+            conn.execute(sa.insert(db.reservations).values(**row))
+
+    def delete_reservation(self, queue: str, rid: ReservationId) -> None:
+        """Forget a reservation (deleted, archived or replanned away)."""
+        with self.transaction() as conn:
+            conn.execute(sa.delete(db.reservations).where(
+                sa.and_(db.reservations.c.id == str(rid), db.reservations.c.queue == queue)))
+
+    def reservations(self, queue: str) -> list[StoredReservation]:
+        """Every stored reservation of the plan of `queue`, in id order."""
+        with self._reader() as conn:
+            rows = conn.execute(sa.select(db.reservations).where(db.reservations.c.queue == queue)).all()
+        out = []
+        for row in rows:
+            out.append(StoredReservation(
+                id=ReservationId.parse(row.id), user=row.user,
+                definition=parse_definition(json.loads(row.definition)) if row.definition else None,
+                start=int(row.start), end=int(row.end),
+                intervals=tuple((int(a), int(b), (int(v[0]), int(v[1]))) for a, b, v in json.loads(row.intervals)),
+                period=int(row.period), gang=bool(row.gang), acceptance_time=int(row.acceptance_time)))
+        return sorted(out, key=lambda r: r.id)
+
+    def reservation_queues(self) -> set[str]:
+        """The queues that hold stored reservations."""
+        with self._reader() as conn:
+            return {str(r[0]) for r in conn.execute(sa.select(db.reservations.c.queue).distinct())}
+
+    def put_queue_of(self, rid: ReservationId, queue: str) -> None:
+        """Record the queue of an accepted submit (never removed)."""
+        with self.transaction() as conn:
+            exists = conn.execute(sa.select(db.reservation_ids.c.id).where(db.reservation_ids.c.id == str(rid))).first()
+            if exists is None:
+                conn.execute(sa.insert(db.reservation_ids).values(id=str(rid), queue=queue))
+
+    def queue_of(self) -> dict[ReservationId, str]:
+        """Every id -> queue record."""
+        with self._reader() as conn:
+            return {ReservationId.parse(r.id): str(r.queue) for r in conn.execute(sa.select(db.reservation_ids))}
+
+    def put_sequence(self, seq: int) -> None:
+        """The last reservation id sequence number handed out."""
+        with self.transaction() as conn:
+            self.set_meta(conn, "sequence", str(seq))
+
+    def sequence(self) -> int:
+        """The last sequence number stored (0 when none was)."""
+        v = self.get_meta("sequence")
+        return int(v) if v is not None else 0
+
+    @contextmanager
+    def _reader(self) -> Iterator[Connection]:
+        if self._conn is not None:
+            yield self._conn
+        else:
+            with self.engine.connect() as conn:
+                yield conn
+
+    # -- cluster objects ------------------------------------------------------------------------
+    def put_object(self, conn: Connection, key: ObjectKey, body: dict[str, Any], version: int) -> None:
+        """Insert or replace one applied object."""
+        kind, ns, name = key
+        where = sa.and_(db.objects.c.kind == kind, db.objects.c.namespace == ns, db.objects.c.name == name)
+        conn.execute(sa.delete(db.objects).where(where))
+        conn.execute(sa.insert(db.objects).values(kind=kind, namespace=ns, name=name,
+                                                  body=json.dumps(body, sort_keys=True), version=version))
+
+    def delete_object(self, conn: Connection, key: ObjectKey) -> None:
+        """Remove one applied object."""
+        kind, ns, name = key
+        conn.execute(sa.delete(db.objects).where(
+            sa.and_(db.objects.c.kind == kind, db.objects.c.namespace == ns, db.objects.c.name == name)))
+
+    def load_objects(self) -> dict[ObjectKey, dict[str, Any]]:
+        """Every applied object, by (kind, namespace, name)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(db.objects).order_by(db.objects.c.version)).all()
+        return {(r.kind, r.namespace, r.name): json.loads(r.body) for r in rows}
+
+    # -- tokens and settings --------------------------------------------------------------------
+    def add_token(self, user: str, token: str, now_ms: int) -> None:
+        """Store a new token's digest for `user`."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(db.tokens).values(digest=digest(token), user=user, created=now_ms))
+
+    def token_user(self, token: str) -> str | None:
+        """The user a bearer token belongs to, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(db.tokens.c.user).where(db.tokens.c.digest == digest(token))).first()
+        return None if row is None else str(row.user)
+
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting."""
+        with self._reader() as conn:
+            row = conn.execute(sa.select(db.meta.c.value).where(db.meta.c.key == key)).first()
+        return None if row is None else str(row.value)
+
+    def set_meta(self, conn: Connection, key: str, value: str) -> None:
+        """Store a setting."""
+        conn.execute(sa.delete(db.meta).where(db.meta.c.key == key))
+        conn.execute(sa.insert(db.meta).values(key=key, value=value))

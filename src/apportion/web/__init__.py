@@ -1,0 +1,48 @@
+"""The look apportion's HTML pages share: the service's dashboard and the simulator's report.
+
+One palette (the colour of allocated, deserved, pending, ... wherever they are drawn), one base
+template (`page.html`), one style sheet (`static/apportion.css`) and the dashboard's chart code
+(`static/charts.js`, on uPlot). The report inlines the style sheet so it stays one self-contained
+file; the dashboard serves it. Matplotlib plots of the report take their colours from `PALETTE`,
+and the browser charts read the same colours from the CSS variables `page.html` writes from it.
+"""
+
+from __future__ import annotations
+
+from importlib import resources as ires
+
+import jinja2
+
+#: what each quantity is drawn in, everywhere (matplotlib's tab10 colours, which the report always used)
+PALETTE: dict[str, str] = {
+    "allocated": "#1f77b4",
+    "deserved": "#2ca02c",
+    "pending": "#ff7f0e",
+    "other": "#d62728",
+    "guarantee": "#9467bd",
+    "capability": "#7f7f7f",
+    "realCapability": "#8c564b",
+    "capacity": "#333333",
+    "limit": "#d62728",
+    "average": "#e377c2",
+    "reservation": "#2ca02c",
+}
+
+
+def static_text(name: str) -> str:
+    """A shared static file's text (the report inlines the style sheet with it)."""
+    return ires.files("apportion.web").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def environment(*packages: str) -> jinja2.Environment:
+    """A Jinja2 environment over the templates of `packages` (searched first) and the shared ones."""
+    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader(p, "templates") for p in packages]
+    loaders.append(jinja2.PackageLoader("apportion.web", "templates"))
+    env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=jinja2.select_autoescape(["html"]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["palette"] = PALETTE
+    env.globals["static_text"] = static_text
+    return env
+
+
+__all__ = ["PALETTE", "environment", "static_text"]

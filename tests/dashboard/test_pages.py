@@ -1,0 +1,193 @@
+"""The dashboard's pages without a browser: the HTML every page serves, the form's checks, the queue
+tree, the plan arithmetic, the vendored files and the report's shared look."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from workload import NS, busy_cluster
+
+from apportion.reservation.stepfn import StepFunction
+from apportion.service.app import create_app
+from apportion.service.core import ServiceConfig
+from apportion.service.dashboard.form import ReservationForm
+from apportion.service.dashboard.plans import max_window_average
+
+ROOT = Path(__file__).parents[2]
+U = {"user.name": "admin"}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    """The app on a fresh SQLite database with the busy cluster applied and one session run (the loop
+    itself is off, so every number is fixed)."""
+    app = create_app(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'a.db'}", loop=False))
+    with TestClient(app) as c:
+        import json
+
+        r = c.post("/api/v1/apply", params=U, content=json.dumps({"kind": "List", "apiVersion": "v1",
+                                                                   "items": busy_cluster()}))
+        assert r.status_code == 200, r.text
+        app.state.service.loop.tick()
+        yield c
+
+
+PATHS = ["/", "/queues/batch", "/queues/dedicated", "/jobs", f"/jobs/{NS}/huge", f"/jobs/{NS}/serving",
+         "/jobs?state=Running", "/nodes", "/nodes?group=kubernetes.io/hostname&sort=idle&desc=true",
+         "/reservations"]
+
+
+def test_every_page_is_html_with_its_tables_and_only_local_assets(client: TestClient) -> None:
+    for path in PATHS:
+        r = client.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["content-type"].startswith("text/html")
+        html = r.text
+        assert "<table" in html or "<svg" in html, path  # the numbers are in the HTML itself
+        # no CDN: every script and style sheet is one of the package's own files
+        for url in re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', html):
+            assert url.startswith("/static/"), (path, url)
+            assert client.get(url).status_code == 200, url
+    assert client.get("/queues/nope").status_code == 404
+    assert client.get(f"/jobs/{NS}/nope").status_code == 404
+
+
+def test_queue_tree_lists_each_queue_once_under_its_parent(client: TestClient) -> None:
+    html = client.get("/").text
+    names = re.findall(r'<tr data-queue="([^"]+)"', html)
+    assert len(names) == len(set(names)), names  # dedicated-default was listed twice once
+    assert names.index("dedicated-default") == names.index("dedicated") + 1
+    assert "tree-1" in html
+
+
+def test_waiting_job_shows_the_api_reason(client: TestClient) -> None:
+    api = client.get(f"/api/v1/jobs/{NS}/huge").json()
+    assert api["waiting"]
+    html = client.get(f"/jobs/{NS}/huge").text
+    assert re.search(r'id="job-reason">([^<]*)<', html).group(1) == _html(api["waiting"])  # type: ignore[union-attr]
+
+
+def _html(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
+
+
+def _listed(client: TestClient) -> list[dict[str, Any]]:
+    r = client.get("/ws/v1/cluster/reservation/list", params={"queue": "dedicated", **U})
+    return r.json().get("reservations") or []
+
+
+def _form(**kw: str) -> dict[str, str]:
+    base = {"user": "alice", "queue": "dedicated", "name": "n", "interpreter": "R_ALL", "arrival": "5",
+            "deadline": "65", "stage-0-memory": "4096", "stage-0-vcores": "2", "stage-0-containers": "4",
+            "stage-0-concurrency": "4", "stage-0-duration": "30"}
+    base.update(kw)
+    return base
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("deadline", "1", "after the arrival"),
+    ("arrival", "soon", "whole number"),
+    ("stage-0-vcores", "", "required"),
+    ("stage-0-concurrency", "9", "cannot exceed"),
+    ("queue", "batch", "reservable"),
+    ("stage-0-memory", "99999999", "largest gang"),  # YARN's validator answers this one
+])
+def test_invalid_form_shows_the_error_by_the_field_and_stores_nothing(client: TestClient, field: str, value: str,
+                                                                       message: str) -> None:
+    r = client.post("/reservations", data=_form(**{field: value}), follow_redirects=False)
+    assert r.status_code == 200
+    err_id = "stage-0-concurrency" if message == "largest gang" else field
+    m = re.search(rf'<span class="error" id="err-{err_id}">([^<]*)</span>', r.text)
+    assert m and message in m.group(1), r.text[:3000]
+    assert f'name="{field}"' in r.text and 'aria-invalid="true"' in r.text
+    assert _listed(client) == []
+
+
+def test_valid_form_is_submitted_through_yarn_and_listed(client: TestClient) -> None:
+    r = client.post("/reservations", data=_form(interpreter="R_ORDER_NO_GAP", **{
+        "stage-1-memory": "2048", "stage-1-vcores": "1", "stage-1-containers": "2", "stage-1-concurrency": "2",
+        "stage-1-duration": "10"}), follow_redirects=False)
+    assert r.status_code == 303, r.text[:2000]
+    rid = re.search(r"submitted=(reservation_\d+_\d+)", r.headers["location"]).group(1)  # type: ignore[union-attr]
+    listed = _listed(client)
+    assert [x["reservation-id"] for x in listed] == [rid]
+    d = listed[0]["reservation-definition"]
+    assert d["reservation-requests"]["reservation-request-interpreter"] == 3
+    assert len(d["reservation-requests"]["reservation-request"]) == 2
+    page = client.get(r.headers["location"]).text
+    assert f'<g data-reservation="{rid}">' in page
+    # delete asks first, then deletes through YARN's handler
+    assert client.get(f"/reservations/{rid}/delete").status_code == 200
+    assert len(_listed(client)) == 1
+    r = client.post(f"/reservations/{rid}/delete", data={"user": "alice"}, follow_redirects=False)
+    assert r.status_code == 303
+    assert _listed(client) == []
+
+
+def test_form_checks_without_the_service() -> None:
+    f = ReservationForm(_form(**{"stage-1-memory": "100"}))
+    assert f.to_body(["dedicated"], 0, "reservation_1_0001") is None
+    assert set(f.errors) == {"stage-1-vcores", "stage-1-containers", "stage-1-concurrency", "stage-1-duration"}
+    f = ReservationForm(_form(**{"stage-0-memory": "", "stage-0-vcores": "", "stage-0-containers": "",
+                                 "stage-0-concurrency": "", "stage-0-duration": ""}))
+    assert f.to_body(["dedicated"], 0, "r") is None and "stage-0-memory" in f.errors
+    body = ReservationForm(_form()).to_body(["dedicated"], 1_000, "reservation_1_0001")
+    assert body is not None
+    d = body["reservation-definition"]
+    assert (d["arrival"], d["deadline"]) == (1_000 + 5 * 60_000, 1_000 + 65 * 60_000)
+    assert d["reservation-requests"]["reservation-request"][0]["duration"] == 30 * 60_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 20), st.integers(0, 9)), min_size=1, max_size=6),
+       st.integers(1, 30))
+def test_max_window_average_is_the_brute_force_maximum(pieces: list[tuple[int, int, int]], window: int) -> None:
+    f = StepFunction.from_intervals([(a, a + n, (v, v)) for a, n, v in pieces])
+    s, e = 10, 70
+    brute = max(f.integral(a, a + window)[0] // window for a in range(s - window, e))
+    assert max_window_average(f, s, e, window)[0] == brute
+
+
+def test_vendored_libraries_match_the_makefile_pins() -> None:
+    vendor = ROOT / "src/apportion/service/dashboard/static/vendor"
+    make = (ROOT / "Makefile").read_text()
+    versions = dict(line.split() for line in (vendor / "VERSIONS").read_text().splitlines())
+    assert f"HTMX_VERSION := {versions['htmx.org']}" in make
+    assert f"UPLOT_VERSION := {versions['uplot']}" in make
+    for f in ("htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css", "LICENSE.htmx", "LICENSE.uplot"):
+        assert (vendor / f).stat().st_size > 100, f
+
+
+def test_report_uses_the_shared_look_and_stays_self_contained() -> None:
+    from apportion.web import PALETTE, environment, static_text
+
+    html = environment().get_template("report.html").render(
+        scenario="s", intro="seed 1", summary_text="<table & such>", images=[("Plot", "AAAA")], warnings=["w"],
+        inline_css=True)
+    assert "<script" not in html and 'rel="stylesheet"' not in html
+    assert static_text("apportion.css")[:200] in html
+    assert f"--c-allocated:{PALETTE['allocated']}" in html
+    assert "&lt;table &amp; such&gt;" in html and 'src="data:image/png;base64,AAAA"' in html
+
+
+def test_nodes_page_counts_the_running_pods_on_each_node(client: TestClient) -> None:
+    pods = client.get("/api/v1/pods").json()["items"]
+    want: dict[str, float] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and p["status"]["phase"] == "Running":
+            cpu = p["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+            want[node] = want.get(node, 0.0) + float(cpu)
+    assert want  # the busy cluster runs something
+    html = client.get("/nodes").text
+    got = {n: float(c) for n, c in re.findall(r'data-node="([^"]+)" data-allocated-cpu="([^"]+)"', html)}
+    assert {n: c for n, c in got.items() if c} == want  # the nodes page once showed every node idle

@@ -1,0 +1,43 @@
+"""Request bodies and checks shared by the service tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from apportion.reservation.plan import InMemoryPlan
+
+
+def now_ms() -> int:
+    """Wall clock, epoch ms (the server's clock)."""
+    return int(time.time() * 1000)
+
+
+def definition(arrival: int, deadline: int, memory: int = 4096, vcores: int = 2, containers: int = 4,
+               duration: int = 60_000, name: str = "job") -> dict[str, Any]:
+    """A one-stage reservation definition (REST JSON)."""
+    return {
+        "arrival": arrival, "deadline": deadline, "reservation-name": name,
+        "reservation-requests": {"reservation-request-interpreter": 0, "reservation-request": [
+            {"capability": {"memory": memory, "vCores": vcores}, "num-containers": containers,
+             "min-concurrency": containers, "duration": duration}]},
+    }
+
+
+def submission(rid: str, queue: str = "dedicated", **kw: Any) -> dict[str, Any]:
+    """A reservation-submission-context starting now and due in 10 minutes."""
+    t = now_ms()
+    return {"queue": queue, "reservation-id": rid,
+            "reservation-definition": definition(kw.pop("arrival", t), kw.pop("deadline", t + 600_000), **kw)}
+
+
+def over_committed(plan: InMemoryPlan) -> list[int]:
+    """Change points of the plan's load where it holds more than its capacity (any component)."""
+    points = sorted({t for r in plan.reservations.values() for a, b, _ in r.intervals for t in (a, b)})
+    cap = plan.capacity
+    bad = []
+    for t in points:
+        m, v = plan.total_at(t)
+        if m > cap[0] or v > cap[1]:
+            bad.append(t)
+    return bad

@@ -1,0 +1,75 @@
+"""The service's live cache, in process (no HTTP): every change reaches the cache as events, and the
+cache always equals a rebuild from what it holds; reservations route podgroups into their queues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from svc_helpers import submission
+
+from apportion.service.core import Service, ServiceConfig
+from apportion.state.check import check_cache
+
+
+def _job(name: str, queue: str, pods: int, annotations: dict[str, str] | None = None) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [(f"{name} pg", {
+        "kind": "PodGroup", "metadata": {"name": name, "namespace": "t", "annotations": annotations or {}},
+        "spec": {"queue": queue, "minMember": pods}})]
+    for i in range(pods):
+        out.append((f"{name} pod {i}", {
+            "kind": "Pod", "metadata": {"name": f"{name}-{i}", "namespace": "t",
+                                        "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            "status": {"phase": "Pending"}}))
+    return out
+
+
+def _phases(svc: Service, name: str) -> list[str]:
+    return [o["status"]["phase"] for (k, ns, n), o in sorted(svc.objects.objects.items())
+            if k == "Pod" and n.startswith(name + "-")]
+
+
+def test_cache_follows_every_change_and_routes_reservations(tmp_path: Path) -> None:
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'a.db'}", loop=False))
+    try:
+        svc._apply_now(_job("small", "batch", 2), [])
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert _phases(svc, "small") == ["Running", "Running"]
+        # a cache rebuilt from the stored objects holds what the live one holds
+        assert svc.live.cache.get("Pod", "t/small-0")["spec"]["nodeName"]
+
+        svc.set_now(svc.clock())
+        rid = svc.reservations.new_reservation("alice")[1]["reservation-id"]
+        assert svc.committed(lambda: svc.reservations.submit("alice", submission(rid)))[0] == 202
+        svc._apply_now(_job("inres", "dedicated", 2, {"apportion.io/reservation": rid})
+                       + _job("plain", "dedicated", 1)
+                       + _job("late", "dedicated", 1, {"apportion.io/reservation": "reservation_1_0001"}), [])
+        svc.loop.tick()
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert svc.live.cache.get("PodGroup", "t/inres")["spec"]["queue"] == rid
+        assert svc.live.cache.get("PodGroup", "t/plain")["spec"]["queue"] == "dedicated-default"
+        assert svc.live.cache.get("PodGroup", "t/late") is None and svc.live.cache.get("Pod", "t/late-0") is None
+        assert "not currently active" in svc.loop.waiting["t/late"]
+        assert _phases(svc, "inres") == ["Running", "Running"]
+        # the stored object keeps the queue the user gave
+        assert svc.objects.objects[("PodGroup", "t", "inres")]["spec"]["queue"] == "dedicated"
+
+        # deleting the reservation expires its queue at the next tick; its running job moves to the
+        # default queue (moveOnExpiry) and keeps its nodes
+        assert svc.committed(lambda: svc.reservations.delete("alice", {"reservation-id": rid}))[0] == 200
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert svc.live.cache.get("Queue", rid) is None
+        assert svc.live.cache.get("PodGroup", "t/inres")["spec"]["queue"] == "dedicated-default"
+        assert svc.live.cache.get("Pod", "t/inres-0")["spec"]["nodeName"]
+
+        # a delete through the API leaves the cache too
+        svc._apply_now([], [("Pod", "t", "small-1")])
+        assert svc.live.cache.get("Pod", "t/small-1") is None
+        check_cache(svc.live.cache)
+    finally:
+        svc.close()
