@@ -60,22 +60,33 @@ def shown(value: object) -> str:
 def check_depth(value: object, where: str, *, limit: int = MAX_DEPTH) -> None:
     """Refuse a decoded document nested deeper than `limit`: InputError naming `where` and the first
     steps of the path that goes too deep. Iterative, so the check itself never recurses."""
-    # entries: (value, depth, (key, parent entry) or None); the path is rebuilt only on failure
-    stack: list[tuple[object, int, Any]] = [(value, 0, None)]
-    while stack:
-        entry = stack.pop()
-        v, depth, _link = entry
+    # level by level, holding no paths: this runs over every object of every dump
+    level: list[Any] = [value]
+    depth = 0
+    while level:
         if depth > limit:
-            steps: list[object] = []
-            link = entry[2]
-            while link is not None:
-                steps.append(link[0])
-                link = link[1][2]
-            steps.reverse()
-            path = "".join(f"[{k}]" if isinstance(k, int) else f".{shown(k)[1:-1] if isinstance(k, str) else k}"
-                           for k in steps[:4]).lstrip(".")
-            raise InputError(f"{path}...: nested more than {limit} levels deep", where=where)
-        if isinstance(v, dict):
-            stack.extend((x, depth + 1, (k, entry)) for k, x in v.items() if isinstance(x, (dict, list)))
-        elif isinstance(v, list):
-            stack.extend((x, depth + 1, (i, entry)) for i, x in enumerate(v) if isinstance(x, (dict, list)))
+            raise InputError(f"{_deep_path(value, limit)}...: nested more than {limit} levels deep", where=where)
+        below: list[Any] = []
+        for v in level:
+            if type(v) is dict:
+                below.extend(x for x in v.values() if type(x) is dict or type(x) is list)
+            elif type(v) is list:
+                below.extend(x for x in v if type(x) is dict or type(x) is list)
+        level = below
+        depth += 1
+
+
+def _deep_path(value: object, limit: int) -> str:
+    """The first steps of a path to a container deeper than `limit` (found again, with paths, only once
+    the fast pass has failed)."""
+    stack: list[tuple[object, int, tuple[object, ...]]] = [(value, 0, ())]
+    while stack:
+        v, depth, path = stack.pop()
+        if depth > limit:
+            return "".join(f"[{k}]" if isinstance(k, int) else f".{shown(k)[1:-1] if isinstance(k, str) else k}"
+                           for k in path).lstrip(".")
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        for k, x in items:
+            if isinstance(x, (dict, list)):
+                stack.append((x, depth + 1, path + (k,) if len(path) < 4 else path))
+    return ""

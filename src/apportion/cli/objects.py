@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from apportion.cli.guard import run_guarded
+from apportion.cli.options import output_option
 from apportion.errors import InputError
 
 DEFAULT_SERVER = "http://127.0.0.1:8088"
@@ -114,7 +115,7 @@ def _rows(what: str, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 @click.command("get")
 @click.argument("what", type=click.Choice(sorted(_GET)))
-@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@output_option("table", "json", "yaml")
 @_server_options
 def get_cmd(what: str, output: str, server: str, user: str | None, token: str | None) -> None:
     """List queues, nodes, jobs, priority classes or reservations of the service."""

@@ -34,8 +34,8 @@ class _Loader(_CLoader):
 
 
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
-    digits = sum(c.isdigit() for c in node.value)
-    if digits > MAX_INT_DIGITS:
+    # the length test first: it is all that runs for the integers of a real dump
+    if len(node.value) > MAX_INT_DIGITS and (digits := sum(c.isdigit() for c in node.value)) > MAX_INT_DIGITS:
         raise ConstructorError(None, None, f"an integer of {digits} digits is too long (at most {MAX_INT_DIGITS})",
                                node.start_mark)
     return loader.construct_yaml_int(node)

@@ -200,12 +200,26 @@ def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple
     return out, active
 
 
+class LoopBackend(Protocol):
+    """A real backend (backends/, e.g. Ray): what it observed reaches the stored objects at the start
+    of each tick, and a session's decisions leave through the Binder/Evictor/StatusUpdater it makes."""
+
+    def observe(self, objects: dict[ObjectKey, dict[str, Any]], now_ms: int,
+                commit: Callable[[dict[ObjectKey, dict[str, Any]], list[ObjectKey]], None]) -> None:
+        """Commit (as object edits) what changed on the backend: nodes, finished tasks."""
+
+    def decisions(self, objects: dict[ObjectKey, dict[str, Any]], now_ms: int) -> ObjectBackend:
+        """The Binder, Evictor and StatusUpdater of one session (its edits are committed after)."""
+
+
 class SchedulingLoop:
     """Runs a tick every period on the writer; keeps what the last session said."""
 
-    def __init__(self, svc: LoopHost, period_s: float) -> None:
+    def __init__(self, svc: LoopHost, period_s: float, backend: LoopBackend | None = None) -> None:
         self.svc = svc
         self.period_s = period_s
+        #: a real backend, or None: the stored objects are the cluster (ObjectBackend)
+        self.backend = backend
         #: why each waiting job waits (job uid -> message), from the last session
         self.waiting: dict[str, str] = {}
         self.last_report: dict[str, dict[str, Any]] | None = None
@@ -224,13 +238,16 @@ class SchedulingLoop:
         done = ObjectBackend(svc.objects.objects, now)
         done.complete_elapsed()
         svc.edit_objects(done.changed, [])
+        if self.backend is not None:
+            self.backend.observe(svc.objects.objects, now, svc.edit_objects)
         # the followers' archiving and replanning delete reservations: one transaction for them
         states: dict[str, FollowerState] = svc.committed(
             lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
         queues, active = reservation_queues(svc, states)
         svc.live.follow(svc.objects.objects, states, active, queues)
         result = run_cache_session(svc.live.cache, svc.conf)
-        backend = ObjectBackend(svc.objects.objects, now)
+        backend = (self.backend.decisions(svc.objects.objects, now) if self.backend is not None
+                   else ObjectBackend(svc.objects.objects, now))
         dispatch(result, backend, backend, backend)
         svc.edit_objects(backend.changed, [])
         waiting = dict(svc.live.hidden)

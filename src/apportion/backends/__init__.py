@@ -1,0 +1,1 @@
+"""Real backends for the service: the scheduler's decisions carried out on a real cluster (Ray)."""

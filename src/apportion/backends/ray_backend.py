@@ -1,0 +1,296 @@
+"""The service's Binder, Evictor and StatusUpdater on a Ray cluster (`apportion serve --backend ray`).
+
+Each scheduling tick (service/loop.py) first calls `observe`: the Ray cluster's nodes become Node
+objects (joins and losses are cache events like any edit), pods on a node that left go back to
+Pending, and finished Ray tasks make their pods Succeeded or Failed. Then the session's decisions go
+through `decisions()`, a `RayDecisions`:
+
+* a bind starts each pod's task on exactly the Ray node the session chose: one task with
+  `NodeAffinitySchedulingStrategy(node_id, soft=False)`; the tasks of one job bound together (a gang)
+  first get a placement group with one bundle per task, each bundle pinned to its chosen node by Ray's
+  `ray.io/node-id` label, and start only when the whole group is placed; if it cannot be placed within
+  `gang_timeout_s` the group is removed and every bind of the job fails (all or none);
+* an eviction (reclaim, preempt) cancels the task (`ray.cancel(force=True)`) or kills the actor
+  (`ray.kill`), and the pod goes back to Pending, as in Volcano, to run again when a session binds it.
+
+What Ray runs is in the pods' annotations (ray_jobs.py). A pod stored as Running that this process
+did not start (the service restarted) goes back to Pending: its Ray task is not ours to watch.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apportion.backends.ray_jobs import GROUP_KEY, decode_payload
+from apportion.backends.ray_nodes import NODE_ID_KEY, alive_nodes
+from apportion.backends.ray_resources import ray_options
+from apportion.backends.ray_tasks import remote
+from apportion.errors import ApportionError
+from apportion.service.loop import STARTED_KEY, ObjectBackend
+from apportion.service.objects import ObjectKey
+
+log = logging.getLogger(__name__)
+
+Commit = Callable[[dict[ObjectKey, dict[str, Any]], list[ObjectKey]], None]
+
+
+@dataclass
+class Started:
+    """A pod's work on Ray: the task's ObjectRef or the actor's handle, its node, its job's group."""
+
+    node: str
+    ref: Any = None
+    actor: Any = None
+    job: str = ""
+    #: its bundle in the job's placement group (gangs), else None
+    bundle: int | None = None
+    #: when the bind started it (time.perf_counter()), for the bind-to-running benchmark
+    started: float = 0.0
+
+
+@dataclass
+class RayBackend:
+    """Owns the connection to Ray and what runs there for this service (see the module docstring)."""
+
+    address: str | None = None
+    gang_timeout_s: float = 5.0
+    #: pod key -> its work on Ray
+    running: dict[str, Started] = field(default_factory=dict)
+    #: job key -> its placement group and each bundle's node (gangs), removed when the last of its
+    #: tasks is gone
+    groups: dict[str, tuple[Any, dict[int, str]]] = field(default_factory=dict)
+    #: Node name -> Ray node id (hex), from the last observe
+    node_ids: dict[str, str] = field(default_factory=dict)
+
+    def connect(self) -> None:
+        """Join the Ray cluster (a local one when no address is given)."""
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+
+    def close(self) -> None:
+        """Stop what this service started (tasks, actors, placement groups); leave the cluster."""
+        import ray
+
+        for pod in sorted(self.running):
+            self._stop(pod)
+        ray.shutdown()
+
+    # -- what happened on the cluster ------------------------------------------------------------
+    def observe(self, objects: dict[ObjectKey, dict[str, Any]], now_ms: int, commit: Commit) -> None:
+        """Node joins and losses, and finished tasks, committed as object edits (thus cache events)."""
+        import ray
+
+        want = alive_nodes(ray.nodes())
+        self.node_ids = {n: o["metadata"]["annotations"][NODE_ID_KEY] for n, o in want.items()}
+        have = {k[2] for k in objects if k[0] == "Node"}
+        pods: dict[ObjectKey, dict[str, Any]] = {}
+        for key, obj in objects.items():
+            if key[0] != "Pod":
+                continue
+            pod = f"{key[1]}/{key[2]}"
+            phase = (obj.get("status") or {}).get("phase")
+            node = (obj.get("spec") or {}).get("nodeName")
+            if pod in self.running and (phase != "Running" or node not in want):
+                # deleted, completed by a client, or its node left: its Ray work stops
+                self._stop(pod)
+                if phase == "Running":
+                    pods[key] = _pending(obj)
+            elif phase == "Running" and pod not in self.running and node:
+                pods[key] = _pending(obj)  # started by an earlier run of the service
+        for pod, done in self._finished():
+            ns, _, name = pod.partition("/")
+            key = ("Pod", ns, name)
+            if key in objects and key not in pods:
+                out = copy.deepcopy(objects[key])
+                out.setdefault("status", {})["phase"] = done
+                pods[key] = out
+        node_puts = {("Node", "", n): o for n, o in want.items()
+                     if objects.get(("Node", "", n)) != o}
+        commit({**node_puts, **pods}, [])
+        gone: list[ObjectKey] = [("Node", "", n) for n in sorted(have - set(want))]
+        if gone:
+            commit({}, gone)
+
+    def _finished(self) -> list[tuple[str, str]]:
+        """(pod, Succeeded|Failed) for each task that ended since the last look."""
+        import ray
+
+        refs = {s.ref: pod for pod, s in self.running.items() if s.ref is not None}
+        if not refs:
+            return []
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        out: list[tuple[str, str]] = []
+        for ref in ready:
+            pod = refs[ref]
+            try:
+                ray.get(ref, timeout=0)
+                phase = "Succeeded"
+            except ray.exceptions.RayError as e:
+                log.info("task of %s failed: %s", pod, str(e).splitlines()[0] if str(e) else type(e).__name__)
+                phase = "Failed"
+            self._forget(pod)
+            out.append((pod, phase))
+        return sorted(out)
+
+    def _forget(self, pod: str) -> None:
+        started = self.running.pop(pod, None)
+        if started is None or started.job not in self.groups:
+            return
+        if not any(s.job == started.job for s in self.running.values()):
+            from ray.util import remove_placement_group
+
+            remove_placement_group(self.groups.pop(started.job)[0])
+
+    def _stop(self, pod: str) -> None:
+        """Cancel the pod's task or kill its actor."""
+        import ray
+
+        started = self.running.get(pod)
+        if started is None:
+            return
+        try:
+            if started.ref is not None:
+                ray.cancel(started.ref, force=True)
+            if started.actor is not None:
+                ray.kill(started.actor)
+        except ray.exceptions.RayError as e:  # already gone: nothing left to stop
+            log.info("stopping %s: %s", pod, e)
+        self._forget(pod)
+
+    # -- the session's decisions -----------------------------------------------------------------
+    def decisions(self, objects: dict[ObjectKey, dict[str, Any]], now_ms: int) -> RayDecisions:
+        """The Binder, Evictor and StatusUpdater of one session."""
+        return RayDecisions(objects, now_ms, ray_backend=self)
+
+    def start(self, binds: Sequence[tuple[str, str]], objects: dict[ObjectKey, dict[str, Any]]) -> dict[str, str]:
+        """Start the bound pods' work on their nodes, a job's binds all or none; pod -> error."""
+        import time
+
+        import ray
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,
+            PlacementGroupSchedulingStrategy,
+        )
+
+        errors: dict[str, str] = {}
+        by_job: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+        for pod, node in binds:
+            ns, _, name = pod.partition("/")
+            obj = objects.get(("Pod", ns, name))
+            node_id = self.node_ids.get(node)
+            if obj is None or node_id is None:
+                errors[pod] = f"pod {pod} or Ray node {node} no longer exists"
+                continue
+            group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_KEY, name)
+            by_job.setdefault(f"{ns}/{group}", []).append((pod, node, obj))
+        for job, members in sorted(by_job.items()):
+            t0 = time.perf_counter()
+            try:
+                work = [(pod, node, decode_payload((obj.get("metadata") or {}).get("annotations") or {}),
+                         ray_options(_requests(obj))) for pod, node, obj in members]
+            except (ApportionError, ValueError, TypeError) as e:
+                errors.update({pod: f"cannot start: {e}" for pod, _, _ in members})
+                continue
+            placed = self._place(job, work)
+            if isinstance(placed, str):
+                errors.update({pod: placed for pod, _, _, _ in work})
+                continue
+            for (pod, node, (kind, what), opts), bundle in zip(work, placed):
+                if bundle is not None:
+                    strategy: Any = PlacementGroupSchedulingStrategy(self.groups[job][0],
+                                                                     placement_group_bundle_index=bundle)
+                else:
+                    strategy = NodeAffinitySchedulingStrategy(self.node_ids[node], soft=False)
+                started = Started(node, job=job, bundle=bundle, started=t0)
+                if kind == "command":
+                    started.ref = remote("command").options(scheduling_strategy=strategy, **opts).remote(what)
+                elif isinstance(what[0], type):
+                    started.actor = ray.remote(what[0]).options(scheduling_strategy=strategy, max_restarts=0,
+                                                                **opts).remote(*what[1])
+                else:
+                    started.ref = remote("function").options(scheduling_strategy=strategy, **opts).remote(*what)
+                self.running[pod] = started
+        return errors
+
+    def _place(self, job: str, work: list[tuple[str, str, Any, dict[str, Any]]]) -> list[int | None] | str:
+        """Each task's bundle in its job's placement group (None: pinned by node affinity alone), or
+        why the gang could not be placed. A gang's first bind makes the group, one bundle per task on
+        its node; a member bound again (after an eviction) reuses a free bundle of the group on its
+        new node, else runs pinned beside it."""
+        from ray.util import placement_group, remove_placement_group
+
+        if job in self.groups:
+            _, nodes = self.groups[job]
+            used = {s.bundle for s in self.running.values() if s.job == job}
+            out: list[int | None] = []
+            for _, node, _, _ in work:
+                free = [i for i, n in sorted(nodes.items()) if n == node and i not in used]
+                out.append(free[0] if free else None)
+                if free:
+                    used.add(free[0])
+            return out
+        if len(work) == 1:
+            return [None]
+        pg = placement_group([_bundle(opts) for _, _, _, opts in work], strategy="PACK",
+                             bundle_label_selector=[{"ray.io/node-id": self.node_ids[node]} for _, node, _, _ in work])
+        if not pg.wait(self.gang_timeout_s):
+            remove_placement_group(pg)
+            return f"gang of {len(work)} could not be placed on its nodes in {self.gang_timeout_s:g} s"
+        self.groups[job] = (pg, {i: node for i, (_, node, _, _) in enumerate(work)})
+        return list(range(len(work)))
+
+
+def _requests(pod: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[k] = v  # one container per submitted task
+    return out
+
+
+def _bundle(opts: dict[str, Any]) -> dict[str, float]:
+    """A placement-group bundle holding what one task asks for (a bundle may not be empty)."""
+    b: dict[str, float] = {"CPU": float(opts.get("num_cpus", 0.0))}
+    if opts.get("num_gpus"):
+        b["GPU"] = float(opts["num_gpus"])
+    if opts.get("memory"):
+        b["memory"] = float(opts["memory"])
+    b.update(opts.get("resources") or {})
+    if not any(b.values()):
+        b["CPU"] = 0.001
+    return b
+
+
+def _pending(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out.get("spec", {}).pop("nodeName", None)
+    out.setdefault("status", {})["phase"] = "Pending"
+    out.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
+    return out
+
+
+@dataclass
+class RayDecisions(ObjectBackend):
+    """One session's Binder and Evictor on Ray (StatusUpdater as the object backend: stored objects)."""
+
+    ray_backend: RayBackend | None = None
+
+    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Start each job's tasks on their nodes (all or none); the started pods are Running."""
+        assert self.ray_backend is not None
+        errors = self.ray_backend.start(binds, self.objects)
+        errors.update(super().bind([b for b in binds if b[0] not in errors]))
+        return errors
+
+    def evict(self, pod: str, reason: str) -> str | None:
+        """Cancel the pod's task (or kill its actor); the pod goes back to Pending."""
+        assert self.ray_backend is not None
+        self.ray_backend._stop(pod)
+        return super().evict(pod, reason)
+
