@@ -17,7 +17,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-MODULES = ["bench_cycle", "bench_reservation", "bench_simulation", "bench_state"]
+MODULES = ["bench_cycle", "bench_reservation", "bench_simulation", "bench_state", "bench_forecast"]
 #: (module, keyword arguments of its run()) per process; smoke runs one process per module
 JOBS: list[tuple[str, dict[str, Any]]] = [
     ("bench_cycle", {"only": "cycle-1k"}),
@@ -26,6 +26,8 @@ JOBS: list[tuple[str, dict[str, Any]]] = [
     ("bench_simulation", {}),
     ("bench_state", {"only": "state-"}),
     ("bench_state", {"only": "cycle-json"}),
+    # the Philly forecast-error study runs apart: `python -m benchmarks.bench_forecast --philly-only`
+    ("bench_forecast", {"philly": False}),
 ]
 #: issue 7's targets on this 2-core machine: (limit, unit) of the median
 TARGETS = {
@@ -37,6 +39,7 @@ TARGETS = {
     "state-5k-nodes-50k-pods": (0.005, "s"),
     "cycle-json-1k-nodes-10k-pods": (1.2, "s"),
     "cycle-json-5k-nodes-50k-pods": (6.0, "s"),
+    "forecast-1k-nodes-10k-pods": (2.0, "s"),
 }
 PEAK_RSS_LIMIT = {"cycle-5k-nodes-50k-pods": 2 * 2**30}
 

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from apportion.engine import prepare, resolve_conf, run_cycle
-from apportion.forecast.fit import apply_change, suggest
+from apportion.forecast.apply import apply_change
 from apportion.forecast.start import start_state
+from apportion.forecast.suggest import suggest
 from apportion.framework.conf import parse_conf
 from apportion.kube import build_snapshot
 
@@ -130,3 +131,32 @@ def test_every_suggestion_applied_starts_the_job(case: tuple[list[dict[str, Any]
     found, conf = suggestions(objs, "ns/t", conf_text)
     for s in found:
         assert starts(apply_change(objs, s.change), "ns/t", conf), s.text
+
+
+HIER = CAPACITY.replace("  - name: capacity\n", "  - name: capacity\n    enableHierarchy: true\n").replace(
+    "  - name: drf\n", "")
+
+
+def test_reservation_planned_now_and_checked() -> None:
+    res = queue("res", deserved={"cpu": 8, "memory": "32Gi"}, guarantee={"cpu": 8, "memory": "32Gi"},
+                capability={"cpu": 8, "memory": "32Gi"})
+    res["metadata"]["annotations"] = {"apportion.io/reservable": "true"}
+    # the default child of a plan without over-use is capped to what the plan leaves it (4 cpu), all held
+    objs = [node("n1", cpu=16, memory="64Gi"), res,
+            queue("res-default", parent="res", deserved={"cpu": 4, "memory": "16Gi"},
+                  guarantee={"cpu": 4, "memory": "16Gi"}, capability={"cpu": 4, "memory": "16Gi"}),
+            podgroup("d1", queue="res-default", phase="Running", created=T0),
+            running(pod("d1-0", "d1", cpu=4, node_name="n1")),
+            podgroup("t", queue="res-default", min_member=2, phase="Pending", created=T0),
+            pod("t-0", "t", cpu=1, annotations={"apportion.io/duration": "2h"}), pod("t-1", "t", cpu=1)]
+    found, conf = suggestions(objs, "ns/t", HIER)
+    (r,) = [s for s in found if s.kind == "reservation"]
+    # the plan (8 cpu, nothing reserved) places 2 x 1 cpu for the job's 2 h at once
+    assert r.change == {"type": "reservation", "queue": "res", "job": "ns/t", "pods": 2,
+                        "perPod": {"cpu": 1, "memory": 1073741824}, "start": 0, "durationSeconds": 7200.0}
+    assert not starts(objs, "ns/t", conf) and starts(apply_change(objs, r.change), "ns/t", conf)
+    # a plan already full (a reservation queue holding its 8 cpu) has no room now: no suggestion
+    held = queue("r-1", parent="res", deserved={"cpu": 8, "memory": "32Gi"})
+    held["metadata"]["annotations"] = {"apportion.io/reservation": "r1"}
+    found, _ = suggestions(objs + [held], "ns/t", HIER)
+    assert not [s for s in found if s.kind == "reservation"]

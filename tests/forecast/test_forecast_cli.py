@@ -112,3 +112,44 @@ def test_no_timestamp_needs_now(tmp_path) -> None:
     objs = [node("n1"), queue("q"), podgroup("w", queue="q"), pod("w-0", "w")]
     code, _, err = run("forecast", write(tmp_path / "d.yaml", objs))
     assert code == 2 and "give --now" in err
+
+
+def test_library_entry_for_the_service() -> None:
+    from apportion.errors import InputError
+    from apportion.forecast.api import forecast_job
+    from apportion.kube import build_snapshot
+
+    def snap():
+        return build_snapshot([(f"doc {i}", o) for i, o in enumerate(two_queues())])
+
+    fc = forecast_job(snap(), "ns", "train")
+    assert [j.job for j in fc.jobs] == ["ns/train"] and fc.jobs[0].start_in == 240.0
+    assert fc.jobs[0].fits and all(f.to_json()["change"] for f in fc.jobs[0].fits)
+    with pytest.raises(InputError, match="not pending"):
+        forecast_job(snap(), "ns", "big")
+
+
+def test_the_live_state_cache_gives_the_same_forecast() -> None:
+    """The seam: the cluster-state cache's snapshot forecasts exactly as the dump it was fed."""
+    from apportion.forecast.api import forecast_snapshot
+    from apportion.kube import build_snapshot
+    from apportion.state.cache import SchedulerCache
+
+    objs = [(f"doc {i}", o) for i, o in enumerate(two_queues())]
+    cache = SchedulerCache.from_objects(objs)
+    from_cache = forecast_snapshot(cache.snapshot()).to_json()
+    assert from_cache == forecast_snapshot(build_snapshot(objs)).to_json()
+    assert [j["startIn"] for j in from_cache["jobs"]] == [240.0, 540.0]
+
+
+def test_a_pod_being_deleted_frees_its_node_by_the_next_session(tmp_path) -> None:
+    objs = [node("n1", cpu=4), queue("q"),
+            podgroup("old", queue="q", phase="Running", created=T0),
+            running(pod("old-0", "old", cpu=4, node_name="n1", deleting=True)),
+            podgroup("w", queue="q", phase="Pending", created=T0), pod("w-0", "w", cpu=4)]
+    dump = write(tmp_path / "d.yaml", objs)
+    code, out, _ = run("forecast", dump, "--no-fits", "--assume-runtime", "1h", "-o", "json")
+    fc = json.loads(out)
+    assert fc["basis"]["pods"] == {"releasing": 1} and "being deleted" in fc["basis"]["summary"]
+    # pipelined onto the releasing pod's space in the session at now, bound one period later
+    assert fc["jobs"][0]["startIn"] == 1.0

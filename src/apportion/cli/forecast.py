@@ -35,12 +35,13 @@ def _dump_json(payload: Any) -> None:
 @click.option("--runs", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="Seeded runs when runtimes are drawn from a distribution.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--horizon", metavar="DURATION", help="Stop looking this far after now (e.g. 30d is not "
-              "accepted; use 720h).")
+@click.option("--horizon", metavar="DURATION", help="Stop looking this far after now (seconds or a Go "
+              "duration such as 720h).")
 @click.option("--period", metavar="DURATION", default="1", show_default=True,
               help="Seconds between scheduling sessions (Volcano's schedulePeriod).")
 @click.option("--fits/--no-fits", default=True, show_default=True,
-              help="Suggest the cheapest single changes that let a waiting job start in the next session.")
+              help="Suggest the cheapest single changes that let a waiting job start in the next session "
+                   "(for every job named; without JOB, for the first 5 that wait).")
 @output_option("table", "json", "yaml")
 def forecast(dump: str, jobs: tuple[str, ...], conf_path: str | None, now_text: str | None, assume: str | None,
              runs: int, seed: int, horizon: str | None, period: str, fits: bool, output: str) -> None:

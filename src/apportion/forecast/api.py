@@ -14,11 +14,15 @@ from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
 from apportion.errors import InputError
 from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
 from apportion.forecast.diff import Diff, diff, load_queue_file
-from apportion.forecast.fit import suggest
 from apportion.forecast.runtime import Assumed, parse_assumed
 from apportion.forecast.start import newest_timestamp, start_state
+from apportion.forecast.suggest import suggest
 from apportion.framework.conf import SchedulerConf
 from apportion.kube import build_snapshot, read_documents
+
+#: without named jobs, fit suggestions are searched for this many waiting jobs (each search runs tens
+#: of sessions)
+FITS_UNNAMED = 5
 
 
 def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: SchedulerConf | None = None,
@@ -26,7 +30,8 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
                       seed: int = 0, horizon: float | None = None, period: float = 1.0,
                       fits: bool = True) -> Forecast:
     """Forecast the named jobs (default: every pending job) of a snapshot, with fit suggestions for
-    each that does not start in the next session. `snap` is used, not kept; it may be changed."""
+    each named job that does not start in the next session (without names, for the first
+    FITS_UNNAMED such jobs). `snap` is used, not kept; it may be changed."""
     conf = resolve_conf(snap, conf)
     prepare(snap, conf)
     if now is None:
@@ -36,15 +41,23 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
     state = start_state(snap, conf, now, period=period)
     fc = forecast(state, jobs, assumed=assumed, runs=runs, seed=seed, horizon=horizon)
     if fits:
-        for jf in fc.jobs:
-            if jf.start_in is None or jf.start_in > 0:
-                jf.fits = suggest(state, jf.job)
+        waiting = [jf for jf in fc.jobs if jf.start_in is None or jf.start_in > 0]
+        if not jobs and len(waiting) > FITS_UNNAMED:
+            fc.warnings.append(f"fit suggestions for the first {FITS_UNNAMED} of {len(waiting)} waiting jobs only; "
+                               "name a job to get its own")
+            waiting = waiting[:FITS_UNNAMED]
+        for jf in waiting:
+            jf.fits = suggest(state, jf.job)
     return fc
 
 
-def forecast_job(snap: Snapshot, namespace: str, name: str, **kw: object) -> Forecast:
-    """One job's forecast (`namespace/name` must be a pending job; InputError otherwise)."""
-    return forecast_snapshot(snap, [f"{namespace}/{name}"], **kw)  # type: ignore[arg-type]
+def forecast_job(snap: Snapshot, namespace: str, name: str, *, conf: SchedulerConf | None = None,
+                 now: datetime | None = None, assumed: Assumed | None = None, runs: int = DEFAULT_RUNS,
+                 seed: int = 0, horizon: float | None = None, period: float = 1.0, fits: bool = True) -> Forecast:
+    """One job's forecast, with its fit suggestions (what `GET /api/v1/jobs/{ns}/{name}/forecast`
+    serves). InputError when `namespace/name` does not exist or is not pending."""
+    return forecast_snapshot(snap, [f"{namespace}/{name}"], conf=conf, now=now, assumed=assumed, runs=runs,
+                             seed=seed, horizon=horizon, period=period, fits=fits)
 
 
 def forecast_dump(paths: list[str], jobs: list[str] | None = None, *, conf_path: str | None = None,

@@ -16,7 +16,7 @@ import numpy as np
 
 from apportion.errors import InputError
 from apportion.forecast.runtime import Assumed, rfc3339
-from apportion.forecast.start import ASSUMED, DURATION, EXPECTED_END, UNKNOWN, JobStart, StartState
+from apportion.forecast.start import ASSUMED, DURATION, EXPECTED_END, RELEASING, UNKNOWN, JobStart, StartState
 
 #: default number of seeded runs when runtimes are drawn from a distribution
 DEFAULT_RUNS = 20
@@ -39,6 +39,7 @@ class JobForecast:
     fits: list[Any] = field(default_factory=list)
 
     def to_json(self, now: datetime) -> dict[str, Any]:
+        """The job's entry of the JSON answer (times as RFC 3339 from `now`)."""
         def at(s: float | None) -> str | None:
             return None if s is None else rfc3339(now + timedelta(seconds=s))
 
@@ -70,6 +71,7 @@ class Forecast:
         return self.basis["pods"].get(ASSUMED, 0) == 0 and self.basis["pods"].get(UNKNOWN, 0) == 0 and self.runs == 1
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON answer (`apportion forecast -o json`)."""
         return {"now": rfc3339(self.now), "estimate": True, "basis": self.basis, "runs": self.runs,
                 "horizonSeconds": self.horizon, "jobs": [j.to_json(self.now) for j in self.jobs],
                 "warnings": self.warnings}
@@ -129,6 +131,8 @@ def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
         parts.append(f"{pods[ASSUMED]} assumed to run {assumed.text if assumed else '?'}")
     if pods.get(UNKNOWN):
         parts.append(f"{pods[UNKNOWN]} with no known end (never free their nodes)")
+    if pods.get(RELEASING):
+        parts.append(f"{pods[RELEASING]} being deleted (free their nodes by the next session)")
     summary = "running pods: " + ", ".join(parts) if parts else "no running pods"
     if jobs_unknown:
         summary += (f"; waiting jobs without a runtime: {jobs_unknown} ("

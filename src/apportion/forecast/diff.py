@@ -37,6 +37,7 @@ class JobOutcome:
 
     @property
     def changed(self) -> bool:
+        """Another outcome under the proposal."""
         return self.current != self.proposed
 
 
@@ -65,10 +66,12 @@ class Diff:
 
     @property
     def changed(self) -> bool:
+        """Anything changes: a queue, a job's outcome or an eviction."""
         return bool(self.queues or any(j.changed for j in self.jobs) or self.no_longer_evicted
                     or any(not e.also_current for e in self.evictions))
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON answer (`apportion diff -o json`)."""
         return {
             "current": self.current_source, "proposed": self.proposed_source, "changed": self.changed,
             "queues": self.queues,

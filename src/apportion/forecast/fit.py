@@ -7,7 +7,8 @@ state, with the change applied) - nothing is guessed:
 * raise a queue's capability or deserved (the job's queue and, under a hierarchy, its ancestors);
 * lower the job's minMember;
 * lower the job's per-pod request (every dimension scaled alike);
-* free running jobs (the fewest, smallest set found).
+* free running jobs (the fewest, smallest set found);
+* book a reservation, planned by the reservation planner (`apportion.forecast.reserve`).
 
 Searches halve an interval a few times; the amount reported is one the session accepted (rounded to
 100m cpu, 256Mi memory, whole scalars). A change is kept only if the job starts with it; the cheapest
@@ -26,7 +27,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, run_session
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
-from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share, to_natural_value
+from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
 
 #: how many suggestions a job gets (the cheapest)
 KEEP = 3
@@ -42,6 +43,7 @@ def _unit(name: str) -> float:
 
 
 def round_up(r: Resource) -> Resource:
+    """Each dimension up to its unit (100m cpu, 256Mi memory, whole scalars)."""
     out = Resource()
     for n in r.names():
         out.set(n, math.ceil(r.get(n) / _unit(n) - 1e-9) * _unit(n))
@@ -49,6 +51,7 @@ def round_up(r: Resource) -> Resource:
 
 
 def round_down(r: Resource) -> Resource:
+    """Each dimension down to its unit."""
     out = Resource()
     for n in r.names():
         out.set(n, math.floor(r.get(n) / _unit(n) + 1e-9) * _unit(n))
@@ -67,6 +70,7 @@ class Suggestion:
     patch: Callable[[Snapshot], None] = field(repr=False, compare=False, default=lambda s: None)
 
     def to_json(self) -> dict[str, Any]:
+        """The suggestion as the forecast's JSON lists it."""
         return {"kind": self.kind, "text": self.text, "change": self.change, "cost": round(self.cost, 6)}
 
 
@@ -108,6 +112,7 @@ class Checker:
 
 # ===================================================================== patches on session objects
 def set_queue(name: str, fld: str, to: Resource) -> Callable[[Snapshot], None]:
+    """A patch: queue `name`'s capability or deserved becomes `to` (the queue object replaced)."""
     def patch(snap: Snapshot) -> None:
         q = snap.queues[name]
         if fld == "capability":
@@ -126,6 +131,7 @@ def _job_copy(snap: Snapshot, uid: str, **changes: Any) -> JobInfo:
 
 
 def set_min_member(uid: str, m: int, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    """A patch: the job's minMember becomes `m` (and minResources `min_resources`)."""
     def patch(snap: Snapshot) -> None:
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_available=m, min_resources=None if min_resources is None
@@ -146,6 +152,7 @@ def _with_request(t: TaskInfo, req: Resource) -> TaskInfo:
 
 
 def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Callable[[Snapshot], None]:
+    """A patch: every pending pod of the job requests `req` (its other dimensions kept)."""
     def patch(snap: Snapshot) -> None:
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_resources=None if min_resources is None else min_resources.clone())
@@ -156,6 +163,7 @@ def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Call
 
 
 def free_jobs(uids: list[str]) -> Callable[[Snapshot], None]:
+    """A patch: these jobs are gone (their pods free their nodes)."""
     def patch(snap: Snapshot) -> None:
         for u in uids:
             snap.jobs.pop(u, None)
@@ -202,9 +210,11 @@ class Search:
         self.hierarchical = any(o.enabled("enableHierarchy") for t in state.conf.tiers for o in t.plugins)
 
     def cost(self, r: Resource) -> float:
+        """What a change moves: its dominant share of the cluster."""
         return dominant_share(r, self.total)
 
     def works(self, patch: Callable[[Snapshot], None]) -> bool:
+        """Does the job start in the next session with `patch` applied?"""
         return self.check.starts(self.uid, patch)
 
     # ----------------------------------------------------------------- queues
@@ -244,6 +254,7 @@ class Search:
         return works
 
     def queue_raises(self) -> list[Suggestion]:
+        """The least raise of capability, then of deserved, of the job's queue and its ancestors."""
         out = []
         for q in self._chain():
             used = self._queue_use(q.name)
@@ -285,6 +296,7 @@ class Search:
         return total
 
     def min_member(self) -> list[Suggestion]:
+        """The largest minMember below the job's with which it starts."""
         m0 = self.job.min_available
         if m0 <= 1:
             return []
@@ -310,6 +322,7 @@ class Search:
                     "minResources": None if mr is None else natural(mr)})]
 
     def request(self) -> list[Suggestion]:
+        """The largest per-pod request (all dimensions scaled alike) with which it starts."""
         if not self.pending:
             return []
         base = self.pending[0].resreq
@@ -343,6 +356,7 @@ class Search:
 
     # ----------------------------------------------------------------- other jobs
     def free(self) -> list[Suggestion]:
+        """The cheapest set of running jobs to stop, found smallest-first and largest-first."""
         running = []
         for js in self.state.jobs:
             if js.uid == self.uid:
@@ -386,85 +400,3 @@ class Search:
             if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
                 best = cand
         return [best] if best is not None else []
-
-
-def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
-    """The `keep` cheapest single changes that let job `uid` start in the next session (checked)."""
-    js = state.job(uid)
-    if js is None or not js.pending:
-        return []
-    checker = Checker(state)
-    if checker.starts(uid, lambda s: None):
-        return []  # it starts as things are
-    search = Search(state, js, checker)
-    found: list[Suggestion] = []
-    found += search.queue_raises()
-    found += search.min_member()
-    found += search.request()
-    found += search.free()
-    found.sort(key=lambda s: (s.cost, s.kind, s.text))
-    return found[:keep]
-
-
-# ===================================================================== applying a change to the objects
-def _quantities(values: dict[str, Any]) -> dict[str, str]:
-    """Natural amounts as Kubernetes quantities (cpu in millicores, memory in bytes)."""
-    out = {}
-    for k, v in values.items():
-        if k == CPU:
-            out[k] = f"{round(float(v) * 1000)}m"
-        elif k == MEMORY:
-            out[k] = str(round(float(v)))
-        else:
-            out[k] = str(int(v)) if float(v) == int(v) else str(v)
-    return out
-
-
-def _of_job(obj: dict[str, Any], uid: str) -> bool:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace") or "default"
-    if obj.get("kind") == "PodGroup":
-        return f"{ns}/{meta.get('name')}" == uid
-    if obj.get("kind") == "Pod":
-        group = (meta.get("annotations") or {}).get("scheduling.k8s.io/group-name")
-        return bool(group) and f"{ns}/{group}" == uid
-    return False
-
-
-def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cluster objects (kubectl dicts, not changed) with a suggestion's `change` made: what a user
-    would apply. A per-pod request is written to the pod's only container (with several containers,
-    each is scaled by the same factor)."""
-    import copy
-
-    kind = change["type"]
-    out = []
-    for obj in objects:
-        if kind == "free" and any(_of_job(obj, j["job"]) for j in change["jobs"]):
-            continue
-        o = copy.deepcopy(obj)
-        if kind == "queue" and o.get("kind") == "Queue" and o["metadata"]["name"] == change["queue"]:
-            o.setdefault("spec", {})[change["field"]] = _quantities(change["to"])
-        elif kind == "minMember" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
-            o["spec"]["minMember"] = change["to"]
-            if change.get("minResources") is not None:
-                o["spec"]["minResources"] = _quantities(change["minResources"])
-        elif kind == "request" and o.get("kind") == "PodGroup" and _of_job(o, change["job"]):
-            if o["spec"].get("minResources"):
-                m = int(o["spec"].get("minMember", 1))
-                o["spec"]["minResources"] = _quantities({k: float(v) * m for k, v in change["to"].items()})
-        elif kind == "request" and o.get("kind") == "Pod" and _of_job(o, change["job"]) \
-                and not (o.get("spec") or {}).get("nodeName"):
-            containers = o["spec"]["containers"]
-            if len(containers) == 1:
-                containers[0].setdefault("resources", {})["requests"] = _quantities(change["to"])
-            else:
-                frm = change["from"]
-                for c in containers:
-                    req = c.setdefault("resources", {}).setdefault("requests", {})
-                    for k, v in change["to"].items():
-                        if k in req and frm.get(k):
-                            was = to_natural_value(k, Resource.from_resource_list({k: req[k]}).get(k))
-                            req[k] = _quantities({k: was * float(v) / float(frm[k])})[k]
-        out.append(o)
-    return out

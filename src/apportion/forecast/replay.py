@@ -3,7 +3,8 @@
 The accuracy tests and the Philly benchmark need forecasts whose truth is known: `CapturingSimulator`
 runs a scenario and, at chosen instants, hands the cluster objects its next session is about to see
 to `start_state` (after writing each pod's runtime on it as the annotations a live cluster would
-carry), then goes on and records every job's starts.
+carry), then goes on and records every job's starts. A scenario with an eviction grace is not captured
+exactly: its releasing pods restart in the simulation, while a forecast takes a pod being deleted as gone.
 """
 
 from __future__ import annotations

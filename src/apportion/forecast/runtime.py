@@ -45,6 +45,7 @@ class Assumed:
 
     @property
     def random(self) -> bool:
+        """A distribution (runs are drawn), not a constant."""
         return self.constant is None
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:

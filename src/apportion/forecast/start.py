@@ -29,6 +29,8 @@ EXPECTED_END = "expected-end"
 DURATION = "duration"
 ASSUMED = "assumed"
 UNKNOWN = "unknown"
+#: a pod being deleted without an expected end: it frees its node by the next session
+RELEASING = "releasing"
 
 
 @dataclass
@@ -62,6 +64,7 @@ class JobStart:
 
     @property
     def uid(self) -> str:
+        """`namespace/podgroup`."""
         return self.template.uid
 
     @property
@@ -97,6 +100,7 @@ class StartState:
     warnings: list[str] = field(default_factory=list)
 
     def job(self, uid: str) -> JobStart | None:
+        """The job called `uid`, if the state has it."""
         for j in self.jobs:
             if j.uid == uid:
                 return j
@@ -142,7 +146,8 @@ def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskSta
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, left), runtime, EXPECTED_END)
     if runtime is not None and started is not None:
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime, DURATION)
-    return TaskStart(index, t, status, t.node_name, elapsed, None, runtime, UNKNOWN)
+    return TaskStart(index, t, status, t.node_name, elapsed, None, runtime,
+                     RELEASING if status == "releasing" else UNKNOWN)
 
 
 def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, str]:

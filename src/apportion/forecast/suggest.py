@@ -1,0 +1,27 @@
+"""`suggest`: the cheapest single changes that let a waiting job start in the next session, every kind
+searched (`fit`: queues, the job itself, other jobs; `reserve`: a reservation) and each checked."""
+
+from __future__ import annotations
+
+from apportion.forecast.fit import KEEP, Checker, Search, Suggestion
+from apportion.forecast.reserve import reservation_suggestion
+from apportion.forecast.start import StartState
+
+
+def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
+    """The `keep` cheapest single changes that let job `uid` start in the next session (checked)."""
+    js = state.job(uid)
+    if js is None or not js.pending:
+        return []
+    checker = Checker(state)
+    if checker.starts(uid, lambda s: None):
+        return []  # it starts as things are
+    search = Search(state, js, checker)
+    found: list[Suggestion] = []
+    found += search.queue_raises()
+    found += search.min_member()
+    found += search.request()
+    found += search.free()
+    found += reservation_suggestion(js, search)
+    found.sort(key=lambda s: (s.cost, s.kind, s.text))
+    return found[:keep]
