@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from apportion.cli import cycle, forecast, objects, plan, quota, serve, shadow, simulate, version
+from apportion.cli import cycle, forecast, objects, plan, quota, serve, shadow, simulate, submit, version
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,5 +20,5 @@ def main(verbose: int) -> None:
 
 
 #: one module per command group; each defines `register(group)`.
-for _module in (cycle, quota, simulate, plan, shadow, forecast, version, serve, objects):
+for _module in (cycle, quota, simulate, plan, shadow, forecast, version, serve, objects, submit):
     _module.register(main)
