@@ -28,7 +28,7 @@ from typing import Any
 from apportion.reservation.agents import make_agent
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.resmath import Calculator
 from apportion.reservation.system import ReservationSystem
 
 DAY = 86_400_000

@@ -17,13 +17,15 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-MODULES = ["bench_cycle", "bench_reservation", "bench_simulation"]
+MODULES = ["bench_cycle", "bench_reservation", "bench_simulation", "bench_state"]
 #: (module, keyword arguments of its run()) per process; smoke runs one process per module
 JOBS: list[tuple[str, dict[str, Any]]] = [
     ("bench_cycle", {"only": "cycle-1k"}),
     ("bench_cycle", {"only": "cycle-5k"}),
     ("bench_reservation", {}),
     ("bench_simulation", {}),
+    ("bench_state", {"only": "state-"}),
+    ("bench_state", {"only": "cycle-json"}),
 ]
 #: issue 7's targets on this 2-core machine: (limit, unit) of the median
 TARGETS = {
@@ -31,6 +33,10 @@ TARGETS = {
     "cycle-5k-nodes-50k-pods": (10.0, "s"),
     "simulation-15k-jobs-1k-queues": (30.0, "s"),
     "reservation/": (1.0, "ms/res"),
+    # issue 16
+    "state-5k-nodes-50k-pods": (0.005, "s"),
+    "cycle-json-1k-nodes-10k-pods": (1.2, "s"),
+    "cycle-json-5k-nodes-50k-pods": (6.0, "s"),
 }
 PEAK_RSS_LIMIT = {"cycle-5k-nodes-50k-pods": 2 * 2**30}
 

@@ -37,24 +37,35 @@ def started(obj: dict, stamp: str) -> dict:
     return obj
 
 
-def runtime_world(stamp: str) -> list[dict]:
-    """`big` (deserved 1 cpu) runs two 2-cpu pods that started at `stamp`; `small` wants 2 cpu."""
+def runtime_world(stamp: str, now: str = "2026-01-01T12:00:00Z") -> list[dict]:
+    """`big` (deserved 1 cpu) runs two 2-cpu pods that started at `stamp`; `small` wants 2 cpu, its
+    PodGroup created at `now` (the dump's newest timestamp, which is the cycle's clock)."""
     objs = [node("n1", cpu=4, memory="64Gi"), queue("big", deserved={"cpu": "1"}),
             queue("small", deserved={"cpu": "4"}), podgroup("old", "big", phase="Running")]
     objs += [started(pod(f"old-{i}", "old", cpu=2, memory="", node_name="n1"), stamp) for i in range(2)]
-    objs += [podgroup("r", "small"), pod("r-0", "r", cpu=2, memory="")]
+    reclaimer = podgroup("r", "small")
+    reclaimer["metadata"]["creationTimestamp"] = now
+    objs += [reclaimer, pod("r-0", "r", cpu=2, memory="")]
     return objs
 
 
 def test_min_runtime_protects_a_task_that_started_recently() -> None:
-    # a start time in the future has certainly run for less than ten minutes
-    recent = runtime_world("2999-01-01T00:00:00Z")
+    # five minutes before the dump's clock: younger than ten minutes
+    recent = runtime_world("2026-01-01T11:55:00Z")
     assert len(cycle(recent, cfg()).evictions) == 1  # Volcano: no such guard
     assert cycle(recent, cfg(minRuntime="10m")).evictions == []
-    old = runtime_world("2000-01-01T00:00:00Z")
+    assert len(cycle(recent, cfg(minRuntime="4m30s")).evictions) == 1  # a Go duration, as forecast reads
+    old = runtime_world("2026-01-01T11:00:00Z")
     assert len(cycle(old, cfg(minRuntime=600)).evictions) == 1
     # a pod with no start time is not protected (nothing says it is young)
     assert len(cycle(runtime_world(""), cfg(minRuntime=600)).evictions) == 1
+
+
+def test_min_runtime_in_a_cycle_reads_the_dumps_clock_not_the_wall_clock() -> None:
+    # A dump whose clock is far in the past: against the wall clock every pod would be old; against
+    # the dump's own newest timestamp the pods started a minute ago, whenever the cycle runs.
+    world = runtime_world("1999-12-31T23:59:00Z", now="2000-01-01T00:00:00Z")
+    assert cycle(world, cfg(minRuntime="10m")).evictions == []
 
 
 def test_min_runtime_on_the_session_clock() -> None:

@@ -38,6 +38,7 @@ class CycleResult:
     bind_errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The result in the cycle contract's JSON shape, keys sorted."""
         return {
             "binds": dict(sorted(self.binds.items())),
             "pipelined": dict(sorted(self.pipelined.items())),
@@ -79,6 +80,8 @@ def prepare(snapshot: Snapshot, conf: SchedulerConf) -> None:
 
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, session_id: str = "session-1") -> Session:
+    """Open a session over the snapshot with the conf (resolved as resolve_conf does) and the queues the
+    contract always creates."""
     conf = resolve_conf(snapshot, conf)
     prepare(snapshot, conf)
     return Session(snapshot, conf, session_id=session_id)
@@ -124,8 +127,13 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleRes
 def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, *,
                       session_id: str = "session-1", copy: bool = True) -> CycleResult:
     """One session over the cache's snapshot (the cache is left as it was: decisions leave through
-    `dispatch`). With APPORTION_CHECK_STATE=1 the cache is checked against a rebuild afterwards."""
-    result = run_session(open_session(cache.snapshot(copy=copy), conf, session_id=session_id))
+    `dispatch`). Jobs that did not change since the last session are handed out again
+    (`SchedulerCache.snapshot(keep=True)`). With APPORTION_CHECK_STATE=1 every kept job is compared with
+    a fresh build before the session, and the cache with a rebuild after it."""
+    snap = cache.snapshot(copy=copy, keep=copy)
+    if check.enabled() and copy:
+        check.check_snapshot(cache, snap)
+    result = run_session(open_session(snap, conf, session_id=session_id))
     if check.enabled():
         check.check_cache(cache)
     return result

@@ -116,6 +116,7 @@ class Resource:
 
     @classmethod
     def unlimited_cpu_memory(cls) -> Resource:
+        """Unlimited cpu and memory, no scalars (what an unset capability means)."""
         return cls(UNLIMITED, UNLIMITED)
 
     @classmethod
@@ -128,6 +129,7 @@ class Resource:
         return r
 
     def clone(self) -> Resource:
+        """An independent copy."""
         r = Resource.__new__(Resource)
         r.cpu = self.cpu
         r.memory = self.memory
@@ -136,6 +138,7 @@ class Resource:
 
     # ---------------------------------------------------------------- access
     def get(self, name: str) -> float:
+        """The amount of one resource by name (0 when absent)."""
         if name == CPU:
             return self.cpu
         if name == MEMORY:
@@ -147,6 +150,7 @@ class Resource:
         return name in (CPU, MEMORY) or name in self.scalars
 
     def set(self, name: str, value: float) -> None:
+        """Set the amount of one resource by name."""
         if name == CPU:
             self.cpu = value
         elif name == MEMORY:
@@ -175,6 +179,7 @@ class Resource:
         return all(v < MIN_RESOURCE for n, v in self.scalars.items() if n != PODS)
 
     def is_zero(self, name: str) -> bool:
+        """The named amount is below Volcano's minimum resource (counts as zero)."""
         return self.get(name) < MIN_RESOURCE
 
     # ---------------------------------------------------------------- arithmetic (in place, return self)
@@ -203,6 +208,7 @@ class Resource:
         return self
 
     def multi(self, ratio: float) -> Resource:
+        """Multiply every amount by `ratio`, in place; returns self."""
         self.cpu *= ratio
         self.memory *= ratio
         for n in self.scalars:
@@ -404,6 +410,7 @@ def dominant_share(allocated: Resource, basis: Resource | list[tuple[str, float]
 
 
 def sum_resources(items: Iterable[Resource]) -> Resource:
+    """The resources added up (a new Resource)."""
     total = Resource()
     for r in items:
         total.add(r)

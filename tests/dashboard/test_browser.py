@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 PAGES = [("queues", "/"), ("queue-batch", "/queues/batch"), ("queue-dedicated", "/queues/dedicated"),
          ("jobs", "/jobs"), ("job-waiting", f"/jobs/{NS}/huge"), ("job-running", f"/jobs/{NS}/serving"),
-         ("reservations", "/reservations"), ("nodes", "/nodes"), ("nodes-sorted", "/nodes?sort=idle&desc=true")]
+         ("reservations", "/reservations"), ("nodes", "/nodes"), ("nodes-grouped", "/nodes?group=example.com/pool&sort=idle&desc=true")]
 
 
 def _metric(text: str, name: str, queue: str) -> float | None:

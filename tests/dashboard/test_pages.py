@@ -40,7 +40,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 PATHS = ["/", "/queues/batch", "/queues/dedicated", "/jobs", f"/jobs/{NS}/huge", f"/jobs/{NS}/serving",
-         "/jobs?state=Running", "/nodes", "/nodes?group=kubernetes.io/hostname&sort=idle&desc=true",
+         "/jobs?state=Running", "/nodes", "/nodes?group=example.com/pool&sort=idle&desc=true",
          "/reservations"]
 
 
@@ -191,3 +191,15 @@ def test_nodes_page_counts_the_running_pods_on_each_node(client: TestClient) -> 
     html = client.get("/nodes").text
     got = {n: float(c) for n, c in re.findall(r'data-node="([^"]+)" data-allocated-cpu="([^"]+)"', html)}
     assert {n: c for n, c in got.items() if c} == want  # the nodes page once showed every node idle
+
+
+def test_nodes_group_by_a_label_and_sort_by_a_column(client: TestClient) -> None:
+    html = client.get("/nodes", params={"group": "example.com/pool", "sort": "idle", "desc": "true"}).text
+    captions = re.findall(r"<caption>example.com/pool = (\w+): (\d) nodes", html)
+    assert captions == [("blue", "2"), ("green", "2")]
+    # within a group, most idle first (the main resource, cpu), ties by name
+    for block in html.split("<caption>")[1:]:
+        nodes = re.findall(r'data-node="([^"]+)" data-allocated-cpu="([^"]+)"', block)
+        used = [float(c) for _, c in nodes]
+        assert used == sorted(used), nodes
+    assert 'aria-sort="descending"' in html

@@ -37,10 +37,17 @@ def queue(name: str, cpu: str, memory: str, cap_cpu: str | None = None, cap_memo
             "spec": spec}
 
 
+def node(name: str, pool: str) -> dict[str, Any]:
+    """One of the built-in cluster's nodes (16 cores, 64 GiB), labelled with a pool to group by."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"example.com/pool": pool}},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}}
+
+
 def busy_cluster() -> list[dict[str, Any]]:
     """On the built-in cluster (4 nodes of 16 cores, 64 GiB; `dedicated` reservable with half of it):
     running jobs in three queues, and a job larger than its queue may ever hold, which waits."""
     docs: list[dict[str, Any]] = [queue("default", "8", "32Gi", "16", "64Gi"), queue("batch", "24", "96Gi")]
+    docs += [node(f"node-0{i}", "blue" if i <= 2 else "green") for i in range(1, 5)]
     docs += job("etl", "batch", 6, cpu="4", memory="8Gi")
     docs += job("train", "batch", 2, cpu="8", memory="16Gi")
     docs += job("notebook", "default", 3, cpu="2", memory="4Gi")

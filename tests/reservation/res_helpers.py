@@ -9,7 +9,7 @@ from apportion.reservation.definition import ReservationDefinition, ReservationI
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import NoOverCommitPolicy, SharingPolicy
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.resmath import Calculator
 from apportion.reservation.system import ReservationSystem
 
 C1 = (1024, 1)

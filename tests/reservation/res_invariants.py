@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from apportion.reservation.definition import R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.stepfn import ZERO, StepFunction, round_up
+from apportion.reservation.resmath import ZERO, round_up
+from apportion.reservation.stepfn import StepFunction
 
 
 def _checked_spans(r: ReservationAllocation, T: int) -> list[tuple[int, int]]:

@@ -21,7 +21,7 @@ from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.resmath import Calculator
 
 T = 60_000
 caps = st.sampled_from([(1024, 1), (2048, 1), (1024, 2), (3072, 3), (512, 4)])
@@ -218,3 +218,60 @@ def test_a_deadline_at_long_max_is_planned_from_the_change_points(left):
         assert r[3] == [(0, 3000, (1024, 1))]
     else:
         assert r[3] == [(2**63 - 1 - 3000, 2**63 - 1, (1024, 1))]
+
+
+pieces_st = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30), st.integers(-2, 6), st.integers(-2, 6)),
+                     max_size=6)
+
+
+def _fn(ps):
+    from apportion.reservation.stepfn import StepFunction
+
+    return StepFunction.from_intervals([(a, a + n, (m * 512, v)) for a, n, m, v in ps])
+
+
+@settings(max_examples=300, deadline=None)
+@given(load=pieces_st, avail=pieces_st, placed=pieces_st, kind=st.sampled_from(["default", "dominant"]),
+       s=st.integers(0, 20), span=st.integers(1, 70), cut=st.tuples(st.integers(0, 70), st.integers(1, 40)),
+       best=st.integers(1, 9), step=st.sampled_from([1, 7]))
+def test_window_cost_and_fit_are_the_merge_pieces_walk(load, avail, placed, kind, s, span, cut, best, step):
+    """The inlined two-cursor walks of the aligned allocator against the reference walk
+    (merge_pieces): the same float sum in the same order, the same fit or the same refusal."""
+    from apportion.reservation.resmath import radd, rsub
+    from apportion.reservation.stepfn import merge_pieces, segments
+
+    d = s + span
+    a = s + cut[0] % span
+    b = min(d, a + cut[1])
+    calc = Calculator(kind)
+    cap = (8192, 8)
+    gang = (1024, 1)
+    lf, vf, pf = _fn(load), _fn(avail), _fn(placed)
+    lt, lv = segments(lf, s, d)
+    vt, vv = segments(vf, s, d)
+    pt, pv = segments(pf, s, d)
+    for t in (lt, vt, pt):
+        t.append(aligned._PAST_END)
+    got = aligned.window_cost(lt, lv, pt, pv, a, b, step, {}, lambda r: calc.ratio(r, cap))
+    want = 0.0
+    for x, y, r in merge_pieces(lf, pf, a, b, radd):
+        want += calc.ratio(r, cap) * (y - x) / step
+    assert got == want
+
+    def gangs(r, cap_n):
+        return calc.gangs(r, gang, cap_n)
+
+    want_fit: object = best
+    for _x, _y, r in merge_pieces(vf, pf, a, b, rsub):
+        if r[0] < 0 or r[1] < 0:
+            want_fit = "negative"
+            break
+        want_fit = min(want_fit, gangs(r, want_fit))  # type: ignore[call-overload, arg-type]
+        if want_fit <= 0:  # type: ignore[operator]
+            want_fit = 0
+            break
+    try:
+        got_fit: object = aligned.window_fit(vt, vv, pt, pv, a, b, best, gangs)
+    except PlanningException:
+        got_fit = "negative"
+    assert got_fit == want_fit

@@ -18,7 +18,8 @@ from apportion.reservation import availability as availability_module
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy, NoPolicy
-from apportion.reservation.stepfn import Calculator, StepFunction
+from apportion.reservation.resmath import Calculator
+from apportion.reservation.stepfn import StepFunction
 
 T = 20_000
 

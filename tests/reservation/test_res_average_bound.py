@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
 
+from apportion.reservation.periodic import piece_integral
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, _integral_bound_within
-from apportion.reservation.stepfn import piece_integral
 
 T = 20_000
 

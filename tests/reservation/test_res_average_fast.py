@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apportion.reservation.policies import _average_within, _merge_maps
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 
 
 def _round_half_up(n: int, d: int) -> int:

@@ -128,3 +128,21 @@ def test_rest_failures_are_observations_not_errors(tmp_path):
     assert s[4] == {"op": "addAllocation", "accepted": False, "error": "IllegalArgument",
                     "message": "The specified Reservation with ID reservation_1_0001 is not mapped to any user"}
     assert s[5]["error"] == "DoesNotExist"
+
+
+@pytest.mark.parametrize("agent", ["aligned-left", "aligned-right", "greedy-left", "greedy-right", "greedy"])
+def test_replay_with_a_deadline_at_long_max_finishes(tmp_path, agent):
+    """Issue 14 item 12: `"deadline": 9223372036854775807` under aligned-left grew past 11 GB
+    (aligned-right: IndexError); every agent now answers from the plan's change points."""
+    body = {"queue": "dedicated", "reservation-id": "reservation_1_0001", "reservation-definition": {
+        "arrival": 0, "deadline": 9223372036854775807, "reservation-requests": {
+            "reservation-request-interpreter": 1, "reservation-request": [
+                {"capability": {"memory": 1024, "vCores": 1}, "num-containers": 2, "min-concurrency": 1,
+                 "duration": 1000}]}}}
+    doc = {"plan": {"queue": "dedicated", "capacity": {"memory": 8192, "vCores": 8}, "agent": agent},
+           "steps": [{"op": "submit", "user": "u", "body": body}]}
+    r = run(tmp_path, doc, "--output", "json")
+    assert r.exit_code == 0, r.output
+    step = json.loads(r.output)["steps"][0]
+    assert step["status"] == 202
+    assert sum((a["end"] - a["start"]) * a["resource"]["memory"] for a in step["allocations"]) == 2 * 1000 * 1024

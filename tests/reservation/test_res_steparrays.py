@@ -19,8 +19,10 @@ from res_helpers import make_plan, rid
 
 from apportion.reservation import plan as plan_module
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.periodic import PeriodicStepFunction
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy
+from apportion.reservation.resmath import LONG_MAX, rsub
 from apportion.reservation.steparrays import (
     VALUE_BOUND,
     PeriodicStepArrays,
@@ -28,14 +30,7 @@ from apportion.reservation.steparrays import (
     arrays_of,
     fits_under,
 )
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    PeriodicStepFunction,
-    StepFunction,
-    merge_pieces,
-    rsub,
-    segments,
-)
+from apportion.reservation.stepfn import StepFunction, merge_pieces, segments
 
 piece = st.tuples(st.integers(-30, 130), st.integers(1, 60), st.integers(-3, 6), st.integers(-1, 3))
 edits = st.lists(st.tuples(st.lists(piece, min_size=1, max_size=4), st.integers(0, 3)), min_size=1, max_size=10)

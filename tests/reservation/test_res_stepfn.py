@@ -5,18 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.reservation.stepfn import (
-    ZERO,
-    Calculator,
-    PeriodicStepFunction,
-    StepFunction,
-    f32_str,
-    merge,
-    merge_pieces,
-    radd,
-    rsub,
-    segments,
-)
+from apportion.reservation.periodic import PeriodicStepFunction
+from apportion.reservation.resmath import ZERO, Calculator, f32_str, radd, rsub
+from apportion.reservation.stepfn import StepFunction, merge, merge_pieces, segments
 
 H = 40  # horizon of the dense model
 res = st.tuples(st.integers(-5, 5), st.integers(-5, 5))

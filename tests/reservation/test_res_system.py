@@ -11,7 +11,7 @@ from apportion.reservation.agents import make_agent
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy
-from apportion.reservation.stepfn import Calculator
+from apportion.reservation.resmath import Calculator
 from apportion.reservation.store import InMemoryPlanStore
 from apportion.reservation.system import ReservationSystem
 

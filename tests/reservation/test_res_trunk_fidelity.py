@@ -12,8 +12,8 @@ import pytest
 from res_helpers import alloc, body, make_plan, message, rid, system
 
 from apportion.reservation.exceptions import PlanningQuotaException
+from apportion.reservation.periodic import PeriodicStepFunction
 from apportion.reservation.policies import CapacityOverTimePolicy, NoOverCommitPolicy
-from apportion.reservation.stepfn import PeriodicStepFunction
 
 DAY = 86_400_000
 AGENTS = ["greedy", "greedy-left", "greedy-right", "aligned-left", "aligned-right"]

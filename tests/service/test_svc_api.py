@@ -110,6 +110,7 @@ def test_apply_snapshot_cli_and_errors(server_factory: Callable[..., LiveServer]
     r = c.post("/ws/v1/cluster/reservation/submit", params=U, content=b"{not json")
     assert r.status_code == 400 and "RemoteException" in r.json()
     assert "volcano_e2e_scheduling_latency_milliseconds" in c.get("/metrics").text
+    assert "/api/v1/apply" in c.get("/openapi.json").json()["paths"] and c.get("/docs").status_code == 200
     c.close()
 
 

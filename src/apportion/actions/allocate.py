@@ -78,13 +78,13 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[T
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        row, idle, summary = ssn.choose_node(task)
+        row, fits_idle, summary = ssn.choose_node(task)
         if row is None:
             ssn.record_fit_errors(job, task, summary, n_nodes)
             if not need_continue_allocating(total_tasks, ssn, job.uid):
                 break
             continue
-        if idle:
+        if fits_idle:
             stmt.allocate(task, row)
         else:
             stmt.pipeline(task, row)

@@ -50,6 +50,7 @@ def evict_until_fits(ssn: Session, stmt: Statement, task: TaskInfo, row: int, un
 
 
 def fits_future_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
+    """request <= FutureIdle of the node (rule a)."""
     return ssn.table.fits_row(row, ssn.task_vec(task), ssn.task_cols(task), future=True)
 
 

@@ -16,6 +16,7 @@ Filter = Callable[[TaskInfo], bool]
 
 
 def execute(ssn: Session) -> None:
+    """Preempt within each queue: between jobs, then within each starving job (§5.5)."""
     args = ssn.conf.action_arguments("preempt")
     topology_aware = bool(args.get("enableTopologyAwarePreemption", False))
     queues: list[QueueInfo] = []
@@ -88,6 +89,7 @@ def _eligible(ssn: Session, task: TaskInfo) -> bool:
 
 
 def preempt_for_task(ssn: Session, stmt: Statement, task: TaskInfo, keep: Filter, topology_aware: bool) -> bool:
+    """Volcano's `preempt`: evict victims that pass `keep` on some node until the task fits; True if placed."""
     if not _eligible(ssn, task):
         return False
     if ssn.pre_predicate(task):

@@ -12,6 +12,7 @@ from apportion.framework.statement import Statement
 
 
 def execute(ssn: Session) -> None:
+    """Reclaim for the starving jobs of each queue, queue by queue in queue order (§5.4)."""
     guards = ReclaimGuards.of(ssn)
     queues: list[QueueInfo] = []
     seen: set[str] = set()

@@ -21,20 +21,17 @@ Documented in docs/semantics.md (reclaim guards) and docs/scenario.md.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 
 from apportion.cluster.model import TaskInfo, TaskStatus
+from apportion.durations import parse_duration, try_time
+from apportion.errors import InputError
 from apportion.framework.session import Session
 
 MIN_RUNTIME = "minRuntime"
 GANG_ATOMIC = "gangAtomicVictims"
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
-_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 @dataclass(frozen=True)
@@ -43,8 +40,8 @@ class ReclaimGuards:
 
     min_runtime: float = 0.0
     gang_atomic: bool = False
-    #: the session's clock (seconds); the task start times are read on the same clock
-    now: float = 0.0
+    #: the session's clock (epoch seconds; None: unknown, and then no task is protected)
+    now: float | None = None
 
     @classmethod
     def of(cls, ssn: Session) -> ReclaimGuards:
@@ -56,7 +53,7 @@ class ReclaimGuards:
             parsed = _seconds(raw)
             if parsed is None:
                 ssn.warnings.append(f"reclaim: argument {MIN_RUNTIME}={str(raw)[:40]!r} is not a number of seconds "
-                                    "or a duration such as '10m'; the guard is off")
+                                    "or a duration such as '1h30m'; the guard is off")
             else:
                 min_runtime = parsed
         gang_atomic = False
@@ -69,46 +66,38 @@ class ReclaimGuards:
             else:
                 ssn.warnings.append(f"reclaim: argument {GANG_ATOMIC}={str(raw_g)[:40]!r} is not a boolean; "
                                     "the guard is off")
-        if ssn.now is not None:
-            now = ssn.now
-        else:
-            import time
-
-            now = time.time()  # a dump carries no clock: the guard compares pod start times with now
+        now = ssn.now
+        if now is None and min_runtime > 0:
+            # A dump carries no clock: its own newest timestamp is "now" (as forecast's default --now), so
+            # the same dump always gives the same evictions, whenever it is run.
+            newest = ssn.snapshot.newest_time()
+            now = newest.timestamp() if newest is not None else None
         return cls(min_runtime, gang_atomic, now)
 
     @property
     def active(self) -> bool:
+        """Whether any guard is on (off: Volcano's reclaim, unchanged)."""
         return self.min_runtime > 0 or self.gang_atomic
 
     def protected(self, task: TaskInfo) -> bool:
         """minRuntime: has this running task run for less than the minimum? An unknown start never is."""
-        if self.min_runtime <= 0:
+        if self.min_runtime <= 0 or self.now is None:
             return False
         start = task.started_at if task.started_at is not None else _epoch(task.start_time)
         return start is not None and self.now - start < self.min_runtime
 
 
 def _seconds(raw: object) -> float | None:
-    if isinstance(raw, bool):
+    try:
+        return parse_duration(raw, MIN_RUNTIME)
+    except InputError:
         return None
-    if isinstance(raw, (int, float)):
-        return float(raw) if raw >= 0 and raw == raw and raw != float("inf") else None
-    if isinstance(raw, str):
-        m = _DURATION.match(raw)
-        if m:
-            return float(m.group(1)) * _UNIT[m.group(2)]
-    return None
 
 
 def _epoch(stamp: str) -> float | None:
     """A pod's `status.startTime` (RFC 3339) in epoch seconds, or None."""
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    when = try_time(stamp)
+    return when.timestamp() if when is not None else None
 
 
 # ===================================================================== gang-atomic victim units

@@ -69,6 +69,7 @@ def _amount(r: Resource | None, name: str, *, none: str = "-") -> str:
 
 
 def print_quota(view: QuotaView, console: Console | None = None, *, wide: bool = False) -> None:
+    """Print the quota view: the mode, then the queue tree with each queue's effective quota and why."""
     console = console or QuietConsole()
     if view.mode == "hierarchical":
         root = ("root = the cluster total (capacity.rootCapability: cluster)" if view.root_mode == "cluster"

@@ -18,6 +18,8 @@ _T = TypeVar("_T")
 
 
 class TaskStatus(Enum):
+    """A task's status (Volcano's TaskStatus)."""
+
     PENDING = "Pending"
     ALLOCATED = "Allocated"
     PIPELINED = "Pipelined"
@@ -51,6 +53,8 @@ PREEMPTABLE_STATUSES = frozenset({S.BOUND, S.RUNNING})
 
 
 class PodGroupPhase(Enum):
+    """A PodGroup's phase."""
+
     PENDING = "Pending"
     INQUEUE = "Inqueue"
     RUNNING = "Running"
@@ -65,6 +69,8 @@ _INDEX_RE = re.compile(r"^-?\d+$")
 
 @dataclass
 class Toleration:
+    """A pod's toleration (corev1.Toleration)."""
+
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -85,6 +91,8 @@ class Toleration:
 
 @dataclass
 class Taint:
+    """A node's taint (corev1.Taint)."""
+
     key: str
     value: str = ""
     effect: str = "NoSchedule"
@@ -92,6 +100,9 @@ class Taint:
 
 @dataclass
 class NodeSelectorRequirement:
+    """One requirement of a node selector term: a key, an operator (In, NotIn, Exists, DoesNotExist, Gt,
+    Lt) and values."""
+
     key: str
     operator: str
     values: tuple[str, ...] = ()
@@ -99,18 +110,22 @@ class NodeSelectorRequirement:
 
 @dataclass
 class NodeSelectorTerm:
+    """A node selector term: requirements on labels and on fields, all of which must hold."""
+
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @dataclass
 class PreferredTerm:
+    """A preferred node-affinity term and its weight."""
+
     weight: int
     term: NodeSelectorTerm
 
 
 # slots: a simulation builds ~1,500 tasks and ~1,000 jobs per session and reads their fields on every
-# hot path; slotted instances are built and read faster (about 5 % of a full-load session)
+# hot path; slotted instances are built and read faster, and take less memory (benchmarks/README.md)
 @dataclass(slots=True)
 class TaskInfo:
     """A pod as the session sees it."""
@@ -161,10 +176,12 @@ class TaskInfo:
 
     @property
     def key(self) -> str:
+        """`namespace/name`: the task's key in the output."""
         return f"{self.namespace}/{self.name}"
 
     @property
     def best_effort(self) -> bool:
+        """BestEffort: the task requests nothing."""
         return self.resreq.is_empty()
 
     def __hash__(self) -> int:
@@ -190,6 +207,8 @@ def default_task_compare(l: TaskInfo, r: TaskInfo) -> int:
 
 @dataclass
 class FitError:
+    """Volcano's FitError: why a node did not fit a task, and whether that can change."""
+
     node: str
     reasons: list[str]
     unresolvable: bool = False
@@ -239,6 +258,7 @@ class JobInfo:
 
     # ------------------------------------------------------------- membership and status
     def add_task(self, t: TaskInfo) -> None:
+        """AddTaskInfo: add (or replace) a task, keeping the counts and `allocated` current."""
         self.version += 1
         if t.uid in self.tasks:
             self.allocated_as_added = False
@@ -296,9 +316,11 @@ class JobInfo:
         return r
 
     def tasks_with(self, statuses: frozenset[TaskStatus]) -> list[TaskInfo]:
+        """The tasks in any of the statuses, in task order."""
         return [t for t in self.tasks.values() if t.status in statuses]
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
+        """How many tasks are in any of the statuses."""
         n = 0
         for s, k in self.counts.items():  # a job's tasks are in few statuses; `statuses` lists up to 6
             if s in statuses:
@@ -306,24 +328,31 @@ class JobInfo:
         return n
 
     def ready_num(self) -> int:
+        """ReadyTaskNum: tasks Allocated, Binding, Bound, Running or Succeeded."""
         return self.count(READY_STATUSES)
 
     def waiting_num(self) -> int:
+        """WaitingTaskNum: the Pipelined tasks."""
         return self.counts.get(TaskStatus.PIPELINED, 0)
 
     def pending_best_effort_num(self) -> int:
+        """PendingBestEffortTaskNum: the Pending tasks that request nothing."""
         return self.pending_be
 
     def valid_num(self) -> int:
+        """ValidTaskNum: tasks Pending, Pipelined, allocated or Succeeded."""
         return self.count(VALID_STATUSES)
 
     def scheduled_num(self) -> int:
+        """Tasks Running, Bound, Succeeded or Failed (ScheduledStatus, for the PodGroup phase)."""
         return self.count(SCHEDULED_STATUSES)
 
     def releasing_with_node_num(self) -> int:
+        """Releasing tasks that still hold a node."""
         return sum(1 for t in self.tasks.values() if t.status is TaskStatus.RELEASING and t.node_name)
 
     def is_pending(self) -> bool:
+        """The PodGroup is Pending: enqueue has not admitted it."""
         return self.phase is PodGroupPhase.PENDING
 
     def elastic(self) -> Resource:
@@ -334,12 +363,14 @@ class JobInfo:
         return self.allocated.exceeded_part(self.min_resources)
 
     def total_request(self) -> Resource:
+        """TotalRequest: every task's request, added up."""
         r = Resource()
         for t in self.tasks.values():
             r.add(t.resreq)
         return r
 
     def pending_request(self) -> Resource:
+        """The Pending tasks' requests, added up."""
         r = Resource()
         for t in self.tasks.values():
             if t.status is TaskStatus.PENDING:
@@ -347,6 +378,7 @@ class JobInfo:
         return r
 
     def gated_request(self) -> Resource:
+        """The scheduling-gated Pending tasks' requests, added up."""
         r = Resource()
         for t in self.tasks.values():
             if t.gated and t.status is TaskStatus.PENDING:
@@ -354,6 +386,7 @@ class JobInfo:
         return r
 
     def role_counts(self, statuses: frozenset[TaskStatus], *, pending_best_effort: bool = False) -> dict[str, int]:
+        """Role -> how many of its tasks are in the statuses (and, if asked, Pending best-effort)."""
         out: dict[str, int] = {}
         for t in self.tasks.values():
             if t.status in statuses or (
@@ -363,6 +396,7 @@ class JobInfo:
         return out
 
     def task_min_sum(self) -> int:
+        """The per-role minimum members (minTaskMember), added up."""
         return sum(self.min_task_member.values())
 
 
@@ -389,9 +423,11 @@ class QueueInfo:
 
     @property
     def uid(self) -> str:
+        """The queue's uid: its name."""
         return self.name
 
     def is_open(self) -> bool:
+        """The queue's state is Open."""
         return self.state == "Open"
 
 

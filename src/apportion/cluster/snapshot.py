@@ -8,9 +8,11 @@ framework's job (`framework.conf`), and the model does not depend on the framewo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from apportion.durations import newest
 
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"
@@ -47,6 +49,17 @@ class Snapshot:
     #: A caller that passes a memo replaces a QueueInfo that changes and never edits one in place:
     #: entries may be keyed by the object itself.
     memo: dict[str, Any] | None = None
+
+    def newest_time(self) -> datetime | None:
+        """The newest creation or start time among the objects: the clock of a dump, which has none."""
+        stamps: list[str] = [q.creation for q in self.queues.values()]
+        for j in self.jobs.values():
+            stamps.append(j.creation)
+            for task in j.tasks.values():
+                stamps.extend((task.creation, task.start_time))
+        for o in self.orphan_tasks:
+            stamps.extend((o.creation, o.start_time))
+        return newest(stamps)
 
     def ensure_queue(self, name: str) -> None:
         """Add an empty queue of that name unless it exists (`root` is never reclaimable)."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from apportion.cluster.snapshot import Snapshot
+from apportion.durations import parse_duration, parse_time
 from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
 from apportion.errors import InputError
 from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
 from apportion.forecast.diff import Diff, diff, load_queue_file
 from apportion.forecast.fit import suggest
-from apportion.forecast.runtime import Assumed, parse_assumed, parse_duration, parse_time
+from apportion.forecast.runtime import Assumed, parse_assumed
 from apportion.forecast.start import newest_timestamp, start_state
 from apportion.framework.conf import SchedulerConf
 from apportion.kube import build_snapshot, read_documents

@@ -14,7 +14,6 @@ A pending pod's runtime (once it starts) comes from `apportion.io/duration`, els
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,54 +21,11 @@ from typing import Any
 import numpy as np
 import yaml
 
+from apportion.durations import parse_duration
 from apportion.errors import InputError
 
 EXPECTED_END_KEY = "apportion.io/expected-end"
 DURATION_KEY = "apportion.io/duration"
-
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
-_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_duration(text: str, where: str) -> float:
-    """Seconds from `3600`, `3600.5` or a Go duration (`1h30m`, `90s`); InputError naming `where`."""
-    s = text.strip()
-    try:
-        v = float(s)
-    except ValueError:
-        pos, v = 0, 0.0
-        for m in _GO_DURATION.finditer(s):
-            if m.start() != pos:
-                break
-            v += float(m.group(1)) * _GO_UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise InputError(f"not a duration: {text!r} (seconds, or a Go duration such as 1h30m)",
-                             where=where) from None
-    if not np.isfinite(v) or v < 0:
-        raise InputError(f"a duration must be a finite number of seconds >= 0, got {text!r}", where=where)
-    return v
-
-
-def parse_time(text: str, where: str) -> datetime:
-    """An RFC 3339 timestamp (a naive one is taken as UTC); InputError naming `where`."""
-    try:
-        t = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InputError(f"not an RFC 3339 time: {text!r}", where=where) from None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
-
-
-def try_time(text: str) -> datetime | None:
-    """An RFC 3339 timestamp, or None when `text` is not one (creation stamps may be anything)."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
-
 
 def rfc3339(t: datetime) -> str:
     """UTC, `Z`, whole seconds unless the time has a fraction."""

@@ -17,8 +17,9 @@ from datetime import datetime
 
 from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
+from apportion.durations import parse_duration, parse_time, try_time
 from apportion.errors import InputError
-from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY, parse_duration, parse_time, try_time
+from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY
 from apportion.framework.conf import SchedulerConf
 from apportion.simulation.reservations import LocalPlan
 from apportion.simulation.scenario import JobSpec
@@ -108,19 +109,7 @@ class StartState:
 
 def newest_timestamp(snap: Snapshot) -> datetime | None:
     """The newest creation or start time in the cluster objects (the default `now`)."""
-    best: datetime | None = None
-    stamps: list[str] = [q.creation for q in snap.queues.values()]
-    for j in snap.jobs.values():
-        stamps.append(j.creation)
-        for task in j.tasks.values():
-            stamps.extend((task.creation, task.start_time))
-    stamps.extend(o.creation for o in snap.orphan_tasks)
-    stamps.extend(o.start_time for o in snap.orphan_tasks)
-    for s in stamps:
-        when = try_time(s)
-        if when is not None and (best is None or when > best):
-            best = when
-    return best
+    return snap.newest_time()
 
 
 def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | None:

@@ -78,11 +78,14 @@ class PluginOption:
             self.switches.setdefault(key, key not in OFF_UNLESS_WRITTEN)
 
     def enabled(self, key: str) -> bool:
+        """Whether the switch is on for this plugin entry (loader defaults applied)."""
         return self.switches.get(key, False)
 
 
 @dataclass
 class Tier:
+    """One tier of the conf: its plugin entries, in order."""
+
     plugins: list[PluginOption]
 
 
@@ -96,9 +99,11 @@ class SchedulerConf:
     warnings: list[str] = field(default_factory=list)
 
     def action_arguments(self, action: str) -> dict[str, Any]:
+        """The `configurations` arguments of an action (empty when none)."""
         return self.configurations.get(action, {})
 
     def first_option(self, plugin: str) -> PluginOption | None:
+        """The first entry of the plugin across the tiers, None if the conf has none."""
         for tier in self.tiers:
             for opt in tier.plugins:
                 if opt.name == plugin:
@@ -111,6 +116,7 @@ class SchedulerConf:
         return bool(opt and opt.enabled("enableHierarchy"))
 
     def plugin_names(self) -> list[str]:
+        """Every plugin entry's name, tier by tier."""
         return [o.name for t in self.tiers for o in t.plugins]
 
 
@@ -148,6 +154,8 @@ def parse_conf(text: str, *, source: str = "volcano-scheduler.conf") -> Schedule
 
 
 def conf_from_dict(data: dict[str, Any], *, source: str = "conf") -> SchedulerConf:
+    """Validate an already decoded conf: unknown keys warn, wrong shapes and unknown actions are errors
+    naming the field."""
     warnings: list[str] = []
     known_top = {"actions", "tiers", "configurations", "metrics"}
     for k in data:

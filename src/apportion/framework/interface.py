@@ -248,12 +248,15 @@ class _Registry(Generic[T]):
         if isinstance(entry, str):
             module, _, attr = entry.partition(":")
             try:
-                loaded: T = getattr(importlib.import_module(module), attr)
+                imported = importlib.import_module(module)
             except ModuleNotFoundError as e:
                 if e.name != module:
                     raise
-                # a built-in registered by name whose module is not in this build: as if unregistered
+                # a registration by name whose module is not installed: as if unregistered
                 return None
+            if not hasattr(imported, attr):
+                raise LookupError(f"{self.kind} {name!r}: module {module!r} has no {attr!r}")
+            loaded: T = getattr(imported, attr)
             self.entries[name] = loaded
             return loaded
         return entry

@@ -6,7 +6,7 @@ except on the nodes that placements have touched since those answers were comput
 predicate and node-order plugin in use vouches that its answer for a node depends only on that node
 and the task's key (no normalisation across nodes, no global state), this cache keeps the per-node
 arrays per key and recomputes only the touched rows. The choice is the one a full recomputation
-makes, bit for bit; `tests/test_placement.py` checks that on random sessions.
+makes, bit for bit; `tests/framework/test_placement.py` checks that on random sessions.
 
 A plugin vouches by registering a key function with `Session.add_node_local_key`; it returns a
 hashable summary of what the plugin reads from the task, or None when, for this task, its answers

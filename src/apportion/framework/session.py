@@ -42,16 +42,22 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Event:
+    """An event the session reports: the object (a job uid, or `session`), a reason and a message."""
+
     object: str
     reason: str
     message: str
 
     def to_json(self) -> dict[str, str]:
+        """The event as the cycle output's `events` list holds it."""
         return {"object": self.object, "reason": self.reason, "message": self.message}
 
 
 @dataclass
 class EventHandler:
+    """Volcano's EventHandler: what a plugin runs on every in-session allocation (allocate, pipeline, an
+    eviction undone) and deallocation (evict, an allocation undone)."""
+
     allocate: Callable[[TaskInfo], None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
 
@@ -178,11 +184,13 @@ class Session(ExtensionPoints):
         self.table.add_many(rows, vecs, kinds)
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a node-table row, computed once per task."""
         if t.vec is None:
             t.vec = self.table.vector(t.resreq)
         return t.vec
 
     def task_cols(self, t: TaskInfo) -> np.ndarray:
+        """The node-table columns rule (a) compares for the task's request, computed once per task."""
         if t.cols is None:
             t.cols = self.table.compare_columns(t.resreq)
         return t.cols
@@ -223,6 +231,7 @@ class Session(ExtensionPoints):
         return ScanPicker(queues, self.queue_compare)
 
     def add_event_handler(self, handler: EventHandler) -> None:
+        """AddEventHandler: call the handler on every allocation and deallocation of this session."""
         self.event_handlers.append(handler)
 
     def _enabled(self, opt: PluginOption, point: str) -> bool:
@@ -236,11 +245,11 @@ class Session(ExtensionPoints):
             return cached
         table = self.fns[point]
         out = []
-        for ti, tier in enumerate(self.conf.tiers):
+        for tier_index, tier in enumerate(self.conf.tiers):
             for opt in tier.plugins:
                 fn = table.get(opt.name)
                 if fn is not None and self._enabled(opt, point):
-                    out.append((ti, opt, fn))
+                    out.append((tier_index, opt, fn))
         self._dispatch[point] = out
         return out
 
@@ -249,46 +258,53 @@ class Session(ExtensionPoints):
         return self._consulted(point)
 
     def has_fn(self, point: str) -> bool:
+        """Whether any plugin the point's dispatcher consults registered it."""
         return bool(self._consulted(point))
 
     # ================================================================= orders
     def queue_compare(self, l: QueueInfo, r: QueueInfo) -> int:
+        """QueueOrderFn: the plugins' order, then creation time, then name; negative when `l` goes first."""
         for _, _, fn in self._consulted(ep.QUEUE_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         if l.creation != r.creation:
             return -1 if l.creation < r.creation else 1
         return -1 if l.name < r.name else (1 if l.name > r.name else 0)
 
     def job_compare_plugins(self, l: JobInfo, r: JobInfo) -> int:
+        """The plugins' JobOrderFn answer alone (0 when none decides)."""
         for _, _, fn in self._consulted(ep.JOB_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         return 0
 
     def job_compare(self, l: JobInfo, r: JobInfo) -> int:
-        c = self.job_compare_plugins(l, r)
-        if c:
-            return c
+        """JobOrderFn: the plugins' order, then creation time, then uid; negative when `l` goes first."""
+        order = self.job_compare_plugins(l, r)
+        if order:
+            return order
         if l.creation != r.creation:
             return -1 if l.creation < r.creation else 1
         return -1 if l.uid < r.uid else (1 if l.uid > r.uid else 0)
 
     def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        """TaskOrderFn: the plugins' order, then Volcano's default task comparison."""
         for _, _, fn in self._consulted(ep.TASK_ORDER):
-            c = fn(l, r)
-            if c:
-                return c
+            order = fn(l, r)
+            if order:
+                return order
         return default_task_compare(l, r)
 
     def victim_queue_compare(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> int:
+        """VictimQueueOrderFn: the plugins' order of two victims' queues for the preemptor's queue; with no
+        plugin, the reverse of the queue order."""
         fns = self._consulted(ep.VICTIM_QUEUE_ORDER)
         for _, _, fn in fns:
-            c = fn(l, r, preemptor)
-            if c:
-                return c
+            order = fn(l, r, preemptor)
+            if order:
+                return order
         if fns:
             return 0
         return -self.queue_compare(l, r)
@@ -306,15 +322,16 @@ class Session(ExtensionPoints):
             return -1 if l.uid > r.uid else (1 if l.uid < r.uid else 0)
         if lj.queue != rj.queue and preemptor is not None and preemptor.job in self.jobs:
             pq = self.queues[self.jobs[preemptor.job].queue]
-            c = self.victim_queue_compare(self.queues[lj.queue], self.queues[rj.queue], pq)
-            if c:
-                return c
-        c = -self.job_compare_plugins(lj, rj)
-        if c:
-            return c
+            order = self.victim_queue_compare(self.queues[lj.queue], self.queues[rj.queue], pq)
+            if order:
+                return order
+        order = -self.job_compare_plugins(lj, rj)
+        if order:
+            return order
         return -self.task_compare(l, r)
 
     def sort_victims(self, victims: list[TaskInfo], preemptor: TaskInfo | None) -> list[TaskInfo]:
+        """The victims in the order they are evicted (victim_compare)."""
         def cmp(a: TaskInfo, b: TaskInfo) -> int:
             return self.victim_compare(a, b, preemptor)
 
@@ -322,6 +339,7 @@ class Session(ExtensionPoints):
 
     # ================================================================= job-level votes
     def job_valid(self, job: JobInfo) -> tuple[bool, str]:
+        """JobValid: (valid, the reason of the first plugin that says no)."""
         for _, _, fn in self._consulted(ep.JOB_VALID):
             ok, msg = fn(job)
             if not ok:
@@ -329,51 +347,60 @@ class Session(ExtensionPoints):
         return True, ""
 
     def job_ready(self, job: JobInfo) -> bool:
+        """JobReady: every consulted plugin says the job is ready."""
         return all(fn(job) for _, _, fn in self._consulted(ep.JOB_READY))
 
     def _vote(self, point: str, job: JobInfo) -> bool:
         tier_of_permit: int | None = None
         current_tier = -1
-        for ti, _, fn in self._consulted(point):
-            if ti != current_tier:
+        for tier_index, _, fn in self._consulted(point):
+            if tier_index != current_tier:
                 if tier_of_permit is not None:
                     return True
-                current_tier = ti
+                current_tier = tier_index
             res = fn(job)
             if res < 0:
                 return False
             if res > 0:
-                tier_of_permit = ti
+                tier_of_permit = tier_index
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
+        """JobPipelined: the tiered vote (a reject refuses; a tier with a permit and no reject admits; all
+        abstaining admits)."""
         return self._vote(ep.JOB_PIPELINED, job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
+        """JobEnqueueable: the tiered vote, as job_pipelined."""
         return self._vote(ep.JOB_ENQUEUEABLE, job)
 
     def job_enqueued(self, job: JobInfo) -> None:
+        """JobEnqueued: tell every consulted plugin that enqueue admitted the job."""
         for _, _, fn in self._consulted(ep.JOB_ENQUEUED):
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
+        """JobStarving: the first tier with a plugin decides, all its plugins agreeing; False with none."""
         decided_tier: int | None = None
         result = True
-        for ti, _, fn in self._consulted(ep.JOB_STARVING):
-            if decided_tier is not None and ti != decided_tier:
+        for tier_index, _, fn in self._consulted(ep.JOB_STARVING):
+            if decided_tier is not None and tier_index != decided_tier:
                 break
-            decided_tier = ti
+            decided_tier = tier_index
             result = result and bool(fn(job))
         return result if decided_tier is not None else False
 
     # ================================================================= queue-level votes
     def overused(self, queue: QueueInfo) -> bool:
+        """Overused: some consulted plugin says the queue is overused."""
         return any(fn(queue) for _, _, fn in self._consulted(ep.OVERUSED))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Allocatable: every consulted plugin lets the queue take the task now."""
         return all(fn(queue, task) for _, _, fn in self._consulted(ep.ALLOCATABLE))
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Preemptive: every consulted plugin lets the queue reclaim for the task."""
         return all(fn(queue, task) for _, _, fn in self._consulted(ep.PREEMPTIVE))
 
     # ================================================================= victims
@@ -381,11 +408,11 @@ class Session(ExtensionPoints):
         current_tier = -1
         victims: list[TaskInfo] | None = None
         stopped = False
-        for ti, _, fn in self._consulted(point):
-            if ti != current_tier:
+        for tier_index, _, fn in self._consulted(point):
+            if tier_index != current_tier:
                 if current_tier >= 0 and victims:
                     return victims
-                current_tier, victims, stopped = ti, None, False
+                current_tier, victims, stopped = tier_index, None, False
             if stopped:
                 continue
             cands, vote = fn(evictor, evictees)
@@ -403,13 +430,16 @@ class Session(ExtensionPoints):
         return victims or []
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Preemptable: the candidates the tiers agree the preemptor may evict."""
         return self._victims(ep.PREEMPTABLE, preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Reclaimable: the candidates the tiers agree the reclaimer may evict."""
         return self._victims(ep.RECLAIMABLE, reclaimer, candidates)
 
     # ================================================================= predicates and scoring
     def pre_predicate(self, task: TaskInfo) -> str | None:
+        """PrePredicate: None, or the first plugin's reason the task cannot be placed anywhere."""
         for _, _, fn in self._consulted(ep.PRE_PREDICATE):
             err = fn(task)
             if err:
@@ -419,21 +449,21 @@ class Session(ExtensionPoints):
     def plugin_predicates(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
         """Every plugin predicate over the rows; a node failing one plugin is not asked by the next."""
         ok = np.ones(len(rows), dtype=bool)
-        unres = np.zeros(len(rows), dtype=bool)
+        unresolvable = np.zeros(len(rows), dtype=bool)
         reasons: list[tuple[str, np.ndarray]] = []
         for _, _, fn in self._consulted(ep.PREDICATE):
             live = np.nonzero(ok)[0]
             if len(live) == 0:
                 break
-            f: NodeFilter = fn(task, rows[live])
-            fail = ~f.ok
+            verdict: NodeFilter = fn(task, rows[live])
+            fail = ~verdict.ok
             ok[live[fail]] = False
-            unres[live[f.unresolvable & fail]] = True
-            for text, mask in f.reasons:
+            unresolvable[live[verdict.unresolvable & fail]] = True
+            for text, mask in verdict.reasons:
                 full = np.zeros(len(rows), dtype=bool)
                 full[live[mask]] = True
                 reasons.append((text, full))
-        return NodeFilter(ok, unres, reasons)
+        return NodeFilter(ok, unresolvable, reasons)
 
     def predicate_for_allocate(self, task: TaskInfo, rows: np.ndarray | None = None) -> tuple[np.ndarray, list[tuple[str, int]]]:
         """allocate's predicate: request <= FutureIdle, then the plugin predicates.
@@ -476,6 +506,7 @@ class Session(ExtensionPoints):
         return rows[~pf.unresolvable]
 
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """NodeOrder: the consulted plugins' scores of the rows, summed."""
         scores = np.zeros(len(rows))
         for _, _, fn in self._consulted(ep.NODE_ORDER):
             scores += fn(task, rows)
@@ -510,15 +541,19 @@ class Session(ExtensionPoints):
         return self.best_node(task, feasible[idle_ok] if fits_idle else feasible), fits_idle, summary
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
+        """The rows, best score first (ties by row, that is by node name)."""
         scores = self.node_scores(task, rows)
         order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i]))
         return [int(rows[i]) for i in order]
 
     # ================================================================= simulate points
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo, state: dict[str, Any]) -> bool:
+        """SimulateAllocatable: every consulted plugin lets the queue take the task in the simulated state."""
         return all(fn(queue, task, state) for _, _, fn in self._consulted(ep.SIMULATE_ALLOCATABLE))
 
     def simulate_predicate(self, task: TaskInfo, row: int, state: dict[str, Any]) -> str | None:
+        """SimulatePredicate: None, or the first plugin's reason the row will not do in the simulated
+        state."""
         for _, _, fn in self._consulted(ep.SIMULATE_PREDICATE):
             err = fn(task, row, state)
             if err:
@@ -526,10 +561,12 @@ class Session(ExtensionPoints):
         return None
 
     def simulate_add_task(self, state: dict[str, Any], task: TaskInfo, row: int) -> None:
+        """SimulateAddTask: every consulted plugin puts the task on the row in the simulated state."""
         for _, _, fn in self._consulted(ep.SIMULATE_ADD_TASK):
             fn(state, task, row)
 
     def simulate_remove_task(self, state: dict[str, Any], task: TaskInfo, row: int) -> None:
+        """SimulateRemoveTask: every consulted plugin takes the task off the row in the simulated state."""
         for _, _, fn in self._consulted(ep.SIMULATE_REMOVE_TASK):
             fn(state, task, row)
 
@@ -557,37 +594,44 @@ class Session(ExtensionPoints):
             node.tasks[task.key] = task
 
     def do_allocate(self, task: TaskInfo, row: int) -> None:
+        """Allocate the task on the row's node inside the session (Allocated; event handlers told)."""
         self._move(task, TaskStatus.ALLOCATED, self.nodes[row].name)
         task.last_tx_status = TaskStatus.ALLOCATED
         self._fire(task, True)
 
     def do_pipeline(self, task: TaskInfo, row: int) -> None:
+        """Pipeline the task on the row's node inside the session (Pipelined; event handlers told)."""
         self._move(task, TaskStatus.PIPELINED, self.nodes[row].name)
         task.last_tx_status = TaskStatus.PIPELINED
         self._fire(task, True)
 
     def do_evict(self, task: TaskInfo, reason: str) -> TaskStatus:
+        """Evict the task inside the session (Releasing; event handlers told); returns its status before."""
         prev = task.status
         self._move(task, TaskStatus.RELEASING, task.node_name)
         self._fire(task, False)
         return prev
 
     def undo_allocate(self, task: TaskInfo) -> None:
+        """Undo an allocation or a pipelining: the task is Pending again, on no node."""
         self._move(task, TaskStatus.PENDING, "")
         task.last_tx_status = None
         self._fire(task, False)
 
     def undo_evict(self, task: TaskInfo) -> None:
         # Keep: undoing an eviction restores Running even for a victim that was Bound.
+        """Undo an eviction: the task is Running on its node again."""
         self._move(task, TaskStatus.RUNNING, task.node_name)
         self._fire(task, True)
 
     def commit_bind(self, task: TaskInfo) -> None:
+        """Send the bind: the task is Binding and joins the session's binds."""
         job = self.jobs[task.job]
         job.set_status(task, TaskStatus.BINDING)
         self.binds[task.key] = task.node_name
 
     def commit_evict(self, task: TaskInfo, reason: str) -> None:
+        """Send the eviction: the task joins the session's evictions, with the reason."""
         self.evictions.add(task.key)
         self.evict_reasons[task.key] = reason
 
@@ -608,6 +652,8 @@ class Session(ExtensionPoints):
             lst.append(message)
 
     def record_fit_errors(self, job: JobInfo, task: TaskInfo, summary: list[tuple[str, int]], total: int) -> None:
+        """Record why no node took the task, as kube-scheduler words it (`0/N nodes are available: ...`),
+        on the job and as an explanation."""
         if not summary:
             text = f"0/{total} nodes are available"
         else:
@@ -636,8 +682,8 @@ class Session(ExtensionPoints):
 
         Plugins keep the session and the session keeps the plugins (and their bound methods), so a
         finished session is a reference cycle that only Python's cycle collector frees: by then its
-        objects have been promoted to the oldest generation, and a simulator that runs thousands of
-        sessions spent a quarter of its time in full collections. After `release` the session's
+        objects have been promoted to the oldest generation, where a caller that runs thousands of
+        sessions pays for them in full collections (benchmarks/README.md). After `release` the session's
         results (binds, evictions, jobs, events, explanations) are still readable; nothing that
         consults a plugin works any more.
         """
@@ -697,6 +743,7 @@ class Session(ExtensionPoints):
 
     # ================================================================= results
     def pipelined(self) -> dict[str, str]:
+        """Task key -> node of every task the session left Pipelined."""
         return {
             t.key: t.node_name
             for j in self.jobs.values()
@@ -705,6 +752,8 @@ class Session(ExtensionPoints):
         }
 
     def queue_reports(self) -> dict[str, dict[str, Any]]:
+        """Queue name -> attributes from the plugins' queue reports (the first plugin to report a queue
+        wins)."""
         out: dict[str, dict[str, Any]] = {}
         for _, plugin in self.plugins:
             rep = plugin.queue_report(self)
@@ -715,4 +764,5 @@ class Session(ExtensionPoints):
 
 
 def finite(x: float) -> bool:
+    """Neither infinite nor NaN."""
     return not (math.isinf(x) or math.isnan(x))

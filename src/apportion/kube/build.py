@@ -9,6 +9,7 @@ ConfigMap carries stays raw text on the snapshot (`Snapshot.conf_text`): the eng
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +37,7 @@ _PARSERS = {
     "Queue": parse_queue, "PodGroup": parse_podgroup, "Pod": parse_pod,
 }
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+NodeNames = frozenset[str]
 
 
 def load_snapshot(paths: list[str], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
@@ -138,11 +140,12 @@ def _fresh_task(t: TaskInfo) -> TaskInfo:
 
 
 def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES, copy: bool = True,
-             strict: bool = True) -> Snapshot:
+             strict: bool = True, reuse: Callable[[str, NodeNames], JobInfo | None] | None = None) -> Snapshot:
     """A Snapshot from records. `copy=False` hands the records' tasks to the snapshot (the records are
     then spent: only for a one-shot build). `strict=False` (a stream) turns what a whole dump may not
     contain into warnings: several global defaults, different confs, pods on nodes that are gone,
-    duplicate pod uids."""
+    duplicate pod uids. `reuse(uid, node names)` may return a job, with all its tasks, kept from an
+    earlier snapshot (its pods are then not joined again)."""
     snap = Snapshot()
     snap.warnings.extend(rec.warnings)
     global_default: int | None = None
@@ -169,7 +172,15 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
     for name, (_, q) in rec.queues.items():
         snap.queues[name] = q
     snap.ensure_queue(DEFAULT_QUEUE)
+    kept: set[str] = set()
+    node_set = frozenset(n.name for n in snap.nodes)
     for uid, (_, pg) in rec.podgroups.items():
+        if reuse is not None:
+            ji = reuse(uid, node_set)
+            if ji is not None:
+                snap.jobs[uid] = ji
+                kept.add(uid)
+                continue
         if pg.priority_class_name in snap.priority_classes:
             prio = snap.priority_classes[pg.priority_class_name]
         else:
@@ -181,16 +192,21 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
             priority=prio, priority_class_name=pg.priority_class_name, phase=pg.phase, creation=pg.creation,
             annotations=dict(pg.annotations),
         )
-    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict)
+    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict, kept=kept)
     return snap
 
 
 def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *, copy: bool,
-               strict: bool) -> None:
+               strict: bool, kept: set[str]) -> None:
     """Pods into tasks of their jobs; pods of other schedulers or of missing jobs still hold node capacity."""
     node_names = {n.name for n in snap.nodes} if not strict else None
     uids: set[str] | None = set() if not strict else None
     for key, (where, ps) in rec.pods.items():
+        if (kept and ps.group and f"{ps.task.namespace}/{ps.group}" in kept
+                and (ps.scheduler or scheduler_names[0]) in scheduler_names):
+            if uids is not None:
+                uids.add(ps.task.uid)
+            continue  # a kept job holds its tasks already
         task = _fresh_task(ps.task) if copy else ps.task
         node = task.node_name
         if node_names is not None and node and node not in node_names and task.status not in _DONE:

@@ -22,9 +22,11 @@ class Fields:
         self.where = where
 
     def fail(self, path: str, msg: str) -> InputError:
+        """An InputError naming the object and the field path."""
         return InputError(msg, where=f"{self.where}: {path}" if path else self.where)
 
     def get(self, path: str, default: Any = None) -> Any:
+        """The value at a dotted path, or `default` where the path stops."""
         cur = self.data
         for part in path.split("."):
             if cur is None:
@@ -35,6 +37,8 @@ class Fields:
         return default if cur is None else cur
 
     def str_(self, path: str, default: str | None = None, *, required: bool = False) -> str:
+        """A string field (numbers accepted as their text); missing gives `default`, or an error when
+        required."""
         v = self.get(path)
         if v is None:
             if required:
@@ -62,6 +66,7 @@ class Fields:
         return v
 
     def bool_(self, path: str, default: bool) -> bool:
+        """A boolean field (`"true"`/`"false"` accepted); missing gives `default`."""
         v = self.get(path)
         if v is None:
             return default
@@ -72,6 +77,7 @@ class Fields:
         raise self.fail(path, f"expected a boolean, got {shown(v)}")
 
     def map_(self, path: str) -> dict[str, Any]:
+        """A mapping field; missing gives an empty one."""
         v = self.get(path)
         if v is None:
             return {}
@@ -80,6 +86,7 @@ class Fields:
         return v
 
     def str_map(self, path: str) -> dict[str, str]:
+        """A mapping of strings (labels, annotations): scalars become their text; nested values are errors."""
         m = self.map_(path)
         out = {}
         for k, v in m.items():
@@ -89,6 +96,7 @@ class Fields:
         return out
 
     def list_(self, path: str) -> list[Any]:
+        """A list field; missing gives an empty one."""
         v = self.get(path)
         if v is None:
             return []
@@ -97,6 +105,7 @@ class Fields:
         return v
 
     def resource(self, path: str) -> Resource | None:
+        """A resource list (`{cpu: 500m, memory: 1Gi}`) as a Resource; None when missing."""
         v = self.get(path)
         if v is None:
             return None

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
-from apportion.reservation.stepfn import ZERO, PeriodicStepFunction, Res, StepFunction, wrap_pieces
+from apportion.reservation.periodic import PeriodicStepFunction, wrap_pieces
+from apportion.reservation.resmath import ZERO, Res
+from apportion.reservation.stepfn import StepFunction
 from apportion.reservation.store import StoredReservation
 
 Interval = tuple[int, int, Res]
@@ -67,6 +69,7 @@ class ReservationAllocation:
         return self.rle.clip(s, e)
 
     def first_change_unrolled_at_or_before(self, t: int) -> int | None:
+        """The latest breakpoint at or before t of the allocation as the plan reads it (unrolled if periodic)."""
         if self.period <= 0:
             return self.rle.last_change_at_or_before(t)
         p = PeriodicStepFunction(self.period)
@@ -74,6 +77,7 @@ class ReservationAllocation:
         return p.last_change_at_or_before(t)
 
     def contains_gangs(self) -> bool:
+        """ReservationAllocation.containsGangs: the gang flag the plan follower reads (§11)."""
         return self.gang
 
     def stored(self) -> StoredReservation:

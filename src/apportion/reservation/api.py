@@ -24,7 +24,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.stepfn import LONG_MAX, Res
+from apportion.reservation.resmath import LONG_MAX, Res
 from apportion.reservation.validate import ValidationError, validate_definition
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def error(status: int, message: str) -> Response:
 
 
 def res_json(r: Res) -> dict[str, int]:
+    """A resource as YARN's REST JSON `{"memory", "vCores"}`."""
     return {"memory": r[0], "vCores": r[1]}
 
 
@@ -97,12 +98,15 @@ class RestHandlers:
     queue_of: dict[ReservationId, str]
 
     def entry(self, queue: str) -> PlanEntry | None:  # pragma: no cover - provided by the system
+        """The plan entry of a reservable queue (the system's)."""
         raise NotImplementedError
 
     def new_reservation_id(self) -> ReservationId:  # pragma: no cover - provided by the system
+        """The next reservation id (the system's)."""
         raise NotImplementedError
 
     def remember(self, rid: ReservationId, queue: str) -> None:  # pragma: no cover - provided by the system
+        """Record the queue of an accepted submission (the system's)."""
         raise NotImplementedError
 
     # -- helpers ------------------------------------------------------------------------------

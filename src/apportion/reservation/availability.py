@@ -17,6 +17,8 @@ import numpy as np
 
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanningException
+from apportion.reservation.periodic import PeriodicStepFunction
+from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, radd
 from apportion.reservation.steparrays import (
     LONG_MIN,
     MAX_VALUE,
@@ -26,18 +28,7 @@ from apportion.reservation.steparrays import (
     compact,
     running,
 )
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    ZERO,
-    Calculator,
-    PeriodicStepFunction,
-    Res,
-    StepFunction,
-    merge,
-    merge_pieces,
-    radd,
-    segments,
-)
+from apportion.reservation.stepfn import StepFunction, merge, merge_pieces, segments
 
 if TYPE_CHECKING:
     from apportion.reservation.allocation import Interval, ReservationAllocation

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.errors import ApportionError
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3
 INTERPRETER_NAMES = {R_ANY: "R_ANY", R_ALL: "R_ALL", R_ORDER: "R_ORDER", R_ORDER_NO_GAP: "R_ORDER_NO_GAP"}
@@ -79,6 +79,7 @@ class Stage:
     duration: int
 
     def to_json(self) -> dict[str, Any]:
+        """The stage as REST JSON (a `reservation-request` entry)."""
         return {
             "capability": {"memory": self.capability[0], "vCores": self.capability[1]},
             "num-containers": self.num_containers,

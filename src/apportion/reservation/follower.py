@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.stepfn import ZERO, Res, f32, radd, round_up
+from apportion.reservation.resmath import ZERO, Res, f32, radd, round_up
 
 #: CSQueueUtils.EPSILON: tolerance of "the children's capacities sum to at most 1"
 EPSILON = f32(0.0001)

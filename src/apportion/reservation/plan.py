@@ -30,6 +30,8 @@ from apportion.reservation.availability import (
 )
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
+from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, radd
 from apportion.reservation.steparrays import (
     PeriodicStepArrays,
     StepArrays,
@@ -37,18 +39,7 @@ from apportion.reservation.steparrays import (
     running,
     window,
 )
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    ZERO,
-    Calculator,
-    PeriodicStepFunction,
-    Res,
-    StepFunction,
-    merge,
-    periods_meeting,
-    piece_integral,
-    radd,
-)
+from apportion.reservation.stepfn import StepFunction, merge
 from apportion.reservation.store import StoredReservation
 
 if TYPE_CHECKING:
@@ -303,6 +294,7 @@ class InMemoryPlan(PlanAvailability):
         return self.load.last_nonzero_end()
 
     def get(self, rid: ReservationId | None) -> ReservationAllocation | None:
+        """getReservationById: the reservation with that id, None if the plan does not hold it."""
         return self.reservations.get(rid) if rid is not None else None
 
     def reservations_at(self, t: int) -> list[ReservationAllocation]:
@@ -364,6 +356,7 @@ class InMemoryPlan(PlanAvailability):
         return True
 
     def delete_reservation(self, rid: ReservationId) -> bool:
+        """deleteReservation: remove the reservation and its load; DoesNotExist for an unknown id."""
         cur = self.reservations.get(rid)
         if cur is None:
             raise PlanIllegalArgument(
@@ -398,6 +391,7 @@ class InMemoryPlan(PlanAvailability):
         return gone
 
     def set_capacity(self, capacity: Res) -> None:
+        """setTotalCapacity: no check and no repair of over-commitment (the replanner's job)."""
         self.capacity = capacity
 
 

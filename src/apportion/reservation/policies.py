@@ -18,20 +18,10 @@ from apportion.reservation.exceptions import (
     ResourceOverCommitException,
     wrap_quota,
 )
+from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
+from apportion.reservation.resmath import LONG_MAX, Res, f32, f32_str, rsub
 from apportion.reservation.steparrays import arrays_of, fits_under
-from apportion.reservation.stepfn import (
-    LONG_MAX,
-    PeriodicStepFunction,
-    Res,
-    StepFunction,
-    f32,
-    f32_str,
-    merge,
-    merge_pieces,
-    periods_meeting,
-    piece_integral,
-    rsub,
-)
+from apportion.reservation.stepfn import StepFunction, merge, merge_pieces
 
 if TYPE_CHECKING:
     from apportion.reservation.plan import ReservationAllocation
@@ -87,9 +77,11 @@ class NoPolicy(SharingPolicy):
     name = "None"
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """Accept everything."""
         return None
 
     def valid_window(self) -> int:
+        """0: nothing is kept after its end."""
         return 0
 
 
@@ -133,6 +125,7 @@ class NoOverCommitPolicy(SharingPolicy):
     name = "NoOverCommit"
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """The same user as the old version, and the reservation within the availability on its tested range."""
         _check_user(plan, res)
         avail_arrays = plan.available_arrays(res.user, res.id, res.start, res.end, res.period, convert=False)
         # trunk's merge of the availability with the ask tests only where both are defined: from
@@ -160,6 +153,7 @@ class NoOverCommitPolicy(SharingPolicy):
         )
 
     def valid_window(self) -> int:
+        """0: nothing is kept after its end."""
         return 0
 
 
@@ -179,14 +173,17 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         self.window = window
 
     def valid_window(self) -> int:
+        """The averaging window: reservations are kept that long after their end."""
         return self.window
 
     def instantaneous_limit(self, plan: PlanView) -> Res | None:
+        """The per-user instantaneous cap, `floor(capacity × φ_inst)` per component."""
         return scaled_limit(plan.capacity, self.max_inst)
 
     def available_resources(
         self, net: StepFunction, plan: PlanView, user: str | None, old_id: ReservationId | None, s: int, e: int
     ) -> StepFunction:
+        """min(net, instantaneous cap − the user's consumption, old version added back), pointwise."""
         cap = plan.capacity
         limit = scaled_limit(cap, self.max_inst)
         used = plan.user_over(user or "", s, e + 1)
@@ -207,6 +204,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         return merge(net, used, s, e + 1, cmin)
 
     def validate(self, plan: PlanView, res: ReservationAllocation) -> None:
+        """NoOverCommit's check with the user cap (any failure as PlanningQuota), then the integral check."""
         try:
             super().validate(plan, res)
         except PlanningQuotaException as p:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan
-from apportion.reservation.stepfn import ceil_div, rsub
+from apportion.reservation.resmath import ceil_div, rsub
 
 
 @dataclass

@@ -20,7 +20,7 @@ from apportion.reservation.exceptions import PlanIllegalArgument, PlanningExcept
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import make_policy
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.stepfn import Calculator, Res, f32_str
+from apportion.reservation.resmath import Calculator, Res, f32_str
 from apportion.reservation.system import ReservationSystem
 
 Obs = dict[str, Any]
@@ -180,6 +180,7 @@ class Replay:
 
     # -- steps --------------------------------------------------------------------------------
     def run_step(self, step: Any, where: str) -> Obs:
+        """Run one step and return its observation (contract §3)."""
         k = _Keys(step, where)
         op = k.get_str("op")
         handler: Callable[[_Keys], Obs] | None = getattr(self, "_op_" + op, None) if op.isidentifier() else None

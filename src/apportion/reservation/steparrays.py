@@ -19,7 +19,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from apportion.reservation.stepfn import LONG_MAX, PeriodicStepFunction, Res, StepFunction, wrap_pieces
+from apportion.reservation.periodic import PeriodicStepFunction, wrap_pieces
+from apportion.reservation.resmath import LONG_MAX, Res
+from apportion.reservation.stepfn import StepFunction
 
 #: Long.MIN_VALUE: the smallest time int64 holds
 LONG_MIN = -(1 << 63)

@@ -9,173 +9,27 @@ Every operation costs time proportional to the breakpoints it touches, never to 
 interval update touches the breakpoints inside the interval, a merge walks the union of two
 breakpoint lists.
 
-Values are YARN resources, `(memory, vCores)` integer pairs (`Res`). `Calculator` holds the two
-notions of "bigger" of the contract (§2.3): YARN's DefaultResourceCalculator (memory only) and its
-DominantResourceCalculator, both relative to a reference capacity.
+Values are YARN resources, `(memory, vCores)` integer pairs (`Res`, resmath.py); the periodic
+variant is in periodic.py.
 """
 
 from __future__ import annotations
 
-import math
-import struct
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
+from typing import Protocol
 
 from sortedcontainers import SortedDict
 
-Res = tuple[int, int]
-ZERO: Res = (0, 0)
-
-#: Long.MAX_VALUE: "unbounded" in YARN times
-LONG_MAX = 9223372036854775807
+from apportion.reservation.resmath import LONG_MAX, ZERO, Res, radd, rneg, rsub
 
 
-def radd(a: Res, b: Res) -> Res:
-    """Component-wise sum."""
-    return (a[0] + b[0], a[1] + b[1])
+class Unrolled(Protocol):
+    """A step function read through its breakpoints only (PeriodicStepFunction, periodic.py)."""
 
-
-def rsub(a: Res, b: Res) -> Res:
-    """Component-wise difference (may go negative)."""
-    return (a[0] - b[0], a[1] - b[1])
-
-
-def rneg(a: Res) -> Res:
-    """-a."""
-    return (-a[0], -a[1])
-
-
-def rmul(a: Res, k: int) -> Res:
-    """a scaled by an integer k."""
-    return (a[0] * k, a[1] * k)
-
-
-def fits_in(a: Res, b: Res) -> bool:
-    """YARN's Resources.fitsIn: a <= b in every component (the admission test, contract §2.3 item 2)."""
-    return a[0] <= b[0] and a[1] <= b[1]
-
-
-def fmt_res(r: Res) -> str:
-    """YARN's Resource.toString: `<memory:M, vCores:V>`."""
-    return f"<memory:{r[0]}, vCores:{r[1]}>"
-
-
-_F32 = struct.Struct("f")
-_F32_EXACT = 1 << 24
-
-
-def f32(x: float) -> float:
-    """Round a double to single precision (YARN keeps percentages and shares as Java floats)."""
-    if type(x) is int and -_F32_EXACT <= x <= _F32_EXACT:
-        return float(x)  # every integer up to 2**24 is a float already: skip the pack/unpack
-    return float(_F32.unpack(_F32.pack(x))[0])
-
-
-def f32_str(x: float) -> str:
-    """Java's Float.toString, for messages that print a float."""
-    if x != x:
-        return "NaN"
-    if x == 0:
-        return "0.0"
-    # shortest decimal that round-trips in single precision
-    digits = 1
-    while digits < 12:
-        s = f"{x:.{digits}g}"
-        if f32(float(s)) == x:
-            break
-        digits += 1
-    v = float(s)
-    if 1e-3 <= abs(v) < 1e7:
-        out = repr(v)
-        if "e" in out or "E" in out:
-            out = f"{v:f}".rstrip("0")
-        if "." not in out:
-            out += ".0"
-        if out.endswith("."):
-            out += "0"
-        return out
-    mant, exp = f"{v:.{max(digits - 1, 1)}e}".split("e")
-    mant = mant.rstrip("0")
-    if mant.endswith("."):
-        mant += "0"
-    return f"{mant}E{int(exp)}"
-
-
-class Calculator:
-    """YARN's resource calculators (contract §2.3).
-
-    `default` orders by memory only; `dominant` by dominant share of the reference capacity. Ties
-    of min/max return the first operand, as YARN's Resources.min/max do.
-    """
-
-    def __init__(self, kind: str = "default") -> None:
-        if kind not in ("default", "dominant"):
-            raise ValueError(f"unknown resource calculator {kind!r}")
-        self.kind = kind
-
-    def compare(self, a: Res, b: Res, ref: Res) -> int:
-        """-1, 0 or 1 as a is smaller than, equal to or bigger than b."""
-        if self.kind == "default":
-            return (a[0] > b[0]) - (a[0] < b[0])
-        if a == b:
-            return 0
-        if ref[0] == 0 or ref[1] == 0:
-            # YARN: with a zero reference component only a component-wise dominance orders them
-            if a[0] >= b[0] and a[1] >= b[1]:
-                return 1
-            if a[0] <= b[0] and a[1] <= b[1]:
-                return -1
-            return 0
-        sa = (a[0] / ref[0], a[1] / ref[1])
-        sb = (b[0] / ref[0], b[1] / ref[1])
-        da, db = max(sa), max(sb)
-        if da != db:
-            return 1 if da > db else -1
-        la, lb = min(sa), min(sb)
-        return (la > lb) - (la < lb)
-
-    def greater(self, a: Res, b: Res, ref: Res) -> bool:
-        """a > b under this calculator, relative to `ref` (the cluster resource)."""
-        return self.compare(a, b, ref) > 0
-
-    def rmin(self, a: Res, b: Res, ref: Res) -> Res:
-        """Resources.min: the smaller under this calculator (a on a tie)."""
-        return a if self.compare(a, b, ref) <= 0 else b
-
-    def rmax(self, a: Res, b: Res, ref: Res) -> Res:
-        """Resources.max: the larger under this calculator (a on a tie)."""
-        return a if self.compare(a, b, ref) >= 0 else b
-
-    def ratio(self, a: Res, b: Res) -> float:
-        """a / b as YARN's calculator ratio, in single precision; 0 when b has a zero component used."""
-        if self.kind == "default":
-            if b[0] == 0:
-                return 0.0
-            return f32(f32(a[0]) / f32(b[0]))
-        if b[0] == 0 or b[1] == 0:
-            return 0.0
-        return f32(max(f32(a[0]) / f32(b[0]), f32(a[1]) / f32(b[1])))
-
-    def gangs(self, avail: Res, gang: Res, cap: int) -> int:
-        """How many gangs fit in avail, at most cap: exact floor division (contract §2.3, §12 row 8)."""
-        if self.kind == "default":
-            if gang[0] <= 0:
-                return cap if avail[0] >= 0 else min(cap, -1)
-            return min(cap, avail[0] // gang[0])
-        best: int | None = None
-        for a, g in zip(avail, gang):
-            if g > 0:
-                n = a // g
-                best = n if best is None else min(best, n)
-        if best is None:
-            return cap if avail[0] >= 0 and avail[1] >= 0 else min(cap, -1)
-        return min(cap, best)
-
-    def is_positive(self, a: Res, ref: Res) -> bool:
-        """Resources.greaterThan(calc, ref, a, ZERO)."""
-        return self.compare(a, ZERO, ref) > 0
-
+    def breaks(self, s: int, e: int) -> tuple[list[int], list[Res]]:
+        """The breakpoints inside `[s, e)` as parallel lists, the first at s."""
 
 
 def _as_pieces(ks: list[int], vs: list[Res], e: int) -> Iterator[tuple[int, int, Res]]:
@@ -508,7 +362,7 @@ class StepFunction:
         return StepFunction._bulk(keys, values)
 
 
-def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+def _breaks(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list[Res]]:
     """The breakpoints of f inside `[s, e)` as parallel lists, the first one at s."""
     if isinstance(f, StepFunction):
         d = f._d
@@ -519,47 +373,18 @@ def _breaks(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[lis
         values.extend(map(d.__getitem__, inner))
         inner.insert(0, s)
         return inner, values
-    return _periodic_breaks(f, s, e)
+    return f.breaks(s, e)
 
 
-def _periodic_breaks(f: PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
-    """`_breaks` of the unrolled function, with `pieces`' merging across period boundaries: the
-    base is canonical, so only a period's first value can repeat the one before it."""
-    if f.base.is_empty():
-        return [s], [ZERO]
-    T = f.period
-    d = f.base._d
-    keys = d._list
-    getv = d.__getitem__
-    ks: list[int] = []
-    vs: list[Res] = []
-    k = s // T
-    off = k * T
-    while off < e:
-        lo = s - off if s > off else 0
-        hi = e - off if e < off + T else T
-        i = keys.bisect_right(lo)
-        v0 = getv(keys[i - 1]) if i > 0 else ZERO
-        if not vs or vs[-1] != v0:
-            ks.append(lo + off)
-            vs.append(v0)
-        inner = keys[i:keys.bisect_left(hi)]
-        if inner:
-            ks.extend([t + off for t in inner])
-            vs.extend(map(getv, inner))
-        off += T
-    return ks, vs
-
-
-def segments(f: StepFunction | PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
+def segments(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list[Res]]:
     """The breakpoints of f strictly inside `(s, e)` plus its value at s, as fresh parallel lists:
     what `merge_pieces` walks for f over `[s, e)`, and over any `[a, b)` inside it."""
     return _breaks(f, s, e)
 
 
 def merge_pieces(
-    a: StepFunction | PeriodicStepFunction,
-    b: StepFunction | PeriodicStepFunction,
+    a: StepFunction | Unrolled,
+    b: StepFunction | Unrolled,
     s: int,
     e: int,
     op: Callable[[Res, Res], Res],
@@ -591,8 +416,8 @@ def merge_pieces(
 
 
 def merge(
-    a: StepFunction | PeriodicStepFunction,
-    b: StepFunction | PeriodicStepFunction,
+    a: StepFunction | Unrolled,
+    b: StepFunction | Unrolled,
     s: int,
     e: int,
     op: Callable[[Res, Res], Res],
@@ -647,137 +472,3 @@ def madd(a: StepFunction, b: StepFunction) -> StepFunction:
     f = a.copy()
     f.add_function(b)
     return f
-
-
-def wrap_pieces(
-    pieces: Iterable[tuple[int, int, Res]], period: int, *, clamp: bool = False
-) -> list[tuple[int, int, Res]] | None:
-    """Pieces `[a, b)` taken modulo `period`: one split in two where it crosses the period's end
-    (the wrapped part is kept, contract §7.1 item 6 / §12 row 1); empty and zero pieces dropped.
-    A piece longer than the period covers the whole period with `clamp`, else the answer is None."""
-    out: list[tuple[int, int, Res]] = []
-    for s, e, r in pieces:
-        length = e - s
-        if length <= 0 or r == ZERO:
-            continue
-        if length > period:
-            if not clamp:
-                return None
-            out.append((0, period, r))
-            continue
-        s0 = s % period
-        if s0 + length <= period:
-            out.append((s0, s0 + length, r))
-        else:
-            out.append((s0, period, r))
-            out.append((0, s0 + length - period, r))
-    return out
-
-
-class PeriodicStepFunction:
-    """A step function that repeats with period T (YARN's PeriodicRLESparseResourceAllocation).
-
-    The base function lives on offsets `[0, T)`; an interval that passes T wraps to `[0, ...)`.
-    """
-
-    __slots__ = ("period", "base")
-
-    def __init__(self, period: int) -> None:
-        if period <= 0:
-            raise ValueError("period must be positive")
-        self.period = period
-        self.base = StepFunction()
-
-    def copy(self) -> PeriodicStepFunction:
-        """An independent copy."""
-        p = PeriodicStepFunction(self.period)
-        p.base = self.base.copy()
-        return p
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PeriodicStepFunction) and self.period == other.period and self.base == other.base
-
-    def __hash__(self) -> int:  # pragma: no cover
-        raise TypeError("PeriodicStepFunction is mutable")
-
-    def is_empty(self) -> bool:
-        """Zero over the whole period."""
-        return self.base.is_empty()
-
-    def add(self, s: int, e: int, r: Res) -> None:
-        """Add r on `[s, e)` taken modulo the period (the length must not exceed the period)."""
-        pieces = wrap_pieces(((s, e, r),), self.period)
-        if pieces is None:
-            raise ValueError(f"interval of length {e - s} is longer than the period {self.period}")
-        for a, b, x in pieces:
-            self.base.add(a, b, x)
-
-    def remove(self, s: int, e: int, r: Res) -> None:
-        """Subtract r on `[s, e)`, wrapping as `add` does."""
-        self.add(s, e, rneg(r))
-
-    def wrapped(self, pieces: Iterable[tuple[int, int, Res]]) -> list[tuple[int, int, Res]] | None:
-        """The pieces as `add` puts them on the base (wrapped past the period), or None when
-        `add` would refuse one (longer than the period)."""
-        return wrap_pieces(pieces, self.period)
-
-    def at(self, t: int) -> Res:
-        """The value at time t (t taken modulo the period)."""
-        return self.base.at(t % self.period)
-
-    def pieces(self, s: int, e: int) -> Iterator[tuple[int, int, Res]]:
-        """Pieces over `[s, e)` of the unrolled function (merged across period boundaries)."""
-        if s >= e:
-            return iter(())
-        return _as_pieces(*_periodic_breaks(self, s, e), e)
-
-    def unrolled(self, s: int, e: int) -> StepFunction:
-        """The function over `[s, e)` as a plain step function (zero outside)."""
-        return StepFunction.from_pieces(self.pieces(s, e))
-
-    def last_change_at_or_before(self, t: int) -> int | None:
-        """Latest breakpoint of the unrolled function at or before t."""
-        if self.base.is_empty():
-            return None
-        T = self.period
-        k, off = divmod(t, T)
-        c = self.base.last_change_at_or_before(off)
-        if c is not None:
-            return k * T + c
-        last = self.base.last_change()
-        assert last is not None
-        return (k - 1) * T + last
-
-
-def piece_integral(pieces: Iterable[tuple[int, int, Res]]) -> Res:
-    """The exact integral of a sum of pieces, per component."""
-    m = v = 0
-    for a, b, r in pieces:
-        m += r[0] * (b - a)
-        v += r[1] * (b - a)
-    return (m, v)
-
-
-def periods_meeting(s: int, e: int, period: int) -> int:
-    """How many copies `[k*period, (k+1)*period)` can meet `[s - 2*period, e]`, at most (with room to spare)."""
-    return max(e - s, 0) // period + 5
-
-
-def ceil_div(a: int, b: int) -> int:
-    """a / b rounded up, in integers."""
-    return -((-a) // b)
-
-
-def round_up(t: int, step: int) -> int:
-    """Round t up to a multiple of step (YARN's stepRoundUp)."""
-    return ceil_div(t, step) * step
-
-
-def round_down(t: int, step: int) -> int:
-    """Round t down to a multiple of step (YARN's stepRoundDown)."""
-    return (t // step) * step
-
-
-def isclose(a: float, b: float) -> bool:  # pragma: no cover - tiny helper for tests
-    """Floats equal up to rounding (relative 1e-9, absolute 1e-12)."""
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

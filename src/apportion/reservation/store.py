@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from apportion.reservation.definition import ReservationDefinition, ReservationId
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 
 
 @dataclass(frozen=True)
@@ -78,23 +78,30 @@ class InMemoryPlanStore:
         self._seq = 0
 
     def put_reservation(self, queue: str, res: StoredReservation) -> None:
+        """Keep a copy of the record under its plan."""
         self._plans.setdefault(queue, {})[res.id] = res
 
     def delete_reservation(self, queue: str, rid: ReservationId) -> None:
+        """Drop the record, if held."""
         self._plans.get(queue, {}).pop(rid, None)
 
     def reservations(self, queue: str) -> list[StoredReservation]:
+        """The plan's records, in id order."""
         held = self._plans.get(queue, {})
         return [held[k] for k in sorted(held)]
 
     def put_queue_of(self, rid: ReservationId, queue: str) -> None:
+        """Record the id's queue."""
         self._queue_of[rid] = queue
 
     def queue_of(self) -> dict[ReservationId, str]:
+        """A copy of every id -> queue record."""
         return dict(self._queue_of)
 
     def put_sequence(self, seq: int) -> None:
+        """Keep the last sequence number."""
         self._seq = seq
 
     def sequence(self) -> int:
+        """The last sequence number kept (0 at first)."""
         return self._seq

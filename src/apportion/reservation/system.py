@@ -22,7 +22,7 @@ from apportion.reservation.definition import ReservationId
 from apportion.reservation.follower import PlanFollower
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.stepfn import Res
+from apportion.reservation.resmath import Res
 from apportion.reservation.store import PlanStore
 
 #: the cluster timestamp of ids when the caller gives none (a replay has no cluster start time)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from apportion.errors import ApportionError
 from apportion.reservation.definition import R_ALL, R_ANY, ReservationDefinition, parse_java_long
 from apportion.reservation.plan import InMemoryPlan
-from apportion.reservation.stepfn import ZERO, fmt_res, rmul
+from apportion.reservation.resmath import ZERO, fmt_res, rmul
 
 
 class ValidationError(ApportionError):

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from apportion.reservation.definition import ReservationId
-from apportion.reservation.stepfn import Calculator, PeriodicStepFunction, Res, StepFunction
+from apportion.reservation.periodic import PeriodicStepFunction
+from apportion.reservation.resmath import Calculator, Res
+from apportion.reservation.stepfn import StepFunction
 
 if TYPE_CHECKING:
     from apportion.reservation.plan import ReservationAllocation

@@ -31,7 +31,7 @@ from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.live import LiveView
 from apportion.service.loop import LoopBackend, SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
-from apportion.service.objects import ClusterObjects, ObjectKey
+from apportion.service.objects import ClusterObjects, ObjectKey, object_key
 from apportion.service.reservations import PlanSettings, configure_plans
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
@@ -136,22 +136,21 @@ class Service:
         if not objs and self.store.get_meta("seeded") is None:
             path = self.config.cluster_path or default_cluster_path()
             docs = read_documents([path])
-            new, _ = ClusterObjects().edited(docs, [])
+            new, _, _ = ClusterObjects().edited(docs, [])
             with self.engine.begin() as conn:
-                for v, (key, body) in enumerate(sorted(new.items())):
-                    self.store.put_object(conn, key, body, v)
+                self.store.put_objects(conn, [(key, body, v) for v, (key, body) in enumerate(sorted(new.items()))])
                 self.store.set_meta(conn, "seeded", path)
             objs = new
         self.objects = ClusterObjects(objs)
         self.objects.version = len(objs)
-        plans = ClusterObjects.check(objs, {})
+        plans, snap = ClusterObjects.check(objs, {})
         self.reservations = ReservationSystem(self.start_ms, self.store)
         self.plan_settings = {}
         # YARN's RM recovery: the sequence and id records read back, each plan's reservations
         # re-added without a policy check, with their stored allocations and acceptance times
         self.reservations.sequence = self.store.sequence()
         self.reservations.queue_of = self.store.queue_of()
-        self.configure_plans(plan_capacities(self.objects.snapshot(), plans))
+        self.configure_plans(plan_capacities(snap, plans))
         self.live.load(self.objects.objects, set(self.reservations.plans))
         self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
         if self.orphans:
@@ -206,15 +205,16 @@ class Service:
     # -- cluster objects ------------------------------------------------------------------------
     def _apply_now(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
         """Check the edit on the whole set, commit it, then make it the state (all or none)."""
-        new, plans = self.objects.edited(puts, deletes)
-        changed = [k for k, v in new.items() if self.objects.objects.get(k) != v]
-        gone = [k for k in self.objects.objects if k not in new]
-        snap = ClusterObjects(new).snapshot()
+        new, plans, snap = self.objects.edited(puts, deletes)
+        old = self.objects.objects
+        # only what the request named can have changed
+        changed = [k for k in {object_key(o, w) for w, o in puts} if old.get(k) != new.get(k)]
+        gone = [k for k in deletes if k in old]
         try:
             with self.engine.begin() as conn:
-                for k in changed:
-                    self.objects.version += 1
-                    self.store.put_object(conn, k, new[k], self.objects.version)
+                base = self.objects.version
+                self.objects.version += len(changed)
+                self.store.put_objects(conn, [(k, new[k], base + i + 1) for i, k in enumerate(changed)])
                 for k in gone:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)
@@ -244,9 +244,9 @@ class Service:
             return
         try:
             with self.engine.begin() as conn:
-                for k, body in puts.items():
-                    self.objects.version += 1
-                    self.store.put_object(conn, k, body, self.objects.version)
+                base = self.objects.version
+                self.objects.version += len(puts)
+                self.store.put_objects(conn, [(k, body, base + i + 1) for i, (k, body) in enumerate(puts.items())])
                 for k in deletes:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)

@@ -72,13 +72,16 @@ class ClusterObjects:
 
     def snapshot(self, extra: list[tuple[str, dict[str, Any]]] | None = None) -> Snapshot:
         """A fresh session snapshot of the stored objects (plus `extra`, e.g. reservation queues)."""
-        docs = [(key_where(k), copy.deepcopy(v)) for k, v in sorted(self.objects.items())]
+        # the parsers only read: stored objects are never edited in place (edits replace them)
+        docs = [(key_where(k), v) for k, v in sorted(self.objects.items())]
         return build_snapshot(docs + (extra or []))
 
     @staticmethod
-    def check(objects: dict[ObjectKey, dict[str, Any]], where: dict[ObjectKey, str]) -> dict[str, PlanSettings]:
-        """Validate a whole set as `cycle` would; returns the plan settings of the reservable queues."""
-        docs = [(where.get(k, key_where(k)), copy.deepcopy(v)) for k, v in sorted(objects.items())]
+    def check(objects: dict[ObjectKey, dict[str, Any]], where: dict[ObjectKey, str]
+              ) -> tuple[dict[str, PlanSettings], Snapshot]:
+        """Validate a whole set as `cycle` would; the plan settings of the reservable queues, and the
+        snapshot built on the way."""
+        docs = [(where.get(k, key_where(k)), v) for k, v in sorted(objects.items())]
         snap = build_snapshot(docs)
         plans: dict[str, PlanSettings] = {}
         for (kind, _, name), obj in objects.items():
@@ -90,10 +93,10 @@ class ClusterObjects:
             if any(q.parent == name for q in snap.queues.values()):
                 raise InputError("a reservable queue must be a leaf: the plan follower creates its children",
                                  where=f"{w}: metadata.annotations.{RESERVABLE_KEY}")
-        return plans
+        return plans, snap
 
     def edited(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]
-               ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[str, PlanSettings]]:
+               ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[str, PlanSettings], Snapshot]:
         """The set after the edit, checked; InputError (nothing changed) when it is not valid."""
         new = dict(self.objects)
         where: dict[ObjectKey, str] = {}
@@ -107,10 +110,11 @@ class ClusterObjects:
             if key not in new:
                 raise ObjectNotFound("not found", where=key_where(key))
             del new[key]
-        return new, self.check(new, where)
+        plans, snap = self.check(new, where)
+        return new, plans, snap
 
     def as_list(self) -> dict[str, Any]:
         """The objects as a kubectl List, in a stable order."""
         order = {k: i for i, k in enumerate(("PriorityClass", "ConfigMap", "Node", "Queue", "PodGroup", "Pod"))}
-        items = [copy.deepcopy(v) for k, v in sorted(self.objects.items(), key=lambda kv: (order[kv[0][0]], kv[0]))]
+        items = [v for _, v in sorted(self.objects.items(), key=lambda kv: (order[kv[0][0]], kv[0]))]
         return {"apiVersion": "v1", "kind": "List", "items": items}

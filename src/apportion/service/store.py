@@ -141,13 +141,17 @@ class SqlStore:
                 yield conn
 
     # -- cluster objects ------------------------------------------------------------------------
-    def put_object(self, conn: Connection, key: ObjectKey, body: dict[str, Any], version: int) -> None:
-        """Insert or replace one applied object."""
-        kind, ns, name = key
-        where = sa.and_(db.objects.c.kind == kind, db.objects.c.namespace == ns, db.objects.c.name == name)
-        conn.execute(sa.delete(db.objects).where(where))
-        conn.execute(sa.insert(db.objects).values(kind=kind, namespace=ns, name=name,
-                                                  body=json.dumps(body, sort_keys=True), version=version))
+    def put_objects(self, conn: Connection, items: list[tuple[ObjectKey, dict[str, Any], int]]) -> None:
+        """Insert or replace applied objects (key, body, version), two batched statements."""
+        if not items:
+            return
+        o = db.objects.c
+        conn.execute(sa.delete(db.objects).where(sa.and_(o.kind == sa.bindparam("k"), o.namespace == sa.bindparam("n"),
+                                                         o.name == sa.bindparam("m"))),
+                     [{"k": k, "n": ns, "m": name} for (k, ns, name), _, _ in items])
+        conn.execute(sa.insert(db.objects), [
+            {"kind": k, "namespace": ns, "name": name, "body": json.dumps(body, sort_keys=True), "version": v}
+            for (k, ns, name), body, v in items])
 
     def delete_object(self, conn: Connection, key: ObjectKey) -> None:
         """Remove one applied object."""

@@ -1,8 +1,11 @@
 """The discrete-event simulator over the real engine.
 
-The simulator owns the cluster state (jobs, tasks, nodes, the reservation plans) and time. Each
-scheduling step it builds a fresh Snapshot from that state (session objects directly, no YAML),
-runs one real session (`apportion.engine.open_session` / `run_session`) and applies the result:
+The simulator owns the workload (jobs, tasks, the reservation plans) and time. What a scheduler would
+see of the cluster lives in a SchedulerCache (`apportion.state`), fed by watch events as the
+simulator's state changes: a job's arrival adds its PodGroup and Pods, a task's start or end modifies
+its Pod, a finished job is deleted, a node failure deletes its Node. Each scheduling step runs one real
+session over the cache's snapshot (`apportion.engine.open_session` / `run_session`), and the decisions
+come back through the Binder, Evictor and StatusUpdater protocols:
 
 * binds: the task runs on that node from now and completes `duration` later;
 * evictions (reclaim, preempt): the victim stops; the work it had done is lost and counted; it
@@ -29,19 +32,25 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
-from apportion.engine import open_session, run_session
+from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
+from apportion.kube.pods import GROUP_KEY, PREEMPTABLE_KEY
+from apportion.kube.write import node_object, node_spec, queue_object, resource_list
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource
 from apportion.simulation.metrics import Recorder
 from apportion.simulation.reservations import LocalPlan, default_child, follow
 from apportion.simulation.scenario import RESERVATION_ID_KEY, JobSpec, Scenario
 from apportion.simulation.workload import workload
+from apportion.state import check
+from apportion.state.cache import SchedulerCache
+from apportion.state.decisions import Condition
+from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +106,7 @@ class SimJob:
     lost_cpu_seconds: float = 0.0
     message: str = ""
     done_tasks: int = 0
-    #: the session JobInfo last built for this job while all its tasks ran, and what it was built
-    #: from (see Simulator._job_info)
+    #: free for a Simulator subclass that builds its own JobInfo (see Simulator._job_info) to keep one
     info: JobInfo | None = field(default=None, repr=False, compare=False)
     info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     #: bumped by every task status change (Simulator._set_status); a task's node changes only with it
@@ -147,8 +155,18 @@ class Simulator:
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in scenario.nodes}
         self.failed: dict[str, NodeInfo] = {}
         self.node_tasks: dict[str, set[tuple[str, int]]] = {n: set() for n in self.nodes}
-        self._node_list: list[NodeInfo] | None = None
-        self._queue_copies: dict[str, QueueInfo] | None = None
+        #: what a scheduler sees: fed by events at each session from the state below (see _flush)
+        self.cache = SchedulerCache(report=self.warn)
+        self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
+        #: jobs whose pods or podgroup may differ from what the cache holds
+        self._dirty: set[str] = set()
+        #: what the cache was last told: per pod key (status, node), per podgroup uid (phase, queue, ...)
+        self._told: dict[str, tuple[Any, ...]] = {}
+        self._told_pg: dict[str, tuple[Any, ...]] = {}
+        #: child queues the cache holds, by name
+        self._told_queues: dict[str, QueueInfo] = {}
+        self._requests: dict[str, dict[str, str]] = {}
+        self._assembled: dict[str, JobInfo] = {}
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
@@ -174,6 +192,7 @@ class Simulator:
         self.deserved_report: dict[str, Resource] = {}
         self.last_report: float | None = None
         self.structure_changed = True
+        self._load_cluster()
         horizon = scenario.run.horizon
         for spec in workload(scenario, self.seed):
             if horizon is None or spec.arrival <= horizon:
@@ -301,6 +320,7 @@ class Simulator:
                 job.queue = default_child(spec.queue)
         job.state = "active"
         self.active[job.uid] = job
+        self._dirty.add(job.uid)
         self.recorder.work_changed(job.queue)
 
     def _reject(self, job: SimJob, message: str) -> None:
@@ -320,6 +340,7 @@ class Simulator:
             job.finish = self.now
             job.phase = PodGroupPhase.COMPLETED
             self.active.pop(job.uid, None)
+            self._dirty.add(job.uid)
 
     def _free(self, job: SimJob, t: SimTask) -> None:
         if t.node:
@@ -331,6 +352,7 @@ class Simulator:
         the metrics recount only the queues named here."""
         t.status = status
         job.changes += 1
+        self._dirty.add(job.uid)
         self.recorder.work_changed(job.queue)
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
@@ -385,7 +407,8 @@ class Simulator:
             for n in ev.new_nodes:
                 self.nodes[n.name] = n
                 self.node_tasks[n.name] = set()
-        self._node_list = None
+            for where, obj in ev.new_node_objects:
+                self._node_objs[obj["metadata"]["name"]] = (where, obj)
         self.structure_changed = True
         self.recorder.cluster_changed(self.now)
 
@@ -452,6 +475,7 @@ class Simulator:
                 self.recorder.work_changed(job.queue)
                 self.recorder.work_changed(target)
                 job.queue = target
+                self._dirty.add(job.uid)
             else:
                 self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
                 for t in job.tasks:
@@ -463,83 +487,160 @@ class Simulator:
                 job.finish = self.now
                 self.recorder.work_changed(job.queue)
                 self.active.pop(job.uid, None)
+                self._dirty.add(job.uid)
+
+    # ================================================================= the cache
+    def _load_cluster(self) -> None:
+        """The scenario's cluster into the cache: PriorityClasses, Nodes and Queues, as the objects they
+        were read from (made from the model objects, with them as records, when a scenario was built
+        in code)."""
+        for name, value in self.sc.priority_classes.items():
+            self._apply(ADDED, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                "metadata": {"name": name}, "value": value}, f"{self.sc.source}: priorityClasses")
+        raw = {(obj.get("kind"), obj["metadata"]["name"]): (where, obj) for where, obj in self.sc.objects
+               if obj.get("kind") in ("Node", "Queue")}
+        for n in self.sc.nodes:
+            self._node_objs[n.name] = raw.get(("Node", n.name)) or ("simulator", node_object(n))
+            self._add_node(n)
+        for name, q in self.queues.items():
+            hit = raw.get(("Queue", name))
+            if hit is not None:
+                self._apply(ADDED, hit[1], hit[0])
+            else:
+                self._apply(ADDED, queue_object(q), "simulator", q)
+
+    def _add_node(self, n: NodeInfo) -> None:
+        where, obj = self._node_objs[n.name]
+        self._apply(ADDED, obj, where, node_spec(n) if where == "simulator" else None)
+
+    def _apply(self, typ: str, obj: dict[str, Any], where: str, record: Any = None) -> None:
+        self.cache.apply(WatchEvent(typ, obj, where, record))
+
+    def _flush(self) -> None:
+        """Tell the cache what changed since the last session: nodes that came, the plan follower's child
+        queues, every changed job (pods first, so none points at a node about to go), nodes that went."""
+        for name in sorted(self.nodes):
+            if name not in self.cache.raw["Node"]:
+                self._node_objs.setdefault(name, ("simulator", node_object(self.nodes[name])))
+                self._add_node(self.nodes[name])
+        kids = {q.name: q for qs in self.children.values() for q in qs}
+        for name, q in kids.items():
+            if self._told_queues.get(name) is not q:
+                self._apply(MODIFIED if name in self._told_queues else ADDED, queue_object(q), "plan follower", q)
+                self._told_queues[name] = q
+        for uid in sorted(self._dirty):
+            self._flush_job(self.jobs[uid])
+        self._dirty.clear()
+        for name in [n for n in self._told_queues if n not in kids]:
+            self._apply(DELETED, queue_object(self._told_queues.pop(name)), "plan follower")
+        for name in [n for n in self.cache.raw["Node"] if n not in self.nodes]:
+            self._apply(DELETED, self._node_objs[name][1], "node event")
+
+    def _flush_job(self, sj: SimJob) -> None:
+        live = sj.uid in self.active
+        pg_key = sj.uid
+        if not live:
+            if pg_key in self._told_pg:
+                ns, name = sj.uid.split("/", 1)
+                for t in sj.tasks:
+                    key = f"{ns}/{t.name}"
+                    if self._told.pop(key, None) is not None:
+                        self._apply(DELETED, {"kind": "Pod", "metadata": {"name": t.name, "namespace": ns}},
+                                    f"simulator: {sj.uid} ended")
+                del self._told_pg[pg_key]
+                self._apply(DELETED, {"kind": "PodGroup", "metadata": {"name": name, "namespace": ns}},
+                            f"simulator: {sj.uid} ended")
+            return
+        pg = (sj.phase, sj.queue, sj.reservation_id)
+        if self._told_pg.get(pg_key) != pg:
+            self._apply(MODIFIED if pg_key in self._told_pg else ADDED, self._podgroup_object(sj), f"simulator: {sj.uid}")
+            self._told_pg[pg_key] = pg
+        ns = sj.uid.split("/", 1)[0]
+        for t in sj.tasks:
+            key = f"{ns}/{t.name}"
+            state = (t.status, t.node)
+            if self._told.get(key) != state:
+                self._apply(MODIFIED if key in self._told else ADDED, self._pod_object(sj, t), f"simulator: {key}")
+                self._told[key] = state
+
+    def _podgroup_object(self, sj: SimJob) -> dict[str, Any]:
+        ns, name = sj.uid.split("/", 1)
+        meta: dict[str, Any] = {"name": name, "namespace": ns, "creationTimestamp": sj.creation}
+        if sj.reservation_id:
+            meta["annotations"] = {RESERVATION_ID_KEY: sj.reservation_id}
+        spec: dict[str, Any] = {"queue": sj.queue, "minMember": sj.spec.min_member,
+                                "minResources": resource_list(sj.min_resources)}
+        if sj.spec.priority_class:
+            spec["priorityClassName"] = sj.spec.priority_class
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": spec,
+                "status": {"phase": sj.phase.value}}
+
+    def _pod_object(self, sj: SimJob, t: SimTask) -> dict[str, Any]:
+        req = self._requests.get(sj.uid)
+        if req is None:
+            # a task is one pod: GetPodResourceRequest adds the pod itself
+            req = self._requests[sj.uid] = resource_list(sj.resreq, pods=False)
+        ns, name = sj.uid.split("/", 1)
+        meta: dict[str, Any] = {"name": t.name, "namespace": ns, "uid": f"{ns}/{t.name}",
+                                "creationTimestamp": sj.creation,
+                                "annotations": {GROUP_KEY: name,
+                                                PREEMPTABLE_KEY: "true" if sj.spec.preemptable else "false"}}
+        spec: dict[str, Any] = {"schedulerName": "volcano", "priority": sj.priority,
+                                "containers": [{"name": "task", "resources": {"requests": req}}]}
+        if sj.spec.priority_class:
+            spec["priorityClassName"] = sj.spec.priority_class
+        if t.status == "pending":
+            phase = "Pending"
+        elif t.status in ("running", "releasing"):
+            phase = "Running"
+            spec["nodeName"] = t.node
+            if t.status == "releasing":
+                meta["deletionTimestamp"] = f"{self.now:020.3f}"
+        else:
+            phase = "Succeeded"
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
 
     # ================================================================= one session
     def _snapshot(self) -> Snapshot:
-        if self._node_list is None:
-            self._node_list = sorted(self.nodes.values(), key=lambda n: n.name)
-        nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
-                          unschedulable=n.unschedulable) for i, n in enumerate(self._node_list)]
-        # Queue objects are shared from one session to the next: a session reads them (plugins clone
-        # what they change; tests/simulation checks they come out untouched) and copying 1,000 of
-        # them every session was a fifth of the simulator's cost. The scenario keeps its own.
-        if self._queue_copies is None:
-            self._queue_copies = {name: replace(q, capability=q.capability.clone(), deserved=q.deserved.clone(),
-                                                guarantee=q.guarantee.clone(), annotations=dict(q.annotations))
-                                  for name, q in self.queues.items()}
-        queues: dict[str, QueueInfo] = dict(self._queue_copies)
+        """The cache's snapshot, with jobs in uid order and queues in the scenario's order, then the plan
+        follower's children, then root (the order sessions have always seen them in)."""
+        self._flush()
+        snap = self.cache.snapshot(keep=True)
+        if check.enabled():
+            check.check_snapshot(self.cache, snap)
+        snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
+        if type(self)._job_info is not Simulator._job_info:
+            # a subclass that builds (some of) its jobs itself (ForecastSimulator, from a dump's pods)
+            self._assembled = snap.jobs
+            snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
+        # a running task's start on the session's clock (Session.now), as the model asks a simulator to
+        # give it; a kept job has it from the session it was built for
+        by_key = self.task_by_key
+        for ji in snap.jobs.values():
+            for t in ji.tasks.values():
+                if t.status is TaskStatus.RUNNING and t.started_at is None:
+                    hit = by_key.get(t.key)
+                    if hit is not None:
+                        t.started_at = hit[1].start
+        queues: dict[str, QueueInfo] = {}
+        for name in self.queues:
+            if name in snap.queues:
+                queues[name] = snap.queues[name]
         for kids in self.children.values():
             for q in kids:
-                queues[q.name] = q
-        if self.hierarchical:
-            queues.setdefault(ROOT_QUEUE, QueueInfo(name=ROOT_QUEUE, reclaimable=False))
-        jobs: dict[str, JobInfo] = {}
-        for uid in sorted(self.active):
-            jobs[uid] = self._job_info(self.active[uid])
-        return Snapshot(nodes=nodes, queues=queues, jobs=jobs,
-                        priority_classes=dict(self.sc.priority_classes), memo=self._memo)
+                queues[q.name] = snap.queues[q.name]
+        if self.hierarchical and ROOT_QUEUE not in queues:
+            queues[ROOT_QUEUE] = snap.queues.get(ROOT_QUEUE) or QueueInfo(name=ROOT_QUEUE, reclaimable=False)
+        for name, q in snap.queues.items():
+            queues.setdefault(name, q)
+        snap.queues = queues
+        snap.memo = self._memo
+        return snap
 
     def _job_info(self, sj: SimJob) -> JobInfo:
-        """The job as a session sees it.
-
-        A job whose tasks all run keeps its JobInfo from one session to the next while none of its
-        tasks changed status (`changes`) and it stays in the same queue and phase: at full load that is
-        nine jobs in ten, and building them was a tenth of the simulator's time. A session may write to
-        a job it reads: what it records for the session (conditions, fit errors, per-session task
-        fields) is cleared here, and a task status it changed, even if changed back (an eviction
-        undone), clears `allocated_as_added`, which sends the job back to a fresh build.
-        """
-        uid = sj.uid
-        of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
-        ji = sj.info
-        if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
-            ji.conditions.clear()
-            ji.nodes_fit_errors.clear()
-            ji.failed_roles.clear()
-            ji.job_fit_errors = ""
-            # what the session filled in at open (the node table's columns may differ next time); the
-            # rest a session writes to a task belongs to tasks it placed, evicted or pipelined, which
-            # would have cleared allocated_as_added
-            for ti in ji.tasks.values():
-                ti.vec = ti.cols = ti.initial_status = None
-            return ji
-        ji = JobInfo(uid=uid, name=sj.spec.name, namespace=NAMESPACE, queue=sj.queue,
-                     min_available=sj.spec.min_member, min_resources=sj.min_resources.clone(),
-                     priority=sj.priority, priority_class_name=sj.spec.priority_class, phase=sj.phase,
-                     creation=sj.creation,
-                     annotations={RESERVATION_ID_KEY: sj.reservation_id} if sj.reservation_id else {})
-        for t in sj.tasks:
-            if t.status == "pending":
-                status, node = TaskStatus.PENDING, ""
-            elif t.status == "running":
-                status, node = TaskStatus.RUNNING, t.node
-            elif t.status == "releasing":
-                status, node = TaskStatus.RELEASING, t.node
-            else:
-                status, node = TaskStatus.SUCCEEDED, ""
-            ji.add_task(TaskInfo(
-                uid=f"{NAMESPACE}/{t.name}", name=t.name, namespace=NAMESPACE, job=uid,
-                resreq=sj.resreq.clone(), status=status, node_name=node, priority=sj.priority,
-                raw_priority=sj.priority, priority_class_name=sj.spec.priority_class,
-                preemptable=sj.spec.preemptable, creation=sj.creation,
-                started_at=t.start if status is TaskStatus.RUNNING else None,
-                nonzero_cpu=sj.resreq.cpu or 100.0, nonzero_memory=sj.resreq.memory or 200.0 * 2**20,
-            ))
-        if sj.phase is PodGroupPhase.RUNNING and all(t.status == "running" for t in sj.tasks):
-            sj.info, sj.info_of = ji, of
-        else:
-            sj.info, sj.info_of = None, ()
-        return ji
+        """The job as the cache's snapshot holds it; a subclass may override this to build its own
+        (`sj.info` / `sj.info_of` are free for it to keep one between sessions)."""
+        return self._assembled[sj.uid]
 
     def _session(self) -> None:
         self._follow_plans()
@@ -557,34 +658,14 @@ class Simulator:
             self.last_report = self.now
             self.structure_changed = False
         result = run_session(ssn, queue_report=report)
+        if check.enabled():
+            check.check_cache(self.cache)
         for w in result.warnings:
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
-        by_key = self.task_by_key
-        reasons = ssn.evict_reasons
-        for key in result.evictions:
-            sj, t = by_key[key]
-            if t.status == "running":
-                self._evict(sj, t, reasons.get(key, "evict"))
-        for key, node in sorted(result.binds.items()):
-            sj, t = by_key[key]
-            if t.status != "pending":
-                continue
-            self._set_status(sj, t, "running")
-            t.node = node
-            t.start = self.now
-            self.node_tasks[node].add((sj.uid, t.index))
-            if sj.first_start is None:
-                sj.first_start = self.now
-            sj.last_start = self.now
-            self._push(self.now + sj.spec.duration, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
-        for uid, phase in result.podgroups.items():
-            sj2 = self.active.get(uid)
-            if sj2 is None:
-                continue
-            if phase != sj2.phase.value:  # most phases stay; converting each one was a real cost
-                changed = True
-                sj2.phase = PodGroupPhase(phase)
+        outlet = _Outlet(self)
+        dispatch(result, outlet, outlet, outlet)
+        changed = changed or outlet.phase_changed
         for ev in result.events:
             sj3 = self.active.get(ev.object)
             if sj3 is not None:
@@ -592,6 +673,56 @@ class Simulator:
         self.recorder.session_report(self.now, result.queues)
         ssn.release()
         self.dirty = changed
+
+
+class _Outlet:
+    """The simulator's Binder, Evictor and StatusUpdater: decisions change the simulated cluster, which
+    reaches the cache as events at the next session."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.phase_changed = False
+
+    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """A bound task runs on its node from now and finishes `duration` later."""
+        sim = self.sim
+        errors: dict[str, str] = {}
+        for key, node in binds:
+            sj, t = sim.task_by_key[key]
+            if t.status != "pending":
+                errors[key] = f"task is {t.status}, not pending"
+                continue
+            sim._set_status(sj, t, "running")
+            t.node = node
+            t.start = sim.now
+            sim.node_tasks[node].add((sj.uid, t.index))
+            if sj.first_start is None:
+                sj.first_start = sim.now
+            sj.last_start = sim.now
+            sim._push(sim.now + sj.spec.duration, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
+        return errors
+
+    def evict(self, pod: str, reason: str) -> str | None:
+        """The victim stops (a gang stops whole); its work is lost."""
+        sj, t = self.sim.task_by_key[pod]
+        if t.status != "running":
+            return f"task is {t.status}, not running"
+        self.sim._evict(sj, t, reason)
+        return None
+
+    def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
+        """Phases carry over to the next session (Pending -> Inqueue -> Running)."""
+        sj = self.sim.active.get(key)
+        if sj is not None and phase != sj.phase.value:  # most phases stay; converting each was a real cost
+            self.phase_changed = True
+            sj.phase = PodGroupPhase(phase)
+            self.sim._dirty.add(key)
+
+    def nominate(self, pod: str, node: str) -> None:
+        """Pipelined tasks stay pending; a later session places them once the victims are gone."""
+
+    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+        """Queue status is read from the session report by the metrics instead."""
 
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).

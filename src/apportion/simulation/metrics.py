@@ -124,9 +124,11 @@ class Recorder:
         self._dirty.add(queue)
 
     def cluster_changed(self, t: float) -> None:
+        """A node event changed the cluster: its total is computed again at the next sample."""
         self._cluster_total = None
 
     def event(self, t: float, obj: str, reason: str, message: str) -> None:
+        """Record an event (time, object, reason, message)."""
         self.events.append((t, obj, reason, message))
 
     def eviction(self, t: float, job: SimJob, task: SimTask, reason: str, lost_gpu_seconds: float = 0.0) -> None:
@@ -137,6 +139,7 @@ class Recorder:
         self.evicted_jobs[job.uid][reason] += 1
 
     def session_report(self, t: float, queues: dict[str, dict[str, Any]]) -> None:
+        """Take each queue's `deserved` from the queue plugin's report of a session."""
         for name, attrs in queues.items():
             d = attrs.get("deserved")
             if isinstance(d, dict) and d:
@@ -191,6 +194,8 @@ class Recorder:
         return out
 
     def sample(self, t: float) -> None:
+        """Record every time series at time t: per queue allocated, deserved, pending and share, and the
+        cluster's use."""
         sim = self.sim
         dims = self.dims
         nd = len(dims)
@@ -286,6 +291,7 @@ class Recorder:
         self.fairness.pop()
 
     def finish(self, t: float) -> None:
+        """The run ended at t."""
         self.final_time = max(t, self.times[-1] if self.times else 0.0)
 
 

@@ -85,19 +85,21 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
         r = Table(title="reservations", title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
         notes: list[str] = []
-        for col in ("name", "id", "queue", "outcome", "window", "jobs inside\nwindow"):
-            r.add_column(col, no_wrap=col in ("name", "id", "queue", "outcome"), overflow="fold")
+        # The id goes under the name: both are long, and side by side they push an 80-column table over.
+        for col in ("name / id", "queue", "outcome", "window", "jobs in\nwindow", "honoured"):
+            r.add_column(col, no_wrap=col in ("queue", "outcome", "window", "honoured"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
                 outcome = "accepted" + (", deleted by replanner" if "deletedByReplanner" in e2 else "")
-                window = f"{_dur(e2['start'])} – {_dur(e2['end'])}"
-                jobs = f"{inside}/{len(e2['jobs'])}" + (" (honoured)" if e2.get("honoured") else "")
+                window = f"{_dur(e2['start'])}–{_dur(e2['end'])}"
+                jobs = f"{inside}/{len(e2['jobs'])}"
+                honoured = "yes" if e2.get("honoured") else "no"
             else:
                 outcome = "rejected"  # why: the caption under the table
-                window, jobs = "-", f"0/{len(e2['jobs'])}"
+                window, jobs, honoured = "-", f"0/{len(e2['jobs'])}", "-"
                 notes.append(f"{e2['name']}: {e2.get('message', '')}")
-            r.add_row(e2["name"], e2["id"], e2["queue"], outcome, window, jobs)
+            r.add_row(f"{e2['name']}\n{e2['id']}", e2["queue"], outcome, window, jobs, honoured)
         if notes:
             r.caption = "\n".join(notes)
         out.append(r)
@@ -146,6 +148,7 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], la: str, lb: str) -> Tab
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None, title: str = "") -> None:
+    """Print the summary tables."""
     console = console or Console()
     for t in summary_tables(summary, title):
         console.print(t)
@@ -167,6 +170,8 @@ def write_outputs(out: Path, res: SimulationResult, summary: dict[str, Any],
 
 
 def write_csvs(out: Path, res: SimulationResult, prefix: str) -> None:
+    """Write the time series as CSV files (queues, cluster, jobs, events), each name starting with
+    `prefix`."""
     rec = res.recorder
     with (out / f"{prefix}queues.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -277,6 +282,7 @@ def plot_queues(res: SimulationResult, other: SimulationResult | None = None) ->
 
 
 def plot_utilisation(res: SimulationResult, other: SimulationResult | None = None) -> str:
+    """The cluster's utilisation over time (and the other run's, to compare), as a base64 PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -304,6 +310,7 @@ def plot_utilisation(res: SimulationResult, other: SimulationResult | None = Non
 
 
 def plot_waits(res: SimulationResult, other: SimulationResult | None = None) -> str:
+    """The distribution of job waits per queue (and the other run's, to compare), as a base64 PNG."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -94,6 +94,8 @@ class NodeEvent:
     type: str
     nodes: list[str] = field(default_factory=list)
     new_nodes: list[NodeInfo] = field(default_factory=list)
+    #: the Node objects of `new_nodes`, as (location, object): what the simulator feeds its cache
+    new_node_objects: list[tuple[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +128,9 @@ class Scenario:
     node_events: list[NodeEvent]
     run: RunSpec
     warnings: list[str] = field(default_factory=list)
+    #: the Node, Queue and PriorityClass objects the cluster was read from, as (location, object): what
+    #: the simulator feeds its cache
+    objects: list[tuple[str, Any]] = field(default_factory=list)
 
     def reservable(self, queue: str) -> bool:
         return queue in self.plans
@@ -427,7 +432,8 @@ def _build(data: dict[str, Any], source: str, base: Path) -> Scenario:
                 raise InputError("an add event gives allocatable", where=f"{where}.allocatable")
             gen = {"count": ev.get("count", 1), "namePrefix": ev.get("namePrefix", f"added{i}"),
                    "allocatable": ev["allocatable"]}
-            added = build_snapshot(_generated_nodes(gen, where, start=0)).nodes
+            ne.new_node_objects = _generated_nodes(gen, where, start=0)
+            added = build_snapshot(ne.new_node_objects).nodes
             for n in added:
                 if n.name in names_now:
                     raise InputError(f"node {n.name!r} already exists", where=f"{where}.namePrefix")
@@ -441,7 +447,7 @@ def _build(data: dict[str, Any], source: str, base: Path) -> Scenario:
         name=str(data.get("name", Path(source).stem)), source=source, base=base, nodes=snap.nodes, queues=queues,
         priority_classes=priority_classes, conf=conf, conf_text=conf_text, jobs=jobs, generators=generators,
         traces=traces, plans=plans, reservations=reservations, node_events=node_events, run=run,
-        warnings=warnings,
+        warnings=warnings, objects=objects,
     )
 
 

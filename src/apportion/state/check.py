@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
+from apportion.cluster.snapshot import Snapshot
 from apportion.errors import InternalError
-from apportion.kube.build import KNOWN_KINDS
+from apportion.kube.build import KNOWN_KINDS, assemble, parse_object
+from apportion.kube.fields import Fields
 from apportion.resources import Resource
 from apportion.state.cache import SchedulerCache
+from apportion.state.events import ADDED, WatchEvent
 
 ENV = "APPORTION_CHECK_STATE"
 
@@ -58,25 +63,120 @@ def state_of(cache: SchedulerCache) -> dict[str, Any]:
     return out
 
 
-def rebuilt(cache: SchedulerCache) -> SchedulerCache:
+#: id(object) -> (object, its record parsed on its own): objects are never
+#: edited once sent (outcomes send edited copies), so an object parsed at one check needs no parse at
+#: the next; the records here are independent of the cache's, so a record a session touched still shows
+_PARSED: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def rebuilt(cache: SchedulerCache, *, reparse: bool = False) -> SchedulerCache:
     """A fresh cache fed the same objects as ADDED events (its anomaly reports are dropped: the live
-    cache reported them when they happened)."""
-    return SchedulerCache.from_objects(cache.objects(), scheduler_names=cache.scheduler_names,
-                                       report=lambda line: None)
+    cache reported them when they happened). Records that came with their events are reused, unless
+    `reparse`: then every object is parsed, which also checks that each supplied record is what its
+    object says."""
+    fresh = SchedulerCache(scheduler_names=cache.scheduler_names, report=lambda line: None)
+    for ev in cache.events(reparse=reparse):
+        fresh.apply(ev)
+    return fresh
 
 
-def check_cache(cache: SchedulerCache) -> None:
+def _rebuilt_fast(cache: SchedulerCache) -> SchedulerCache:
+    """rebuilt(), with each object parsed once across checks."""
+    fresh = SchedulerCache(scheduler_names=cache.scheduler_names, report=lambda line: None)
+    seen: set[int] = set()
+    for ev in cache.events():
+        rec = ev.record
+        if rec is None:
+            hit = _PARSED.get(id(ev.object))
+            if hit is None or hit[0] is not ev.object:
+                hit = _PARSED[id(ev.object)] = (ev.object, parse_object(ev.kind, Fields(ev.object, ev.where)))
+            rec = hit[1]
+            seen.add(id(ev.object))
+        fresh.apply(WatchEvent(ADDED, ev.object, ev.where, rec))
+    if len(_PARSED) > 2 * len(seen) + 1024:
+        for k in [k for k in _PARSED if k not in seen]:
+            del _PARSED[k]
+    return fresh
+
+
+_GETTERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def same(a: Any, b: Any) -> bool:
+    """Exact equality of two records, field by field (TaskInfo compares by identity, Resource with a
+    tolerance: neither will do here)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Resource):
+        return a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
+    got = _GETTERS.get(type(a))
+    if got is None:
+        if not (dataclasses.is_dataclass(a) and not isinstance(a, type)):
+            if isinstance(a, (list, tuple)):
+                return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+            if isinstance(a, dict):
+                return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+            try:
+                return bool(a == b)
+            except ValueError:  # arrays: a record never holds one, so a difference
+                return False
+        names = tuple(f.name for f in dataclasses.fields(a))
+        got = _GETTERS[type(a)] = (names, attrgetter(*names) if len(names) > 1 else (lambda o: (getattr(o, names[0]),)))
+    names, get = got
+    ta, tb = get(a), get(b)
+    try:
+        # the fast path: plain ==, then the Resources again exactly (their == has a tolerance)
+        if ta == tb:
+            return all(same(x, y) for x, y in zip(ta, tb) if isinstance(x, Resource))
+    except ValueError:
+        pass
+    return all(same(x, y) for x, y in zip(ta, tb))
+
+
+def check_cache(cache: SchedulerCache, *, reparse: bool = False) -> None:
     """Raise StateCheckError if the cache is not what a rebuild from its objects gives."""
-    mine, fresh = state_of(cache), state_of(rebuilt(cache))
-    for part in mine:
-        if mine[part] != fresh[part]:
-            a, b = mine[part], fresh[part]
-            detail = ""
-            if isinstance(a, tuple) and isinstance(b, tuple):
-                for x, y in zip(a, b):
-                    if x != y:
-                        detail = f": first difference at {str(x)[:200]} / rebuilt {str(y)[:200]}"
-                        break
-                else:
-                    detail = f": {len(a)} entries, rebuilt {len(b)}"
-            raise StateCheckError(f"{ENV}: the cache's {part} differs from a rebuild from its objects{detail}")
+    other = rebuilt(cache, reparse=True) if reparse else _rebuilt_fast(cache)
+    for kind in KNOWN_KINDS:
+        mine, theirs = cache.records.table(kind), other.records.table(kind)
+        if list(mine) != list(theirs) or list(cache.raw[kind]) != list(other.raw[kind]):
+            raise StateCheckError(f"{ENV}: the cache's {kind} keys differ from a rebuild from its objects: "
+                                  f"{list(mine)[:5]} / rebuilt {list(theirs)[:5]}")
+        for key, (where, rec) in mine.items():
+            w2, rec2 = theirs[key]
+            if where != w2 or not same(rec, rec2):
+                raise StateCheckError(f"{ENV}: the cache's {kind} differs from a rebuild from its objects at "
+                                      f"{key}: {str(canonical(rec))[:300]} / rebuilt {str(canonical(rec2))[:300]}")
+    if cache.pods_by_node != other.pods_by_node:
+        raise StateCheckError(f"{ENV}: the cache's pods_by_node differs from a rebuild from its objects")
+
+
+def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
+    """Raise StateCheckError unless every job of `snap` (taken with `keep=True`, before a session ran
+    on it) equals a fresh build from the cache's records, field by field and task by task; what
+    plugins derived from a job, kube-scheduler's cached requests and a simulator's `started_at` are left
+    out, as they are meant to be carried."""
+    fresh = assemble(cache.records, scheduler_names=cache.scheduler_names, copy=True, strict=False)
+    if list(snap.jobs) != list(fresh.jobs):
+        raise StateCheckError(f"{ENV}: the snapshot's jobs differ from a fresh build: "
+                              f"{list(snap.jobs)[:5]} / fresh {list(fresh.jobs)[:5]}")
+    for uid, ji in snap.jobs.items():
+        other = fresh.jobs[uid]
+        for f in dataclasses.fields(ji):
+            if f.name == "derived":
+                continue
+            a, b = getattr(ji, f.name), getattr(other, f.name)
+            if f.name == "tasks":
+                ok = list(a) == list(b) and all(_same_task(a[k], b[k]) for k in a)
+            else:
+                ok = same(a, b)
+            if not ok:
+                raise StateCheckError(f"{ENV}: job {uid} kept from the last snapshot differs from a fresh "
+                                      f"build in {f.name}")
+
+
+def _same_task(a: Any, b: Any) -> bool:
+    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly
+    return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+               if f.name not in ("kube_requests", "started_at"))

@@ -20,11 +20,16 @@ EVENT_TYPES = (ADDED, MODIFIED, DELETED)
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One change to one object. `where` locates it for messages (a file and line, or a source name)."""
+    """One change to one object. `where` locates it for messages (a file and line, or a source name).
+
+    A producer that already holds the parsed record (the simulator) may pass it as `record`: the cache
+    then skips parsing `object`. The two must agree; `state.check.check_cache(reparse=True)` verifies it.
+    """
 
     type: str
     object: dict[str, Any]
     where: str = ""
+    record: Any = None
 
     @property
     def kind(self) -> str:

@@ -44,6 +44,7 @@ class RealCapabilityTerms:
         return self.basis.exceeded_part(self.sum_guarantee).add(self.guarantee)
 
     def value(self) -> Resource:
+        """realCapability from these terms."""
         return real_capability(self.basis, self.sum_guarantee, self.guarantee, self.capability)
 
     def why(self) -> dict[str, dict[str, Any]]:
@@ -107,6 +108,7 @@ class QueueAttr:
     inherited: set[str] = field(default_factory=set)
 
     def is_leaf(self) -> bool:
+        """No child queues (flat mode: always)."""
         return not self.children
 
     def update_share(self) -> None:
@@ -126,6 +128,7 @@ class CapacityState:
     attrs: dict[str, QueueAttr]
 
     def clone(self) -> CapacityState:
+        """A copy whose accounting can change independently."""
         return CapacityState({n: a.clone() for n, a in self.attrs.items()})
 
 

@@ -3,7 +3,7 @@
 No upstream file: Volcano pops a heap (`util.PriorityQueue`); apportion's reference is the scan of
 `framework/queue_picker.py` (semantics guide §4.4, docs/semantics.md E6), and this picker returns what
 that scan returns under capacity's hierarchical order (`hierarchicalQueueOrderFn` of
-`plugins/capacity/capacity.go`), property-tested against it in tests/plugins/test_capacity_picker.py.
+`plugins/capacity/capacity.go`), property-tested against it in tests/plugins/capacity/test_capacity_picker.py.
 
 In tree mode two leaves compare by the queues just below their deepest common ancestor: lower share
 first, at equal share the one with a deserved first; if those tie too, hierarchical_queue_order
@@ -76,6 +76,7 @@ class TreePicker:
 
     # ------------------------------------------------------------------ the picker
     def pop(self) -> QueueInfo:
+        """Remove and return the queue the reference scan would pick."""
         self._sync()
         if self.unordered or self.non_leaves or len(self.priorities) > 1:
             items = list(self.order.values())
@@ -284,6 +285,7 @@ class TreePicker:
         return w
 
     def push(self, queue: QueueInfo) -> None:
+        """Put a queue back (at the end of the scan's list)."""
         attr = self._enter(queue)
         if attr is None:
             return

@@ -44,6 +44,7 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
 
     # ================================================================= session open
     def on_session_open(self, ssn: Session) -> None:
+        """OnSessionOpen: read the arguments, build the attributes, register the extension points."""
         self.ssn = ssn
         self._pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]] = {}
         #: names of the queues whose real share changed, in order (the tree picker re-keys from it)

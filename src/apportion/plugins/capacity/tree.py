@@ -72,7 +72,7 @@ class _Limits:
 
         What QueueAttr(...) builds, filled from one prepared dict: a session makes one per queue, and
         the dataclass constructor was most of that cost with a thousand queues (property-tested against
-        the constructor in tests/plugins/test_capacity_fast_paths.py)."""
+        the constructor in tests/plugins/capacity/test_capacity_fast_paths.py)."""
         a = QueueAttr.__new__(QueueAttr)
         d = a.__dict__
         d.update(self._fields)
@@ -100,7 +100,7 @@ class TreeSetup(CapacityBase):
             c = qc.job_contribution(job)
             # Adding a resource that is 0 everywhere and lists no scalar changes no bit of a sum that
             # started at +0.0 (no such sum is ever -0.0), and most running jobs have no inqueue and no
-            # elastic part: those adds are skipped (tests/plugins/test_capacity_fast_paths.py).
+            # elastic part: those adds are skipped (tests/plugins/capacity/test_capacity_fast_paths.py).
             inqueue = c.inqueue if _adds_anything(c.inqueue) else None
             # design doc: ElasticEnable off -> nothing is elastic
             elastic = c.elastic if self.elastic_enabled and _adds_anything(c.elastic) else None

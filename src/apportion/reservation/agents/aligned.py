@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,15 +17,9 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
+from apportion.reservation.resmath import Calculator, Res, rmul, round_up
 from apportion.reservation.steparrays import union, window
-from apportion.reservation.stepfn import (
-    Calculator,
-    Res,
-    interval_breakpoints,
-    rmul,
-    round_up,
-    segments,
-)
+from apportion.reservation.stepfn import interval_breakpoints, segments
 
 
 class LowCostAlignedAllocator:
@@ -35,6 +30,7 @@ class LowCostAlignedAllocator:
         self._ratios: dict[tuple[str, Res], dict[Res, float]] = {}
 
     def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
+        """Place the stage's gangs on the cheapest dur-long windows of `[s, d)`; None when they do not all fit."""
         plan = job.plan
         step = plan.step
         dur = round_up(st.duration, step)
@@ -58,66 +54,17 @@ class LowCostAlignedAllocator:
         by_memory = calc.kind == "default" and gang[0] > 0
         g0 = gang[0]
 
+        def ratio(r: Res) -> float:
+            return calc.ratio(r, cap)
+
+        def gangs(r: Res, best: int) -> int:
+            return r[0] // g0 if by_memory else calc.gangs(r, gang, best)
+
         def cost(a: int, b: int) -> float:
-            # area of (plan load + this job) in plan-fractions x steps, summed in time order
-            total = 0.0
-            i = bisect_right(lt, a) - 1
-            j = bisect_right(pt, a) - 1
-            x = a
-            nl = lt[i + 1]
-            npl = pt[j + 1]
-            while x < b:
-                y = nl if nl < npl else npl
-                if y > b:
-                    y = b
-                u = lv[i]
-                w = pv[j]
-                r = (u[0] + w[0], u[1] + w[1])
-                q = ratios.get(r)
-                if q is None:
-                    q = ratios[r] = calc.ratio(r, cap)
-                total += q * (y - x) / step
-                if nl == y:
-                    i += 1
-                    nl = lt[i + 1]
-                if npl == y:
-                    j += 1
-                    npl = pt[j + 1]
-                x = y
-            return total
+            return window_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
 
         def fit(a: int, b: int) -> int:
-            best = to_place_now[0]
-            i = bisect_right(vt, a) - 1
-            j = bisect_right(pt, a) - 1
-            x = a
-            nv = vt[i + 1]
-            npl = pt[j + 1]
-            while x < b:
-                y = nv if nv < npl else npl
-                if y > b:
-                    y = b
-                u = vv[i]
-                w = pv[j]
-                r = (u[0] - w[0], u[1] - w[1])
-                if r[0] < 0 or r[1] < 0:
-                    raise PlanningException(
-                        "RLESparseResourceAllocation: merge failed as the resulting "
-                        "RLESparseResourceAllocation would be negative"
-                    )
-                n = r[0] // g0 if by_memory else calc.gangs(r, gang, best)
-                if n < best:
-                    best = n
-                if best <= 0:
-                    return 0
-                if nv == y:
-                    i += 1
-                    nv = vt[i + 1]
-                if npl == y:
-                    j += 1
-                    npl = pt[j + 1]
-                x = y
-            return best
+            return window_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
 
         to_place_now = [to_place]
         lo = s if job.left else d - windows * dur
@@ -159,24 +106,25 @@ class LowCostAlignedAllocator:
             def fit(a: int, b: int) -> int:  # noqa: F811
                 return fast.fit(a, to_place_now[0])
 
-        if runs is None:
-            runs = [(k, k + 1) for k in range(windows)]
         left = job.left
-
-        def best_of(p0: int, p1: int) -> int:
-            # the run's member the heap prefers on a cost tie: the earliest end allocating left,
-            # the latest allocating right
-            return p0 if left else p1 - 1
-
         # heap entries: (cost, end key, first position, end position) of a run of candidates with
-        # the same cost and fit; the end key is that of the run's preferred member
+        # the same cost and fit; the end key is that of the run's preferred member, the one the
+        # heap takes first on a cost tie: the earliest end allocating left, the latest allocating
+        # right (a single candidate at position k is the run (k, k + 1))
         heap: list[tuple[float, int, int, int]] = []
-        for p0, p1 in runs:
-            a = lo + best_of(p0, p1) * dur
-            b = a + dur
-            if fit(a, b) > 0:
-                c = fast.initial_cost(a) if fast is not None else cost(a, b)
-                heap.append((c, b if left else -b, p0, p1))
+        if runs is None:
+            for k in range(windows):
+                a = lo + k * dur
+                b = a + dur
+                if fit(a, b) > 0:
+                    c = fast.initial_cost(a) if fast is not None else cost(a, b)
+                    heap.append((c, b if left else -b, k, k + 1))
+        else:
+            for p0, p1 in runs:
+                a = lo + (p0 if left else p1 - 1) * dur
+                b = a + dur
+                if fit(a, b) > 0:
+                    heap.append((cost(a, b), b if left else -b, p0, p1))
         heapq.heapify(heap)
         per_step = max(1, to_place // windows)
         per_step = max(1, per_step // self.smoothness)
@@ -188,7 +136,7 @@ class LowCostAlignedAllocator:
                         placed.remove(a, b, r)
                 return None
             c0, _k, p0, p1 = heapq.heappop(heap)
-            k = best_of(p0, p1)
+            k = p0 if left else p1 - 1
             a = lo + k * dur
             b = a + dur
             to_place_now[0] = to_place
@@ -196,9 +144,11 @@ class LowCostAlignedAllocator:
             if n > 0 and p1 - p0 > 1:
                 # the rest of the run keeps its cost and fit, its next member first among them;
                 # with no fit (n = 0) the whole run goes, as its members would one by one
-                r0, r1 = (p0 + 1, p1) if left else (p0, p1 - 1)
-                nb = lo + best_of(r0, r1) * dur + dur
-                heapq.heappush(heap, (c0, nb if left else -nb, r0, r1))
+                if left:
+                    nb = b + dur
+                    heapq.heappush(heap, (c0, nb, p0 + 1, p1))
+                else:
+                    heapq.heappush(heap, (c0, -a, p0, p1 - 1))
             if n > 0:
                 r = rmul(gang, n)
                 if fast is not None:
@@ -397,6 +347,86 @@ class _Windows:
         raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
 
 
+def window_cost(
+    lt: list[int], lv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, step: int,
+    ratios: dict[Res, float], ratio: Callable[[Res], float],
+) -> float:
+    """A candidate's cost: the area of (plan load + this job's placements) over `[a, b)` in
+    plan-fractions x steps, summed piece by piece in time order.
+
+    `lt, lv` and `pt, pv` are the load's and the placements' breakpoints (`segments` over the
+    stage window, closed by `_PAST_END`). This is `merge_pieces(load, placed, a, b, radd)` walked
+    in place, inlined for speed; `ratios` keeps `ratio(r)` (calc.ratio, single precision) across
+    candidates. A property test checks it against the walk of merge_pieces."""
+    total = 0.0
+    i = bisect_right(lt, a) - 1
+    j = bisect_right(pt, a) - 1
+    x = a
+    nl = lt[i + 1]
+    npl = pt[j + 1]
+    while x < b:
+        y = nl if nl < npl else npl
+        if y > b:
+            y = b
+        u = lv[i]
+        w = pv[j]
+        r = (u[0] + w[0], u[1] + w[1])
+        q = ratios.get(r)
+        if q is None:
+            q = ratios[r] = ratio(r)
+        total += q * (y - x) / step
+        if nl == y:
+            i += 1
+            nl = lt[i + 1]
+        if npl == y:
+            j += 1
+            npl = pt[j + 1]
+        x = y
+    return total
+
+
+def window_fit(
+    vt: list[int], vv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, best: int,
+    gangs: Callable[[Res, int], int],
+) -> int:
+    """A candidate's fit: the fewest gangs that fit over `[a, b)` in (availability − this job's
+    placements), capped at `best`; 0 as soon as one piece fits none. A negative piece met before
+    that raises, as trunk's subtractTestNonNegative merge does.
+
+    `merge_pieces(avail, placed, a, b, rsub)` walked in place, inlined for speed; property-tested
+    against that walk."""
+    i = bisect_right(vt, a) - 1
+    j = bisect_right(pt, a) - 1
+    x = a
+    nv = vt[i + 1]
+    npl = pt[j + 1]
+    while x < b:
+        y = nv if nv < npl else npl
+        if y > b:
+            y = b
+        u = vv[i]
+        w = pv[j]
+        r = (u[0] - w[0], u[1] - w[1])
+        if r[0] < 0 or r[1] < 0:
+            raise PlanningException(
+                "RLESparseResourceAllocation: merge failed as the resulting "
+                "RLESparseResourceAllocation would be negative"
+            )
+        n = gangs(r, best)
+        if n < best:
+            best = n
+        if best <= 0:
+            return 0
+        if nv == y:
+            i += 1
+            nv = vt[i + 1]
+        if npl == y:
+            j += 1
+            npl = pt[j + 1]
+        x = y
+    return best
+
+
 #: closes the breakpoint lists: later than any time, Long.MAX included (a stage may end there)
 _PAST_END = 1 << 64
 
@@ -430,6 +460,7 @@ _NO_F64 = np.zeros(0, dtype=np.float64)
 
 
 def aligned_agent(allocate_left: bool, smoothness: int = 10) -> TryMany:
+    """AlignedPlannerWithGreedy: the low-cost aligned planner, then the greedy one, in one direction."""
     name = "aligned-left" if allocate_left else "aligned-right"
     return TryMany(
         name,

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from apportion.reservation.definition import ReservationDefinition, ReservationId, Stage
 from apportion.reservation.exceptions import ContractValidationException, PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation, fold_intervals
-from apportion.reservation.stepfn import Res, StepFunction
+from apportion.reservation.resmath import Res
+from apportion.reservation.stepfn import StepFunction
 
 Interval = tuple[int, int, Res]
 

@@ -24,7 +24,8 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.stepfn import Res, StepFunction, rmul, round_down, round_up
+from apportion.reservation.resmath import Res, rmul, round_down, round_up
+from apportion.reservation.stepfn import StepFunction
 
 GREEDY_FAILED = "The GreedyAgent couldn't find a valid allocation for your request"
 

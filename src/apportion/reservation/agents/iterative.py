@@ -30,8 +30,9 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+from apportion.reservation.resmath import Res, rmul, round_down, round_up
 from apportion.reservation.steparrays import arrays_of
-from apportion.reservation.stepfn import Res, StepFunction, rmul, round_down, round_up
+from apportion.reservation.stepfn import StepFunction
 
 
 class JobContext:

@@ -83,6 +83,12 @@ def test_a_lazy_registration_imports_on_first_use(registries):
     assert interface.plugin_builder("lazy-gang").__name__ == "GangPlugin"
     register_plugin("lazy-missing", "apportion_no_such_module:Plugin")
     assert interface.plugin_builder("lazy-missing") is None
+    register_plugin("lazy-misnamed", "apportion.plugins.gang:NoSuchPlugin")
+    with pytest.raises(LookupError, match="has no 'NoSuchPlugin'"):
+        interface.plugin_builder("lazy-misnamed")
+    conf = build_conf("enqueue, allocate", [["lazy-misnamed", "gang"]])
+    warnings = run_cycle(snapshot(*_objs()), conf).warnings
+    assert "plugin 'lazy-misnamed' cannot be loaded (plugin 'lazy-misnamed': module 'apportion.plugins.gang' has no 'NoSuchPlugin'); skipped" in warnings
 
 
 def test_a_registered_action_runs_in_the_conf_order(registries):

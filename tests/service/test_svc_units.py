@@ -1,0 +1,92 @@
+"""Small pieces of the service, in process: the plan annotation's errors name the field, the
+`hadoop.auth` cookie cannot be forged, the nearest ACL decides, and the writer runs jobs in order."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from apportion.errors import InputError
+from apportion.service.auth import Acls, CookieSigner, QueueMeta
+from apportion.service.reservations import parse_plan_settings
+from apportion.service.writer import RWLock, Writer
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("{", "apportion.io/plan"),
+    ('{"agent": "nope"}', ".agent"),
+    ('{"policy": {"type": "Bogus"}}', ".policy"),
+    ('{"policy": {"type": "CapacityOverTime", "window": -1}}', ".policy.window"),
+    ('{"step": 0}', ".step"),
+    ('{"replanner": "yes"}', ".replanner"),
+    ('{"moveOnExpiry": 3}', ".moveOnExpiry"),
+])
+def test_plan_annotation_errors_name_the_field(text: str, field: str) -> None:
+    with pytest.raises(InputError) as e:
+        parse_plan_settings(text, "Queue q: metadata.annotations.apportion.io/plan")
+    assert field in str(e.value)
+
+
+def test_plan_annotation_defaults_and_units() -> None:
+    s = parse_plan_settings('{"step": 2, "policy": {"type": "CapacityOverTime", "window": 60}, "replanner": false}', "w")
+    assert s.step_ms == 2000 and '"window": 60000' in s.policy and s.replanner_ms is None
+    assert parse_plan_settings("", "w").agent == "aligned-left"
+
+
+def test_cookie_is_signed() -> None:
+    signer = CookieSigner(b"k" * 32)
+    value = signer.make("alice")
+    assert signer.user(value) == "alice" and signer.user(f'"{value}"') == "alice"
+    assert signer.user(value.replace("u=alice", "u=root")) is None
+    assert CookieSigner(b"x" * 32).user(value) is None
+    assert CookieSigner(b"k" * 32, ttl_s=-10).user(CookieSigner(b"k" * 32, ttl_s=-10).make("a")) is None
+
+
+def test_nearest_acl_decides_and_admins_pass() -> None:
+    queues = {
+        "root": QueueMeta("root", "", {"apportion.io/acl-submit-applications": "ops"}),
+        "team": QueueMeta("team", "root", {"apportion.io/acl-submit-applications": "alice,bob"}),
+        "leaf": QueueMeta("leaf", "team", {}),
+        "other": QueueMeta("other", "root", {}),
+    }
+    acls = Acls(True, ("admin",))
+    assert acls.check(queues, "alice", "leaf", "SUBMIT", "acl_submit_applications") is None
+    refused = acls.check(queues, "ops", "leaf", "SUBMIT", "acl_submit_applications")
+    assert refused is not None and "acl_submit_applications" in refused.message()
+    assert acls.check(queues, "ops", "other", "SUBMIT", "acl_submit_applications") is None
+    assert acls.check(queues, "admin", "leaf", "SUBMIT", "acl_submit_applications") is None
+    assert Acls(False, ()).check(queues, "anyone", "leaf", "SUBMIT", "acl_submit_applications") is None
+    # unset everywhere: `*`, as YARN's defaults
+    assert acls.check({}, "anyone", "q", "LIST", "acl_list_reservations") is None
+
+
+def test_writer_runs_jobs_in_order_and_readers_never_see_a_job_half_done() -> None:
+    lock = RWLock()
+    writer = Writer(lock)
+    state = {"a": 0, "b": 0}
+    seen: list[tuple[int, int]] = []
+
+    def job(i: int) -> int:
+        state["a"] = i
+        time.sleep(0.001)
+        state["b"] = i
+        return i
+
+    def reader() -> None:
+        for _ in range(200):
+            with lock.read():
+                seen.append((state["a"], state["b"]))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    futures = [writer.submit(lambda i=i: job(i)) for i in range(100)]
+    assert [f.result(timeout=30) for f in futures] == list(range(100))
+    t.join()
+    writer.stop()
+    assert all(a == b for a, b in seen)
+    failing = Writer(lock)
+    with pytest.raises(ZeroDivisionError):
+        failing.submit(lambda: 1 // 0).result(timeout=30)
+    failing.stop()
