@@ -48,7 +48,8 @@ class Started:
     job: str = ""
     #: its bundle in the job's placement group (gangs), else None
     bundle: int | None = None
-    #: when the bind started it (time.perf_counter()), for the bind-to-running benchmark
+    #: when the bind started it (wall time, time.time(): the task's own clock on another process
+    #: compares with it), for the bind-to-running benchmark
     started: float = 0.0
 
 
@@ -190,7 +191,7 @@ class RayBackend:
             group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_KEY, name)
             by_job.setdefault(f"{ns}/{group}", []).append((pod, node, obj))
         for job, members in sorted(by_job.items()):
-            t0 = time.perf_counter()
+            t0 = time.time()
             try:
                 work = [(pod, node, decode_payload((obj.get("metadata") or {}).get("annotations") or {}),
                          ray_options(_requests(obj))) for pod, node, obj in members]
