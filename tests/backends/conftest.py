@@ -1,5 +1,5 @@
 """A real local Ray cluster for the backend tests: a head and three workers, each worker with its own
-custom resource (`w1`, `w2`, `w3`) so the tests can tell them apart. One cluster per test module (its
+custom resource (`w1`, `w2`, `w3`) so the tests can tell them apart. One cluster for the whole run (its
 start is most of the cost); it is shut down after, and no Ray process is left running."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _descendants(root: int) -> set[int]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1}})

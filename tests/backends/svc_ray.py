@@ -87,3 +87,16 @@ def pods(svc: Service, job: str) -> dict[str, dict[str, Any]]:
 def phases(svc: Service, job: str) -> list[str]:
     """The job's pods' phases, by name."""
     return [o["status"]["phase"] for o in pods(svc, job).values()]
+
+
+def submission(rid: str, queue: str = "dedicated", memory: int = 1024, vcores: int = 1,
+               containers: int = 2) -> dict[str, Any]:
+    """A reservation-submission-context (YARN REST JSON) starting now, for ten minutes."""
+    import time
+
+    t = int(time.time() * 1000)
+    return {"queue": queue, "reservation-id": rid, "reservation-definition": {
+        "arrival": t, "deadline": t + 600_000, "reservation-name": "ray",
+        "reservation-requests": {"reservation-request-interpreter": 0, "reservation-request": [
+            {"capability": {"memory": memory, "vCores": vcores}, "num-containers": containers,
+             "min-concurrency": containers, "duration": 600_000}]}}}

@@ -48,7 +48,8 @@ class Started:
     job: str = ""
     #: its bundle in the job's placement group (gangs), else None
     bundle: int | None = None
-    #: when the bind started it (time.perf_counter()), for the bind-to-running benchmark
+    #: when the bind started it (wall time, time.time(): the task's own clock on another process
+    #: compares with it), for the bind-to-running benchmark
     started: float = 0.0
 
 
@@ -60,9 +61,9 @@ class RayBackend:
     gang_timeout_s: float = 5.0
     #: pod key -> its work on Ray
     running: dict[str, Started] = field(default_factory=dict)
-    #: job key -> its placement group and each bundle's node (gangs), removed when the last of its
-    #: tasks is gone
-    groups: dict[str, tuple[Any, dict[int, str]]] = field(default_factory=dict)
+    #: job key -> its placement group and each bundle's (node, number of tasks it holds) (gangs),
+    #: removed when the last task in it is gone
+    groups: dict[str, tuple[Any, dict[int, tuple[str, int]]]] = field(default_factory=dict)
     #: Node name -> Ray node id (hex), from the last observe
     node_ids: dict[str, str] = field(default_factory=dict)
 
@@ -190,14 +191,16 @@ class RayBackend:
             group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_KEY, name)
             by_job.setdefault(f"{ns}/{group}", []).append((pod, node, obj))
         for job, members in sorted(by_job.items()):
-            t0 = time.perf_counter()
+            t0 = time.time()
             try:
                 work = [(pod, node, decode_payload((obj.get("metadata") or {}).get("annotations") or {}),
                          ray_options(_requests(obj))) for pod, node, obj in members]
             except (ApportionError, ValueError, TypeError) as e:
                 errors.update({pod: f"cannot start: {e}" for pod, _, _ in members})
                 continue
-            placed = self._place(job, work)
+            ns, _, group = job.partition("/")
+            spec = (objects.get(("PodGroup", ns, group)) or {}).get("spec") or {}
+            placed = self._place(job, work, int(spec.get("minMember") or 1))
             if isinstance(placed, str):
                 errors.update({pod: placed for pod, _, _, _ in work})
                 continue
@@ -207,7 +210,7 @@ class RayBackend:
                                                                      placement_group_bundle_index=bundle)
                 else:
                     strategy = NodeAffinitySchedulingStrategy(self.node_ids[node], soft=False)
-                started = Started(node, job=job, bundle=bundle, started=t0)
+                started = Started(node, job=job if bundle is not None else "", bundle=bundle, started=t0)
                 if kind == "command":
                     started.ref = remote("command").options(scheduling_strategy=strategy, **opts).remote(what)
                 elif isinstance(what[0], type):
@@ -218,33 +221,46 @@ class RayBackend:
                 self.running[pod] = started
         return errors
 
-    def _place(self, job: str, work: list[tuple[str, str, Any, dict[str, Any]]]) -> list[int | None] | str:
+    def _place(self, job: str, work: list[tuple[str, str, Any, dict[str, Any]]],
+               min_member: int) -> list[int | None] | str:
         """Each task's bundle in its job's placement group (None: pinned by node affinity alone), or
-        why the gang could not be placed. A gang's first bind makes the group, one bundle per task on
-        its node; a member bound again (after an eviction) reuses a free bundle of the group on its
-        new node, else runs pinned beside it."""
+        why the gang could not be placed. A gang's first bind makes the group, one bundle per chosen
+        node (Ray's `ray.io/node-id` label pins it); a member bound again (after an eviction) goes
+        into its node's bundle, or runs pinned by node affinity when the group has none there."""
         from ray.util import placement_group, remove_placement_group
 
         if job in self.groups:
-            _, nodes = self.groups[job]
-            used = {s.bundle for s in self.running.values() if s.job == job}
+            # a member bound again on a node of the group goes back into that node's bundle if the
+            # bundle has room (a member of it was evicted), else it runs pinned beside it
+            _, slots = self.groups[job]
+            free = {i: n - sum(1 for s in self.running.values() if s.job == job and s.bundle == i)
+                    for i, (_, n) in slots.items()}
             out: list[int | None] = []
             for _, node, _, _ in work:
-                free = [i for i, n in sorted(nodes.items()) if n == node and i not in used]
-                out.append(free[0] if free else None)
-                if free:
-                    used.add(free[0])
+                i = next((i for i, (n, _) in sorted(slots.items()) if n == node and free[i] > 0), None)
+                if i is not None:
+                    free[i] -= 1
+                out.append(i)
             return out
-        if len(work) == 1:
-            return [None]
-        pg = placement_group([_bundle(opts) for _, _, _, opts in work], strategy="PACK",
-                             bundle_label_selector=[{"ray.io/node-id": self.node_ids[node]} for _, node, _, _ in work])
+        if min_member < 2 or len(work) < min_member:
+            return [None] * len(work)
+        # the gang is its first minMember tasks: only they need to start together. The rest run pinned
+        # by node affinity, outside the group, so that evicting them (reclaim takes tasks above
+        # minMember first) frees their resources on the node, not inside a bundle only this job can use.
+        core = work[:min_member]
+        # one bundle per chosen node, holding what the gang's tasks there ask for
+        nodes = sorted({node for _, node, _, _ in core})
+        bundles: dict[str, dict[str, float]] = {n: {} for n in nodes}
+        for _, node, _, opts in core:
+            for k, v in _bundle(opts).items():
+                bundles[node][k] = bundles[node].get(k, 0.0) + v
+        pg = placement_group([bundles[n] for n in nodes], strategy="PACK",
+                             bundle_label_selector=[{"ray.io/node-id": self.node_ids[n]} for n in nodes])
         if not pg.wait(self.gang_timeout_s):
             remove_placement_group(pg)
             return f"gang of {len(work)} could not be placed on its nodes in {self.gang_timeout_s:g} s"
-        self.groups[job] = (pg, {i: node for i, (_, node, _, _) in enumerate(work)})
-        return list(range(len(work)))
-
+        self.groups[job] = (pg, {i: (n, sum(1 for _, m, _, _ in core if m == n)) for i, n in enumerate(nodes)})
+        return [nodes.index(node) for _, node, _, _ in core] + [None] * (len(work) - len(core))
 
 def _requests(pod: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}

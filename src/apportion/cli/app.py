@@ -7,7 +7,19 @@ import sys
 
 import click
 
-from apportion.cli import cycle, forecast, objects, plan, quota, serve, shadow, simulate, version
+from apportion.cli import (
+    cycle,
+    forecast,
+    objects,
+    plan,
+    quota,
+    serve,
+    shadow,
+    simulate,
+    submit,
+    sweep,
+    version,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,5 +32,5 @@ def main(verbose: int) -> None:
 
 
 #: one module per command group; each defines `register(group)`.
-for _module in (cycle, quota, simulate, plan, shadow, forecast, version, serve, objects):
+for _module in (cycle, quota, simulate, plan, shadow, forecast, version, serve, objects, submit, sweep):
     _module.register(main)

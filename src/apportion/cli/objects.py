@@ -95,9 +95,12 @@ def _rows(what: str, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for j in data["items"]:
             meta = j["podgroup"]["metadata"]
             running = sum(1 for p in j["pods"] if (p.get("status") or {}).get("phase") == "Running")
+            # where each task runs (the Ray backend's nodes, or the stored cluster's)
+            nodes = sorted({str((p.get("spec") or {}).get("nodeName")) for p in j["pods"]
+                            if (p.get("status") or {}).get("phase") == "Running"})
             rows.append([f"{meta.get('namespace', 'default')}/{meta['name']}", j["podgroup"].get("spec", {}).get("queue", "default"),
-                         j["phase"], f"{running}/{len(j['pods'])}", j.get("waiting", "")])
-        return ["JOB", "QUEUE", "PHASE", "RUNNING", "WAITING"], rows
+                         j["phase"], f"{running}/{len(j['pods'])}", ",".join(nodes) or "-", j.get("waiting", "")])
+        return ["JOB", "QUEUE", "PHASE", "RUNNING", "NODES", "WAITING"], rows
     rows = []
     for o in data["items"]:
         spec = o.get("spec") or {}

@@ -28,8 +28,12 @@ def _run(fn: Any) -> Any:
 @click.option("--schedule-period", default=1.0, show_default=True, type=float, help="Seconds between sessions.")
 @click.option("--acls/--no-acls", default=False, show_default=True, help="Enforce YARN's queue ACLs.")
 @click.option("--admin", "admins", multiple=True, help="A user who passes every ACL (repeatable).")
+@click.option("--backend", type=click.Choice(["objects", "ray"]), default="objects", show_default=True,
+              help="Where binds run: the stored objects only, or tasks on a Ray cluster.")
+@click.option("--ray-address", default=None, help="The Ray cluster to join (default: start a local one).")
 def serve(db_url: str | None, host: str, port: int, conf_path: str | None, cluster_path: str | None,
-          scenario_path: str | None, speed: float, schedule_period: float, acls: bool, admins: tuple[str, ...]) -> None:
+          scenario_path: str | None, speed: float, schedule_period: float, acls: bool, admins: tuple[str, ...],
+          backend: str, ray_address: str | None) -> None:
     """Run the scheduler and the reservation system as a service (YARN REST + /api/v1)."""
     def body() -> None:
         import uvicorn
@@ -42,12 +46,22 @@ def serve(db_url: str | None, host: str, port: int, conf_path: str | None, clust
             raise InputError("must be positive", where="--schedule-period")
         if speed <= 0:
             raise InputError("must be positive", where="--speed")
+        ray_backend = None
+        if backend == "ray":
+            from apportion.backends.ray_backend import RayBackend
+
+            ray_backend = RayBackend(address=ray_address)
+            ray_backend.connect()
         config = ServiceConfig(db_url=db_url or default_url(), conf_path=conf_path, cluster_path=cluster_path,
                                acls=acls, admins=admins, schedule_period=schedule_period,
-                               scenario_path=scenario_path, speed=speed)
+                               scenario_path=scenario_path, speed=speed, backend=ray_backend)
         app = create_app(config)
         click.echo(f"apportion: serving on http://{host}:{port} (database {config.db_url})", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        try:
+            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        finally:
+            if ray_backend is not None:
+                ray_backend.close()
 
     _run(body)
 

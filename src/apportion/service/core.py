@@ -256,6 +256,10 @@ class Service:
         self.objects.objects.update(puts)
         for k in deletes:
             self.objects.objects.pop(k, None)
+        if any(k[0] == "Node" for k in [*puts, *deletes]):
+            # a real backend's nodes joined or left: the plans' capacities follow the cluster's size
+            plans, snap = ClusterObjects.check(self.objects.objects, {})
+            self.configure_plans(plan_capacities(snap, plans))
         self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
 
     def generation(self) -> int:
