@@ -134,8 +134,13 @@ class Service:
     def _load(self) -> None:
         objs = self.store.load_objects()
         if not objs and self.store.get_meta("seeded") is None:
-            path = self.config.cluster_path or default_cluster_path()
-            docs = read_documents([path])
+            if self.config.cluster_path is None and self.config.scenario_path:
+                from apportion.service.player import scenario_cluster  # the player imports this module
+
+                path, docs = self.config.scenario_path, scenario_cluster(self.config.scenario_path)
+            else:
+                path = self.config.cluster_path or default_cluster_path()
+                docs = read_documents([path])
             new, _, _ = ClusterObjects().edited(docs, [])
             with self.engine.begin() as conn:
                 self.store.put_objects(conn, [(key, body, v) for v, (key, body) in enumerate(sorted(new.items()))])
