@@ -228,6 +228,8 @@ class SchedulingLoop:
         #: every queue of the last session and its parent (reservation queues included)
         self.last_parents: dict[str, str] = {}
         self.ticks = 0
+        #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
+        self.last_error: str | None = None
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session on the cache, everything committed."""
@@ -272,13 +274,28 @@ class SchedulingLoop:
         svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
-        """Tick every period until cancelled; a failing tick is logged and the loop goes on."""
+        """Tick every period until cancelled. A failing tick is logged as one line once per distinct
+        error (the same error every period is one cause, not news; its traceback goes to the debug
+        log), kept in `last_error`, and the loop goes on."""
         while True:
             started = time.monotonic()
             try:
                 await self.svc.writer.run(self.tick)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
-                log.exception("scheduling tick failed")
+            except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
+                self.failed(e)
+            else:
+                if self.last_error is not None:
+                    log.warning("scheduling ticks succeed again")
+                    self.last_error = None
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))
+
+    def failed(self, e: Exception) -> None:
+        """Record a failed tick: logged (one line) only when it is not the error of the tick before."""
+        why = str(e) if isinstance(e, ApportionError) else f"{type(e).__name__}: {e}"
+        why = " ".join(why.split())
+        if why != self.last_error:
+            log.error("scheduling tick failed (logged once until it changes): %s", why)
+            log.debug("scheduling tick failed", exc_info=e)
+        self.last_error = why
