@@ -227,3 +227,29 @@ def test_token_create_refuses_an_empty_user(tmp_path: Path) -> None:
     for user in ("", "  "):
         r = CliRunner().invoke(main, ["token", "create", user, "--db", f"sqlite:///{tmp_path / 't.db'}"])
         assert r.exit_code == 2 and r.output.count("\n") == 1 and "USER" in r.output, r.output
+
+
+# -- C2: the service's StatusUpdater and the cache's merge a podgroup's status in one place ---------------
+def test_service_and_cache_status_updaters_merge_podgroup_conditions_alike() -> None:
+    from apportion.service.loop import ObjectBackend
+    from apportion.state.cache import SchedulerCache
+    from apportion.state.decisions import Condition
+    from apportion.state.events import ADDED, WatchEvent
+    from apportion.state.memory import CacheStatusUpdater, pod_group_status
+
+    old = [{"type": "Scheduled", "status": "True", "reason": "", "message": "", "transitionID": "s0"},
+           {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": "m", "transitionID": "s0"}]
+    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+          "metadata": {"name": "j", "namespace": "t"}, "spec": {"queue": "default", "minMember": 1},
+          "status": {"phase": "Pending", "conditions": old}}
+    new = [Condition("Unschedulable", "True", "NotEnoughResources", "still", "s1")]
+    cache = SchedulerCache()
+    cache.apply(WatchEvent(ADDED, pg, "test"))
+    CacheStatusUpdater(cache).update_pod_group("t/j", "Inqueue", new)
+    backend = ObjectBackend({("PodGroup", "t", "j"): pg}, 0)
+    backend.update_pod_group("t/j", "Inqueue", new)
+    cached = (cache.get("PodGroup", "t/j") or {})["status"]
+    assert backend.changed[("PodGroup", "t", "j")]["status"] == cached == pod_group_status(pg, "Inqueue", new)
+    assert [c["transitionID"] for c in cached["conditions"]] == ["s0", "s1"]
+    # nothing to change: no edit, no event
+    assert pod_group_status({"status": cached}, "Inqueue", new) is None

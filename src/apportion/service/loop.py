@@ -33,6 +33,7 @@ from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
 from apportion.service.objects import ObjectKey
 from apportion.state.decisions import Condition
+from apportion.state.memory import pod_group_status
 
 if TYPE_CHECKING:
     from apportion.framework.conf import SchedulerConf
@@ -131,13 +132,8 @@ class ObjectBackend:
         cur = self.objects.get(okey)
         if cur is None:
             return
-        status = dict(cur.get("status") or {})
-        before = dict(status)
-        status["phase"] = phase
-        if conditions:
-            kept = [c for c in (status.get("conditions") or []) if c.get("type") not in {x.type for x in conditions}]
-            status["conditions"] = kept + [c.to_json() for c in conditions]
-        if status != before:
+        status = pod_group_status(cur, phase, conditions)
+        if status is not None:
             obj = self._edit(okey)
             if obj is not None:
                 obj["status"] = status
