@@ -3,12 +3,13 @@ so it works before the server runs)."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import click
 
 from apportion.cli.guard import run_guarded
-from apportion.errors import InputError
+from apportion.errors import InputError, InternalError
 
 DEFAULT_SERVER = "http://127.0.0.1:8088"
 
@@ -17,10 +18,23 @@ def _run(fn: Any) -> Any:
     return run_guarded(fn)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port; InputError naming --host or --port when it cannot be."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise InputError(f"cannot resolve {host!r}: {e}", where="--host") from None
+    family, _, _, _, address = infos[0]
+    try:
+        return socket.create_server(address, family=family, backlog=2048)
+    except OSError as e:
+        raise InputError(f"cannot listen on {host}:{port}: {e.strerror or e}", where="--port") from None
+
+
 @click.command("serve")
 @click.option("--db", "db_url", default=None, help="Database URL (default sqlite:///apportion.db).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8088, show_default=True, type=int, help="Port to listen on.")
+@click.option("--port", default=8088, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--conf", "conf_path", default=None, help="Scheduler conf (or its ConfigMap).")
 @click.option("--cluster", "cluster_path", default=None, help="kubectl dump applied at start.")
 @click.option("--scenario", "scenario_path", default=None, help="Play this scenario's workload against the service.")
@@ -46,20 +60,32 @@ def serve(db_url: str | None, host: str, port: int, conf_path: str | None, clust
             raise InputError("must be positive", where="--schedule-period")
         if speed <= 0:
             raise InputError("must be positive", where="--speed")
+        # bound here, before anything is started or announced: a port in use or a host that does not
+        # resolve is one line and exit 2, not uvicorn's log and exit 3 after "serving on"
+        sock = listen(host, port)
         ray_backend = None
-        if backend == "ray":
-            from apportion.backends.ray_backend import RayBackend
+        try:
+            if backend == "ray":
+                from apportion.backends.ray_backend import RayBackend
 
-            ray_backend = RayBackend(address=ray_address)
-            ray_backend.connect()
+                ray_backend = RayBackend(address=ray_address)
+                ray_backend.connect()
+        except BaseException:
+            sock.close()
+            raise
         config = ServiceConfig(db_url=db_url or default_url(), conf_path=conf_path, cluster_path=cluster_path,
                                acls=acls, admins=admins, schedule_period=schedule_period,
                                scenario_path=scenario_path, speed=speed, backend=ray_backend)
-        app = create_app(config)
-        click.echo(f"apportion: serving on http://{host}:{port} (database {config.db_url})", err=True)
         try:
-            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+            app = create_app(config)
+            bound = sock.getsockname()[1]
+            click.echo(f"apportion: serving on http://{host}:{bound} (database {config.db_url})", err=True)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+            server.run(sockets=[sock])
+            if not server.started:  # uvicorn logged why (e.g. the application's startup failed)
+                raise InternalError("the server did not start")
         finally:
+            sock.close()
             if ray_backend is not None:
                 ray_backend.close()
 
@@ -77,6 +103,8 @@ def token() -> None:
 def token_create(user: str, db_url: str | None) -> None:
     """Make a token for USER; it is printed once and stored hashed."""
     def body() -> None:
+        if not user.strip():  # the service treats an empty name as no caller: such a token would never work
+            raise InputError("must not be empty", where="USER")
         from apportion.service.auth import new_token
         from apportion.service.core import wall_ms
         from apportion.service.db import default_url, make_engine, migrate

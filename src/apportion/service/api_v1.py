@@ -24,7 +24,7 @@ from apportion.reservation.api import reservation_info
 from apportion.service.auth import Refusal, Refused
 from apportion.service.common import Unauthenticated, caller, forbidden, json_response, read_body
 from apportion.service.core import Service
-from apportion.service.objects import KINDS, PLURALS, ObjectKey, object_key
+from apportion.service.objects import KINDS, PLURALS, ObjectKey, key_where, object_key
 
 router = APIRouter(prefix="/api/v1", tags=["apportion"])
 
@@ -43,6 +43,9 @@ def _writer(request: Request) -> str:
 
 
 async def _documents(request: Request) -> list[tuple[str, Any]]:
+    """The write's body as documents, read only once the caller is known (401 before anything is
+    parsed: an anonymous caller cannot make the server decode a large or hostile body)."""
+    _writer(request)
     raw = await read_body(request)
     try:
         text = raw.decode("utf-8")
@@ -103,15 +106,27 @@ async def snapshot(request: Request) -> Response:
     return json_response(200, await asyncio.to_thread(svc.read, svc.objects.as_list))
 
 
+@router.get("/status")
+async def status(request: Request) -> Response:
+    """The scheduling loop: sessions run so far and, while ticks fail, why (one line)."""
+    loop = _svc(request).loop
+    return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error})
+
+
 # -- reservations (read-only here; YARN's endpoints write them) --------------------------------------
 @router.get("/reservations")
 async def reservations(request: Request) -> Response:
-    """Every reservation of every plan, with its allocation."""
+    """Every reservation of every plan the caller may list (with `--acls`, YARN's list ACL decides, and
+    a caller is needed: 401 without), with its allocation."""
     svc = _svc(request)
+    user = caller(request)
+    if user is None and svc.acls.enabled:
+        raise Unauthenticated()
 
     def collect() -> list[dict[str, Any]]:
         out = []
-        for name, entry in sorted(svc.reservations.plans.items()):
+        for name in svc.listable_plans(user):
+            entry = svc.reservations.plans[name]
             for r in sorted(entry.plan.reservations.values(), key=lambda r: r.id):
                 info = reservation_info(r, True)
                 info["queue"] = name
@@ -197,20 +212,51 @@ async def list_objects(request: Request, plural: str) -> Response:
     return json_response(200, {"apiVersion": "v1", "kind": "List", "items": await asyncio.to_thread(svc.read, collect)})
 
 
+def _key(kind: str, namespace: str | None, name: str) -> ObjectKey:
+    """The stored key a path names: a namespaced kind without a namespace is in "default", as kubectl
+    has it; a cluster-scoped kind has no namespace."""
+    if KINDS[kind]:
+        return (kind, namespace or "default", name)
+    if namespace is not None:
+        raise InputError(f"{kind} is cluster-scoped: name it without a namespace", where="path")
+    return (kind, "", name)
+
+
+async def _get(request: Request, plural: str, namespace: str | None, name: str) -> Response:
+    svc = _svc(request)
+    key = _key(_kind(plural), namespace, name)
+    obj = svc.objects.objects.get(key)
+    if obj is None:
+        return json_response(404, {"error": f"{key_where(key)} not found"})
+    return json_response(200, obj)
+
+
+async def _replace(request: Request, plural: str, namespace: str | None, name: str) -> Response:
+    key = _key(_kind(plural), namespace, name)
+    docs = await _documents(request)
+    if len(docs) != 1:
+        raise InputError("expected exactly one object", where="request body")
+    w, obj = docs[0]
+    if object_key(obj, w) != key:
+        raise InputError(f"expected the {key_where(key)}", where=f"{w}: metadata")
+    return await _edit(request, docs, [])
+
+
 @router.get("/{plural}/{name}")
 async def get_object(request: Request, plural: str, name: str) -> Response:
-    """One queue, node or priority class."""
-    svc = _svc(request)
-    kind = _kind(plural)
-    obj = svc.objects.objects.get((kind, "", name))
-    if obj is None:
-        return json_response(404, {"error": f"{kind} {name} not found"})
-    return json_response(200, obj)
+    """One queue, node or priority class (or a podgroup, pod or configmap in the namespace "default")."""
+    return await _get(request, plural, None, name)
+
+
+@router.get("/{plural}/{namespace}/{name}")
+async def get_namespaced_object(request: Request, plural: str, namespace: str, name: str) -> Response:
+    """One podgroup, pod or configmap."""
+    return await _get(request, plural, namespace, name)
 
 
 @router.post("/{plural}")
 async def create_object(request: Request, plural: str) -> Response:
-    """Create (or replace) queues, nodes or priority classes from the body."""
+    """Create (or replace) objects of one kind from the body."""
     kind = _kind(plural)
     docs = await _documents(request)
     for w, obj in docs:
@@ -221,19 +267,24 @@ async def create_object(request: Request, plural: str) -> Response:
 
 @router.put("/{plural}/{name}")
 async def replace_object(request: Request, plural: str, name: str) -> Response:
-    """Replace (or create) one queue, node or priority class."""
-    kind = _kind(plural)
-    docs = await _documents(request)
-    if len(docs) != 1:
-        raise InputError("expected exactly one object", where="request body")
-    w, obj = docs[0]
-    if object_key(obj, w) != (kind, "", name):
-        raise InputError(f"expected a {kind} named {name!r}", where=f"{w}: metadata.name")
-    return await _edit(request, docs, [])
+    """Replace (or create) one queue, node or priority class (or a namespaced object in "default")."""
+    return await _replace(request, plural, None, name)
+
+
+@router.put("/{plural}/{namespace}/{name}")
+async def replace_namespaced_object(request: Request, plural: str, namespace: str, name: str) -> Response:
+    """Replace (or create) one podgroup, pod or configmap."""
+    return await _replace(request, plural, namespace, name)
 
 
 @router.delete("/{plural}/{name}")
 async def delete_object(request: Request, plural: str, name: str) -> Response:
-    """Delete one queue, node or priority class (400 if what is left would not be valid)."""
-    kind = _kind(plural)
-    return await _edit(request, [], [(kind, "", name)])
+    """Delete one queue, node or priority class, or a namespaced object in "default" (400 if what is
+    left would not be valid)."""
+    return await _edit(request, [], [_key(_kind(plural), None, name)])
+
+
+@router.delete("/{plural}/{namespace}/{name}")
+async def delete_namespaced_object(request: Request, plural: str, namespace: str, name: str) -> Response:
+    """Delete one podgroup, pod or configmap (e.g. a scheduler ConfigMap whose conf is wrong)."""
+    return await _edit(request, [], [_key(_kind(plural), namespace, name)])

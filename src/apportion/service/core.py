@@ -134,8 +134,13 @@ class Service:
     def _load(self) -> None:
         objs = self.store.load_objects()
         if not objs and self.store.get_meta("seeded") is None:
-            path = self.config.cluster_path or default_cluster_path()
-            docs = read_documents([path])
+            if self.config.cluster_path is None and self.config.scenario_path:
+                from apportion.service.player import scenario_cluster  # the player imports this module
+
+                path, docs = self.config.scenario_path, scenario_cluster(self.config.scenario_path)
+            else:
+                path = self.config.cluster_path or default_cluster_path()
+                docs = read_documents([path])
             new, _, _ = ClusterObjects().edited(docs, [])
             with self.engine.begin() as conn:
                 self.store.put_objects(conn, [(key, body, v) for v, (key, body) in enumerate(sorted(new.items()))])
@@ -143,7 +148,7 @@ class Service:
             objs = new
         self.objects = ClusterObjects(objs)
         self.objects.version = len(objs)
-        plans, snap = ClusterObjects.check(objs, {})
+        plans, snap = ClusterObjects.check(objs, {}, conf=False)
         self.reservations = ReservationSystem(self.start_ms, self.store)
         self.plan_settings = {}
         # YARN's RM recovery: the sequence and id records read back, each plan's reservations
@@ -265,6 +270,21 @@ class Service:
     def generation(self) -> int:
         """Bumped by every change to the objects (keys the cached snapshot)."""
         return self.objects.version
+
+    def listable_plans(self, user: str | None) -> list[str]:
+        """The plans whose reservations `user` may read, by name: YARN's list checks
+        `acl_list_reservations` (or `acl_administer_reservations`) on the plan's queue, and a listing of
+        every plan shows those it would answer. With ACLs on, a caller nobody named reads none (YARN's
+        list answers 401 without a user); with ACLs off, every plan."""
+        names = sorted(self.reservations.plans)
+        if not self.acls.enabled:
+            return names
+        if user is None:
+            return []
+        snap = self.queue_meta()
+        return [n for n in names if self.acls.check(snap, user, self.reservations.plans[n].plan.queue,
+                                                    "LIST_RESERVATIONS", "acl_list_reservations",
+                                                    "acl_administer_reservations") is None]
 
     def queue_meta(self) -> dict[str, QueueMeta]:
         """Every stored queue's parent and annotations (for the ACLs); cached per generation."""

@@ -33,6 +33,7 @@ from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
 from apportion.service.objects import ObjectKey
 from apportion.state.decisions import Condition
+from apportion.state.memory import pod_group_status
 
 if TYPE_CHECKING:
     from apportion.framework.conf import SchedulerConf
@@ -131,13 +132,8 @@ class ObjectBackend:
         cur = self.objects.get(okey)
         if cur is None:
             return
-        status = dict(cur.get("status") or {})
-        before = dict(status)
-        status["phase"] = phase
-        if conditions:
-            kept = [c for c in (status.get("conditions") or []) if c.get("type") not in {x.type for x in conditions}]
-            status["conditions"] = kept + [c.to_json() for c in conditions]
-        if status != before:
+        status = pod_group_status(cur, phase, conditions)
+        if status is not None:
             obj = self._edit(okey)
             if obj is not None:
                 obj["status"] = status
@@ -228,6 +224,8 @@ class SchedulingLoop:
         #: every queue of the last session and its parent (reservation queues included)
         self.last_parents: dict[str, str] = {}
         self.ticks = 0
+        #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
+        self.last_error: str | None = None
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session on the cache, everything committed."""
@@ -272,13 +270,28 @@ class SchedulingLoop:
         svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
-        """Tick every period until cancelled; a failing tick is logged and the loop goes on."""
+        """Tick every period until cancelled. A failing tick is logged as one line once per distinct
+        error (the same error every period is one cause, not news; its traceback goes to the debug
+        log), kept in `last_error`, and the loop goes on."""
         while True:
             started = time.monotonic()
             try:
                 await self.svc.writer.run(self.tick)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
-                log.exception("scheduling tick failed")
+            except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
+                self.failed(e)
+            else:
+                if self.last_error is not None:
+                    log.warning("scheduling ticks succeed again")
+                    self.last_error = None
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))
+
+    def failed(self, e: Exception) -> None:
+        """Record a failed tick: logged (one line) only when it is not the error of the tick before."""
+        why = str(e) if isinstance(e, ApportionError) else f"{type(e).__name__}: {e}"
+        why = " ".join(why.split())
+        if why != self.last_error:
+            log.error("scheduling tick failed (logged once until it changes): %s", why)
+            log.debug("scheduling tick failed", exc_info=e)
+        self.last_error = why

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from apportion.cluster.snapshot import Snapshot
+from apportion.engine import snapshot_conf
 from apportion.errors import InputError
 from apportion.kube.build import build_snapshot
 from apportion.service.reservations import PLAN_KEY, RESERVABLE_KEY, PlanSettings, parse_plan_settings
@@ -77,12 +78,17 @@ class ClusterObjects:
         return build_snapshot(docs + (extra or []))
 
     @staticmethod
-    def check(objects: dict[ObjectKey, dict[str, Any]], where: dict[ObjectKey, str]
+    def check(objects: dict[ObjectKey, dict[str, Any]], where: dict[ObjectKey, str], *, conf: bool = True
               ) -> tuple[dict[str, PlanSettings], Snapshot]:
         """Validate a whole set as `cycle` would; the plan settings of the reservable queues, and the
-        snapshot built on the way."""
+        snapshot built on the way. `conf=False` leaves the ConfigMap's volcano-scheduler.conf unparsed
+        (a database written before it was checked must still load, so the ConfigMap can be fixed)."""
         docs = [(where.get(k, key_where(k)), v) for k, v in sorted(objects.items())]
         snap = build_snapshot(docs)
+        if conf:
+            # every session parses it (engine.run_cache_session): a conf that does not parse would
+            # fail every tick, so it is refused here, naming `data.volcano-scheduler.conf`
+            snapshot_conf(snap)
         plans: dict[str, PlanSettings] = {}
         for (kind, _, name), obj in objects.items():
             if kind != "Queue" or not is_reservable(obj):

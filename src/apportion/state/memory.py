@@ -25,6 +25,20 @@ def _edit(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, A
     return out
 
 
+def pod_group_status(obj: dict[str, Any], phase: str, conditions: Sequence[Condition]) -> dict[str, Any] | None:
+    """A PodGroup's status after a session: `phase`, and the session's conditions replacing the stored
+    ones of the same type (the others kept); None when nothing would change (no write, no event). Every
+    StatusUpdater that edits objects uses it (this cache's, the service's), so they merge alike."""
+    status = dict(obj.get("status") or {})
+    before = dict(status)
+    status["phase"] = phase
+    if conditions:
+        types = {c.type for c in conditions}
+        kept = [c for c in (status.get("conditions") or []) if c.get("type") not in types]
+        status["conditions"] = kept + [c.to_json() for c in conditions]
+    return status if status != before else None
+
+
 class CacheBinder:
     """Binds by setting spec.nodeName. A bind fails when the pod or the node is gone, the pod is already
     bound elsewhere, or the node is in `fail_nodes` (a stand-in for an API server that refuses)."""
@@ -100,13 +114,8 @@ class CacheStatusUpdater:
         obj = self.cache.get("PodGroup", key)
         if obj is None:
             return  # a pod's own implicit group, or deleted meanwhile
-        status = dict(obj.get("status") or {})
-        before = dict(status)
-        status["phase"] = phase
-        if conditions:
-            kept = [c for c in (status.get("conditions") or []) if c.get("type") not in {x.type for x in conditions}]
-            status["conditions"] = kept + [c.to_json() for c in conditions]
-        if status != before:
+        status = pod_group_status(obj, phase, conditions)
+        if status is not None:
             self.cache.apply(WatchEvent(MODIFIED, _edit(obj, ("status",), status), f"{self.source}: podgroup {key}"))
 
     def nominate(self, pod: str, node: str) -> None:

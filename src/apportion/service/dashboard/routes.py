@@ -162,9 +162,10 @@ async def nodes_page(request: Request, group: str = "", sort: str = "name", desc
 
 
 # -- reservations ------------------------------------------------------------------------------------------
-def _plans(svc: Service) -> list[dict[str, Any]]:
+def _plans(svc: Service, user: str | None) -> list[dict[str, Any]]:
     now = svc.clock()
-    return [plans.plan_view(svc, name, now) for name in sorted(svc.reservations.plans)]
+    # with --acls, only the plans YARN's list would show this caller
+    return [plans.plan_view(svc, name, now) for name in svc.listable_plans(user)]
 
 
 @router.get("/reservations", response_class=HTMLResponse)
@@ -172,7 +173,7 @@ async def reservations_page(request: Request, submitted: str = "", deleted: str 
     """Per reservable queue: the Gantt chart, the plan's load against capacity and the policy's limits;
     the submit form."""
     svc = _svc(request)
-    views_ = await _read(request, lambda: _plans(svc))
+    views_ = await _read(request, lambda: _plans(svc, caller(request)))
     user = caller(request) or "dashboard"
     form = ReservationForm.blank(user, views_[0]["name"] if views_ else "")
     return page(request, "reservations.html", active="reservations", plans=views_, form=form,
@@ -188,10 +189,12 @@ async def submit_reservation(request: Request) -> Response:
     form = ReservationForm({k: str(v) for k, v in data.items()})
     reservable = sorted(svc.reservations.plans)
     user = caller(request) or form.get("user").strip()
-    status, answer = await svc.reservation("new_reservation", user or None, None)
+    # the form is checked before an id is taken: a rejected form uses up no id and writes nothing
+    body = form.to_body(reservable, svc.clock(), "")
+    status, answer = (await svc.reservation("new_reservation", user, None)) if body is not None else (0, None)
     rid = answer.get("reservation-id", "") if status == 200 and isinstance(answer, dict) else ""
-    body = form.to_body(reservable, svc.clock(), rid) if rid else None
     if rid and body is not None:
+        body["reservation-id"] = rid
         status, answer, refused = await yarn_call(svc, "submit", user, body)
         if status == 202:
             return RedirectResponse(f"/reservations?submitted={rid}#plan-{body['queue']}", status_code=303)
@@ -199,9 +202,9 @@ async def submit_reservation(request: Request) -> Response:
             form.errors["form"] = refused
         else:
             form.answer_error((answer or {}).get("RemoteException", {}).get("message", f"refused ({status})"))
-    elif not rid:
+    elif body is not None:
         form.errors["form"] = (answer or {}).get("RemoteException", {}).get("message", "no reservation id")
-    views_ = await _read(request, lambda: _plans(svc))
+    views_ = await _read(request, lambda: _plans(svc, caller(request)))
     return page(request, "reservations.html", active="reservations", plans=views_, form=form, submitted="",
                 deleted="")
 
