@@ -28,13 +28,17 @@ from dash_helpers import (  # noqa: E402
 from svc_server import LiveServer  # noqa: E402
 from workload import busy_cluster  # noqa: E402
 
+from apportion.service.core import default_cluster_path  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     """A running server with the busy cluster applied and one session run on it."""
     d = tmp_path_factory.mktemp("dash")
     (d / "scenario.yaml").write_text(SCENARIO)
-    args = ["--schedule-period", "0.5", "--scenario", str(d / "scenario.yaml"), "--speed", "60"]
+    # the built-in cluster, named: a played scenario would otherwise seed the database with its own
+    args = ["--schedule-period", "0.5", "--scenario", str(d / "scenario.yaml"), "--speed", "60",
+            "--cluster", default_cluster_path()]
     server = LiveServer(f"sqlite:///{d / 'apportion.db'}", d, args).start()
     client = httpx.Client(base_url=server.url, timeout=30)
     dash = Dashboard(server, client)

@@ -4,8 +4,8 @@ does not have)."""
 
 from __future__ import annotations
 
-from apportion.service.player import scenario_cluster, scenario_file
 from apportion.service.reservations import PLAN_KEY, RESERVABLE_KEY, parse_plan_settings
+from apportion.service.seed import scenario_cluster, scenario_file
 from apportion.simulation.scenario import default_scenario_path, load_scenario
 
 

@@ -20,7 +20,7 @@ from apportion.reservation.resmath import Calculator, Res
 from apportion.reservation.stepfn import StepFunction
 
 if TYPE_CHECKING:
-    from apportion.reservation.plan import ReservationAllocation
+    from apportion.reservation.allocation import ReservationAllocation
 
 
 class PlanView(Protocol):

@@ -33,6 +33,7 @@ from apportion.service.loop import LoopBackend, SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey, object_key
 from apportion.service.reservations import PlanSettings, configure_plans
+from apportion.service.seed import scenario_cluster
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
 
@@ -135,8 +136,6 @@ class Service:
         objs = self.store.load_objects()
         if not objs and self.store.get_meta("seeded") is None:
             if self.config.cluster_path is None and self.config.scenario_path:
-                from apportion.service.player import scenario_cluster  # the player imports this module
-
                 path, docs = self.config.scenario_path, scenario_cluster(self.config.scenario_path)
             else:
                 path = self.config.cluster_path or default_cluster_path()
