@@ -183,6 +183,9 @@ def test_reservation_reads_follow_the_list_acl(tmp_path: Path) -> None:
             assert [x["reservation-id"] for x in got.json()["reservations"]] == ([rid] if sees else []), user
             page = _as(client, "GET", "/reservations", user)
             assert page.status_code == 200 and (rid in page.text) == sees, user
+            # the delete page shows one reservation's details: the same list ACL decides
+            confirm = _as(client, "GET", f"/reservations/{rid}/delete", user)
+            assert (confirm.status_code == 200) == sees and (rid in confirm.text or not sees), user
         assert _as(client, "GET", "/api/v1/reservations", None).status_code == 401
         page = _as(client, "GET", "/reservations", None)
         assert page.status_code == 200 and rid not in page.text

@@ -223,9 +223,10 @@ async def yarn_call(svc: Service, op: str, user: str, body: Any) -> tuple[int, A
     return status, answer, ""
 
 
-def _find(svc: Service, rid: str) -> dict[str, Any] | None:
+def _find(svc: Service, rid: str, user: str | None) -> dict[str, Any] | None:
+    """One reservation, if `user` may list its plan (YARN's list ACL, as the reservations page)."""
     now = svc.clock()
-    for name in sorted(svc.reservations.plans):
+    for name in svc.listable_plans(user):
         for r in plans.plan_view(svc, name, now)["reservations"]:
             if r["id"] == rid:
                 return dict(r, queue=name)
@@ -236,7 +237,7 @@ def _find(svc: Service, rid: str) -> dict[str, Any] | None:
 async def confirm_delete(request: Request, rid: str) -> Response:
     """Ask before deleting."""
     svc = _svc(request)
-    r = await _read(request, lambda: _find(svc, rid))
+    r = await _read(request, lambda: _find(svc, rid, caller(request)))
     if r is None:
         return not_found(request, f"reservation {rid}")
     return page(request, "delete.html", active="reservations", r=r, user=caller(request) or r["user"], error="")
@@ -253,7 +254,7 @@ async def delete_reservation(request: Request, rid: str) -> Response:
     if status == 200:
         return RedirectResponse(f"/reservations?deleted={rid}", status_code=303)
     error = refused or (answer or {}).get("RemoteException", {}).get("message", f"refused ({status})")
-    r = await _read(request, lambda: _find(svc, rid))
+    r = await _read(request, lambda: _find(svc, rid, caller(request)))
     if r is None:
         return not_found(request, f"reservation {rid}")
     return page(request, "delete.html", active="reservations", r=r, user=user, error=error)
