@@ -16,22 +16,9 @@ from apportion.cli import main
 from apportion.errors import InputError
 from apportion.framework.conf import parse_conf
 from apportion.quantity import parse_quantity
+from scenario_text import TINY_SCENARIO
 
 NODE = "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi}}\n"
-SCENARIO = """cluster:
-  generate:
-  - count: 2
-    allocatable: {cpu: 4, memory: 8Gi}
-queues:
-- kind: Queue
-  metadata: {name: q}
-  spec: {weight: 1}
-workload:
-  jobs:
-  - {name: j, queue: q, arrival: 0, duration: 10, resources: {cpu: 1}}
-"""
-
-
 def _write(tmp_path: Path, name: str, text: str | bytes) -> str:
     p = tmp_path / name
     if isinstance(text, bytes):
@@ -62,7 +49,7 @@ def test_item9_long_integer_in_a_conf_a_scenario_and_a_replay_case(tmp_path: Pat
     snap = _write(tmp_path, "s.yaml", NODE)
     conf = _write(tmp_path, "c.conf", "actions: allocate\nconfigurations: [{name: x, arguments: {a: " + "9" * 5000 + "}}]\n")
     _exit_2(["cycle", snap, "--conf", conf], "c.conf", "digits")
-    scen = _write(tmp_path, "sc.yaml", SCENARIO.replace("arrival: 0,", "arrival: " + "9" * 5000 + ","))
+    scen = _write(tmp_path, "sc.yaml", TINY_SCENARIO.replace("arrival: 0,", "arrival: " + "9" * 5000 + ","))
     _exit_2(["simulate", scen], "sc.yaml", "digits")
     case = _write(tmp_path, "case.json", '{"plan": {}, "steps": [{"op": "advanceTime", "to": ' + "9" * 5000 + "}]}")
     _exit_2(["plan", "replay", case, "-o", "json"], "case.json", "digits")
@@ -119,7 +106,7 @@ def test_item11_conf_that_is_not_utf8(tmp_path: Path) -> None:
 ])
 def test_item12_counts_are_bounded_before_anything_is_built(tmp_path: Path, change: tuple[str, str],
                                                             field: str) -> None:
-    f = _write(tmp_path, "sc.yaml", SCENARIO.replace(*change))
+    f = _write(tmp_path, "sc.yaml", TINY_SCENARIO.replace(*change))
     t0 = time.perf_counter()
     _exit_2(["simulate", f], f"sc.yaml: {field}", "maximum")
     assert time.perf_counter() - t0 < 10
@@ -127,10 +114,10 @@ def test_item12_counts_are_bounded_before_anything_is_built(tmp_path: Path, chan
 
 def test_item12_a_generators_drawn_tasks_and_total_are_bounded(tmp_path: Path) -> None:
     gen = "  generators:\n  - {name: g, queues: q, count: %s, interarrival: 1, duration: 5, tasks: %s, resources: {cpu: 1}}\n"
-    _exit_2(["simulate", _write(tmp_path, "a.yaml", SCENARIO + gen % (3, "3.0e+300"))],
+    _exit_2(["simulate", _write(tmp_path, "a.yaml", TINY_SCENARIO + gen % (3, "3.0e+300"))],
             "workload.generators[0].tasks", "at most 100,000")
     t0 = time.perf_counter()
-    _exit_2(["simulate", _write(tmp_path, "b.yaml", SCENARIO + gen % (200_000, 100_000))],
+    _exit_2(["simulate", _write(tmp_path, "b.yaml", TINY_SCENARIO + gen % (200_000, 100_000))],
             "workload.generators[0].count", "at most 10,000,000")
     assert time.perf_counter() - t0 < 10
 
@@ -150,7 +137,7 @@ def test_item13_closed_stdout_ends_quietly(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- item 14: the scheduler text of a scenario
 def test_item14_malformed_scheduler_text_is_one_line_naming_file_field_and_line(tmp_path: Path) -> None:
-    f = _write(tmp_path, "sc.yaml", SCENARIO + "scheduler: |\n  actions: \"allocate\"\n  tiers: [ {plugins: [\n")
+    f = _write(tmp_path, "sc.yaml", TINY_SCENARIO + "scheduler: |\n  actions: \"allocate\"\n  tiers: [ {plugins: [\n")
     line = _exit_2(["simulate", f], "sc.yaml: scheduler: malformed YAML at line 3")
     assert "unicode string" not in line
 

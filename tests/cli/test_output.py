@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from apportion.cli import main
 from apportion.cli.render import compact
+from scenario_text import TINY_SCENARIO
 
 from k8s import node, pod, podgroup, queue, session
 
@@ -19,20 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "src" / "apportion" / "data" / "demo-snapshot.yaml"
 CASE = ROOT.parent / "shared" / "examples-plan" / "seed-aligned-left" / "case.json"
 LONG = "inference-for-the-search-ranking-team-eu-west"  # longer than any column
-SCENARIO = """cluster:
-  generate:
-  - count: 2
-    allocatable: {cpu: 4, memory: 8Gi}
-queues:
-- kind: Queue
-  metadata: {name: q}
-  spec: {weight: 1}
-workload:
-  jobs:
-  - {name: j, queue: q, arrival: 0, duration: 10, resources: {cpu: 1}}
-"""
-
-
 def _run(args: list[str], input: str | None = None) -> str:
     r = CliRunner().invoke(main, args, input=input, env={"COLUMNS": "80"})
     assert r.exit_code == 0, r.output
@@ -114,13 +101,13 @@ def test_plan_replay_takes_the_shared_flags() -> None:
 
 def test_simulate_reads_stdin_as_cycle_does(tmp_path: Path) -> None:
     f = tmp_path / "sc.yaml"
-    f.write_text(SCENARIO)
+    f.write_text(TINY_SCENARIO)
     from_file = json.loads(_run(["simulate", str(f), "-o", "json"]))
-    from_stdin = json.loads(_run(["simulate", "-", "-o", "json"], input=SCENARIO))
+    from_stdin = json.loads(_run(["simulate", "-", "-o", "json"], input=TINY_SCENARIO))
     from_file.pop("scenario")
     from_stdin.pop("scenario")
     assert from_file == from_stdin
-    assert yaml.safe_load(_run(["simulate", "-", "-o", "yaml"], input=SCENARIO))["jobs"]["total"] == 1
+    assert yaml.safe_load(_run(["simulate", "-", "-o", "yaml"], input=TINY_SCENARIO))["jobs"]["total"] == 1
 
 
 def test_version_command() -> None:
@@ -133,10 +120,10 @@ def test_version_command() -> None:
 # ---------------------------------------------------------------- item 19
 def test_compare_with_a_scenario_lacking_the_queues_names_the_jobs(tmp_path: Path) -> None:
     a = tmp_path / "a.yaml"
-    a.write_text(SCENARIO + "  generators:\n  - {name: g, queues: q, count: 2, interarrival: 1, duration: 5, "
+    a.write_text(TINY_SCENARIO + "  generators:\n  - {name: g, queues: q, count: 2, interarrival: 1, duration: 5, "
                  "resources: {cpu: 1}}\n")
     b = tmp_path / "b.yaml"
-    b.write_text(SCENARIO.replace("name: q}", "name: other}").replace("queue: q,", "queue: other,"))
+    b.write_text(TINY_SCENARIO.replace("name: q}", "name: other}").replace("queue: q,", "queue: other,"))
     r = CliRunner().invoke(main, ["simulate", str(a), "--compare", str(b)])
     assert r.exit_code == 2, r.output
     assert "job j (queue q)" in r.stderr and "generator g (queue q)" in r.stderr and "--keep-going" in r.stderr

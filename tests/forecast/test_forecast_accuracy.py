@@ -13,20 +13,7 @@ import pytest
 from apportion.forecast.core import forecast
 from apportion.forecast.replay import CapturingSimulator
 from apportion.simulation.scenario import parse_scenario
-from scenario_text import FLAT_CAPACITY
-
-HIER = """
-scheduler: |
-  actions: "enqueue, allocate, reclaim, backfill"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-  - plugins:
-    - name: predicates
-    - name: capacity
-      enableHierarchy: true
-"""
+from scenario_text import FLAT_CAPACITY, HIER_CAPACITY
 
 PREEMPT = """
 scheduler: |
@@ -74,7 +61,7 @@ queues:
     ("b4", "b", 12, 90, 2, 6, True), ("a4", "a", 14, 30, 5, 1, False), ("a5", "a", 15, 700, 2, 8, True),
 ])
 
-HIERARCHY = nodes(4, 8) + HIER + """
+HIERARCHY = nodes(4, 8) + HIER_CAPACITY + """
 queues:
 - {kind: Queue, metadata: {name: eng}, spec: {deserved: {cpu: 20, memory: 128Gi}}}
 - {kind: Queue, metadata: {name: ml}, spec: {parent: eng, deserved: {cpu: 12, memory: 64Gi}}}
@@ -86,7 +73,7 @@ queues:
     ("m3", "ml", 10, 60, 1, 8, False), ("w3", "web", 11, 300, 2, 8, True), ("o3", "ops", 12, 50, 4, 2, True),
 ])
 
-RESERVATIONS = nodes(1, 8) + HIER + """
+RESERVATIONS = nodes(1, 8) + HIER_CAPACITY + """
 queues:
 - kind: Queue
   metadata: {name: res, annotations: {apportion.io/reservable: "true"}}

@@ -21,20 +21,7 @@ from apportion.simulation.scenario import (
     load_scenario,
     parse_scenario,
 )
-from scenario_text import FLAT_CAPACITY, TRACES
-
-HIER_CAPACITY = """
-scheduler: |
-  actions: "enqueue, allocate, reclaim, backfill"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-  - plugins:
-    - name: predicates
-    - name: capacity
-      enableHierarchy: true
-"""
+from scenario_text import FLAT_CAPACITY, HIER_CAPACITY, TRACES
 
 
 def scenario(body: str):
