@@ -3,16 +3,19 @@
 * bind -> Ray task running: a job's bind (RayBackend.start) to the first line of its task, median over
   single-task jobs bound one per tick (target <= 100 ms);
 * `apportion sweep` of 8 variants of the default scenario (run.seed=0..7) on a local Ray with 2 CPUs,
-  against the same 8 run one after another in this process (target >= 1.7x).
+  against the same 8 run one after another in this process (target >= 1.7x), with and without the
+  local Ray's start and stop; with --cli also the whole command both ways, each in a new process.
 
-Run: `.venv/bin/python benchmarks/bench_ray.py [--jobs 30] [--skip-sweep]`. Results go to stdout; copy
-them to benchmarks/README.md with the machine's load.
+Run: `.venv/bin/python benchmarks/bench_ray.py [--jobs 30] [--skip-sweep] [--skip-bind] [--cli]`.
+Results go to stdout with the load average; copy them to benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,34 +70,63 @@ def bind_to_running(jobs: int) -> list[float]:
     return out
 
 
-def sweep_speedup() -> tuple[float, float]:
-    """Seconds for 8 default-scenario variants one after another, then on a local Ray with 2 CPUs."""
+def sweep_speedup() -> dict[str, float]:
+    """Seconds for 8 default-scenario variants one after another in this process, and on a local Ray
+    with 2 CPUs: without the cluster's start (ray.init before the clock, the actors' start inside it)
+    and with it (ray.init, the sweep and ray.shutdown, what `apportion sweep` makes a user wait for)."""
     todo = variants(["run.seed=0..7"])
     t0 = time.perf_counter()
     local = run_sweep("", todo, local=True)
     seq = time.perf_counter() - t0
+    t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        t0 = time.perf_counter()
+        t1 = time.perf_counter()
         on_ray = run_sweep("", todo, local=False)
-        par = time.perf_counter() - t0
+        warm = time.perf_counter() - t1
     finally:
         ray.shutdown()
+    cold = time.perf_counter() - t0
     assert on_ray == local, "the sweep gave different numbers on Ray"
-    return seq, par
+    return {"sequential": seq, "ray": warm, "ray+start": cold}
+
+
+def cli_sweep() -> dict[str, float]:
+    """Wall seconds of the whole command, `apportion sweep --vary run.seed=0..7` with and without
+    --local, each a new process (Python's start, imports, the local Ray's start and stop, the report)."""
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, extra in (("cli --local", ["--local"]), ("cli ray", [])):
+            t0 = time.perf_counter()
+            subprocess.run([str(Path(sys.executable).parent / "apportion"), "sweep", "--vary", "run.seed=0..7",
+                            "--out", str(Path(tmp) / label.replace(" ", "_")), *extra],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            out[label] = time.perf_counter() - t0
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=30)
     ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--skip-bind", action="store_true")
+    ap.add_argument("--cli", action="store_true", help="also time the whole `apportion sweep` command both ways")
     args = ap.parse_args()
-    lat = bind_to_running(args.jobs)
-    print(f"bind -> running: median {statistics.median(lat):.1f} ms, p90 "
-          f"{sorted(lat)[int(0.9 * (len(lat) - 1))]:.1f} ms, max {max(lat):.1f} ms over {len(lat)} jobs")
+    if not args.skip_bind:
+        lat = bind_to_running(args.jobs)
+        print(f"bind -> running: median {statistics.median(lat):.1f} ms, p90 "
+              f"{sorted(lat)[int(0.9 * (len(lat) - 1))]:.1f} ms, max {max(lat):.1f} ms over {len(lat)} jobs")
     if not args.skip_sweep:
-        seq, par = sweep_speedup()
-        print(f"sweep of 8 variants: sequential {seq:.1f} s, Ray (2 CPUs) {par:.1f} s, speedup {seq / par:.2f}x")
+        print(f"load average before the sweep: {os.getloadavg()}")
+        t = sweep_speedup()
+        print(f"sweep of 8 variants: sequential {t['sequential']:.1f} s; Ray (2 CPUs) {t['ray']:.1f} s without the "
+              f"cluster's start ({t['sequential'] / t['ray']:.2f}x), {t['ray+start']:.1f} s with it "
+              f"({t['sequential'] / t['ray+start']:.2f}x)")
+        if args.cli:
+            c = cli_sweep()
+            print(f"whole command: --local {c['cli --local']:.1f} s, on a local Ray {c['cli ray']:.1f} s "
+                  f"({c['cli --local'] / c['cli ray']:.2f}x)")
+        print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
