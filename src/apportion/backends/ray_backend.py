@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apportion.backends.ray_connect import connect
 from apportion.backends.ray_jobs import GROUP_KEY, decode_payload
 from apportion.backends.ray_nodes import NODE_ID_KEY, alive_nodes
 from apportion.backends.ray_resources import ray_options
@@ -73,11 +74,8 @@ class RayBackend:
     stopped: list[Any] = field(default_factory=list)
 
     def connect(self) -> None:
-        """Join the Ray cluster (a local one when no address is given)."""
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+        """Join the Ray cluster (a new local one when no address is given, see ray_connect.py)."""
+        connect(self.address)
 
     def close(self) -> None:
         """Stop what this service started (tasks, actors, placement groups); leave the cluster."""

@@ -145,9 +145,9 @@ def run_sweep(scenario_path: str, all_variants: list[Variant], *, local: bool, a
         return out
     import ray
 
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    from apportion.backends.ray_connect import connect
+
+    started_here = connect(address)
     actors: list[Any] = []
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
