@@ -1,7 +1,7 @@
 """The Ray backend's targets (issue 20), on a local ray.cluster_utils.Cluster:
 
 * bind -> Ray task running: a job's bind (RayBackend.start) to the first line of its task, median over
-  single-task jobs bound one per tick (target <= 100 ms);
+  single-task jobs bound one per tick (target <= 100 ms), and the same for gangs of two (placement group);
 * `apportion sweep` of 8 variants of the default scenario (run.seed=0..7) on a local Ray with 2 CPUs,
   against the same 8 run one after another in this process (target >= 1.7x), with and without the
   local Ray's start and stop; with --cli also the whole command both ways, each in a new process.
@@ -41,28 +41,38 @@ def started_at() -> float:
     return time.time()
 
 
-def bind_to_running(jobs: int) -> list[float]:
-    """Milliseconds from each bind to its task's first line."""
+def bind_to_running(jobs: int) -> dict[str, list[float]]:
+    """Milliseconds from each bind to its task's first line: single-task jobs (node affinity), and
+    gangs of two tasks of 2 CPUs on two workers (a placement group first; the later task counts),
+    bound once Ray has given back the previous gang's group ("gang") and right after the previous
+    gang's group was removed ("gang, back to back": Ray frees a removed group's resources
+    asynchronously and retries a group it could not place after a backoff of up to a second)."""
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     for w in ("w1", "w2"):
         cluster.add_node(num_cpus=2, resources={w: 1})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
     backend = RayBackend()
-    out: list[float] = []
+    out: dict[str, list[float]] = {"single": [], "gang": [], "gang, back to back": []}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             svc = ray_service(Path(tmp), backend)
             svc.loop.tick()
-            # one warm-up job: the first task on a node also starts its Ray worker process
-            for i in range(jobs + 2):
-                submit(svc, f"j{i}", "default", 1, 1, {"cpu": "1"}, function_payload(started_at))
-                svc.loop.tick()
-                (pod, s), = ((p, s) for p, s in backend.running.items() if p == f"t/j{i}-0")
-                ran = ray.get(s.ref, timeout=60)
-                if i >= 2:
-                    out.append((ran - s.started) * 1000)
-                svc.loop.tick()  # its completion
+            for kind, tasks, cpu in (("single", 1, "1"), ("gang", 2, "2"), ("gang, back to back", 2, "2")):
+                # two warm-up jobs: the first task on a node also starts its Ray worker process
+                for i in range(jobs + 2):
+                    job = f"{kind.replace(', ', '-').replace(' ', '-')}{i}"
+                    while kind == "gang" and ray.available_resources().get("CPU", 0) < 4:
+                        time.sleep(0.01)
+                    submit(svc, job, "default", tasks, tasks, {"cpu": cpu}, function_payload(started_at))
+                    svc.loop.tick()
+                    mine = [s for p, s in backend.running.items() if p.startswith(f"t/{job}-")]
+                    assert len(mine) == tasks, svc.loop.waiting
+                    ran = max(ray.get([s.ref for s in mine], timeout=60))
+                    if i >= 2:
+                        out[kind].append((ran - mine[0].started) * 1000)
+                    while any(p.startswith(f"t/{job}-") for p in backend.running):
+                        svc.loop.tick()  # its completion
             svc.close()
     finally:
         ray.shutdown()
@@ -115,9 +125,10 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true", help="also time the whole `apportion sweep` command both ways")
     args = ap.parse_args()
     if not args.skip_bind:
-        lat = bind_to_running(args.jobs)
-        print(f"bind -> running: median {statistics.median(lat):.1f} ms, p90 "
-              f"{sorted(lat)[int(0.9 * (len(lat) - 1))]:.1f} ms, max {max(lat):.1f} ms over {len(lat)} jobs")
+        print(f"load average before: {os.getloadavg()}")
+        for kind, lat in bind_to_running(args.jobs).items():
+            print(f"bind -> running ({kind}): median {statistics.median(lat):.1f} ms, p90 "
+                  f"{sorted(lat)[int(0.9 * (len(lat) - 1))]:.1f} ms, max {max(lat):.1f} ms over {len(lat)} jobs")
     if not args.skip_sweep:
         print(f"load average before the sweep: {os.getloadavg()}")
         t = sweep_speedup()
