@@ -1,5 +1,5 @@
 """The dashboard's pages without a browser: the HTML every page serves, the form's checks, the queue
-tree, the plan arithmetic, the vendored files and the report's shared look."""
+tree, the plan arithmetic and the vendored files (the report's shared look: test_shared_charts.py)."""
 
 from __future__ import annotations
 
@@ -158,25 +158,13 @@ def test_max_window_average_is_the_brute_force_maximum(pieces: list[tuple[int, i
 
 
 def test_vendored_libraries_match_the_makefile_pins() -> None:
-    vendor = ROOT / "src/apportion/service/dashboard/static/vendor"
+    vendor = ROOT / "src/apportion/web/static/vendor"
     make = (ROOT / "Makefile").read_text()
     versions = dict(line.split() for line in (vendor / "VERSIONS").read_text().splitlines())
     assert f"HTMX_VERSION := {versions['htmx.org']}" in make
     assert f"UPLOT_VERSION := {versions['uplot']}" in make
     for f in ("htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css", "LICENSE.htmx", "LICENSE.uplot"):
         assert (vendor / f).stat().st_size > 100, f
-
-
-def test_report_uses_the_shared_look_and_stays_self_contained() -> None:
-    from apportion.web import PALETTE, environment, static_text
-
-    html = environment().get_template("report.html").render(
-        scenario="s", intro="seed 1", summary_text="<table & such>", images=[("Plot", "AAAA")], warnings=["w"],
-        inline_css=True)
-    assert "<script" not in html and 'rel="stylesheet"' not in html
-    assert static_text("apportion.css")[:200] in html
-    assert f"--c-allocated:{PALETTE['allocated']}" in html
-    assert "&lt;table &amp; such&gt;" in html and 'src="data:image/png;base64,AAAA"' in html
 
 
 def test_nodes_page_counts_the_running_pods_on_each_node(client: TestClient) -> None:
