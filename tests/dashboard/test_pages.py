@@ -74,6 +74,21 @@ def test_waiting_job_shows_the_api_reason(client: TestClient) -> None:
     assert re.search(r'id="job-reason">([^<]*)<', html).group(1) == _html(api["waiting"])  # type: ignore[union-attr]
 
 
+def test_a_long_reason_opens_on_demand_in_the_lists() -> None:
+    from apportion.service.dashboard.routes import env
+
+    long = "gang 0/4 tasks placeable (minMember 4); " + "; ".join(f"queue q{i}: not above its deserved" for i in range(20))
+    short = "queue q: cpu 24 > deserved 21.33 (short by 2.667)"
+    jobs = [{"uid": f"ns/{n}", "namespace": "ns", "name": n, "queue": "q", "reservation": "", "phase": "Pending",
+             "running": 0, "pending": 1, "done": 0, "waiting": w} for n, w in (("a", long), ("b", short))]
+    html = env.from_string('{% from "macros.html" import jobs_table with context %}{{ jobs_table(jobs, "c") }}'
+                           ).render(jobs=jobs)
+    a, b = html.split('<tr data-job="ns/b">')
+    # the whole reason is there (without JavaScript too), its start shown and the rest behind a click
+    assert f"<summary>{_html(long[:160])}…</summary>{_html(long)}</details>" in a
+    assert f'<td class="reason">{_html(short)}</td>' in b
+
+
 def _html(text: str) -> str:
     from markupsafe import escape
 

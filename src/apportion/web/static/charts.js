@@ -19,6 +19,13 @@
   // times in UTC, as every other time on the pages
   function utc(ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); }
 
+  // time ticks as every time on the pages reads: 24-hour UTC, the date only when the chart spans days
+  function timeTicks(u, splits) {
+    var span = u.scales.x.max - u.scales.x.min;
+    var f = uPlot.fmtDate(span > 86400 ? "{YYYY}-{MM}-{DD} {HH}:{mm}" : span > 600 ? "{HH}:{mm}" : "{HH}:{mm}:{ss}");
+    return splits.map(function (v) { return f(utc(v)); });
+  }
+
   function stepped() {
     return uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
   }
@@ -26,7 +33,7 @@
   function line(el, c) {
     var k = c.time ? 1 : (c.xScale || 1);
     var data = [c.x.map(function (v) { return v / k; })];
-    var series = [{ label: c.time ? "time" : c.xUnit }];
+    var series = [c.time ? { label: "time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" } : { label: c.xUnit }];
     c.series.forEach(function (s) {
       data.push(s.values);
       var col = colour(s.colour);
@@ -39,7 +46,7 @@
     return new uPlot({
       width: width(el), height: c.height || 200, tzDate: utc, cursor: { points: { show: false } },
       series: series,
-      axes: [c.time ? {} : { label: c.xUnit }, { label: c.yLabel, size: 64 }],
+      axes: [c.time ? { label: "time (UTC)", values: timeTicks, space: 90 } : { label: c.xUnit }, { label: c.yLabel, size: 64 }],
       scales: {
         x: { time: !!c.time },
         y: { range: function (u, min, max) { return [0, top ? top : Math.max(max, 1) * 1.1]; } }
