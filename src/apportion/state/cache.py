@@ -33,6 +33,7 @@ from apportion.kube.build import (
 )
 from apportion.kube.fields import Fields
 from apportion.kube.records import PodSpec, Records
+from apportion.state.equality import same as same_record
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 
 #: the anomaly counters, by name
@@ -90,6 +91,11 @@ class SchedulerCache:
         self.bind_errors: dict[str, str] = {}
         #: bumped by every event applied
         self.version = 0
+        #: bumped by every event that changed what a snapshot is assembled from (a record, a key, a
+        #: location): while it stays, a snapshot is what the last one was (`engine.run_cache_session`)
+        self.changes = 0
+        #: the last session over this cache, for a session that opens on nothing new (set by the engine)
+        self.last_session: Any = None
         #: per PodGroup key, the version of the last event that touched it or one of its pods
         self._stamp: dict[str, int] = {}
         #: bumped by every PriorityClass event (a job's priority comes from one)
@@ -122,6 +128,7 @@ class SchedulerCache:
         for key, (_, ps) in rec.pods.items():
             self._index_pod(key, ps)
         self.version += 1
+        self.changes += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -140,6 +147,7 @@ class SchedulerCache:
                 return
             self._remove(kind, key, where)
             self.version += 1
+            self.changes += 1
             return
         same = False
         if ev.record is not None:
@@ -159,6 +167,11 @@ class SchedulerCache:
                 self._pod_marks[key] = mark
         else:
             record = parse_object(kind, o)
+            held = table.get(key)
+            # a status write that changes nothing the record holds (a PodGroup's conditions, a Queue's
+            # status) leaves the record, and what sessions read, as it was
+            if held is not None and ev.type != ADDED and key not in self.supplied[kind] and same_record(held[1], record):
+                record, same = held[1], True
         if not same:
             self._touch(kind, key, record)
         if ev.type == ADDED and key in table:
@@ -175,6 +188,8 @@ class SchedulerCache:
                 self._unindex_pod(key)
                 self._index_pod(key, record)
             self.bind_errors.pop(key, None)
+        if not same or table[key][0] != where:
+            self.changes += 1
         table[key] = (where, record)
         self.raw[kind][key] = ev.object
         if ev.record is not None:
