@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +36,7 @@ class CycleResult:
     #: why each evicted task was evicted (the action's reason)
     evict_reasons: dict[str, str] = field(default_factory=dict)
     #: per podgroup, the conditions this session wrote (only podgroups with some)
-    conditions: dict[str, list[Condition]] = field(default_factory=dict)
+    conditions: Mapping[str, list[Condition]] = field(default_factory=dict)
     #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
     bind_errors: dict[str, str] = field(default_factory=dict)
 
@@ -137,18 +137,39 @@ class _LastSession:
     result: CycleResult
 
 
+class _Renamed(Mapping[str, list[Condition]]):
+    """A session's conditions with their transition id changed to another session's, rewritten as each
+    podgroup's are read: a replayed session over 5,000 running gangs would otherwise build 5,000
+    condition lists that nothing may read (a dispatch reads each once)."""
+
+    def __init__(self, base: Mapping[str, list[Condition]], old: str, new: str) -> None:
+        self.base, self.old, self.new = base, old, new
+        self.done: dict[str, list[Condition]] = {}
+
+    def __getitem__(self, uid: str) -> list[Condition]:
+        got = self.done.get(uid)
+        if got is None:
+            got = self.done[uid] = [c if c.transition_id != self.old else
+                                    Condition(c.type, c.status, c.reason, c.message, self.new) for c in self.base[uid]]
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.base)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+
 def _replayed(last: _LastSession, session_id: str) -> CycleResult:
-    """The kept result as a new session with this id would give it: fresh containers (callers edit
-    them: `dispatch` drops refused binds), and the conditions' transition id, the only place a session
-    writes its id, set to the new one."""
+    """The kept result as a new session with this id would give it: fresh containers where callers edit
+    them (`dispatch` drops refused binds; the queue reports are shared, read-only), and the conditions'
+    transition id, the only place a session writes its id, set to the new one."""
     r = last.result
-    conditions = {uid: [c if c.transition_id != last.session_id else
-                        Condition(c.type, c.status, c.reason, c.message, session_id) for c in cs]
-                  for uid, cs in r.conditions.items()}
     return CycleResult(
         binds=dict(r.binds), pipelined=dict(r.pipelined), evictions=list(r.evictions),
-        podgroups=dict(r.podgroups), queues={k: dict(v) for k, v in r.queues.items()}, events=list(r.events),
-        warnings=list(r.warnings), session=r.session, evict_reasons=dict(r.evict_reasons), conditions=conditions,
+        podgroups=dict(r.podgroups), queues=dict(r.queues), events=list(r.events),
+        warnings=list(r.warnings), session=r.session, evict_reasons=dict(r.evict_reasons),
+        conditions=_Renamed(r.conditions, last.session_id, session_id),
     )
 
 
@@ -190,8 +211,10 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
     if check.enabled():
         check.check_cache(cache)
     if copy:
-        cache.last_session = _LastSession(cache.changes, conf, session_id, _replayed(
-            _LastSession(0, conf, session_id, result), session_id))
+        kept = _replayed(_LastSession(0, conf, session_id, result), session_id)
+        kept.conditions = dict(kept.conditions)  # the session's own, once
+        kept.queues = {k: dict(v) for k, v in result.queues.items()}  # apart from what callers are handed
+        cache.last_session = _LastSession(cache.changes, conf, session_id, kept)
     return result
 
 
