@@ -488,6 +488,8 @@ def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]
     i = j = 0
     la: Res | None = None
     lb: Res | None = None
+    first = a[0][1] if a[0][1] is not None else b[0][1]
+    two = first is None or len(first) == 2
     while i < len(a) or j < len(b):
         if j >= len(b) or (i < len(a) and a[i][0] < b[j][0]):
             t, la = a[i]
@@ -505,7 +507,7 @@ def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]
         elif lb is None:
             v = la
         else:
-            v = radd(la, lb)
+            v = (la[0] + lb[0], la[1] + lb[1]) if two else radd(la, lb)
         if not out or v is None or out[-1][1] != v:
             out.append((t, v))
     out.append((LONG_MAX, None))

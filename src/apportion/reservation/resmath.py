@@ -55,11 +55,15 @@ def rsub(a: Res, b: Res) -> Res:
 
 def rneg(a: Res) -> Res:
     """-a."""
+    if len(a) == 2:
+        return (-a[0], -a[1])
     return tuple(map(neg, a))
 
 
 def rmul(a: Res, k: int) -> Res:
     """a scaled by an integer k."""
+    if len(a) == 2:
+        return (a[0] * k, a[1] * k)
     return tuple(map(mul, a, (k,) * len(a)))
 
 

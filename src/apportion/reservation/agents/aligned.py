@@ -60,11 +60,14 @@ class LowCostAlignedAllocator:
         def gangs(r: Res, best: int) -> int:
             return r[0] // g0 if by_memory else calc.gangs(r, gang, best)
 
+        # the walks written out for two components, or their vector forms for a plan of other dimensions
+        walk_cost, walk_fit = (window_cost, window_fit) if len(cap) == 2 else (_window_cost_k, _window_fit_k)
+
         def cost(a: int, b: int) -> float:
-            return window_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
+            return walk_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
 
         def fit(a: int, b: int) -> int:
-            return window_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
+            return walk_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
 
         to_place_now = [to_place]
         lo = s if job.left else d - windows * dur
@@ -359,8 +362,6 @@ def window_cost(
     stage window, closed by `_PAST_END`). This is `merge_pieces(load, placed, a, b, radd)` walked
     in place, inlined for speed; `ratios` keeps `ratio(r)` (calc.ratio, single precision) across
     candidates. A property test checks it against the walk of merge_pieces."""
-    if len(lv[0]) != 2:
-        return _window_cost_k(lt, lv, pt, pv, a, b, step, ratios, ratio)
     total = 0.0
     i = bisect_right(lt, a) - 1
     j = bisect_right(pt, a) - 1
@@ -398,8 +399,6 @@ def window_fit(
 
     `merge_pieces(avail, placed, a, b, rsub)` walked in place, inlined for speed; property-tested
     against that walk."""
-    if len(vv[0]) != 2:
-        return _window_fit_k(vt, vv, pt, pv, a, b, best, gangs)
     i = bisect_right(vt, a) - 1
     j = bisect_right(pt, a) - 1
     x = a
