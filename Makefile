@@ -65,7 +65,7 @@ chromium:
 	fi
 
 test-browser: $(DEVSTAMP) chromium postgres
-	$(PY) -m pytest -q tests/dashboard
+	$(PY) -m pytest -q tests/service/dashboard
 
 scenarios: $(STAMP)
 	APPORTION_CMD="$(VENV)/bin/apportion cycle" $(PY) ../shared/tools/run_scenarios.py

@@ -24,7 +24,8 @@ import numpy as np
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
 
 if TYPE_CHECKING:
-    from apportion.simulation.engine import SimJob, SimTask, SimulationResult, Simulator
+    from apportion.simulation.engine import SimulationResult, Simulator
+    from apportion.simulation.jobs import SimJob, SimTask
 
 
 def _nat(name: str, v: float) -> float:

@@ -20,7 +20,7 @@ from apportion.service.core import ServiceConfig
 from apportion.service.dashboard.form import ReservationForm
 from apportion.service.dashboard.plans import max_window_average
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 U = {"user.name": "admin"}
 
 
