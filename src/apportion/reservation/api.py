@@ -205,6 +205,12 @@ class RestHandlers:
             )
         if not queue:
             raise BadRequest(NO_QUEUE)
+        return self.submit_definition(user, queue, rid, definition)
+
+    @_endpoint
+    def submit_definition(self, user: str, queue: str, rid: ReservationId, definition: ReservationDefinition) -> Response:
+        """`submit` of a definition already read (capabilities in the plan's dimensions): what an
+        embedder that holds definitions, not JSON bodies, calls (the simulator)."""
         plan = self._managed(queue)
         validate_definition(plan, definition, plan.now)
         existing = plan.get(rid)

@@ -4,7 +4,9 @@ The reservation records are in `allocation.py`, the availability queries in `ava
 
 A plan has a list of dimensions (`dims`, YARN 3's resource types: memory-mb and vcores first,
 then any extended resource such as nvidia.com/gpu), and every resource it holds or is asked for
-is an integer vector in that order.
+is an integer vector in that order. The first dimension is memory (the default calculator orders
+by it) and the second CPU; a plan embedded in another system may name them in its own units (the
+simulator's plans hold Volcano's memory bytes, millicores and milli-GPUs).
 
 It holds the accepted reservations, the committed load (non-periodic, and periodic kept modulo
 maxPeriodicity), the per-user consumption, the capacity and the configuration. Every query and
@@ -70,18 +72,19 @@ class InMemoryPlan(PlanAvailability):
     ) -> None:
         if step <= 0:
             raise ValueError("plan step must be positive")
-        if len(dims) < 2 or tuple(dims[:2]) != YARN_DIMS or len(set(dims)) != len(dims):
-            raise ValueError(f"plan dimensions must be memory-mb, vcores, then distinct others, not {dims!r}")
+        if len(dims) < 2 or len(set(dims)) != len(dims):
+            raise ValueError(f"plan dimensions must be memory, CPU, then distinct others, not {dims!r}")
         k = len(dims)
         if len(capacity) != k:
             raise ValueError(f"plan capacity {capacity!r} does not have the plan's {k} dimensions")
         extra = k - 2
+        yarn_units = tuple(dims[:2]) == YARN_DIMS
         if minimum_allocation is None:
             # YARN's defaults: 1024 MB and 1 vCore; 0 of any other resource type
-            minimum_allocation = (1024, 1) + (0,) * extra
+            minimum_allocation = ((1024, 1) if yarn_units else (0, 0)) + (0,) * extra
         if maximum_allocation is None:
             # 8192 MB, 4 vCores, and no maximum (Long.MAX) for the other resource types
-            maximum_allocation = (8192, 4) + (LONG_MAX,) * extra
+            maximum_allocation = ((8192, 4) if yarn_units else (LONG_MAX, LONG_MAX)) + (LONG_MAX,) * extra
         #: the plan's resource types, in the order of every vector it holds
         self.dims: tuple[str, ...] = tuple(dims)
         #: the zero vector of the plan's dimensions
