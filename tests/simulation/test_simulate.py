@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from apportion.errors import InputError
+from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
 from apportion.simulation.engine import simulate
 from apportion.simulation.metrics import summarize
-from apportion.reservation.system import ReservationSystem
 from apportion.simulation.reservations import SimPlan, plan_dims
 from apportion.simulation.scenario import (
     PlanSpec,
