@@ -98,7 +98,7 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
         notes: list[str] = []
         # The id goes under the name: both are long, and side by side they push an 80-column table over.
         for col in ("name / id", "queue", "outcome", "window /\nallocation", "jobs in\nwindow", "honoured"):
-            r.add_column(col, no_wrap=col in ("queue", "outcome", "honoured"), overflow="fold")
+            r.add_column(col, no_wrap=col in ("name / id", "queue", "outcome", "honoured"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
