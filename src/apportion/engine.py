@@ -11,6 +11,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.errors import InternalError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.interface import get_action
+from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import Event, Session
 from apportion.kube import read_conf_file, read_documents
 from apportion.state import check
@@ -26,7 +27,8 @@ class CycleResult:
     pipelined: dict[str, str]
     evictions: list[str]
     podgroups: dict[str, str]
-    queues: dict[str, dict[str, Any]]
+    #: each reported queue's status (the queue plugin's attributes, as Resources)
+    queue_status: dict[str, QueueStatus]
     events: list[Event]
     warnings: list[str] = field(default_factory=list)
     session: Session | None = None
@@ -36,6 +38,14 @@ class CycleResult:
     conditions: dict[str, list[Condition]] = field(default_factory=dict)
     #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
     bind_errors: dict[str, str] = field(default_factory=dict)
+    _queues_view: dict[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def queues(self) -> dict[str, dict[str, Any]]:
+        """The cycle output's `queues` map: a view over `queue_status` in natural units, built once."""
+        if self._queues_view is None:
+            self._queues_view = {name: st.to_json() for name, st in self.queue_status.items()}
+        return self._queues_view
 
     def to_json(self) -> dict[str, Any]:
         """The result in the cycle contract's JSON shape, keys sorted."""
@@ -90,8 +100,7 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, sessi
 def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     """Run the configured actions in order, close the session and collect the result.
 
-    `queue_report=False` leaves the result's `queues` empty: formatting every attribute of every
-    queue is a real cost for a caller that runs thousands of sessions and reads it now and then.
+    `queue_report=False` leaves the result's queue status empty, for a caller that never reads it.
     """
     for name in ssn.conf.actions:
         action = get_action(name)
@@ -110,7 +119,7 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
         pipelined=pipelined,
         evictions=sorted(ssn.evictions),
         podgroups={uid: j.phase.value for uid, j in ssn.jobs.items()},
-        queues=queues,
+        queue_status=queues,
         events=ssn.events,
         warnings=ssn.warnings,
         session=ssn,
@@ -156,9 +165,8 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
         updater.nominate(key, node)
     for uid, phase in sorted(result.podgroups.items()):
         updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
-    for name, attrs in sorted(result.queues.items()):
-        if "allocated" in attrs:
-            updater.update_queue(name, {"allocated": attrs["allocated"]})
+    for name, status in sorted(result.queue_status.items()):
+        updater.update_queue(name, {"allocated": status.allocated.to_natural()})
     return out
 
 

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from apportion.resources import GPU
-from apportion.simulation.engine import SimulationResult
 from apportion.simulation.metrics import job_rows
+from apportion.simulation.result import SimulationResult
 from apportion.web import PALETTE
 
 
