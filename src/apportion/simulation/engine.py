@@ -39,7 +39,7 @@ from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo,
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
-from apportion.resources import PODS, Resource
+from apportion.resources import PODS
 from apportion.simulation.follower import PlanFollower
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
@@ -53,7 +53,7 @@ from apportion.simulation.jobs import (
     SimTask,
 )
 from apportion.simulation.recorder import Recorder
-from apportion.simulation.reservations import LocalPlan, default_child
+from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
 from apportion.simulation.workload import workload
@@ -62,7 +62,6 @@ from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Condition
 
 log = logging.getLogger(__name__)
-
 
 
 class Simulator(PlanFollower):
@@ -105,10 +104,8 @@ class Simulator(PlanFollower):
         self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
-        self.plans: dict[str, LocalPlan] = {}
-        for qname, pspec in scenario.plans.items():
-            step = pspec.step or self.period
-            self.plans[qname] = LocalPlan(qname, pspec, Resource(), step)
+        self.plans: dict[str, SimPlan] = simulation_plans(scenario.plans, scenario.queues, scenario.reservations,
+                                                          self.period)
         self.res_by_name: dict[str, str] = {}  # scenario reservation name -> id (accepted or not)
         self.res_accepted: dict[str, bool] = {}
         self.reservation_log: list[dict[str, Any]] = []

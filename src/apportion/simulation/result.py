@@ -11,7 +11,7 @@ from typing import Any
 from apportion.framework.conf import SchedulerConf
 from apportion.simulation.jobs import SimJob
 from apportion.simulation.recorder import Recorder
-from apportion.simulation.reservations import LocalPlan
+from apportion.simulation.reservations import SimPlan
 from apportion.simulation.specs import Scenario
 
 
@@ -23,7 +23,7 @@ class SimulationResult:
     conf: SchedulerConf
     jobs: list[SimJob]
     recorder: Recorder
-    plans: dict[str, LocalPlan]
+    plans: dict[str, SimPlan]
     reservation_log: list[dict[str, Any]]
     sessions: int
     events: int
