@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -310,7 +311,16 @@ def test_cli_simulate_writes_report(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "report written to" in r.output
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") >= 4
+    summary = json.loads((out / "summary.json").read_text())
+    # drawn by the dashboard's chart code: line charts (each with its table), the waits, the Gantt chart
+    # with a lane per reservation; no pictures, nothing fetched
+    assert html.count('<div class="chart-plot" data-chart="line"') >= 4
+    assert html.count('<details class="chart-table"') == html.count('<figure class="chart"')
+    assert '<svg class="boxes"' in html
+    gantt = html[html.index('<svg class="gantt" id="plan"'):]
+    lanes = re.findall(r'<g data-reservation="([^"]+)">', gantt[:gantt.index("</svg>")])
+    assert lanes == [r["id"] for r in summary["reservations"]] and lanes
+    assert "data:image/png" not in html and "<script src=" not in html
     for f in ("summary.json", "queues.csv", "cluster.csv", "jobs.csv", "events.csv"):
         assert (out / f).exists()
 
@@ -394,7 +404,9 @@ workload:
     assert (sa["label"], sb["label"]) == ("with-reclaim", "no-reclaim")
     html = (out / "report.html").read_text()
     assert "A/B: with-reclaim vs no-reclaim" in html
-    assert html.count("data:image/png;base64,") >= 3
+    # both runs in the charts: B's allocated beside A's, B's waits under A's
+    assert "allocated (no-reclaim)" in html and 'data-series="no-reclaim"' in html
+    assert html.count('<div class="chart-plot" data-chart="line"') >= 3
     for f in ("queues.csv", "b-queues.csv", "jobs.csv", "b-jobs.csv"):
         assert (out / f).exists()
     assert "late" in (out / "b-jobs.csv").read_text()
@@ -587,7 +599,7 @@ def test_metrics_recount_only_changed_queues_yet_match_a_full_count(monkeypatch:
     jobs changed. After every sample that must equal a count over every active job: a status change,
     arrival, completion, eviction, node failure, expiry move or kill the simulator did not report
     would show here."""
-    from apportion.simulation.metrics import Recorder
+    from apportion.simulation.recorder import Recorder
 
     real = Recorder.sample
     samples = 0
