@@ -17,7 +17,7 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
-from apportion.reservation.resmath import Calculator, Res, rmul, round_up
+from apportion.reservation.resmath import Calculator, Res, radd, rmul, round_up
 from apportion.reservation.steparrays import union, window
 from apportion.reservation.stepfn import interval_breakpoints, segments
 
@@ -243,6 +243,14 @@ class _Windows:
             c_vals = lv[lt.searchsorted(grid, "right") - 1] + pv[pt.searchsorted(grid, "right") - 1]
             fgrid = union(vt, pt, bounds)
             free = vv[vt.searchsorted(fgrid, "right") - 1] - pv[pt.searchsorted(fgrid, "right") - 1]
+        # trunk sums a window's cost over runs of one value: a change point of the load that
+        # the placements cancel (or the reverse) is no piece boundary
+        join = np.zeros(len(grid), dtype=bool)
+        join[1:] = (c_vals[1:] == c_vals[:-1]).all(axis=1)
+        join &= (grid - lo) % dur != 0  # a window's start always begins a piece
+        if join.any():
+            keep = ~join
+            grid, c_vals = grid[keep], c_vals[keep]
         n = len(grid)
         lens = np.empty(n, dtype=np.float64)
         lens[:-1] = grid[1:] - grid[:-1]
@@ -352,7 +360,8 @@ def window_cost(
     ratios: dict[Res, float], ratio: Callable[[Res], float],
 ) -> float:
     """A candidate's cost: the area of (plan load + this job's placements) over `[a, b)` in
-    plan-fractions x steps, summed piece by piece in time order.
+    plan-fractions x steps, summed in time order over the sum's runs of one value (trunk's merge
+    joins equal neighbours, and a run summed as two pieces can differ in the last bit).
 
     `lt, lv` and `pt, pv` are the load's and the placements' breakpoints (`segments` over the
     stage window, closed by `_PAST_END`). This is `merge_pieces(load, placed, a, b, radd)` walked
@@ -364,17 +373,18 @@ def window_cost(
     x = a
     nl = lt[i + 1]
     npl = pt[j + 1]
+    run: Res | None = None  # the value of the run being summed, from run_x
+    run_x = a
     while x < b:
         y = nl if nl < npl else npl
         if y > b:
             y = b
-        u = lv[i]
-        w = pv[j]
-        r = (u[0] + w[0], u[1] + w[1])
-        q = ratios.get(r)
-        if q is None:
-            q = ratios[r] = ratio(r)
-        total += q * (y - x) / step
+        r = radd(lv[i], pv[j])
+        if r != run:
+            if run is not None:
+                total += _ratio(ratios, ratio, run) * (x - run_x) / step
+            run = r
+            run_x = x
         if nl == y:
             i += 1
             nl = lt[i + 1]
@@ -382,7 +392,16 @@ def window_cost(
             j += 1
             npl = pt[j + 1]
         x = y
+    if run is not None:
+        total += _ratio(ratios, ratio, run) * (b - run_x) / step
     return total
+
+
+def _ratio(ratios: dict[Res, float], ratio: Callable[[Res], float], r: Res) -> float:
+    q = ratios.get(r)
+    if q is None:
+        q = ratios[r] = ratio(r)
+    return q
 
 
 def window_fit(

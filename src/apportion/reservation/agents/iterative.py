@@ -175,11 +175,24 @@ def _no_gap_contiguous(intervals: list[Interval]) -> bool:
     """Endpoints of the non-zero intervals, each shared one cancelled: exactly two must remain."""
     ends: set[int] = set()
     for a, b, r in intervals:
-        if r == (0, 0):
+        if not any(r):
             continue
         ends ^= {a}
         ends ^= {b}
     return len(ends) == 2
+
+
+def order_no_gap_ok(block: tuple[int, int] | None, cur: list[Interval], left: bool) -> bool:
+    """IterativePlanner.validateOrderNoGap: a stage's non-zero intervals `cur` touch what the
+    earlier stages placed (`block`, its first and last time; None when nothing is placed yet) on
+    the side the planner walks towards, and form one contiguous block."""
+    nz = [(a, b, r) for a, b, r in cur if any(r)]
+    if block is not None and nz:
+        if left and block[1] < min(a for a, _b, _r in nz):
+            return False
+        if not left and max(b for _a, b, _r in nz) < block[0]:
+            return False
+    return _no_gap_contiguous(nz)
 
 
 class IterativePlanner(ReservationAgent):
@@ -229,11 +242,8 @@ class IterativePlanner(ReservationAgent):
                 c_lo = min(x for x, _y, _r in nz)
                 c_hi = max(y for _x, y, _r in nz)
                 if interp == R_ORDER_NO_GAP:
-                    if block_lo is not None and block_hi is not None:
-                        touches = block_hi >= c_lo if self.left else c_hi >= block_lo
-                        if not touches:
-                            raise PlanningException(NO_GAP_VIOLATED)
-                    if not _no_gap_contiguous(nz):
+                    block = (block_lo, block_hi) if block_lo is not None and block_hi is not None else None
+                    if not order_no_gap_ok(block, nz, self.left):
                         raise PlanningException(NO_GAP_VIOLATED)
                 block_lo = c_lo if block_lo is None else min(block_lo, c_lo)
                 block_hi = c_hi if block_hi is None else max(block_hi, c_hi)
@@ -274,4 +284,6 @@ def greedy_right() -> IterativePlanner:
     return IterativePlanner("greedy-right", False, GreedyStageAllocator())
 
 
-__all__ = ["GreedyStageAllocator", "IterativePlanner", "JobContext", "R_ALL", "greedy_left", "greedy_right"]
+__all__ = [
+    "GreedyStageAllocator", "IterativePlanner", "JobContext", "R_ALL", "greedy_left", "greedy_right", "order_no_gap_ok",
+]
