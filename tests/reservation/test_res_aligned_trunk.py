@@ -351,7 +351,7 @@ _job = st.tuples(st.integers(0, 30_000), st.integers(2_500, 40_000), st.lists(_s
 @given(step=st.sampled_from([1000, 700]), calc=st.sampled_from(["default", "dominant"]),
        capacity=st.tuples(st.integers(4, 16).map(lambda k: k * 1024), st.integers(4, 16)),
        loads=st.lists(_existing, max_size=12), jobs=st.lists(_job, min_size=1, max_size=3),
-       mirrors=st.booleans(), drop=st.just(False), capped=st.just(False))
+       mirrors=st.booleans(), drop=st.booleans(), capped=st.booleans())
 def test_low_cost_planner_places_as_the_trunk_model(left, step, calc, capacity, loads, jobs, mirrors, drop, capped):
     """Random plans and jobs: the low-cost aligned planner's reservation (or refusal) is the trunk
     model's, on either of the plan's representations (arrays or step functions)."""

@@ -50,6 +50,9 @@ class JobContext:
         self.left = allocate_left
         self.period = definition.period()
         self.placed = StepFunction()  # this job's placements so far (planModifications)
+        # the earliest time the low-cost allocator ever placed at, kept when a failed stage's
+        # placements are taken back (trunk's merge leaves it in planModifications)
+        self.first_placed: int | None = None
         step = plan.step
         self.load_start = round_up(definition.arrival, step)
         self.load_end = round_down(definition.deadline, step)

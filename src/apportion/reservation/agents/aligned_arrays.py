@@ -1,0 +1,209 @@
+"""The low-cost aligned allocator's candidate windows on numpy arrays, grouped into runs.
+
+A stage's candidates tile its window: `[lo + k dur, lo + (k + 1) dur)`, k < count. Between two
+change points of the plan load, the availability and the job's earlier placements, neighbouring
+candidates see one constant value each, so they have the same cost and fit: they form a run, and
+a run is evaluated once, through its first member. A candidate with a change point strictly
+inside is a run of its own. There are O(change points) runs whatever count is, so a stage costs
+time in proportion to the change points in its window (plus the candidates it places on), never
+to window/step. `WalkWindows` (aligned.py) is the reference: it walks the same pieces one by one,
+and property tests check that both place every job identically.
+
+The values are exactly the walk's: a candidate's cost is summed piece by piece in time order over
+the runs of one value of (load + placements), each term `f32(value / capacity) * length / step`
+in double precision (single-precision quotients are correctly rounded either way, and numpy adds
+term by term here as the walk does); fits are exact integer floor divisions.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from apportion.reservation.resmath import Res, rmul
+from apportion.reservation.steparrays import MAX_VALUE, union, window
+from apportion.reservation.stepfn import segments
+
+if TYPE_CHECKING:
+    from apportion.reservation.agents.iterative import JobContext
+
+Interval = tuple[int, int, Res]
+
+#: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
+#: position by position across all of them at once
+_POSITIONS = 16
+
+
+class ArrayWindows:
+    """`Windows` (aligned.py) on arrays: the candidates of one stage, evaluated once per run."""
+
+    def __init__(self, lo: int, dur: int, count: int, gang: Res, step: int, dominant: bool, cap: Res) -> None:
+        self.lo, self.dur, self.count, self.gang, self.step = lo, dur, count, gang, step
+        self.dominant = dominant
+        self.cap32 = np.array(cap, dtype=np.float32)
+        self.gang_arr = np.array(gang, dtype=np.int64)
+        self.counts: dict[int, int] = {}  # gangs the stage placed, per candidate
+        # filled by make(): per run, its positions [p0, p1), cost and fit
+        self.p0: list[int] = []
+        self.p1: list[int] = []
+        self.costs: list[float] = []
+        self.fits: list[int] = []
+        # a run of one candidate's cost pieces, to sum again after a placement: cost values and
+        # lengths, rows first[r]:first[r + 1]; a longer run has one piece, its value at run_value[r]
+        self.cv = np.zeros((0, len(gang)), dtype=np.int64)
+        self.lens = np.zeros(0, dtype=np.float64)
+        self.first: list[int] = []
+        # the availability and the job's earlier placements (times, values), read to one past hi
+        self.vt = self.pt = np.zeros(0, dtype=np.int64)
+        self.vv = self.pv = np.zeros((0, len(gang)), dtype=np.int64)
+
+    @classmethod
+    def make(
+        cls, job: JobContext, load: tuple[np.ndarray, np.ndarray], avail: tuple[np.ndarray, np.ndarray], lo: int,
+        dur: int, count: int, gang: Res,
+    ) -> ArrayWindows | None:
+        """The candidates from the breakpoints of the job's load and of the availability (as
+        arrays: `job.load_arrays()`, the plan's `available_arrays`); None where the walk has a
+        special case (a zero capacity or gang component) or int64 cannot hold the placements."""
+        plan = job.plan
+        cap, calc = plan.capacity, plan.calc
+        dominant = calc.kind != "default"
+        used = range(len(cap)) if dominant else range(1)
+        if any(cap[i] <= 0 or gang[i] <= 0 for i in used):
+            return None
+        hi = lo + count * dur
+        ps, pvals = segments(job.placed, lo, hi + 1)
+        if any(abs(x) > MAX_VALUE for v in pvals for x in v):
+            return None
+        w = cls(lo, dur, count, gang, plan.step, dominant, cap)
+        w.pt = np.array(ps, dtype=np.int64)
+        w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), len(gang))
+        lt, lv = window(*load, lo, hi)
+        w.vt, w.vv = window(*avail, lo, hi + 1)
+        w._evaluate(lt, lv)
+        return w
+
+    def _evaluate(self, lt: np.ndarray, lv: np.ndarray) -> None:
+        lo, dur, count, hi = self.lo, self.dur, self.count, self.lo + self.count * self.dur
+        vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
+        inner_v = vt[1:][vt[1:] < hi]
+        changes = union(lt[1:], inner_v, pt[1:][pt[1:] < hi])
+        # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
+        k, off = np.divmod(changes - lo, dur)
+        edges = union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
+        p0, p1 = edges[:-1], edges[1:]
+        starts = lo + p0 * dur
+        self.p0, self.p1 = p0.tolist(), p1.tolist()
+        # cost pieces of every run's first member: the load's and the placements' change points
+        # inside it, equal neighbours joined (as trunk's merge joins them)
+        g, win = _inside(union(starts, lt[1:], pt[1:][pt[1:] < hi]), starts, dur)
+        cv = lv[lt.searchsorted(g, "right") - 1] + pv[pt.searchsorted(g, "right") - 1]
+        join = np.zeros(len(g), dtype=bool)
+        join[1:] = (cv[1:] == cv[:-1]).all(axis=1) & (win[1:] == win[:-1])
+        if join.any():
+            g, win, cv = g[~join], win[~join], cv[~join]
+        first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
+        ends = starts[win] + dur
+        nxt = np.empty(len(g), dtype=np.int64)
+        nxt[:-1] = np.where(win[1:] == win[:-1], g[1:], ends[:-1])
+        nxt[-1:] = ends[-1:]
+        self.cv, self.lens = cv, (nxt - g).astype(np.float64)
+        self.first = [*first.tolist(), len(g)]
+        self.costs = _sums(self._terms(cv, self.lens), first, win).tolist()
+        # fit pieces: the availability's and the placements' change points inside each first member
+        fg, fwin = _inside(union(starts, inner_v, pt[1:][pt[1:] < hi]), starts, dur)
+        free = vv[vt.searchsorted(fg, "right") - 1] - pv[pt.searchsorted(fg, "right") - 1]
+        ffirst = np.flatnonzero(np.concatenate(((True,), fwin[1:] != fwin[:-1])))
+        per = free // self.gang_arr
+        fit = per.min(axis=1) if self.dominant else per[:, 0]
+        self.fits = np.minimum.reduceat(fit, ffirst).tolist()
+
+    def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """calc.ratio(value, capacity) * length / step for every piece: each component cast to
+        single precision and divided there (the largest share under the dominant calculator),
+        the quotient cast to double and multiplied by the length, then divided by the step."""
+        q = np.divide(values[:, 0], self.cap32[0], dtype=np.float32)
+        if self.dominant:
+            for i in range(1, values.shape[1]):
+                q = np.maximum(q, np.divide(values[:, i], self.cap32[i], dtype=np.float32))
+        t = np.multiply(q, lens, dtype=np.float64)
+        t /= self.step
+        return t
+
+    def runs(self) -> list[tuple[float, int, int, int]]:
+        """See `Windows.runs` (aligned.py)."""
+        return [(c, f, a, b) for c, f, a, b in zip(self.costs, self.fits, self.p0, self.p1) if f > 0]
+
+    def _run(self, k: int) -> int:
+        return bisect_right(self.p0, k) - 1
+
+    def negative(self, x: int, y: int) -> bool:
+        """See `Windows.negative`: the availability minus the placements (the job's earlier
+        ones and this stage's, a constant per candidate) at every time in [x, y] where one of
+        them changes."""
+        vt, pt = self.vt, self.pt
+        pts = [np.array((x,), dtype=np.int64), vt[vt.searchsorted(x, "right"):vt.searchsorted(y, "right")],
+               pt[pt.searchsorted(x, "right"):pt.searchsorted(y, "right")]]
+        lo, dur = self.lo, self.dur
+        mine = [lo + k * dur for k in self.counts if x < lo + k * dur <= y]
+        mine += [lo + (k + 1) * dur for k in self.counts if x < lo + (k + 1) * dur <= y]
+        if mine:
+            pts.append(np.array(mine, dtype=np.int64))
+        t = union(*pts)
+        free = self.vv[vt.searchsorted(t, "right") - 1] - self.pv[pt.searchsorted(t, "right") - 1]
+        if self.counts:
+            k = (t - lo) // dur
+            n = np.array([self.counts.get(c, 0) if 0 <= c < self.count else 0 for c in k.tolist()], dtype=np.int64)
+            free = free - n[:, None] * self.gang_arr
+        return bool((free < 0).any())
+
+    def add(self, k: int, n: int) -> None:
+        """See `Windows.add`."""
+        self.counts[k] = self.counts.get(k, 0) + n
+
+    def cost(self, k: int) -> float:
+        """See `Windows.cost`: the run's pieces (one, for a longer run) with the stage's gangs on top."""
+        r = self._run(k)
+        extra = self.gang_arr * self.counts.get(k, 0)
+        if self.p1[r] - self.p0[r] > 1:
+            i = self.first[r]
+            return float(self._terms(self.cv[i:i + 1] + extra, np.array((float(self.dur),)))[0])
+        i, j = self.first[r], self.first[r + 1]
+        return float(np.add.accumulate(self._terms(self.cv[i:j] + extra, self.lens[i:j]))[-1])
+
+    def fit(self, k: int) -> int:
+        """See `Windows.fit`: floor((f - g n) / g) = floor(f / g) - n, piece by piece."""
+        return int(self.fits[self._run(k)]) - self.counts.get(k, 0)
+
+    def placed(self) -> list[Interval]:
+        """See `Windows.placed`."""
+        lo, dur = self.lo, self.dur
+        return [(lo + k * dur, lo + (k + 1) * dur, rmul(self.gang, n)) for k, n in sorted(self.counts.items())]
+
+
+def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray, np.ndarray]:
+    """The times (sorted, every start among them) that fall inside a window `[start, start + dur)`,
+    and the index of that window for each."""
+    win = starts.searchsorted(times, "right") - 1
+    keep = (win >= 0) & (times < starts[np.maximum(win, 0)] + dur)
+    return times[keep], win[keep]
+
+
+def _sums(terms: np.ndarray, first: np.ndarray, win: np.ndarray) -> np.ndarray:
+    """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
+    from 0.0, as a walk adds them: short windows position by position across all windows at once,
+    long ones each with np.add.accumulate (which never regroups)."""
+    n = len(first)
+    bounds = np.append(first, len(terms))
+    sizes = np.diff(bounds)
+    total = np.zeros(n, dtype=np.float64)
+    pos = np.arange(len(terms)) - first[win]
+    short = sizes[win] <= _POSITIONS
+    for j in range(min(int(sizes.max()), _POSITIONS) if n else 0):
+        m = short & (pos == j)
+        total[win[m]] += terms[m]
+    for w in np.flatnonzero(sizes > _POSITIONS).tolist():
+        total[w] = np.add.accumulate(terms[bounds[w]:bounds[w + 1]])[-1]
+    return total
