@@ -76,10 +76,12 @@ class Windows(Protocol):
     dur: int
     count: int
 
-    def runs(self) -> list[tuple[float, int, int, int]]:
-        """(cost, fit, p0, p1): the candidates cut into runs `[p0, p1)` whose members have the same
-        cost and fit (evaluated as trunk evaluates every candidate when the stage starts), only
-        those that fit a gang."""
+    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+        """(cost, end key, p0, p1, fit), ascending: the candidates cut into runs `[p0, p1)` whose
+        members have the same cost and fit (evaluated as trunk evaluates every candidate when the
+        stage starts), only those that fit a gang. The end key is that of the run's member taken
+        first on a cost tie: its end allocating left (the earliest), minus its end allocating
+        right (the latest)."""
         ...
 
     def negative(self, x: int, y: int) -> bool:
@@ -120,19 +122,21 @@ def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> l
     first = job.first_placed
     if first is not None and first <= hi and ev.negative(max(lo, first), hi):
         raise PlanningException(NEGATIVE_MERGE)
-    # heap entries: (cost, end key, first position, end position, fit) of a run of candidates
-    # with the same cost and fit; the end key is that of the run's preferred member, the one the
-    # heap takes first on a cost tie (a single candidate k is the run (k, k + 1))
+    # entries: (cost, end key, first position, end position, fit) of a run of candidates with the
+    # same cost and fit (a single candidate k is the run (k, k + 1)); the runs as evaluated at the
+    # start come in order, what is pushed later goes to a heap, and the smaller head is next
+    ordered = ev.runs(left)
+    i = 0
     heap: list[tuple[float, int, int, int, int]] = []
-    for c, f, p0, p1 in ev.runs():
-        b = lo + (p0 + 1) * dur if left else lo + p1 * dur
-        heap.append((c, b if left else -b, p0, p1, f))
-    heapq.heapify(heap)
     try:
         while to_place > 0:
-            if not heap:
+            if heap and (i == len(ordered) or heap[0] < ordered[i]):
+                c0, _key, p0, p1, f0 = heapq.heappop(heap)
+            elif i < len(ordered):
+                c0, _key, p0, p1, f0 = ordered[i]
+                i += 1
+            else:
                 return None
-            c0, _key, p0, p1, f0 = heapq.heappop(heap)
             k = p0 if left else p1 - 1
             a = lo + k * dur
             b = a + dur
@@ -195,7 +199,7 @@ class WalkWindows:
         self.pt, self.pv = segments(self.cur, self.s, self.d + 1)
         self.pt.append(_PAST_END)
 
-    def runs(self) -> list[tuple[float, int, int, int]]:
+    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
         """See `Windows.runs`: one run per candidate, or, for a long stage window, runs between
         the change points of the load, the availability and the job's placements."""
         lo, dur, count = self.lo, self.dur, self.count
@@ -208,7 +212,9 @@ class WalkWindows:
             a = lo + p0 * dur
             f = self._fit(a)
             if f > 0:
-                out.append((self._cost(a), f, p0, p1))
+                end = lo + (p0 + 1) * dur if left else -(lo + p1 * dur)
+                out.append((self._cost(a), end, p0, p1, f))
+        out.sort()
         return out
 
     def _cost(self, a: int) -> float:

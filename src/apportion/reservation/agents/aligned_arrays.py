@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from apportion.reservation.resmath import Res, rmul
-from apportion.reservation.steparrays import MAX_VALUE, union, window
+from apportion.reservation.steparrays import MAX_VALUE, window
 from apportion.reservation.stepfn import segments
 
 if TYPE_CHECKING:
@@ -48,8 +48,9 @@ class ArrayWindows:
         # filled by make(): per run, its positions [p0, p1), cost and fit
         self.p0: list[int] = []
         self.p1: list[int] = []
-        self.costs: list[float] = []
-        self.fits: list[int] = []
+        self.p0s = self.p1s = np.zeros(0, dtype=np.int64)
+        self.costs = np.zeros(0, dtype=np.float64)
+        self.fits = np.zeros(0, dtype=np.int64)
         # a run of one candidate's cost pieces, to sum again after a placement: cost values and
         # lengths, rows first[r]:first[r + 1]; a longer run has one piece, its value at run_value[r]
         self.cv = np.zeros((0, len(gang)), dtype=np.int64)
@@ -89,16 +90,17 @@ class ArrayWindows:
         lo, dur, count, hi = self.lo, self.dur, self.count, self.lo + self.count * self.dur
         vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
         inner_v = vt[1:][vt[1:] < hi]
-        changes = union(lt[1:], inner_v, pt[1:][pt[1:] < hi])
+        changes = _union(lt[1:], inner_v, pt[1:][pt[1:] < hi])
         # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
         k, off = np.divmod(changes - lo, dur)
-        edges = union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
+        edges = _union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
         p0, p1 = edges[:-1], edges[1:]
         starts = lo + p0 * dur
+        self.p0s, self.p1s = p0, p1
         self.p0, self.p1 = p0.tolist(), p1.tolist()
         # cost pieces of every run's first member: the load's and the placements' change points
         # inside it, equal neighbours joined (as trunk's merge joins them)
-        g, win = _inside(union(starts, lt[1:], pt[1:][pt[1:] < hi]), starts, dur)
+        g, win = _inside(_union(starts, lt[1:], pt[1:][pt[1:] < hi]), starts, dur)
         cv = lv[lt.searchsorted(g, "right") - 1] + pv[pt.searchsorted(g, "right") - 1]
         join = np.zeros(len(g), dtype=bool)
         join[1:] = (cv[1:] == cv[:-1]).all(axis=1) & (win[1:] == win[:-1])
@@ -111,14 +113,14 @@ class ArrayWindows:
         nxt[-1:] = ends[-1:]
         self.cv, self.lens = cv, (nxt - g).astype(np.float64)
         self.first = [*first.tolist(), len(g)]
-        self.costs = _sums(self._terms(cv, self.lens), first, win).tolist()
+        self.costs = _sums(self._terms(cv, self.lens), first)
         # fit pieces: the availability's and the placements' change points inside each first member
-        fg, fwin = _inside(union(starts, inner_v, pt[1:][pt[1:] < hi]), starts, dur)
+        fg, fwin = _inside(_union(starts, inner_v, pt[1:][pt[1:] < hi]), starts, dur)
         free = vv[vt.searchsorted(fg, "right") - 1] - pv[pt.searchsorted(fg, "right") - 1]
         ffirst = np.flatnonzero(np.concatenate(((True,), fwin[1:] != fwin[:-1])))
         per = free // self.gang_arr
         fit = per.min(axis=1) if self.dominant else per[:, 0]
-        self.fits = np.minimum.reduceat(fit, ffirst).tolist()
+        self.fits = np.minimum.reduceat(fit, ffirst)
 
     def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
@@ -132,9 +134,14 @@ class ArrayWindows:
         t /= self.step
         return t
 
-    def runs(self) -> list[tuple[float, int, int, int]]:
-        """See `Windows.runs` (aligned.py)."""
-        return [(c, f, a, b) for c, f, a, b in zip(self.costs, self.fits, self.p0, self.p1) if f > 0]
+    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+        """See `Windows.runs` (aligned.py): sorted by cost and end key in numpy."""
+        fit = self.fits > 0
+        costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
+        key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
+        order = np.lexsort((key, costs))
+        return list(zip(costs[order].tolist(), key[order].tolist(), p0[order].tolist(), p1[order].tolist(),
+                        self.fits[fit][order].tolist()))
 
     def _run(self, k: int) -> int:
         return bisect_right(self.p0, k) - 1
@@ -151,7 +158,7 @@ class ArrayWindows:
         mine += [lo + (k + 1) * dur for k in self.counts if x < lo + (k + 1) * dur <= y]
         if mine:
             pts.append(np.array(mine, dtype=np.int64))
-        t = union(*pts)
+        t = _union(*pts)
         free = self.vv[vt.searchsorted(t, "right") - 1] - self.pv[pt.searchsorted(t, "right") - 1]
         if self.counts:
             k = (t - lo) // dur
@@ -191,19 +198,30 @@ def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray
     return times[keep], win[keep]
 
 
-def _sums(terms: np.ndarray, first: np.ndarray, win: np.ndarray) -> np.ndarray:
+def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
-    from 0.0, as a walk adds them: short windows position by position across all windows at once,
-    long ones each with np.add.accumulate (which never regroups)."""
+    from 0.0, as a walk adds them: position by position across the windows that have that many
+    pieces, and a window with very many pieces with np.add.accumulate (which never regroups)."""
     n = len(first)
     bounds = np.append(first, len(terms))
     sizes = np.diff(bounds)
     total = np.zeros(n, dtype=np.float64)
-    pos = np.arange(len(terms)) - first[win]
-    short = sizes[win] <= _POSITIONS
-    for j in range(min(int(sizes.max()), _POSITIONS) if n else 0):
-        m = short & (pos == j)
-        total[win[m]] += terms[m]
-    for w in np.flatnonzero(sizes > _POSITIONS).tolist():
-        total[w] = np.add.accumulate(terms[bounds[w]:bounds[w + 1]])[-1]
+    longest = int(sizes.max()) if n else 0
+    for j in range(min(longest, _POSITIONS)):
+        has = np.flatnonzero(sizes > j)
+        total[has] += terms[first[has] + j]
+    if longest > _POSITIONS:
+        for w in np.flatnonzero(sizes > _POSITIONS).tolist():
+            total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + _POSITIONS:bounds[w + 1]])))[-1]
     return total
+
+
+def _union(*parts: np.ndarray) -> np.ndarray:
+    """Sorted distinct times of sorted parts: a stable sort (timsort) merges the sorted runs in
+    linear time, where the default quicksort sorts them again from scratch."""
+    x = np.concatenate(parts)
+    x.sort(kind="stable")
+    keep = np.empty(len(x), dtype=bool)
+    keep[:1] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
