@@ -117,7 +117,7 @@ def _stage(plan: InMemoryPlan, load: StepFunction, placed: list[Interval], user:
         for m in mine:
             placed.remove(m)
         return None
-    return StepFunction.from_intervals(mine).nonzero_pieces()
+    return StepFunction.from_intervals(mine, plan.zero).nonzero_pieces()
 
 
 def _by_demand(plan: InMemoryPlan, d: ReservationDefinition, idx: int, s: int, e: int, left: bool) -> tuple[int, int]:
@@ -142,7 +142,7 @@ def ref_plan_job(plan: InMemoryPlan, left: bool, user: str, d: ReservationDefini
     step = plan.step
     period = d.period()
     s0, e0 = _up(d.arrival, step), _down(d.deadline, step)
-    load = plan.committed_over(s0, e0) if e0 > s0 else StepFunction()
+    load = plan.committed_over(s0, e0) if e0 > s0 else StepFunction(zero=plan.zero)
     if old is not None and e0 > s0:
         load.add_function(old.over_time(s0, e0), -1)
     old_id = old.id if old is not None else None
@@ -184,5 +184,5 @@ def ref_plan_job(plan: InMemoryPlan, left: bool, user: str, d: ReservationDefini
     if not job:
         return None
     if period > 0:
-        return fold_intervals(job, period).nonzero_pieces()
-    return StepFunction.from_intervals(job).nonzero_pieces()
+        return fold_intervals(job, period, plan.zero).nonzero_pieces()
+    return StepFunction.from_intervals(job, plan.zero).nonzero_pieces()

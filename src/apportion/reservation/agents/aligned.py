@@ -17,7 +17,7 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
-from apportion.reservation.resmath import Res, radd, rmul, round_up, rsub
+from apportion.reservation.resmath import Res, is_zero, radd, rmul, round_up, rsub
 from apportion.reservation.stepfn import interval_breakpoints, segments
 
 
@@ -56,7 +56,7 @@ class LowCostAlignedAllocator:
         job.placed.add_pieces(placed)
         # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
         keys, values = interval_breakpoints(placed)
-        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if any(v)]
+        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if not is_zero(v)]
 
     def _ratio_cache(self, job: JobContext) -> dict[Res, float]:
         # calc.ratio rounds through single precision, which costs more than the rest of a piece;

@@ -67,9 +67,12 @@ class ArrayWindows:
     ) -> ArrayWindows | None:
         """The candidates from the breakpoints of the job's load and of the availability (as
         arrays: `job.load_arrays()`, the plan's `available_arrays`); None where the walk has a
-        special case (a zero capacity or gang component) or int64 cannot hold the placements."""
+        special case (a zero capacity or gang component), int64 cannot hold the placements, or the plan
+        has other than the two YARN dimensions."""
         plan = job.plan
         cap, calc = plan.capacity, plan.calc
+        if len(cap) != 2:
+            return None  # the plan's arrays (steparrays) hold the two YARN dimensions
         dominant = calc.kind != "default"
         used = range(len(cap)) if dominant else range(1)
         if any(cap[i] <= 0 or gang[i] <= 0 for i in used):
