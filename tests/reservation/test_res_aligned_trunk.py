@@ -10,8 +10,10 @@ acceptance in trunk; here it is also compared with the trunk model in `trunk_ali
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -377,3 +379,71 @@ def test_low_cost_planner_places_as_the_trunk_model(left, step, calc, capacity, 
         except PlanningException:
             got = None
         assert got == want
+
+
+def test_by_demand_weights_are_java_longs():
+    """StageExecutionIntervalByDemand computes each weight as a long product, which wraps, and sums
+    the weights from the job's last stage back to the stage (allocating left). The first stage's
+    weight here wraps to a different value than the exact product: its window follows the wrapped
+    weights (the float products gave a window ending at 2,607,579,023,000)."""
+    sts = (Stage((3072, 1), 387927, 1, 665458916597), Stage((8191, 1), 656116, 1, 71314217469),
+           Stage((1024, 1), 952966, 1, 519092977833))
+    a, d = 271952, 5377105622743
+    plan = InMemoryPlan("dedicated", CAPACITY, step=1000, policy=NoPolicy())
+    defn = ReservationDefinition(a, d, sts, R_ORDER, "t", 0, "0")
+
+    def weight(s: Stage) -> float:
+        return float(ctypes.c_int64(ctypes.c_int64(s.duration * s.capability[0]).value * s.num_containers).value)
+
+    total = 0.0
+    for s in reversed(sts):
+        total += weight(s)
+    slack = (d - a) - sum(-(-s.duration // 1000) * 1000 for s in sts)
+    end = int(a + 665458917000 + slack * (weight(sts[0]) / total)) // 1000 * 1000
+    assert weight(sts[0]) != float(sts[0].duration * 3072 * 387927)
+    planner = aligned.aligned_agent(True).agents[0]
+    assert planner._by_demand(plan, defn, 0, sts[0], a, d) == (a, end)
+    assert end != 2_607_579_023_000
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_by_demand_memoryless_stages_get_no_slack(left):
+    """Deviation 15 (docs/reservation.md): stages asking for memory 0 weigh nothing; trunk's 0/0
+    would end the left window at time 0 (and start the right one there, before the arrival). Each
+    stage gets its own duration and no slack."""
+    sts = (Stage((0, 1), 2, 1, 5000), Stage((0, 1), 2, 1, 5000))
+    plan = InMemoryPlan("dedicated", CAPACITY, step=1000, policy=NoPolicy())
+    defn = ReservationDefinition(10_000, 70_000, sts, R_ORDER, "t", 0, "0")
+    planner = aligned.aligned_agent(left).agents[0]
+    if left:
+        assert planner._by_demand(plan, defn, 0, sts[0], 10_000, 70_000) == (10_000, 15_000)
+    else:
+        assert planner._by_demand(plan, defn, 1, sts[1], 10_000, 70_000) == (65_000, 70_000)
+    r = planner.plan_job(plan, rid(1), "bob", defn, None)
+    assert r.rle.nonzero_pieces() == ([(10_000, 20_000, (0, 2))] if left else [(60_000, 70_000, (0, 2))])
+
+
+def test_gang_counts_are_exact_past_single_precision():
+    """Deviation 16: 25,165,826 MB free holds 2 gangs of 8,388,609 MB; trunk's single-precision
+    quotient is 3.0 exactly."""
+    free, gang = 25_165_826, 8_388_609
+    assert np.float32(np.float32(free) / np.float32(gang)) == 3.0
+    assert Calculator("default").gangs((free, 10), (gang, 1), 2**31 - 1) == 2
+
+
+@pytest.mark.parametrize("mirrors", [True, False])
+def test_the_last_placement_is_checked_too(mirrors):
+    """Trunk evaluates a candidate again after every placement, the last one included, and the
+    merge behind that refuses a negative free value in any component. Under the default
+    calculator gangs are counted by memory: the one gang here fits by memory on [1.5 s, 2.5 s) but
+    takes a vCore that [1.5 s, 1.501 s) does not have, so the low-cost planner fails (the agent
+    then tries its greedy planner). It used to skip that last evaluation and accept."""
+    plan = InMemoryPlan("dedicated", (4096, 4), step=1000, calculator=Calculator("default"), policy=NoPolicy(),
+                        maximum_allocation=(8192, 8))
+    plan._mirrored, plan._mirrors_off = mirrors, not mirrors
+    plan.add_reservation(ReservationAllocation(rid(1), "alice", None, 1, 1501, [(1, 1501, (2048, 4))]),
+                         is_recovering=True)
+    d = ReservationDefinition(0, 2500, (Stage((1024, 1), 1, 1, 1),), R_ANY, "t", 0, "0")
+    assert ref_plan_job(plan, False, "bob", d, None) is None
+    with pytest.raises(PlanningException, match="would be negative"):
+        aligned.aligned_agent(False).agents[0].plan_job(plan, rid(2), "bob", d, None)

@@ -22,6 +22,8 @@ Everything is recomputed point by point from the definitions: no arrays, no cach
 
 from __future__ import annotations
 
+import math
+
 from apportion.reservation.allocation import fold_intervals
 from apportion.reservation.definition import R_ANY, R_ORDER, R_ORDER_NO_GAP, ReservationDefinition, Stage
 from apportion.reservation.exceptions import PlanningException
@@ -120,19 +122,46 @@ def _stage(plan: InMemoryPlan, load: StepFunction, placed: list[Interval], user:
     return StepFunction.from_intervals(mine, plan.zero).nonzero_pieces()
 
 
+def _long(x: int) -> int:
+    return (x + 2**63) % 2**64 - 2**63
+
+
+def _to_long(x: float) -> int:
+    """Java's (long) of a double."""
+    if x != x:
+        return 0
+    if x >= 2**63:
+        return 2**63 - 1
+    if x <= -(2**63):
+        return -(2**63)
+    return int(x)
+
+
+def _jdown(t: int, step: int) -> int:
+    """(t / step) * step with Java's division, towards zero."""
+    return (abs(t) // step) * step * (1 if t >= 0 else -1)
+
+
 def _by_demand(plan: InMemoryPlan, d: ReservationDefinition, idx: int, s: int, e: int, left: bool) -> tuple[int, int]:
+    """StageExecutionIntervalByDemand: long weights summed from the far end towards the stage."""
     step = plan.step
-    rest = d.stages[idx:] if left else d.stages[: idx + 1]
+    walk = list(range(len(d.stages) - 1, idx - 1, -1)) if left else list(range(idx + 1))
 
     def weight(st: Stage) -> float:
-        return float(st.duration * st.capability[0] * st.num_containers)
+        return float(_long(_long(st.duration * st.capability[0]) * st.num_containers))
 
+    total_w = 0.0
+    total_d = 0
+    for i in walk:
+        total_w += weight(d.stages[i])
+        total_d += _up(d.stages[i].duration, step)
     st = d.stages[idx]
-    share = weight(st) / sum(weight(x) for x in rest)
-    slack = (e - s) - sum(_up(x.duration, step) for x in rest)
+    # Java's 0.0 / 0.0 is NaN (apportion deviates there: docs/semantics.md); x / 0.0 is infinite
+    share = weight(st) / total_w if total_w else (math.nan if weight(st) == 0 else math.copysign(math.inf, weight(st)))
+    slack = _long(_long(e - s) - _long(total_d))
     if left:
-        return s, _down(int(s + _up(st.duration, step) + slack * share), step)
-    return _up(int(e - _up(st.duration, step) - slack * share), step), e
+        return s, _jdown(_to_long(_long(s + _up(st.duration, step)) + slack * share), step)
+    return _jdown(_long(_to_long(_long(e - _up(st.duration, step)) - slack * share) + step - 1), step), e
 
 
 def ref_plan_job(plan: InMemoryPlan, left: bool, user: str, d: ReservationDefinition,
