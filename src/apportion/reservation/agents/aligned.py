@@ -47,7 +47,7 @@ class LowCostAlignedAllocator:
         if avail_arrays is not None:
             load_arrays = job.load_arrays()
             if load_arrays is not None:
-                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang)
+                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, self._ratio_cache(job))
         if ev is None:
             ev = WalkWindows(job, self._ratio_cache(job), s, d, lo, dur, windows, gang)
         placed = place_gangs(ev, job, to_place, per_step)
