@@ -31,13 +31,14 @@ from apportion.errors import ApportionError
 from apportion.quantity import parse_quantity_decimal
 from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
+from apportion.service.confwatch import hierarchical
 from apportion.service.objects import ObjectKey
 from apportion.state.decisions import Condition
 from apportion.state.memory import pod_group_status
 
 if TYPE_CHECKING:
-    from apportion.framework.conf import SchedulerConf
     from apportion.reservation.system import ReservationSystem
+    from apportion.service.confwatch import ConfWatch
     from apportion.service.live import LiveView
     from apportion.service.metrics import ServiceMetrics
     from apportion.service.objects import ClusterObjects
@@ -55,7 +56,7 @@ STARTED_KEY = "apportion.io/started-at"
 class LoopHost(Protocol):
     """What the loop needs of the service (core.Service), named here so the loop does not import it."""
 
-    conf: SchedulerConf | None
+    confs: ConfWatch
     objects: ClusterObjects
     reservations: ReservationSystem
     plan_settings: dict[str, PlanSettings]
@@ -168,24 +169,41 @@ def _res_json(mb: int, vcores: int) -> dict[str, str]:
     return {"cpu": str(vcores), "memory": f"{mb}Mi"}
 
 
-def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple[list[dict[str, Any]], set[str]]:
-    """Queue objects for the plan follower's children, and the ids of the active reservations."""
+#: a reservation queue object as last made, by reservation id: (what it was made from, the object)
+QueueMemo = dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]
+
+
+def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: QueueMemo | None = None
+                       ) -> tuple[list[dict[str, Any]], set[str]]:
+    """Queue objects for the plan follower's children, and the ids of the active reservations. With a
+    `memo` (kept by the loop), a reservation whose queue would be the same as last tick gets the very
+    same object back: most of them do, and the cache then compares an object with itself."""
     out: list[dict[str, Any]] = []
     active: set[str] = set()
+    seen: QueueMemo = {}
     for qname, st in sorted(states.items()):
         parent = svc.objects.objects.get(("Queue", "", qname), {})
         cap = (parent.get("spec") or {}).get("capability")
         overuse = svc.plan_settings[qname].overuse
         used = [0, 0]
         for share in st.active:
-            active.add(str(share.id))
+            name = str(share.id)
+            active.add(name)
             mb, vc = share.resources
             used[0] += mb
             used[1] += vc
+            made = (qname, mb, vc, share.gang, overuse, cap)
+            old = memo.get(share.id) if memo is not None else None
+            if old is not None and old[0] == made:
+                seen[share.id] = old
+                out.append(old[1])
+                continue
             spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": _res_json(mb, vc)},
                                     "deserved": _res_json(mb, vc)}
             spec["capability"] = cap if (overuse and cap and not share.gang) else _res_json(mb, vc)
-            out.append({"kind": "Queue", "metadata": {"name": str(share.id)}, "spec": spec})
+            obj = {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
+            seen[share.id] = (made, obj)
+            out.append(obj)
         rest = (max(st.plan_capacity[0] - used[0], 0), max(st.plan_capacity[1] - used[1], 0))
         dspec: dict[str, Any] = {"parent": qname, "deserved": _res_json(*rest)}
         if rest != (0, 0):
@@ -193,6 +211,9 @@ def reservation_queues(svc: LoopHost, states: dict[str, FollowerState]) -> tuple
         if cap:
             dspec["capability"] = cap
         out.append({"kind": "Queue", "metadata": {"name": st.default_queue}, "spec": dspec})
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
     return out, active
 
 
@@ -224,6 +245,10 @@ class SchedulingLoop:
         #: every queue of the last session and its parent (reservation queues included)
         self.last_parents: dict[str, str] = {}
         self.ticks = 0
+        #: the last tick's duration and the longest so far, ms (served by /api/v1/status)
+        self.last_tick_ms = 0.0
+        self.max_tick_ms = 0.0
+        self._queue_memo: QueueMemo = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
 
@@ -241,9 +266,13 @@ class SchedulingLoop:
         # the followers' archiving and replanning delete reservations: one transaction for them
         states: dict[str, FollowerState] = svc.committed(
             lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
-        queues, active = reservation_queues(svc, states)
+        queues, active = reservation_queues(svc, states, self._queue_memo)
+        # the conf as Volcano reloads it: `--conf`'s file if it changed, else the stored ConfigMap's;
+        # a change of enableHierarchy re-renders the reservable queues before the session
+        file_conf, conf = svc.confs.effective(svc.objects.objects)
+        svc.live.set_hierarchical(hierarchical(conf), svc.objects.objects)
         svc.live.follow(svc.objects.objects, states, active, queues)
-        result = run_cache_session(svc.live.cache, svc.conf)
+        result = run_cache_session(svc.live.cache, file_conf)
         backend = (self.backend.decisions(svc.objects.objects, now) if self.backend is not None
                    else ObjectBackend(svc.objects.objects, now))
         dispatch(result, backend, backend, backend)
@@ -267,7 +296,10 @@ class SchedulingLoop:
         self.last_report = result.queues
         self.last_cluster = cluster
         self.ticks += 1
-        svc.metrics.session(result, (time.perf_counter() - t0) * 1000, svc.reservations.plans, now)
+        took = (time.perf_counter() - t0) * 1000
+        self.last_tick_ms = round(took, 1)
+        self.max_tick_ms = max(self.max_tick_ms, self.last_tick_ms)
+        svc.metrics.session(result, took, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
         """Tick every period until cancelled. A failing tick is logged as one line once per distinct
@@ -276,7 +308,8 @@ class SchedulingLoop:
         while True:
             started = time.monotonic()
             try:
-                await self.svc.writer.run(self.tick)
+                # with a real backend a tick starts tasks: it must never run twice, so it is not grouped
+                await self.svc.writer.run(self.tick, alone=self.backend is not None)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
