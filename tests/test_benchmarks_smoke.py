@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 def test_cycle_smoke_places_every_pod() -> None:
     from benchmarks import bench_cycle

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
 
 def test_forecast_smoke_forecasts_a_waiting_job() -> None:
     from benchmarks import bench_forecast

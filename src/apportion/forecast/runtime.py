@@ -71,7 +71,7 @@ def parse_assumed(text: str) -> Assumed:
         raise InputError(f"malformed distribution: {str(e).splitlines()[0]}", where=where) from None
     import jsonschema
 
-    from apportion.simulation.scenario import schema
+    from apportion.simulation.scenario_schema import schema
 
     sch = dict(schema()["$defs"]["distribution"])
     sch["$defs"] = schema()["$defs"]

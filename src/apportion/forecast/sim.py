@@ -24,7 +24,8 @@ from apportion.cluster.snapshot import Snapshot
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource
-from apportion.simulation.engine import EV_FINISH, EV_RELEASE, EV_WAKE, SimJob, SimTask, Simulator
+from apportion.simulation.engine import Simulator
+from apportion.simulation.jobs import EV_FINISH, EV_RELEASE, EV_WAKE, SimJob, SimTask
 from apportion.simulation.scenario import JobSpec, RunSpec, Scenario
 from apportion.simulation.workload import rng_for
 

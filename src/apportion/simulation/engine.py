@@ -33,17 +33,28 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
-from apportion.resources import CPU, GPU, MEMORY, PODS, Resource
-from apportion.simulation.feed import ClusterFeed
+from apportion.resources import MEMORY, PODS, Resource
+from apportion.simulation.follower import PlanFollower
+from apportion.simulation.jobs import (
+    EV_ARRIVAL,
+    EV_FINISH,
+    EV_NODE,
+    EV_RELEASE,
+    EV_RESERVATION,
+    EV_WAKE,
+    NAMESPACE,
+    SimJob,
+    SimTask,
+)
 from apportion.simulation.metrics import Recorder
-from apportion.simulation.reservations import LocalPlan, default_child, follow
+from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.scenario import JobSpec, Scenario
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -52,67 +63,10 @@ from apportion.state.decisions import Condition
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = "sim"
-
-# event kinds, in the order they are applied at the same instant: resources are freed before new
-# demand arrives, and the cluster changes before either
-EV_NODE = 0
-EV_RELEASE = 1
-EV_FINISH = 2
-EV_RESERVATION = 3
-EV_WAKE = 4
-EV_ARRIVAL = 5
-
 #: Simulated seconds between two reads of the queue plugin's report (its `deserved` feeds the
 #: metrics). Reading it formats every attribute of every queue: with 1,000 queues that was a quarter
 #: of each session's cost, for a value that only moves with demand (proportion) or structure.
 REPORT_EVERY = 60.0
-
-
-@dataclass
-class SimTask:
-    """One task (pod) of a job, across its attempts."""
-
-    index: int
-    name: str
-    status: str = "pending"  # pending | running | releasing | done
-    node: str = ""
-    start: float = 0.0
-    attempt: int = 0
-
-
-@dataclass
-class SimJob:
-    """A job (podgroup) and what happened to it."""
-
-    spec: JobSpec
-    uid: str
-    queue: str
-    creation: str
-    priority: int
-    resreq: Resource
-    min_resources: Resource
-    tasks: list[SimTask] = field(default_factory=list)
-    phase: PodGroupPhase = PodGroupPhase.PENDING
-    state: str = "waiting"  # waiting | active | done | rejected | killed
-    reservation_id: str = ""
-    first_start: float | None = None
-    last_start: float | None = None
-    finish: float | None = None
-    evictions: int = 0
-    lost_gpu_seconds: float = 0.0
-    lost_cpu_seconds: float = 0.0
-    message: str = ""
-    done_tasks: int = 0
-    #: free for a Simulator subclass that builds its own JobInfo (see Simulator._job_info) to keep one
-    info: JobInfo | None = field(default=None, repr=False, compare=False)
-    info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
-    #: bumped by every task status change (Simulator._set_status); a task's node changes only with it
-    changes: int = 0
-
-    @property
-    def gpus_per_task(self) -> float:
-        return self.resreq.get(GPU) / 1000.0
 
 
 @dataclass
@@ -123,7 +77,7 @@ class SimulationResult:
     conf: SchedulerConf
     jobs: list[SimJob]
     recorder: Recorder
-    plans: dict[str, LocalPlan]
+    plans: dict[str, SimPlan]
     reservation_log: list[dict[str, Any]]
     sessions: int
     events: int
@@ -134,7 +88,7 @@ class SimulationResult:
     seed: int = 0
 
 
-class Simulator(ClusterFeed):
+class Simulator(PlanFollower):
     """State, event queue and the loop. Build with a scenario; `run()` once."""
 
     def __init__(self, scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,
@@ -174,10 +128,8 @@ class Simulator(ClusterFeed):
         self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
-        self.plans: dict[str, LocalPlan] = {}
-        for qname, pspec in scenario.plans.items():
-            step = pspec.step or self.period
-            self.plans[qname] = LocalPlan(qname, pspec, Resource(), step)
+        self.plans: dict[str, SimPlan] = simulation_plans(scenario.plans, scenario.queues, scenario.reservations,
+                                                          self.period)
         self.res_by_name: dict[str, str] = {}  # scenario reservation name -> id (accepted or not)
         self.res_accepted: dict[str, bool] = {}
         self.reservation_log: list[dict[str, Any]] = []
@@ -201,10 +153,6 @@ class Simulator(ClusterFeed):
             self._push(r.submit_at, EV_RESERVATION, r.name, r)
 
     # ================================================================= set-up
-    def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self.heap, (t, kind, name, self._seq, payload))
-
     def _add_job(self, spec: JobSpec) -> None:
         uid = f"{NAMESPACE}/{spec.name}"
         prio = self.sc.priority_classes.get(spec.priority_class, 0) if spec.priority_class else 0
@@ -218,11 +166,6 @@ class Simulator(ClusterFeed):
         for t in job.tasks:
             self.task_by_key[f"{NAMESPACE}/{t.name}"] = (job, t)
         self._push(spec.arrival, EV_ARRIVAL, spec.name, uid)
-
-    def warn(self, msg: str) -> None:
-        if msg not in self._warned:
-            self._warned.add(msg)
-            self.warnings.append(msg)
 
     # ================================================================= the loop
     def _grid(self, t: float) -> float:
@@ -320,172 +263,6 @@ class Simulator(ClusterFeed):
         self.active[job.uid] = job
         self._dirty.add(job.uid)
         self.recorder.work_changed(job.queue)
-
-    def _reject(self, job: SimJob, message: str) -> None:
-        job.state = "rejected"
-        job.message = message
-        self.recorder.event(self.now, job.uid, "Rejected", message)
-
-    def _finish(self, job: SimJob, idx: int, attempt: int) -> None:
-        t = job.tasks[idx]
-        if t.status != "running" or t.attempt != attempt:
-            return  # an attempt that was evicted or killed meanwhile
-        self._free(job, t)
-        self._set_status(job, t, "done")
-        job.done_tasks += 1
-        if job.done_tasks == len(job.tasks):
-            job.state = "done"
-            job.finish = self.now
-            job.phase = PodGroupPhase.COMPLETED
-            self.active.pop(job.uid, None)
-            self._dirty.add(job.uid)
-
-    def _free(self, job: SimJob, t: SimTask) -> None:
-        if t.node:
-            self.node_tasks.get(t.node, set()).discard((job.uid, t.index))
-        t.node = ""
-
-    def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
-        """Every task status change goes through here: kept JobInfos are checked against `changes`, and
-        the metrics recount only the queues named here."""
-        t.status = status
-        job.changes += 1
-        self._dirty.add(job.uid)
-        self.recorder.work_changed(job.queue)
-
-    def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
-        """A running task stops now (evicted, killed, node lost): count the lost work."""
-        if t.status != "running":
-            return
-        ran = max(0.0, self.now - t.start)
-        job.lost_gpu_seconds += ran * job.resreq.get(GPU) / 1000.0
-        job.lost_cpu_seconds += ran * job.resreq.get(CPU) / 1000.0
-        t.attempt += 1
-        grace = self.sc.run.eviction_grace
-        if grace > 0 and t.node in self.nodes:
-            self._set_status(job, t, "releasing")
-            self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
-        else:
-            self._free(job, t)
-            self._set_status(job, t, "pending" if restart else "done")
-
-    def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
-        job.evictions += 1
-        lost_before = job.lost_gpu_seconds
-        victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
-        for v in victims:
-            self._stop(job, v, restart=True)
-        self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
-
-    def _node_event(self, ev: Any) -> None:
-        if ev.type == "fail":
-            for name in ev.nodes:
-                node = self.nodes.pop(name, None)
-                if node is None:
-                    continue
-                self.failed[name] = node
-                for uid, idx in sorted(self.node_tasks.get(name, set())):
-                    job = self.jobs[uid]
-                    t = job.tasks[idx]
-                    if t.status == "releasing":
-                        self._free(job, t)
-                        self._set_status(job, t, "pending")
-                        continue
-                    self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
-                    job.evictions += 1
-                    for v in ([x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]):
-                        self._stop(job, v, restart=True)
-                self.node_tasks[name] = set()
-        elif ev.type == "recover":
-            for name in ev.nodes:
-                node = self.failed.pop(name, None)
-                if node is not None:
-                    self.nodes[name] = node
-        else:
-            for n in ev.new_nodes:
-                self.nodes[n.name] = n
-                self.node_tasks[n.name] = set()
-            for where, obj in ev.new_node_objects:
-                self._node_objs[obj["metadata"]["name"]] = (where, obj)
-        self.structure_changed = True
-        self.recorder.cluster_changed(self.now)
-
-    def _submit_reservation(self, spec: Any) -> None:
-        plan = self.plans[spec.queue]
-        plan.capacity = self._plan_capacity(spec.queue)
-        result = plan.submit(spec, self.now)
-        self.res_by_name[spec.name] = result.id
-        self.res_accepted[spec.name] = result.accepted
-        entry: dict[str, Any] = {"name": spec.name, "id": result.id, "queue": spec.queue, "user": spec.user,
-                                 "submitted": self.now, "accepted": result.accepted, "message": result.message,
-                                 "window": [spec.arrival, spec.deadline]}
-        if result.reservation is not None:
-            r = result.reservation
-            entry["start"], entry["end"] = r.start, r.end
-            entry["pieces"] = [[s, e, x.to_natural(keep_zero_scalars=False)] for s, e, x in r.pieces]
-            for p in r.change_points():
-                if p >= self.now:
-                    self._push(p, EV_WAKE, r.id, None)
-        self.reservation_log.append(entry)
-        self.recorder.event(self.now, result.id, "ReservationAccepted" if result.accepted else "ReservationRejected",
-                            result.message or f"{spec.name}: accepted")
-
-    def _cluster_total(self) -> Resource:
-        total = Resource()
-        for n in self.nodes.values():
-            total.add(n.allocatable)
-        return total
-
-    def _plan_capacity(self, qname: str) -> Resource:
-        from apportion.simulation.reservations import plan_capacity
-
-        return plan_capacity(self.queues[qname], self._cluster_total())
-
-    # ================================================================= the plan follower
-    def _follow_plans(self) -> None:
-        total = self._cluster_total()
-        for qname, plan in sorted(self.plans.items()):
-            before = {q.name for q in self.children.get(qname, [])}
-            res = follow(plan, self.queues[qname], self.now, total)
-            for rid in res.removed_by_replanner:
-                self.recorder.event(self.now, rid, "ReservationDeleted",
-                                    f"the replanner deleted {rid}: plan capacity of {qname} dropped")
-                for e in self.reservation_log:
-                    if e["id"] == rid:
-                        e["deletedByReplanner"] = self.now
-            if [(q.name, q.deserved) for q in self.children.get(qname, [])] != [(q.name, q.deserved)
-                                                                                 for q in res.children]:
-                self.structure_changed = True
-            self.children[qname] = res.children
-            now_names = {q.name for q in res.children}
-            expired = sorted(before - now_names)
-            if expired:
-                self._expire(qname, plan, set(expired))
-
-    def _expire(self, qname: str, plan: LocalPlan, expired: set[str]) -> None:
-        target = default_child(qname)
-        for job in sorted(self.active.values(), key=lambda j: j.uid):
-            if job.queue not in expired:
-                continue
-            if plan.spec.move_on_expiry:
-                self.recorder.event(self.now, job.uid, "MovedOnExpiry",
-                                    f"reservation {job.queue} expired; moved to {target}")
-                self.recorder.work_changed(job.queue)
-                self.recorder.work_changed(target)
-                job.queue = target
-                self._dirty.add(job.uid)
-            else:
-                self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
-                for t in job.tasks:
-                    if t.status == "running":
-                        self._stop(job, t, restart=False)
-                    elif t.status == "pending":
-                        self._set_status(job, t, "done")
-                job.state = "killed"
-                job.finish = self.now
-                self.recorder.work_changed(job.queue)
-                self.active.pop(job.uid, None)
-                self._dirty.add(job.uid)
 
     # ================================================================= one session
     def _snapshot(self) -> Snapshot:

@@ -13,13 +13,10 @@ from typing import Any
 from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.kube.pods import GROUP_KEY, PREEMPTABLE_KEY
 from apportion.kube.write import node_object, node_spec, queue_object, resource_list
+from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.scenario import RESERVATION_ID_KEY, Scenario
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
-
-# the simulator's SimJob and SimTask (simulation/engine.py, which imports this module)
-SimJob = Any
-SimTask = Any
 
 
 class ClusterFeed:

@@ -8,24 +8,30 @@ exists, a reservation's queue is reservable, ...). See docs/scenario.md for the 
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-from dataclasses import dataclass, field
 from importlib import resources as ires
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
-from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.cluster.snapshot import DEFAULT_QUEUE
 from apportion.errors import InputError, QuantityError, shown
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
 from apportion.kube import build_snapshot, load_yaml, read_documents, read_text
 from apportion.resources import PODS, Resource
-from apportion.simulation.specs import GeneratorSpec, JobSpec, TraceSpec
+from apportion.simulation.scenario_schema import validate_document
+from apportion.simulation.specs import (
+    GeneratorSpec,
+    JobSpec,
+    NodeEvent,
+    PlanSpec,
+    ReservationSpec,
+    RunSpec,
+    Scenario,
+    StageSpec,
+    TraceSpec,
+)
 
 #: Queue annotation that makes a queue own a reservation plan.
 RESERVABLE_KEY = "apportion.io/reservable"
@@ -37,107 +43,6 @@ RESERVATION_ID_KEY = "apportion.io/reservation-id"
 #: tasks per job 100,000); a generator's drawn task counts and the whole workload are checked here.
 MAX_JOB_TASKS = 100_000
 MAX_WORKLOAD_TASKS = 10_000_000
-
-_SCHEMA: dict[str, Any] | None = None
-
-
-def schema() -> dict[str, Any]:
-    """The scenario JSON Schema (package data, loaded once)."""
-    global _SCHEMA
-    if _SCHEMA is None:
-        text = ires.files("apportion.simulation").joinpath("scenario.schema.json").read_text("utf-8")
-        _SCHEMA = json.loads(text)
-    return _SCHEMA
-
-
-# ===================================================================== parsed pieces
-@dataclass
-class PlanSpec:
-    """Settings of the plan owned by a reservable queue."""
-
-    policy: str = "CapacityOverTime"
-    instantaneous: float = 1.0
-    average: float = 1.0
-    window: float = 86400.0
-    step: float | None = None
-    move_on_expiry: bool = True
-    overuse: bool = True
-    replanner: bool = True
-    enforcement_window: float = 3600.0
-
-
-@dataclass
-class StageSpec:
-    resources: Resource
-    num_containers: int
-    duration: float
-
-
-@dataclass
-class ReservationSpec:
-    """A reservation submission (YARN's reservation-definition, in Volcano resources)."""
-
-    name: str
-    queue: str
-    user: str
-    submit_at: float
-    arrival: float
-    deadline: float
-    interpreter: str
-    gang: bool
-    stages: list[StageSpec]
-
-
-@dataclass
-class NodeEvent:
-    at: float
-    type: str
-    nodes: list[str] = field(default_factory=list)
-    new_nodes: list[NodeInfo] = field(default_factory=list)
-    #: the Node objects of `new_nodes`, as (location, object): what the simulator feeds its cache
-    new_node_objects: list[tuple[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class RunSpec:
-    horizon: float | None = None
-    period: float = 1.0
-    seed: int = 0
-    eviction_grace: float = 0.0
-    sample_every: float | None = None
-    drain: bool = True
-
-
-@dataclass
-class Scenario:
-    """A loaded, validated scenario. Node and queue objects are templates: the simulator copies them."""
-
-    name: str
-    source: str
-    base: Path
-    nodes: list[NodeInfo]
-    queues: dict[str, QueueInfo]
-    priority_classes: dict[str, int]
-    conf: SchedulerConf
-    conf_text: str
-    jobs: list[JobSpec]
-    generators: list[GeneratorSpec]
-    traces: list[TraceSpec]
-    plans: dict[str, PlanSpec]
-    reservations: list[ReservationSpec]
-    node_events: list[NodeEvent]
-    run: RunSpec
-    warnings: list[str] = field(default_factory=list)
-    #: the Node, Queue and PriorityClass objects the cluster was read from, as (location, object): what
-    #: the simulator feeds its cache
-    objects: list[tuple[str, Any]] = field(default_factory=list)
-
-    def reservable(self, queue: str) -> bool:
-        return queue in self.plans
-
-    def clone(self) -> Scenario:
-        return copy.deepcopy(self)
-
 
 # ===================================================================== loading
 def load_scenario(path: str | Path) -> Scenario:
@@ -160,69 +65,6 @@ def default_scenario_path() -> Path:
 def _yaml(text: str, source: str) -> Any:
     """The scenario document, decoded within the readers' bounds (integer length, nesting depth)."""
     return load_yaml(text, source)
-
-
-def field_path(parts: Any) -> str:
-    """`['workload', 'jobs', 2, 'duration']` -> `workload.jobs[2].duration`."""
-    out = ""
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        else:
-            out += f".{p}" if out else str(p)
-    return out or "(top level)"
-
-
-def validate_document(data: Any, source: str) -> None:
-    """Check the document against the schema; raise InputError naming the deepest failing field."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return
-    err = jsonschema.exceptions.best_match(errors)
-    # best_match prefers shallow errors of a oneOf; descend to the most specific context
-    while err.context:
-        if err.validator in ("oneOf", "anyOf") and isinstance(err.instance, dict) and _branch_keys(err):
-            branch = _keyed_branch(err)
-            if branch is None:
-                # no alternative's key is present (`{exponentail: 10}`): "not a number" (the
-                # first alternative) would mislead; list what the field accepts instead
-                keys = _branch_keys(err)
-                got = ", ".join(map(str, err.instance)) or "none"
-                raise InputError(f"expected {''.join(f'a {t} or ' for t in _scalar_types(err))}a mapping with one of "
-                                 f"{', '.join(keys)}; got key(s) {got}",
-                                 where=f"{source}: {field_path(err.absolute_path)}")
-            err = jsonschema.exceptions.best_match(branch)
-            continue
-        err = jsonschema.exceptions.best_match(err.context)
-    msg = err.message
-    if err.validator == "additionalProperties":
-        msg = msg.replace("Additional properties are not allowed", "unknown field(s)")
-    raise InputError(msg, where=f"{source}: {field_path(err.absolute_path)}")
-
-
-def _alternatives(err: Any) -> list[dict[str, Any]]:
-    alts = err.schema.get(err.validator) if isinstance(err.schema, dict) else None
-    return [a for a in alts if isinstance(a, dict)] if isinstance(alts, list) else []
-
-
-def _branch_keys(err: Any) -> list[str]:
-    return [k for a in _alternatives(err) for k in a.get("required", [])[:1]]
-
-
-def _scalar_types(err: Any) -> list[str]:
-    return [str(a["type"]) for a in _alternatives(err) if a.get("type") in ("number", "integer", "string")]
-
-
-def _keyed_branch(err: Any) -> list[Any] | None:
-    """The errors of the oneOf alternative whose required key the mapping has (None: no such one)."""
-    for i, alt in enumerate(_alternatives(err)):
-        req = alt.get("required") or []
-        if req and all(k in err.instance for k in req):
-            sub = [c for c in err.context if c.relative_schema_path and c.relative_schema_path[0] == i]
-            if sub:
-                return sub
-    return None
 
 
 def parse_scenario(text: str, *, source: str = "<scenario>", base: Path | None = None) -> Scenario:
@@ -378,7 +220,8 @@ def _build(data: dict[str, Any], source: str, base: Path) -> Scenario:
     for i, r in enumerate(data.get("reservations") or []):
         where = f"{source}: reservations[{i}]"
         stages = [StageSpec(_res(s["resources"], f"{where}.requests[{si}].resources"), int(s["numContainers"]),
-                            _num(s["duration"])) for si, s in enumerate(r["requests"])]
+                            _num(s["duration"]), _concurrency(s, f"{where}.requests[{si}]"))
+                  for si, s in enumerate(r["requests"])]
         spec_r = ReservationSpec(
             name=r["name"], queue=r["queue"], user=r.get("user", "user"), submit_at=_num(r["submitAt"]),
             arrival=_num(r["arrival"]), deadline=_num(r["deadline"]), interpreter=r.get("interpreter", "R_ALL"),
@@ -500,7 +343,20 @@ def _plan(raw: dict[str, Any]) -> PlanSpec:
         p.enforcement_window = float(rp.get("enforcementWindow", 3600.0))
     else:
         p.replanner = bool(rp)
+    p.agent = str(raw.get("agent", p.agent))
+    p.calculator = str(raw.get("resourceCalculator", p.calculator))
     return p
+
+
+def _concurrency(raw: dict[str, Any], where: str) -> int | None:
+    """A request's `minConcurrency` (YARN's gang size); it must divide `numContainers`."""
+    if "minConcurrency" not in raw:
+        return None
+    k = int(raw["minConcurrency"])
+    if int(raw["numContainers"]) % k != 0:
+        raise InputError(f"minConcurrency {k} does not divide numContainers {raw['numContainers']}",
+                         where=f"{where}.minConcurrency")
+    return k
 
 
 def load_any_conf_or_scenario(path: str) -> tuple[str, Scenario | SchedulerConf]:

@@ -16,7 +16,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: screenshots for people to look at (git-ignored)
-SHOTS = Path(__file__).parents[2] / "out" / "dashboard-screenshots"
+SHOTS = Path(__file__).parents[3] / "out" / "dashboard-screenshots"
 ADMIN = {"user.name": "admin"}
 
 SCENARIO = """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 RUNNER = SHARED / "tools" / "run_scenarios.py"
 EXAMPLES = sorted(p.name for p in (SHARED / "examples").glob("*") if (p / "expect.json").exists()) if SHARED.exists() else []
 

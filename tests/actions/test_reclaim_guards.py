@@ -5,12 +5,11 @@ Issue 14 item 2. Off by default: every other test runs Volcano's reclaim unchang
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from benchmarks.bench_simulation import scenario_document
 
 from apportion.actions.reclaim_guards import ReclaimGuards
 from apportion.framework.conf import SchedulerConf, conf_from_dict
@@ -155,9 +154,6 @@ tiers:
 
 def oscillating_scenario(guards: str = "") -> Any:
     """The simulation benchmark's shape, small: 60 jobs, 4 leaves of 2 parents, 3 nodes of 8 GPUs."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from benchmarks.bench_simulation import scenario_document
-
     doc = scenario_document(jobs=60, queues=4, parents=2, nodes=3, interarrival=5)
     doc["scheduler"] = SCHED + (f"configurations:\n- name: reclaim\n  arguments:\n{guards}" if guards else "")
     return parse_scenario(yaml.safe_dump(doc, sort_keys=False), source="oscillation.yaml")

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "service"))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from dash_helpers import (  # noqa: E402
     CHROMIUM,

@@ -1,0 +1,72 @@
+"""The simulated workload's state: jobs (podgroups) and their tasks across attempts, and the event kinds.
+
+The simulator (simulation/engine.py) owns these; the cache sees them only as Pods and PodGroups
+(simulation/feed.py), and the metrics read them (simulation/metrics.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apportion.cluster.model import JobInfo, PodGroupPhase
+from apportion.resources import GPU, Resource
+from apportion.simulation.scenario import JobSpec
+
+NAMESPACE = "sim"
+
+# event kinds, in the order they are applied at the same instant: resources are freed before new
+# demand arrives, and the cluster changes before either
+EV_NODE = 0
+EV_RELEASE = 1
+EV_FINISH = 2
+EV_RESERVATION = 3
+EV_WAKE = 4
+EV_ARRIVAL = 5
+
+
+@dataclass
+class SimTask:
+    """One task (pod) of a job, across its attempts."""
+
+    index: int
+    name: str
+    status: str = "pending"  # pending | running | releasing | done
+    node: str = ""
+    start: float = 0.0
+    attempt: int = 0
+
+
+@dataclass
+class SimJob:
+    """A job (podgroup) and what happened to it."""
+
+    spec: JobSpec
+    uid: str
+    queue: str
+    creation: str
+    priority: int
+    resreq: Resource
+    min_resources: Resource
+    tasks: list[SimTask] = field(default_factory=list)
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    state: str = "waiting"  # waiting | active | done | rejected | killed
+    reservation_id: str = ""
+    first_start: float | None = None
+    last_start: float | None = None
+    finish: float | None = None
+    evictions: int = 0
+    lost_gpu_seconds: float = 0.0
+    lost_cpu_seconds: float = 0.0
+    message: str = ""
+    done_tasks: int = 0
+    #: free for a Simulator subclass that builds its own JobInfo (see Simulator._job_info) to keep one
+    info: JobInfo | None = field(default=None, repr=False, compare=False)
+    info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    #: bumped by every task status change (Simulator._set_status); a task's node changes only with it
+    changes: int = 0
+
+    @property
+    def gpus_per_task(self) -> float:
+        """GPUs each task asks for."""
+        return self.resreq.get(GPU) / 1000.0

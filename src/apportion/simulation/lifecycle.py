@@ -1,0 +1,132 @@
+"""What happens to the simulated tasks between sessions: arrival's rejection, completion, eviction, node
+failure, with the work an eviction loses counted.
+
+The event half of the simulator (simulation/engine.py inherits this): every task status change goes
+through `_set_status`, so kept JobInfos and the metrics see it; a stopped task either releases for the
+scenario's eviction grace or frees its node at once. Follows the semantics guide's simulator section
+(evictions restart a task from scratch; a gang restarts whole).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from apportion.cluster.model import NodeInfo, PodGroupPhase
+from apportion.resources import CPU, GPU
+from apportion.simulation.feed import ClusterFeed
+from apportion.simulation.jobs import EV_RELEASE, SimJob, SimTask
+from apportion.simulation.metrics import Recorder
+
+
+class TaskLifecycle(ClusterFeed):
+    """The event queue and the task state changes events and decisions make (mixed into Simulator)."""
+
+    heap: list[tuple[float, int, str, int, Any]]
+    _seq: int
+    warnings: list[str]
+    _warned: set[str]
+    failed: dict[str, NodeInfo]
+    node_tasks: dict[str, set[tuple[str, int]]]
+    recorder: Recorder
+    structure_changed: bool
+
+    # ================================================================= events and tasks
+    def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self.heap, (t, kind, name, self._seq, payload))
+
+    def warn(self, msg: str) -> None:
+        """Add a warning to the run's list, once per text."""
+        if msg not in self._warned:
+            self._warned.add(msg)
+            self.warnings.append(msg)
+
+    def _reject(self, job: SimJob, message: str) -> None:
+        job.state = "rejected"
+        job.message = message
+        self.recorder.event(self.now, job.uid, "Rejected", message)
+
+    def _finish(self, job: SimJob, idx: int, attempt: int) -> None:
+        t = job.tasks[idx]
+        if t.status != "running" or t.attempt != attempt:
+            return  # an attempt that was evicted or killed meanwhile
+        self._free(job, t)
+        self._set_status(job, t, "done")
+        job.done_tasks += 1
+        if job.done_tasks == len(job.tasks):
+            job.state = "done"
+            job.finish = self.now
+            job.phase = PodGroupPhase.COMPLETED
+            self.active.pop(job.uid, None)
+            self._dirty.add(job.uid)
+
+    def _free(self, job: SimJob, t: SimTask) -> None:
+        if t.node:
+            self.node_tasks.get(t.node, set()).discard((job.uid, t.index))
+        t.node = ""
+
+    def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
+        """Every task status change goes through here: kept JobInfos are checked against `changes`, and
+        the metrics recount only the queues named here."""
+        t.status = status
+        job.changes += 1
+        self._dirty.add(job.uid)
+        self.recorder.work_changed(job.queue)
+
+    def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
+        """A running task stops now (evicted, killed, node lost): count the lost work."""
+        if t.status != "running":
+            return
+        ran = max(0.0, self.now - t.start)
+        job.lost_gpu_seconds += ran * job.resreq.get(GPU) / 1000.0
+        job.lost_cpu_seconds += ran * job.resreq.get(CPU) / 1000.0
+        t.attempt += 1
+        grace = self.sc.run.eviction_grace
+        if grace > 0 and t.node in self.nodes:
+            self._set_status(job, t, "releasing")
+            self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
+        else:
+            self._free(job, t)
+            self._set_status(job, t, "pending" if restart else "done")
+
+    def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
+        job.evictions += 1
+        lost_before = job.lost_gpu_seconds
+        victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
+        for v in victims:
+            self._stop(job, v, restart=True)
+        self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
+
+    def _node_event(self, ev: Any) -> None:
+        if ev.type == "fail":
+            for name in ev.nodes:
+                node = self.nodes.pop(name, None)
+                if node is None:
+                    continue
+                self.failed[name] = node
+                for uid, idx in sorted(self.node_tasks.get(name, set())):
+                    job = self.jobs[uid]
+                    t = job.tasks[idx]
+                    if t.status == "releasing":
+                        self._free(job, t)
+                        self._set_status(job, t, "pending")
+                        continue
+                    self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
+                    job.evictions += 1
+                    for v in ([x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]):
+                        self._stop(job, v, restart=True)
+                self.node_tasks[name] = set()
+        elif ev.type == "recover":
+            for name in ev.nodes:
+                node = self.failed.pop(name, None)
+                if node is not None:
+                    self.nodes[name] = node
+        else:
+            for n in ev.new_nodes:
+                self.nodes[n.name] = n
+                self.node_tasks[n.name] = set()
+            for where, obj in ev.new_node_objects:
+                self._node_objs[obj["metadata"]["name"]] = (where, obj)
+        self.structure_changed = True
+        self.recorder.cluster_changed(self.now)
