@@ -31,12 +31,13 @@ def hierarchical(conf: SchedulerConf) -> bool:
 
 def stored_conf_text(objects: dict[ObjectKey, dict[str, Any]]) -> str | None:
     """The volcano-scheduler.conf a stored ConfigMap carries (an apply refuses two that differ)."""
-    for (kind, _, _), obj in sorted(objects.items()):
-        if kind == "ConfigMap":
+    found: tuple[ObjectKey, str] | None = None
+    for key, obj in objects.items():
+        if key[0] == "ConfigMap":
             text = (obj.get("data") or {}).get(CONF_KEY)
-            if isinstance(text, str):
-                return text
-    return None
+            if isinstance(text, str) and (found is None or key < found[0]):
+                found = (key, text)
+    return found[1] if found is not None else None
 
 
 class ConfWatch:

@@ -19,7 +19,6 @@ A tick, on the writer (so it is one of the ordered changes, never racing a reque
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +76,18 @@ class LoopHost(Protocol):
         """Commit edits of stored objects."""
 
 
+def editable(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a stored object whose `spec`, `status`, `metadata` and `metadata.annotations` are its own
+    (the levels a Binder, Evictor or StatusUpdater edits; deeper values stay shared and are never edited
+    in place). A deep copy of each pod bound or completed was a tenth of a tick at 10,000 pods."""
+    out = dict(obj)
+    for part in ("spec", "status"):
+        out[part] = dict(obj.get(part) or {})
+    meta = out["metadata"] = dict(obj.get("metadata") or {})
+    meta["annotations"] = dict(meta.get("annotations") or {})
+    return out
+
+
 @dataclass
 class ObjectBackend:
     """Binder, Evictor and StatusUpdater (state.decisions) of a service without a real backend: they
@@ -86,6 +97,9 @@ class ObjectBackend:
     now_ms: int
     changed: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
     evictions: list[tuple[str, str]] = field(default_factory=list)
+    #: each running pod's end (ms; None: it has no duration), kept across ticks while the stored pod is
+    #: the same object: reading 10,000 pods' annotations every tick was a tenth of it
+    ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = field(default_factory=dict)
 
     def _edit(self, key: ObjectKey) -> dict[str, Any] | None:
         if key in self.changed:
@@ -93,7 +107,7 @@ class ObjectBackend:
         obj = self.objects.get(key)
         if obj is None:
             return None
-        self.changed[key] = copy.deepcopy(obj)
+        self.changed[key] = editable(obj)
         return self.changed[key]
 
     @staticmethod
@@ -148,21 +162,32 @@ class ObjectBackend:
 
     def complete_elapsed(self) -> None:
         """Running pods whose duration elapsed succeed."""
+        ends = self.ends
         for key, obj in self.objects.items():
-            if key[0] != "Pod" or (obj.get("status") or {}).get("phase") != "Running":
+            if key[0] != "Pod":
                 continue
-            ann = (obj.get("metadata") or {}).get("annotations") or {}
-            if DURATION_KEY not in ann or STARTED_KEY not in ann:
-                continue
-            try:
-                dur_ms = float(parse_quantity_decimal(str(ann[DURATION_KEY]).rstrip("s"))) * 1000
-                started = int(ann[STARTED_KEY])
-            except (ApportionError, ValueError):
-                continue
-            if started + dur_ms <= self.now_ms:
+            known = ends.get(key)
+            if known is None or known[0] is not obj:
+                known = ends[key] = (obj, _end_ms(obj))
+            if known[1] is not None and known[1] <= self.now_ms:
                 edited = self._edit(key)
                 if edited is not None:
                     edited["status"]["phase"] = "Succeeded"
+        for key in [k for k in ends if k not in self.objects]:
+            del ends[key]
+
+
+def _end_ms(obj: dict[str, Any]) -> float | None:
+    """When a running pod with `apportion.io/duration` completes (ms), else None."""
+    if (obj.get("status") or {}).get("phase") != "Running":
+        return None
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    if DURATION_KEY not in ann or STARTED_KEY not in ann:
+        return None
+    try:
+        return int(ann[STARTED_KEY]) + float(parse_quantity_decimal(str(ann[DURATION_KEY]).rstrip("s"))) * 1000
+    except (ApportionError, ValueError):
+        return None
 
 
 def _res_json(mb: int, vcores: int) -> dict[str, str]:
@@ -249,6 +274,7 @@ class SchedulingLoop:
         self.last_tick_ms = 0.0
         self.max_tick_ms = 0.0
         self._queue_memo: QueueMemo = {}
+        self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
 
@@ -258,7 +284,7 @@ class SchedulingLoop:
         t0 = time.perf_counter()
         now = svc.clock()
         svc.set_now(now)
-        done = ObjectBackend(svc.objects.objects, now)
+        done = ObjectBackend(svc.objects.objects, now, ends=self._ends)
         done.complete_elapsed()
         svc.edit_objects(done.changed, [])
         if self.backend is not None:

@@ -45,6 +45,15 @@ _SET_META = sa.text("INSERT INTO meta (key, value) VALUES (:key, :value) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
 
 
+def _dump(body: Any) -> str:
+    """An object as stored JSON, keys sorted: orjson, or the json module for what orjson cannot write (an
+    integer beyond 64 bits in a field apportion does not read)."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(body, sort_keys=True)
+
+
 def definition_json(d: ReservationDefinition) -> dict[str, Any]:
     """The definition as REST JSON, with its real priority (the list reply always says 0)."""
     out = d.to_json()
@@ -186,7 +195,7 @@ class SqlStore:
                                                          o.name == sa.bindparam("m"))),
                      [{"k": k, "n": ns, "m": name} for (k, ns, name), _, _ in items])
         conn.execute(sa.insert(db.objects), [
-            {"kind": k, "namespace": ns, "name": name, "body": json.dumps(body, sort_keys=True), "version": v}
+            {"kind": k, "namespace": ns, "name": name, "body": _dump(body), "version": v}
             for (k, ns, name), body, v in items])
 
     def delete_object(self, conn: Connection, key: ObjectKey) -> None:
