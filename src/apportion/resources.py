@@ -30,6 +30,12 @@ UNLIMITED = math.inf
 
 DefaultMode = Literal["zero", "infinity"]
 
+#: (resource name, quantity text) -> (0 cpu / 1 memory / 2 scalar / 3 dropped, internal value, negative):
+#: a dump writes the same few quantities thousands of times, and parsing one exactly (Decimal) is the
+#: larger part of reading a pod. Only strings are kept (a YAML `1` and `true` hash alike).
+_PARSED: dict[tuple[str, str], tuple[int, float, bool]] = {}
+_PARSED_MAX = 65536
+
 
 def is_admitted_scalar(name: str) -> bool:
     """True for the names kube-scheduler treats as scalar resources (plus `pods`, `ephemeral-storage`).
@@ -90,6 +96,16 @@ class Resource:
         if not rl:
             return r
         for name, raw in rl.items():
+            if type(raw) is str and type(name) is str:
+                hit = _PARSED.get((name, raw))
+                if hit is not None and (allow_negative or not hit[2]):
+                    if hit[0] == 0:
+                        r.cpu = hit[1]
+                    elif hit[0] == 1:
+                        r.memory = hit[1]
+                    elif hit[0] == 2:
+                        r.scalars[name] = hit[1]
+                    continue
             name = str(name)
             try:
                 dec = parse_quantity_decimal(raw)
@@ -99,11 +115,18 @@ class Resource:
                 raise QuantityError(f"{name}: negative quantity {shown(raw)}")
             value = float(dec)
             if name == CPU:
-                r.cpu = float(dec * 1000)
+                r.cpu = value = float(dec * 1000)
+                slot = 0
             elif name == MEMORY:
                 r.memory = value
+                slot = 1
             elif is_admitted_scalar(name):
-                r.scalars[name] = to_internal(name, value)
+                r.scalars[name] = value = to_internal(name, value)
+                slot = 2
+            else:
+                slot = 3
+            if type(raw) is str and len(_PARSED) < _PARSED_MAX:
+                _PARSED[(name, raw)] = (slot, value, dec < 0)
         return r
 
     @classmethod

@@ -9,9 +9,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apportion.engine import dispatch, run_cache_session
+from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.state.cache import SchedulerCache
-from apportion.state.check import check_cache, rebuilt
+from apportion.state.check import check_cache, rebuilt, state_of
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
 
@@ -64,3 +64,56 @@ def test_cache_equals_a_rebuild_after_any_events(steps: list) -> None:
     mine = run_cache_session(cache, CONF).to_json()
     theirs = run_cache_session(rebuilt(cache), CONF).to_json()
     assert json.dumps(mine) == json.dumps(theirs)
+
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(step, st.just(("SESSION", None)), st.just(("RESTATE", None))), min_size=1, max_size=30))
+def test_a_session_given_again_decides_what_a_full_one_decides(steps: list) -> None:
+    """Two caches fed alike, one giving sessions over an unchanged cache again (the engine's default),
+    one running every session in full: every session decides the same, in every field, and so do the
+    caches they leave behind (the decisions go back in through the in-memory Binder/Evictor/Updater).
+    RESTATE sends every held object again unchanged, as a relisting informer does."""
+    caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
+    for i, (typ, obj) in enumerate(steps):
+        decided = []
+        for reuse, cache in zip((True, False), caches):
+            if typ == "SESSION":
+                result = run_cache_session(cache, CONF, session_id=f"s{i}", reuse=reuse)
+                decided.append(_decided(result))
+                dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+            elif typ == "RESTATE":
+                for ev in cache.events():
+                    cache.apply(WatchEvent(MODIFIED, ev.object, ev.where))
+            else:
+                cache.apply(WatchEvent(typ, obj, f"event {i}"))
+        if decided:
+            assert decided[0] == decided[1]
+        assert state_of(caches[0]) == state_of(caches[1])
+        assert [c.raw for c in caches[0:1]] == [c.raw for c in caches[1:2]]
+
+
+def test_a_session_over_an_unchanged_cache_is_given_again() -> None:
+    """The replay happens (not only agrees): once a session's decisions change nothing a snapshot reads
+    (its PodGroup status write carries only a new condition), the next session is the last one given
+    again, with its own id in the conditions, also after an object is restated; a new node ends it."""
+    cache = SchedulerCache(report=lambda line: None)
+    for o in (k8s.node("n0", cpu=1), k8s.queue("q0"), k8s.podgroup("g0", queue="q0", min_member=2),
+              k8s.pod("p0", "g0", cpu=1), k8s.pod("p1", "g0", cpu=1)):
+        cache.apply(WatchEvent(ADDED, o, "t"))
+    kept = []
+    for n in range(1, 4):
+        result = run_cache_session(cache, CONF, session_id=f"s{n}")
+        kept.append(cache.last_session)
+        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+    # s1 moved the group to Inqueue and nominated a node, so s2 ran in full; s3 is s2 given again
+    assert not result.binds and kept[1] is not kept[0] and kept[2] is kept[1]
+    assert [c.transition_id for cs in result.conditions.values() for c in cs] == ["s3"]
+    where = cache.records.pods["ns/p0"][0]
+    cache.apply(WatchEvent(MODIFIED, cache.get("Pod", "ns/p0"), where))
+    again = run_cache_session(cache, CONF, session_id="s4")
+    assert cache.last_session is kept[1]
+    assert _decided(again) == _decided(run_cache_session(cache, CONF, session_id="s4", reuse=False))
+    cache.apply(WatchEvent(ADDED, k8s.node("n1", cpu=1), "t"))
+    last = run_cache_session(cache, CONF, session_id="s5")
+    assert cache.last_session is not kept[1] and len(last.binds) == 2

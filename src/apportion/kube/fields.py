@@ -12,28 +12,53 @@ from apportion.resources import Resource
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: an integer written as a string: ASCII digits only, short enough to convert
 _INT = re.compile(r"[-+]?[0-9]{1,20}")
+#: dotted paths split once: parsers name the same few dozen paths for every object
+_PATHS: dict[str, tuple[str, ...]] = {}
 
 
 class Fields:
     """A mapping with its location, for field access that names the field on error."""
 
-    def __init__(self, data: Any, where: str) -> None:
+    __slots__ = ("data", "where", "prefix")
+
+    def __init__(self, data: Any, where: str, prefix: str = "") -> None:
         self.data = data
         self.where = where
+        #: the path of `data` inside the object it belongs to (`spec.`), for `sub` views; "" at the top
+        self.prefix = prefix
 
     def fail(self, path: str, msg: str) -> InputError:
         """An InputError naming the object and the field path."""
+        path = self.prefix + path if path else self.prefix[:-1]
         return InputError(msg, where=f"{self.where}: {path}" if path else self.where)
+
+    def sub(self, name: str) -> Fields:
+        """The mapping under `name` as a view of its own, read with paths relative to it; its errors name
+        the whole path, exactly as reading through this object would. A parser that reads many fields of
+        `spec` saves a dictionary walk per field."""
+        d = self.data
+        if type(d) is dict:
+            v = d.get(name)
+            if v is None or type(v) is dict:
+                return Fields(v, self.where, f"{self.prefix}{name}.")
+        return _Through(self, name)
 
     def get(self, path: str, default: Any = None) -> Any:
         """The value at a dotted path, or `default` where the path stops."""
         cur = self.data
-        for part in path.split("."):
-            if cur is None:
+        parts = _PATHS.get(path)
+        if parts is None:
+            parts = tuple(path.split("."))
+            if len(_PATHS) < 4096:  # bounded, should a caller ever build paths from data
+                _PATHS[path] = parts
+        for part in parts:
+            # decoded documents hold plain dicts: the exact type test is the common case, and cheap
+            if type(cur) is dict or isinstance(cur, dict):
+                cur = cur.get(part)
+            elif cur is None:
                 return default
-            if not isinstance(cur, dict):
+            else:
                 raise self.fail(path, f"expected a mapping at {shown(part)}, got {type(cur).__name__}")
-            cur = cur.get(part)
         return default if cur is None else cur
 
     def str_(self, path: str, default: str | None = None, *, required: bool = False) -> str:
@@ -115,6 +140,22 @@ class Fields:
             return Resource.from_resource_list(v)
         except QuantityError as e:
             raise self.fail(f"{path}.{e.bare.split(':', 1)[0]}", e.bare.split(": ", 1)[-1]) from None
+
+
+class _Through(Fields):
+    """A `sub` view of something that is not a plain mapping: every read goes through the parent, so
+    its errors (and defaults) are those of the whole path."""
+
+    __slots__ = ("parent", "lead")
+
+    def __init__(self, parent: Fields, name: str) -> None:
+        super().__init__(None, parent.where, f"{parent.prefix}{name}.")
+        self.parent = parent
+        self.lead = f"{name}."
+
+    def get(self, path: str, default: Any = None) -> Any:
+        """The value at the path below this view's name, read through the parent."""
+        return self.parent.get(self.lead + path, default)
 
 
 def parse_bool_loose(v: str) -> bool | None:

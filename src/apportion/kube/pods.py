@@ -60,7 +60,8 @@ def _term(o: Fields, path: str, t: Any) -> NodeSelectorTerm:
 
 
 def _affinity(o: Fields) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
-    base = "spec.affinity.nodeAffinity"
+    """The node affinity of a pod's `spec` (`o` is the spec's view)."""
+    base = "affinity.nodeAffinity"
     na = o.map_(base)
     required = None
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -90,14 +91,15 @@ def _affinity(o: Fields) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[Pre
 
 
 def _tolerations(o: Fields) -> tuple[Toleration, ...]:
+    """The tolerations of a pod's `spec` (`o` is the spec's view)."""
     out = []
-    for i, t in enumerate(o.list_("spec.tolerations")):
+    for i, t in enumerate(o.list_("tolerations")):
         if not isinstance(t, dict):
-            raise o.fail(f"spec.tolerations[{i}]", "expected a mapping")
+            raise o.fail(f"tolerations[{i}]", "expected a mapping")
         to = Fields(t, o.where)
         op = to.str_("operator", "Equal") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise o.fail(f"spec.tolerations[{i}].operator", f"unknown operator {shown(op)}")
+            raise o.fail(f"tolerations[{i}].operator", f"unknown operator {shown(op)}")
         out.append(Toleration(key=to.str_("key", ""), operator=op, value=to.str_("value", ""),
                               effect=to.str_("effect", "")))
     return tuple(out)
@@ -124,8 +126,13 @@ def _container_requests(o: Fields, path: str) -> list[tuple[Resource, dict[str, 
 
 def pod_request(o: Fields) -> tuple[Resource, float, float]:
     """GetPodResourceRequest (§2.2), plus kube-scheduler's non-zero cpu/memory for scoring."""
-    containers = _container_requests(o, "spec.containers")
-    inits = _container_requests(o, "spec.initContainers")
+    return _spec_request(o.sub("spec"))
+
+
+def _spec_request(o: Fields) -> tuple[Resource, float, float]:
+    """`pod_request` of a pod's `spec` (`o` is the spec's view)."""
+    containers = _container_requests(o, "containers")
+    inits = _container_requests(o, "initContainers")
     req = Resource()
     nz_cpu = nz_mem = 0.0
     for r, raw, _ in containers:
@@ -144,12 +151,12 @@ def pod_request(o: Fields) -> tuple[Resource, float, float]:
             nz_mem = max(nz_mem, r.memory)
     req = Resource.max_of(req, init_max)
     req.scalars[PODS] = req.scalars.get(PODS, 0.0) + 1.0
-    pod_level = o.resource("spec.resources.requests")
+    pod_level = o.resource("resources.requests")
     if pod_level is not None:
         for n in pod_level.names():
             if pod_level.has(n) and (n not in (CPU, MEMORY) or pod_level.get(n) > 0):
                 req.set(n, pod_level.get(n))
-    overhead = o.resource("spec.overhead")
+    overhead = o.resource("overhead")
     if overhead is not None:
         req.add(overhead)
         nz_cpu += overhead.cpu
@@ -174,23 +181,24 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
 def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     """A Pod into its task. With `node_names`, a pod on a node not among them is an error (a dump must
     be whole; for a stream, assembly leaves such a pod out)."""
-    name = check_name(o)
-    ns = o.str_("metadata.namespace", "default") or "default"
+    meta, spec, st = o.sub("metadata"), o.sub("spec"), o.sub("status")
+    name = check_name(meta, "name")
+    ns = meta.str_("namespace", "default") or "default"
     key = f"{ns}/{name}"
-    uid = o.str_("metadata.uid", "") or key
-    node = o.str_("spec.nodeName", "")
+    uid = meta.str_("uid", "") or key
+    node = spec.str_("nodeName", "")
     if node and node_names is not None and node not in node_names:
-        raise o.fail("spec.nodeName", f"pod {key} is on node {shown(node)}, which the snapshot does not contain")
-    phase = o.str_("status.phase", "Pending") or "Pending"
-    deleting = bool(o.get("metadata.deletionTimestamp"))
+        raise spec.fail("nodeName", f"pod {key} is on node {shown(node)}, which the snapshot does not contain")
+    phase = st.str_("phase", "Pending") or "Pending"
+    deleting = bool(meta.get("deletionTimestamp"))
     status = _task_status(phase, deleting, node)
-    annotations = o.str_map("metadata.annotations")
-    labels = o.str_map("metadata.labels")
-    req, nz_cpu, nz_mem = pod_request(o)
-    prio_raw = o.get("spec.priority")
+    annotations = meta.str_map("annotations")
+    labels = meta.str_map("labels")
+    req, nz_cpu, nz_mem = _spec_request(spec)
+    prio_raw = spec.get("priority")
     if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
-        raise o.fail("spec.priority", f"expected an integer, got {shown(prio_raw)}")
-    priority = 1 if prio_raw is None else o.int32("spec.priority", prio_raw)
+        raise spec.fail("priority", f"expected an integer, got {shown(prio_raw)}")
+    priority = 1 if prio_raw is None else spec.int32("priority", prio_raw)
     tp = annotations.get(TASK_PRIORITY_KEY)
     if tp is not None:
         try:
@@ -201,9 +209,9 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
             pass
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
     preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
-    policy = o.str_("spec.preemptionPolicy", "")
-    required, preferred = _affinity(o)
-    gates = o.list_("spec.schedulingGates")
+    policy = spec.str_("preemptionPolicy", "")
+    required, preferred = _affinity(spec)
+    gates = spec.list_("schedulingGates")
     task = TaskInfo(
         uid=uid,
         name=name,
@@ -214,21 +222,21 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
         node_name=node,
         priority=priority,
         raw_priority=0 if prio_raw is None else int(prio_raw),
-        priority_class_name=o.str_("spec.priorityClassName", ""),
+        priority_class_name=spec.str_("priorityClassName", ""),
         preemptable=preemptable,
         preempt_never=policy == "Never",
         role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
-        creation=o.str_("metadata.creationTimestamp", ""),
-        start_time=o.str_("status.startTime", ""),
+        creation=meta.str_("creationTimestamp", ""),
+        start_time=st.str_("startTime", ""),
         gated=bool(gates),
         labels=labels,
         annotations=annotations,
-        node_selector=o.str_map("spec.nodeSelector"),
+        node_selector=spec.str_map("nodeSelector"),
         required_terms=required,
         preferred_terms=preferred,
-        tolerations=_tolerations(o),
+        tolerations=_tolerations(spec),
         nonzero_cpu=nz_cpu,
         nonzero_memory=nz_mem,
     )
-    return PodSpec(key=key, task=task, scheduler=o.str_("spec.schedulerName", ""),
+    return PodSpec(key=key, task=task, scheduler=spec.str_("schedulerName", ""),
                    group=annotations.get(GROUP_KEY) or "")

@@ -54,7 +54,7 @@ from apportion.simulation.jobs import (
     SimTask,
 )
 from apportion.simulation.metrics import Recorder
-from apportion.simulation.reservations import LocalPlan, default_child
+from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.scenario import JobSpec, Scenario
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -77,7 +77,7 @@ class SimulationResult:
     conf: SchedulerConf
     jobs: list[SimJob]
     recorder: Recorder
-    plans: dict[str, LocalPlan]
+    plans: dict[str, SimPlan]
     reservation_log: list[dict[str, Any]]
     sessions: int
     events: int
@@ -128,10 +128,8 @@ class Simulator(PlanFollower):
         self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
-        self.plans: dict[str, LocalPlan] = {}
-        for qname, pspec in scenario.plans.items():
-            step = pspec.step or self.period
-            self.plans[qname] = LocalPlan(qname, pspec, Resource(), step)
+        self.plans: dict[str, SimPlan] = simulation_plans(scenario.plans, scenario.queues, scenario.reservations,
+                                                          self.period)
         self.res_by_name: dict[str, str] = {}  # scenario reservation name -> id (accepted or not)
         self.res_accepted: dict[str, bool] = {}
         self.reservation_log: list[dict[str, Any]] = []

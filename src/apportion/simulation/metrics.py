@@ -431,14 +431,17 @@ def summarize(res: SimulationResult) -> dict[str, Any]:
 
 
 def reservation_outcomes(res: SimulationResult) -> list[dict[str, Any]]:
-    """Per reservation: accepted or why not, its window, and whether its jobs ran inside it."""
+    """Per reservation: accepted or why not, its window, the allocation its plan's agent placed
+    (`[start, end, resources]` pieces), and whether its jobs ran inside the window."""
     out = []
     for e in res.reservation_log:
-        entry: dict[str, Any] = {k: e[k] for k in ("name", "id", "queue", "user", "submitted", "accepted") if k in e}
+        entry: dict[str, Any] = {k: e[k] for k in ("name", "id", "queue", "user", "submitted", "accepted", "agent")
+                                 if k in e}
         if e.get("message"):
             entry["message"] = e["message"]
         if e["accepted"]:
             entry["start"], entry["end"] = e["start"], e["end"]
+            entry["allocation"] = e["pieces"]
             if "deletedByReplanner" in e:
                 entry["deletedByReplanner"] = e["deletedByReplanner"]
             jobs = []

@@ -46,6 +46,17 @@ def _dur(s: float) -> str:
     return f"{s / 86400:.1f}d"
 
 
+def _amount(r: dict[str, Any]) -> str:
+    """A natural-units resource in short: `2 cpu 4Gi 1 gpu` (an extended resource by its last part)."""
+    parts = []
+    for name, v in sorted(r.items(), key=lambda kv: (kv[0] != "cpu", kv[0] != "memory", kv[0])):
+        if name == "memory":
+            parts.append(f"{v / 2**30:g}Gi")
+        else:
+            parts.append(f"{v:g} {name.rsplit('/', 1)[-1]}")
+    return " ".join(parts)
+
+
 def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
     """The terminal tables for one run."""
     run = Table(title=title or f"apportion simulate: {summary['scenario']}", show_header=False, title_justify="left")
@@ -87,20 +98,23 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                   pad_edge=False)
         notes: list[str] = []
         # The id goes under the name: both are long, and side by side they push an 80-column table over.
-        for col in ("name / id", "queue", "outcome", "window", "jobs in\nwindow", "honoured"):
-            r.add_column(col, no_wrap=col in ("queue", "outcome", "window", "honoured"), overflow="fold")
+        for col in ("name / id", "queue", "outcome", "window /\nallocation", "jobs in\nwindow", "honoured"):
+            r.add_column(col, no_wrap=col in ("name / id", "queue", "outcome", "honoured"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
                 outcome = "accepted" + (", deleted by replanner" if "deletedByReplanner" in e2 else "")
-                window = f"{_dur(e2['start'])}–{_dur(e2['end'])}"
+                # the window, then each piece the agent placed (when, how much)
+                window = "\n".join([f"{_dur(e2['start'])}–{_dur(e2['end'])}"] + [
+                    f" {_dur(a)}–{_dur(b)} {_amount(x)}" for a, b, x in e2.get("allocation", [])])
                 jobs = f"{inside}/{len(e2['jobs'])}"
                 honoured = "yes" if e2.get("honoured") else "no"
             else:
                 outcome = "rejected"  # why: the caption under the table
                 window, jobs, honoured = "-", f"0/{len(e2['jobs'])}", "-"
                 notes.append(f"{e2['name']}: {e2.get('message', '')}")
-            r.add_row(f"{e2['name']}\n{e2['id']}", e2["queue"], outcome, window, jobs, honoured)
+            r.add_row(f"{e2['name']}\n{e2['id']}" + (f"\n{e2['agent']}" if "agent" in e2 else ""), e2["queue"],
+                      outcome, window, jobs, honoured)
         if notes:
             r.caption = "\n".join(notes)
         out.append(r)

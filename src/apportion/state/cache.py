@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.build import (
@@ -31,6 +33,7 @@ from apportion.kube.build import (
 )
 from apportion.kube.fields import Fields
 from apportion.kube.records import PodSpec, Records
+from apportion.state.equality import same as same_record
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 
 #: the anomaly counters, by name
@@ -42,6 +45,25 @@ NODE_DELETED_WITH_PODS = "node-deleted-with-pods"
 UNKNOWN_KIND = "unknown-kind"
 
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+#: the metadata a pod's record is parsed from (kube.pods.parse_pod); of its status, phase and startTime
+_POD_METADATA = ("name", "namespace", "uid", "deletionTimestamp", "annotations", "labels", "creationTimestamp")
+
+
+def pod_inputs(obj: dict[str, Any]) -> bytes | None:
+    """Everything `parse_pod` reads of a pod, as bytes that differ whenever any of it does (orjson keeps
+    1, 1.0 and true apart, which `==` does not, and parsing does not either); None when the object is
+    not of the plain shape this can tell (then it is parsed)."""
+    meta, status = obj.get("metadata"), obj.get("status")
+    if type(meta) is not dict or (status is not None and type(status) is not dict):
+        return None
+    st = status or {}
+    try:
+        return orjson.dumps((obj.get("spec"), [meta.get(k) for k in _POD_METADATA],
+                             st.get("phase"), st.get("startTime")))
+    except TypeError:  # a key that is not a string, an integer past 64 bits: leave it to the parser
+        return None
 
 
 def stderr_report(line: str) -> None:
@@ -69,10 +91,17 @@ class SchedulerCache:
         self.bind_errors: dict[str, str] = {}
         #: bumped by every event applied
         self.version = 0
+        #: bumped by every event that changed what a snapshot is assembled from (a record, a key, a
+        #: location): while it stays, a snapshot is what the last one was (`engine.run_cache_session`)
+        self.changes = 0
+        #: the last session over this cache, for a session that opens on nothing new (set by the engine)
+        self.last_session: Any = None
         #: per PodGroup key, the version of the last event that touched it or one of its pods
         self._stamp: dict[str, int] = {}
         #: bumped by every PriorityClass event (a job's priority comes from one)
         self._pc_version = 0
+        #: pod key -> what its parse read of the object last parsed here (`pod_inputs`)
+        self._pod_marks: dict[str, bytes] = {}
         #: jobs kept from the last snapshot (see `snapshot(keep=True)`): uid -> (job, stamp, pc version)
         self._kept: dict[str, tuple[JobInfo, int, int]] = {}
 
@@ -99,6 +128,7 @@ class SchedulerCache:
         for key, (_, ps) in rec.pods.items():
             self._index_pod(key, ps)
         self.version += 1
+        self.changes += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -117,9 +147,33 @@ class SchedulerCache:
                 return
             self._remove(kind, key, where)
             self.version += 1
+            self.changes += 1
             return
-        record = parse_object(kind, o) if ev.record is None else ev.record
-        self._touch(kind, key, record)
+        same = False
+        if ev.record is not None:
+            record = ev.record
+        elif kind == "Pod":
+            # most MODIFIED pods of a live watch change what parsing ignores (resourceVersion, status
+            # conditions): the record held is then the one a parse would give
+            mark = pod_inputs(ev.object)
+            held = table.get(key)
+            if mark is not None and held is not None and self._pod_marks.get(key) == mark:
+                record, same = held[1], True
+            else:
+                record = parse_object(kind, o)
+            if mark is None:
+                self._pod_marks.pop(key, None)
+            else:
+                self._pod_marks[key] = mark
+        else:
+            record = parse_object(kind, o)
+            held = table.get(key)
+            # a status write that changes nothing the record holds (a PodGroup's conditions, a Queue's
+            # status) leaves the record, and what sessions read, as it was
+            if held is not None and ev.type != ADDED and key not in self.supplied[kind] and same_record(held[1], record):
+                record, same = held[1], True
+        if not same:
+            self._touch(kind, key, record)
         if ev.type == ADDED and key in table:
             self._anomaly(DUPLICATE_ADDED, f"{where}: ADDED {kind} {key}, which the cache already holds; "
                                            "treated as MODIFIED")
@@ -130,13 +184,17 @@ class SchedulerCache:
             if node and node not in self.records.nodes and record.task.status not in _DONE:
                 self._anomaly(POD_NODE_MISSING, f"{where}: pod {key} is on node {node!r}, which the cache does "
                                                 "not hold; left out of sessions until the node is added")
-            self._unindex_pod(key)
-            self._index_pod(key, record)
+            if not same:
+                self._unindex_pod(key)
+                self._index_pod(key, record)
             self.bind_errors.pop(key, None)
+        if not same or table[key][0] != where:
+            self.changes += 1
         table[key] = (where, record)
         self.raw[kind][key] = ev.object
         if ev.record is not None:
             self.supplied[kind].add(key)
+            self._pod_marks.pop(key, None)
         else:
             self.supplied[kind].discard(key)
         self.version += 1
@@ -158,6 +216,7 @@ class SchedulerCache:
         if kind == "Pod":
             self._unindex_pod(key)
             self.bind_errors.pop(key, None)
+            self._pod_marks.pop(key, None)
         elif kind == "Node":
             on = self.pods_by_node.get(key)
             if on:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 from enum import Enum
-from operator import attrgetter
 from typing import Any
 
 from apportion.cluster.snapshot import Snapshot
@@ -20,6 +18,7 @@ from apportion.kube.build import KNOWN_KINDS, assemble, parse_object
 from apportion.kube.fields import Fields
 from apportion.resources import Resource
 from apportion.state.cache import SchedulerCache
+from apportion.state.equality import same
 from apportion.state.events import ADDED, WatchEvent
 
 ENV = "APPORTION_CHECK_STATE"
@@ -97,42 +96,6 @@ def _rebuilt_fast(cache: SchedulerCache) -> SchedulerCache:
         for k in [k for k in _PARSED if k not in seen]:
             del _PARSED[k]
     return fresh
-
-
-_GETTERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
-
-
-def same(a: Any, b: Any) -> bool:
-    """Exact equality of two records, field by field (TaskInfo compares by identity, Resource with a
-    tolerance: neither will do here)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, Resource):
-        return a.cpu == b.cpu and a.memory == b.memory and a.scalars == b.scalars
-    got = _GETTERS.get(type(a))
-    if got is None:
-        if not (dataclasses.is_dataclass(a) and not isinstance(a, type)):
-            if isinstance(a, (list, tuple)):
-                return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-            if isinstance(a, dict):
-                return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-            try:
-                return bool(a == b)
-            except ValueError:  # arrays: a record never holds one, so a difference
-                return False
-        names = tuple(f.name for f in dataclasses.fields(a))
-        got = _GETTERS[type(a)] = (names, attrgetter(*names) if len(names) > 1 else (lambda o: (getattr(o, names[0]),)))
-    names, get = got
-    ta, tb = get(a), get(b)
-    try:
-        # the fast path: plain ==, then the Resources again exactly (their == has a tolerance)
-        if ta == tb:
-            return all(same(x, y) for x, y in zip(ta, tb) if isinstance(x, Resource))
-    except ValueError:
-        pass
-    return all(same(x, y) for x, y in zip(ta, tb))
 
 
 def check_cache(cache: SchedulerCache, *, reparse: bool = False) -> None:
