@@ -599,7 +599,7 @@ def test_metrics_recount_only_changed_queues_yet_match_a_full_count(monkeypatch:
     jobs changed. After every sample that must equal a count over every active job: a status change,
     arrival, completion, eviction, node failure, expiry move or kill the simulator did not report
     would show here."""
-    from apportion.simulation.metrics import Recorder
+    from apportion.simulation.recorder import Recorder
 
     real = Recorder.sample
     samples = 0

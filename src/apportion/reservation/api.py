@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.definition import (
@@ -24,17 +24,40 @@ from apportion.reservation.definition import (
     resource_json,
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.follower import PlanFollower
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.resmath import LONG_MAX, YARN_DIMS, Res
 from apportion.reservation.validate import ValidationError, validate_definition
-
-if TYPE_CHECKING:
-    from apportion.reservation.system import PlanEntry
 
 Response = tuple[int, Any]
 
 UNAUTHENTICATED = "Unable to obtain user name, user not authenticated"
 NO_QUEUE = "The queue is not specified. Please try again with a valid reservable queue."
+
+
+class PlanEntry(Protocol):
+    """What the handlers read of a reservable queue's entry. The system's `PlanEntry` dataclass
+    implements it; naming it here keeps the handlers from importing the system they are mixed into."""
+
+    @property
+    def plan(self) -> InMemoryPlan:
+        """The queue's plan."""
+        ...
+
+    @property
+    def agent(self) -> ReservationAgent | None:
+        """The agent that places submissions and updates (None: none configured)."""
+        ...
+
+    @property
+    def follower(self) -> PlanFollower:
+        """The plan follower, stepped before a submission that starts within the plan step."""
+        ...
+
+    @property
+    def cluster(self) -> tuple[Res, float] | None:
+        """(cluster resource, the plan queue's absolute capacity), when the follower resizes the plan."""
+        ...
 
 
 def error(status: int, message: str) -> Response:

@@ -69,9 +69,6 @@ class PlanFollower(TaskLifecycle):
                 for e in self.reservation_log:
                     if e["id"] == rid:
                         e["deletedByReplanner"] = self.now
-            if [(q.name, q.deserved) for q in self.children.get(qname, [])] != [(q.name, q.deserved)
-                                                                                 for q in res.children]:
-                self.structure_changed = True
             self.children[qname] = res.children
             now_names = {q.name for q in res.children}
             expired = sorted(before - now_names)

@@ -21,8 +21,8 @@ from rich.table import Table
 
 from apportion.resources import GPU
 from apportion.simulation import report_charts as rc
-from apportion.simulation.engine import SimulationResult
 from apportion.simulation.metrics import job_rows
+from apportion.simulation.result import SimulationResult
 from apportion.web.charts import resource_label
 
 
