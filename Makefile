@@ -39,11 +39,11 @@ test: $(DEVSTAMP) lint postgres chromium
 test-slow: $(DEVSTAMP) postgres
 	$(PY) -m pytest -q -m slow
 
-# The dashboard's front-end libraries, vendored from npm at pinned versions into the package's static
+# The front-end libraries of the dashboard and the report, vendored from npm at pinned versions into the package's static
 # files with their licences (committed: no CDN, no bundler, no node when the service runs).
 HTMX_VERSION := 2.0.11
 UPLOT_VERSION := 1.6.32
-VENDOR_DIR := src/apportion/service/dashboard/static/vendor
+VENDOR_DIR := src/apportion/web/static/vendor
 vendor:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
 	  npm pack --silent htmx.org@$(HTMX_VERSION) uplot@$(UPLOT_VERSION) >/dev/null && \

@@ -14,6 +14,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.errors import InternalError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.interface import get_action
+from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import Event, Session
 from apportion.kube import read_conf_file, read_documents
 from apportion.state import check
@@ -29,7 +30,8 @@ class CycleResult:
     pipelined: dict[str, str]
     evictions: list[str]
     podgroups: dict[str, str]
-    queues: dict[str, dict[str, Any]]
+    #: each reported queue's status (the queue plugin's attributes, as Resources)
+    queue_status: dict[str, QueueStatus]
     events: list[Event]
     warnings: list[str] = field(default_factory=list)
     session: Session | None = None
@@ -39,6 +41,14 @@ class CycleResult:
     conditions: Mapping[str, list[Condition]] = field(default_factory=dict)
     #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
     bind_errors: dict[str, str] = field(default_factory=dict)
+    _queues_view: dict[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def queues(self) -> dict[str, dict[str, Any]]:
+        """The cycle output's `queues` map: a view over `queue_status` in natural units, built once."""
+        if self._queues_view is None:
+            self._queues_view = {name: st.to_json() for name, st in self.queue_status.items()}
+        return self._queues_view
 
     def to_json(self) -> dict[str, Any]:
         """The result in the cycle contract's JSON shape, keys sorted."""
@@ -93,8 +103,7 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf | None = None, *, sessi
 def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     """Run the configured actions in order, close the session and collect the result.
 
-    `queue_report=False` leaves the result's `queues` empty: formatting every attribute of every
-    queue is a real cost for a caller that runs thousands of sessions and reads it now and then.
+    `queue_report=False` leaves the result's queue status empty, for a caller that never reads it.
     """
     for name in ssn.conf.actions:
         action = get_action(name)
@@ -113,7 +122,7 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
         pipelined=pipelined,
         evictions=sorted(ssn.evictions),
         podgroups={uid: j.phase.value for uid, j in ssn.jobs.items()},
-        queues=queues,
+        queue_status=queues,
         events=ssn.events,
         warnings=ssn.warnings,
         session=ssn,
@@ -167,7 +176,7 @@ def _replayed(last: _LastSession, session_id: str) -> CycleResult:
     r = last.result
     return CycleResult(
         binds=dict(r.binds), pipelined=dict(r.pipelined), evictions=list(r.evictions),
-        podgroups=dict(r.podgroups), queues=dict(r.queues), events=list(r.events),
+        podgroups=dict(r.podgroups), queue_status=dict(r.queue_status), events=list(r.events),
         warnings=list(r.warnings), session=r.session, evict_reasons=dict(r.evict_reasons),
         conditions=_Renamed(r.conditions, last.session_id, session_id),
     )
@@ -213,7 +222,6 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
     if copy:
         kept = _replayed(_LastSession(0, conf, session_id, result), session_id)
         kept.conditions = dict(kept.conditions)  # the session's own, once
-        kept.queues = {k: dict(v) for k, v in result.queues.items()}  # apart from what callers are handed
         cache.last_session = _LastSession(cache.changes, conf, session_id, kept)
     return result
 
@@ -235,9 +243,8 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
         updater.nominate(key, node)
     for uid, phase in sorted(result.podgroups.items()):
         updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
-    for name, attrs in sorted(result.queues.items()):
-        if "allocated" in attrs:
-            updater.update_queue(name, {"allocated": attrs["allocated"]})
+    for name, status in sorted(result.queue_status.items()):
+        updater.update_queue(name, {"allocated": status.allocated.to_natural()})
     return out
 
 

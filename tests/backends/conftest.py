@@ -7,34 +7,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import ray
 from ray.cluster_utils import Cluster
-from svc_ray import RayCluster
+from svc_ray import RayCluster, descendants
 
 WORKERS = ("w1", "w2", "w3")
-
-
-def _descendants(root: int) -> set[int]:
-    """Every live, non-zombie process below `root` (read from /proc)."""
-    parent: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parent[int(d.name)] = int(fields[1])
-    out: set[int] = set()
-    frontier = {root}
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier and p not in out}
-        out |= frontier
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -48,10 +27,10 @@ def ray_cluster() -> Iterator[RayCluster]:
         yield RayCluster(cluster, workers)
     finally:
         # every process the cluster started descends from this one (gcs, raylets, their workers)
-        started = _descendants(os.getpid())
+        started = descendants(os.getpid())
         ray.shutdown()
         cluster.shutdown()
         deadline = time.monotonic() + 15
-        while (left := started & _descendants(os.getpid())) and time.monotonic() < deadline:
+        while (left := started & descendants(os.getpid())) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not left, f"Ray processes left running after the cluster shut down: {sorted(left)}"

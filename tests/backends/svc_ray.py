@@ -89,6 +89,26 @@ def phases(svc: Service, job: str) -> list[str]:
     return [o["status"]["phase"] for o in pods(svc, job).values()]
 
 
+def descendants(root: int) -> set[int]:
+    """Every live, non-zombie process below `root` (read from /proc)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parent[int(d.name)] = int(fields[1])
+    out: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier and p not in out}
+        out |= frontier
+    return out
+
+
 def submission(rid: str, queue: str = "dedicated", memory: int = 1024, vcores: int = 1,
                containers: int = 2) -> dict[str, Any]:
     """A reservation-submission-context (YARN REST JSON) starting now, for ten minutes."""

@@ -32,7 +32,7 @@ def check_plan_within_capacity(plan: InMemoryPlan) -> None:
     T = plan.max_periodicity
     for t, v in plan.periodic_load.base.breakpoints():
         assert 0 <= t <= T
-        assert v[0] <= cap[0] and v[1] <= cap[1], ("periodic load alone", t, v)
+        assert all(x <= c for x, c in zip(v, cap)), ("periodic load alone", t, v)
     periodic = [r for r in plan.reservations.values() if r.period > 0]
     spans = {r.id: _checked_spans(r, T) for r in periodic}
     times = {t for t, _ in plan.load.breakpoints()}
@@ -50,12 +50,12 @@ def check_plan_within_capacity(plan: InMemoryPlan) -> None:
         if any(r.rle.at(t % r.period) != ZERO and not any(a <= t <= b for a, b in spans[r.id]) for r in periodic):
             continue
         tot = plan.total_at(t)
-        assert tot[0] <= cap[0] and tot[1] <= cap[1], (t, tot)
+        assert all(x <= c for x, c in zip(tot, cap)), (t, tot)
 
 
 def check_load_is_sum(plan: InMemoryPlan) -> None:
     """The plan's totals equal the sum of its reservations (nothing lost, nothing extra)."""
-    f = StepFunction()
+    f = StepFunction(zero=plan.zero)
     for r in plan.reservations.values():
         if r.period <= 0:
             f.add_function(r.rle)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 import pytest
 
 from apportion.errors import InputError
+from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
 from apportion.simulation.engine import simulate
 from apportion.simulation.metrics import summarize
-from apportion.simulation.reservations import LocalPlan, follow
+from apportion.simulation.reservations import SimPlan, plan_dims
 from apportion.simulation.scenario import (
     PlanSpec,
     ReservationSpec,
@@ -120,13 +122,15 @@ def test_reservation_job_starts_at_window_start() -> None:
 """))
     res = simulate(sc)
     job = res.jobs[0]
-    # r1 asks 2 cpu for 200 s in [100, 400]; greedy-early placement under NoOverCommit puts it at
-    # [100, 300). The job arrives at 100, is routed to the reservation's queue, and starts at once:
-    # start 100, finish 100 + 150 = 250, inside the window
+    # r1 asks 2 cpu for 200 s in [100, 400]; aligned-left (the default agent) under NoOverCommit
+    # places it on the one 200 s window that tiles [100, 400) from the left, [100, 300); the
+    # reservation is YARN's [arrival, deadline) = [100, 400). The job arrives at 100, is routed to
+    # the reservation's queue, and starts at once: start 100, finish 100 + 150 = 250, inside it
     assert job.first_start == 100.0 and job.finish == 250.0
     assert job.queue == "reservation_0_0001" and job.reservation_id == "reservation_0_0001"
     out = summarize(res)["reservations"][0]
-    assert out["accepted"] and out["start"] == 100.0 and out["end"] == 300.0 and out["honoured"]
+    assert out["accepted"] and out["start"] == 100.0 and out["end"] == 400.0 and out["honoured"]
+    assert res.reservation_log[0]["pieces"] == [[100.0, 300.0, {"cpu": 2, "memory": 2**31}]]
     # the reservation's queue appears at 100 deserving exactly its 2 cpu, and still does when the
     # workload is over at 250 (the run stops there: only the window's end is left)
     rq = res.recorder.queues["reservation_0_0001"]
@@ -184,31 +188,37 @@ def test_expiry_moves_or_kills(move: bool) -> None:
 """, move=move))
     res = simulate(sc)
     job = res.jobs[0]
-    # the job runs from 100; r1's window ends at 300 while it still has 300 s to go
+    # the job runs from 100; r1's allocation ends at 300, its queue (YARN's [arrival, deadline))
+    # at 400, while the job still has 200 s to go
     if move:
-        # moved to res-default at 300 without a restart: it finishes at 100 + 500 = 600
+        # moved to res-default at 400 without a restart: it finishes at 100 + 500 = 600
         assert job.state == "done" and job.queue == "res-default" and job.finish == 600.0
         assert (job.first_start, job.last_start, job.evictions, job.lost_cpu_seconds) == (100.0, 100.0, 0, 0.0)
-        assert [(e[0], e[1]) for e in res.recorder.events if e[2] == "MovedOnExpiry"] == [(300.0, "sim/long")]
+        assert [(e[0], e[1]) for e in res.recorder.events if e[2] == "MovedOnExpiry"] == [(400.0, "sim/long")]
     else:
-        # killed at 300: 200 s × 2 cpu of work lost
-        assert job.state == "killed" and job.finish == 300.0
-        assert job.lost_cpu_seconds == pytest.approx(2 * 200.0)
+        # killed at 400: 300 s × 2 cpu of work lost
+        assert job.state == "killed" and job.finish == 400.0
+        assert job.lost_cpu_seconds == pytest.approx(2 * 300.0)
 
 
 def test_plan_follower_queue_changes() -> None:
     sc = scenario(reservable("  []\n").replace("jobs:\n  []", "jobs: []"))
     q = sc.queues["res"]
-    plan = LocalPlan("res", PlanSpec(policy="None"), Resource.from_natural({"cpu": 4, "memory": 32 * 2**30}), 1.0)
+    plan = SimPlan(ReservationSystem(0), "res", PlanSpec(policy="None"), 1.0, plan_dims(q.guarantee))
+    plan.set_capacity(Resource.from_natural({"cpu": 4, "memory": 32 * 2**30}))
     total = Resource.from_natural({"cpu": 8, "memory": 64 * 2**30})
     stage = StageSpec(Resource.from_natural({"cpu": 1, "memory": 2**30}), 3, 100)
     r = plan.submit(ReservationSpec("a", "res", "u", 0, 10, 500, "R_ALL", False, [stage]), 0.0)
-    assert r.accepted
-    # plan capacity = res's guarantee, 4 cpu; the reservation is 3 × 1 cpu over [10, 110)
-    before = follow(plan, q, 5.0, total)
+    assert r.accepted and r.reservation is not None
+    # plan capacity = res's guarantee, 4 cpu; aligned-left puts the gang of 3 × 1 cpu on the first
+    # (earliest-ending) of the equally cheap 100 s windows, [10, 110); the reservation is YARN's
+    # [arrival, deadline) = [10, 500)
+    assert [(a, b, x.cpu) for a, b, x in r.reservation.pieces] == [(10.0, 110.0, 3000.0)]
+    assert (r.reservation.start, r.reservation.end) == (10.0, 500.0)
+    before = plan.follow(q, 5.0, total)
     assert [c.name for c in before.children] == ["res-default"]
     assert before.children[0].deserved.cpu == 4000.0 and before.children[0].guarantee.cpu == 4000.0
-    during = follow(plan, q, 50.0, total)
+    during = plan.follow(q, 50.0, total)
     assert [c.name for c in during.children] == ["reservation_0_0001", "res-default"]
     rq, dq = during.children
     assert rq.deserved.cpu == rq.guarantee.cpu == 3000.0 and rq.parent == "res"
@@ -216,17 +226,25 @@ def test_plan_follower_queue_changes() -> None:
     assert rq.capability.equal(q.capability) and rq.annotations == {"apportion.io/reservation": "a"}
     # the default child keeps the rest: 4 - 3 = 1 cpu deserved and guaranteed
     assert dq.deserved.cpu == 1000.0 and dq.guarantee.cpu == 1000.0 and dq.parent == "res"
-    after = follow(plan, q, 110.0, total)
+    # past its allocation the reservation's queue stays, empty, until the end of its window
+    empty = plan.follow(q, 110.0, total)
+    assert [c.name for c in empty.children] == ["reservation_0_0001", "res-default"]
+    assert empty.children[0].deserved.is_empty() and empty.children[1].deserved.cpu == 4000.0
+    after = plan.follow(q, 500.0, total)
     assert [c.name for c in after.children] == ["res-default"]
     # a capacity drop below what is reserved runs the replanner
+    again = plan.submit(ReservationSpec("b", "res", "u", 0, 600, 800, "R_ALL", False, [stage]), 500.0)
+    assert again.accepted
     small = Resource.from_natural({"cpu": 2, "memory": 64 * 2**30})
-    dropped = follow(plan, q, 50.0, small)
-    assert dropped.removed_by_replanner == ["reservation_0_0001"]
+    dropped = plan.follow(q, 650.0, small)
+    assert dropped.removed_by_replanner == ["reservation_0_0002"]
+    assert [c.name for c in dropped.children] == ["res-default"]
 
 
 def test_sharing_policy_rejects() -> None:
-    plan = LocalPlan("res", PlanSpec(policy="CapacityOverTime", instantaneous=1.0, average=0.25, window=1000),
-                     Resource.from_natural({"cpu": 4, "memory": 2**34}), 1.0)
+    spec = PlanSpec(policy="CapacityOverTime", instantaneous=1.0, average=0.25, window=1000)
+    plan = SimPlan(ReservationSystem(0), "res", spec, 1.0, plan_dims())
+    plan.set_capacity(Resource.from_natural({"cpu": 4, "memory": 2**34}))
     st = StageSpec(Resource.from_natural({"cpu": 4, "memory": 2**30}), 1, 500)
     r = plan.submit(ReservationSpec("big", "res", "u", 0, 0, 1000, "R_ALL", False, [st]), 0.0)
     assert not r.accepted and "Integral (avg over time)" in r.message
@@ -293,7 +311,16 @@ def test_cli_simulate_writes_report(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "report written to" in r.output
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") >= 4
+    summary = json.loads((out / "summary.json").read_text())
+    # drawn by the dashboard's chart code: line charts (each with its table), the waits, the Gantt chart
+    # with a lane per reservation; no pictures, nothing fetched
+    assert html.count('<div class="chart-plot" data-chart="line"') >= 4
+    assert html.count('<details class="chart-table"') == html.count('<figure class="chart"')
+    assert '<svg class="boxes"' in html
+    gantt = html[html.index('<svg class="gantt" id="plan"'):]
+    lanes = re.findall(r'<g data-reservation="([^"]+)">', gantt[:gantt.index("</svg>")])
+    assert lanes == [r["id"] for r in summary["reservations"]] and lanes
+    assert "data:image/png" not in html and "<script src=" not in html
     for f in ("summary.json", "queues.csv", "cluster.csv", "jobs.csv", "events.csv"):
         assert (out / f).exists()
 
@@ -377,7 +404,9 @@ workload:
     assert (sa["label"], sb["label"]) == ("with-reclaim", "no-reclaim")
     html = (out / "report.html").read_text()
     assert "A/B: with-reclaim vs no-reclaim" in html
-    assert html.count("data:image/png;base64,") >= 3
+    # both runs in the charts: B's allocated beside A's, B's waits under A's
+    assert "allocated (no-reclaim)" in html and 'data-series="no-reclaim"' in html
+    assert html.count('<div class="chart-plot" data-chart="line"') >= 3
     for f in ("queues.csv", "b-queues.csv", "jobs.csv", "b-jobs.csv"):
         assert (out / f).exists()
     assert "late" in (out / "b-jobs.csv").read_text()
@@ -570,7 +599,7 @@ def test_metrics_recount_only_changed_queues_yet_match_a_full_count(monkeypatch:
     jobs changed. After every sample that must equal a count over every active job: a status change,
     arrival, completion, eviction, node failure, expiry move or kill the simulator did not report
     would show here."""
-    from apportion.simulation.metrics import Recorder
+    from apportion.simulation.recorder import Recorder
 
     real = Recorder.sample
     samples = 0

@@ -2,8 +2,9 @@
 
 Each scheduling tick (service/loop.py) first calls `observe`: the Ray cluster's nodes become Node
 objects (joins and losses are cache events like any edit), pods on a node that left go back to
-Pending, and finished Ray tasks make their pods Succeeded or Failed. Then the session's decisions go
-through `decisions()`, a `RayDecisions`:
+Pending, and finished Ray tasks and ended actors make their pods Succeeded or Failed (an actor that
+ends itself with `ray.actor.exit_actor()` succeeds; killed by someone else or crashed, it fails). Then
+the session's decisions go through `decisions()`, a `RayDecisions`:
 
 * a bind starts each pod's task on exactly the Ray node the session chose: one task with
   `NodeAffinitySchedulingStrategy(node_id, soft=False)`; the tasks of one job bound together (a gang)
@@ -19,12 +20,14 @@ did not start (the service restarted) goes back to Pending: its Ray task is not 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apportion.backends.ray_connect import connect
 from apportion.backends.ray_jobs import GROUP_KEY, decode_payload
 from apportion.backends.ray_nodes import NODE_ID_KEY, alive_nodes
 from apportion.backends.ray_resources import ray_options
@@ -66,13 +69,13 @@ class RayBackend:
     groups: dict[str, tuple[Any, dict[int, tuple[str, int]]]] = field(default_factory=dict)
     #: Node name -> Ray node id (hex), from the last observe
     node_ids: dict[str, str] = field(default_factory=dict)
+    #: the tasks this service cancelled whose end it has not read yet (a result dropped unread is
+    #: logged by Ray as an unhandled error)
+    stopped: list[Any] = field(default_factory=list)
 
     def connect(self) -> None:
-        """Join the Ray cluster (a local one when no address is given)."""
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+        """Join the Ray cluster (a new local one when no address is given, see ray_connect.py)."""
+        connect(self.address)
 
     def close(self) -> None:
         """Stop what this service started (tasks, actors, placement groups); leave the cluster."""
@@ -80,13 +83,29 @@ class RayBackend:
 
         for pod in sorted(self.running):
             self._stop(pod)
+        if self.stopped:  # their ends read, so Ray does not report them as errors nobody handled
+            ray.wait(self.stopped, num_returns=len(self.stopped), timeout=5.0)
+            self._drain()
         ray.shutdown()
+
+    def _drain(self) -> None:
+        """Read the results of the cancelled tasks that have ended (each a cancellation error)."""
+        import ray
+
+        if not self.stopped:
+            return
+        ready, self.stopped = ray.wait(self.stopped, num_returns=len(self.stopped), timeout=0)
+        for ref in ready:
+            # cancelled as asked, or it failed on its way out: either way it is over
+            with contextlib.suppress(ray.exceptions.RayError):
+                ray.get(ref, timeout=0)
 
     # -- what happened on the cluster ------------------------------------------------------------
     def observe(self, objects: dict[ObjectKey, dict[str, Any]], now_ms: int, commit: Commit) -> None:
         """Node joins and losses, and finished tasks, committed as object edits (thus cache events)."""
         import ray
 
+        self._drain()
         want = alive_nodes(ray.nodes())
         self.node_ids = {n: o["metadata"]["annotations"][NODE_ID_KEY] for n, o in want.items()}
         have = {k[2] for k in objects if k[0] == "Node"}
@@ -119,14 +138,18 @@ class RayBackend:
             commit({}, gone)
 
     def _finished(self) -> list[tuple[str, str]]:
-        """(pod, Succeeded|Failed) for each task that ended since the last look."""
+        """(pod, Succeeded|Failed) for each task or actor that ended since the last look."""
         import ray
 
+        out: list[tuple[str, str]] = []
+        for pod, s in sorted(self.running.items()):
+            if s.actor is not None and (phase := actor_end(s.actor)) is not None:
+                self._forget(pod)
+                out.append((pod, phase))
         refs = {s.ref: pod for pod, s in self.running.items() if s.ref is not None}
         if not refs:
-            return []
+            return sorted(out)
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
-        out: list[tuple[str, str]] = []
         for ref in ready:
             pod = refs[ref]
             try:
@@ -158,6 +181,7 @@ class RayBackend:
         try:
             if started.ref is not None:
                 ray.cancel(started.ref, force=True)
+                self.stopped.append(started.ref)
             if started.actor is not None:
                 ray.kill(started.actor)
         except ray.exceptions.RayError as e:  # already gone: nothing left to stop
@@ -261,6 +285,25 @@ class RayBackend:
             return f"gang of {len(work)} could not be placed on its nodes in {self.gang_timeout_s:g} s"
         self.groups[job] = (pg, {i: (n, sum(1 for _, m, _, _ in core if m == n)) for i, n in enumerate(nodes)})
         return [nodes.index(node) for _, node, _, _ in core] + [None] * (len(work) - len(core))
+
+def actor_end(actor: Any) -> str | None:
+    """Succeeded when the actor ended itself (`ray.actor.exit_actor()`), Failed when it died any other
+    way (killed by someone else, its process crashed, its constructor raised), None while it lives.
+
+    An actor returns nothing a driver can wait on, so its end is read from the GCS's actor table.
+    Ray's public state API (`ray.util.state`) answers through the dashboard, which a cluster may run
+    without; `ray._private.state.actors` reads the GCS directly. The table says why an actor died only
+    in words: a worker that ended itself is recorded with the exit type INTENDED_USER_EXIT.
+    """
+    from ray._private import state
+
+    info = state.actors(actor._actor_id.hex())
+    if not info or info.get("State") != "DEAD":
+        return None
+    cause = info.get("DeathCause")
+    died = cause.actor_died_error_context if cause is not None and cause.HasField("actor_died_error_context") else None
+    return "Succeeded" if died is not None and "INTENDED_USER_EXIT" in died.error_message else "Failed"
+
 
 def _requests(pod: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}

@@ -1,12 +1,18 @@
-"""`apportion sweep`: every combination of scenario variants, each simulated as one Ray task (or one
-after another with `--local`), and one comparison report.
+"""`apportion sweep`: every combination of scenario variants simulated on Ray (or one after another
+with `--local`), and one comparison report.
 
 A variant is a set of assignments, `--vary KEY=VALUES` each: `run.seed=0..9` (an inclusive integer
 range), `run.horizon=3600,7200`, or `scheduler=a.conf,b.conf` (a scheduler conf file). A variant's
 result is its simulation summary (simulation.metrics.summarize), which holds no wall-clock value, so
-a sweep on Ray and the same sweep run locally give identical numbers. Paths are read by the task,
-so on a remote Ray cluster the scenario and conf files must be reachable from its nodes (a local Ray
-shares this machine's files).
+a sweep on Ray and the same sweep run locally give identical numbers.
+
+The driver reads and parses the scenario (its traces and snapshot included) and the conf files once
+(`prepare`), so a remote cluster's nodes need none of these files, only apportion installed. On Ray
+the parsed input goes into the object store once, and one long-lived actor per CPU (at most one per
+variant) receives it, keeps apportion's modules imported, and runs variant after variant; the driver
+hands each actor its next variant as soon as it returns one. A variant is short (seconds), so a task
+per variant paid a worker's start, apportion's import and the scenario's parse each time.
+`--local` runs the same `run_prepared` on the same prepared input, one variant after another.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import pickle
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from apportion.errors import InputError
 
@@ -66,14 +74,31 @@ def name(variant: Variant) -> str:
     return " ".join(f"{k}={Path(v).stem if k == 'scheduler' else v}" for k, v in variant) or "base"
 
 
-def run_variant(scenario_path: str, variant: Variant) -> dict[str, Any]:
-    """Simulate one variant; its summary (JSON-safe: NaN as None)."""
+@dataclass(frozen=True)
+class Prepared:
+    """What every variant starts from: the parsed scenario (pickled: each variant gets its own copy,
+    as variants change it) and the parsed scheduler confs by the path --vary named them with."""
+
+    scenario: bytes
+    confs: dict[str, Any]
+
+
+def prepare(scenario_path: str, all_variants: Sequence[Variant]) -> Prepared:
+    """Read and parse the scenario (default: the built-in one) and every conf file the variants name."""
     from apportion.engine import load_conf_file
-    from apportion.simulation.engine import simulate
-    from apportion.simulation.metrics import summarize
     from apportion.simulation.scenario import default_scenario_path, load_scenario
 
     scenario = load_scenario(scenario_path or default_scenario_path())
+    confs = {value: load_conf_file(value) for v in all_variants for key, value in v if key == "scheduler"}
+    return Prepared(pickle.dumps(scenario, protocol=pickle.HIGHEST_PROTOCOL), confs)
+
+
+def run_prepared(prepared: Prepared, variant: Variant) -> dict[str, Any]:
+    """Simulate one variant of the prepared scenario; its summary (JSON-safe: NaN as None)."""
+    from apportion.simulation.engine import simulate
+    from apportion.simulation.metrics import summarize
+
+    scenario = pickle.loads(prepared.scenario)  # noqa: S301 - bytes this sweep pickled itself
     conf = None
     for key, value in variant:
         if key == "run.seed":
@@ -81,40 +106,71 @@ def run_variant(scenario_path: str, variant: Variant) -> dict[str, Any]:
         elif key == "run.horizon":
             scenario.run.horizon = float(value)
         else:
-            conf = load_conf_file(value)
+            conf = prepared.confs[value]
     summary = summarize(simulate(scenario, conf=conf, seed=scenario.run.seed, label=name(variant)))
-    return json.loads(json.dumps(summary, default=str).replace("NaN", "null"))
+    return cast(dict[str, Any], json.loads(json.dumps(summary, default=str).replace("NaN", "null")))
+
+
+def run_variant(scenario_path: str, variant: Variant) -> dict[str, Any]:
+    """Simulate one variant of the scenario file (default: the built-in one); its summary."""
+    return run_prepared(prepare(scenario_path, [variant]), variant)
+
+
+class VariantRunner:
+    """A Ray actor that runs variants of one prepared input, one after another (see the module docstring)."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        # the simulator's modules are imported here, while the other actors start, not in the first variant
+        import apportion.simulation.engine
+        import apportion.simulation.metrics  # noqa: F401
+
+        self.prepared = prepared
+
+    def run(self, variant: Variant) -> dict[str, Any]:
+        """One variant's summary."""
+        return run_prepared(self.prepared, variant)
 
 
 def run_sweep(scenario_path: str, all_variants: list[Variant], *, local: bool, address: str | None = None,
               progress: Callable[[int, int, Variant], None] | None = None) -> list[dict[str, Any]]:
-    """Every variant's summary, in variant order: one Ray task each (num_cpus=1), or one after another."""
+    """Every variant's summary, in variant order: on Ray (one actor per CPU), or one after another here."""
     total = len(all_variants)
+    prepared = prepare(scenario_path, all_variants)
     if local:
         out = []
         for i, v in enumerate(all_variants):
-            out.append(run_variant(scenario_path, v))
+            out.append(run_prepared(prepared, v))
             if progress:
                 progress(i + 1, total, v)
         return out
     import ray
 
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    from apportion.backends.ray_connect import connect
+
+    started_here = connect(address)
+    actors: list[Any] = []
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(run_variant)
-        refs = {task.remote(scenario_path, v): i for i, v in enumerate(all_variants)}
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        ref = ray.put(prepared)
+        runner = ray.remote(num_cpus=1, max_restarts=0)(VariantRunner)
+        actors = [runner.remote(ref) for _ in range(max(1, min(cpus, total)))]
         results: dict[int, dict[str, Any]] = {}
-        pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            i = refs[ready[0]]
-            results[i] = ray.get(ready[0])
+        busy: dict[Any, tuple[int, Any]] = {}  # a variant's result ref -> (its index, the actor)
+        idle, todo = list(actors), list(range(total))
+        while todo or busy:
+            while idle and todo:
+                actor, i = idle.pop(), todo.pop(0)
+                busy[actor.run.remote(all_variants[i])] = (i, actor)
+            (ready,), _ = ray.wait(list(busy), num_returns=1)
+            i, actor = busy.pop(ready)
+            results[i] = ray.get(ready)
+            idle.append(actor)
             if progress:
                 progress(len(results), total, all_variants[i])
         return [results[i] for i in range(total)]
     finally:
+        for actor in actors:  # their CPUs go back to the cluster (it may be a shared one)
+            ray.kill(actor)
         if started_here:
             ray.shutdown()
 

@@ -3,7 +3,9 @@ so it works before the server runs)."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import sys
 from typing import Any
 
 import click
@@ -70,6 +72,10 @@ def serve(db_url: str | None, host: str, port: int, conf_path: str | None, clust
 
                 ray_backend = RayBackend(address=ray_address)
                 ray_backend.connect()
+                # ray.init made SIGTERM exit with status 15; uvicorn stops gracefully on SIGTERM and
+                # then raises it again, and the Ray work must still be stopped below: exit 143, as a
+                # shell reports a process ended by SIGTERM
+                signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
         except BaseException:
             sock.close()
             raise

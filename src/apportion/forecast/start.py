@@ -21,7 +21,7 @@ from apportion.durations import parse_duration, parse_time, try_time
 from apportion.errors import InputError
 from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY
 from apportion.framework.conf import SchedulerConf
-from apportion.simulation.reservations import LocalPlan
+from apportion.simulation.reservations import SimPlan
 from apportion.simulation.scenario import JobSpec
 
 # where a number came from (the forecast's `basis` counts pods by these)
@@ -90,7 +90,7 @@ class StartState:
     t0: float = 0.0
     #: reservation plans of reservable queues and their current children (empty for a dump: its
     #: reservation queues are ordinary queues with what they hold now)
-    plans: dict[str, LocalPlan] = field(default_factory=dict)
+    plans: dict[str, SimPlan] = field(default_factory=dict)
     children: dict[str, list[QueueInfo]] = field(default_factory=dict)
     #: future arrivals, on the state's clock (empty: the forecast knows of no new work)
     arrivals: list[JobSpec] = field(default_factory=list)

@@ -30,6 +30,7 @@ from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.errors import InternalError
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
+from apportion.framework.queue_status import QueueStatus
 
 #: entry-point groups another distribution can declare plugins and actions in
 PLUGIN_ENTRY_POINTS: Final = "apportion.plugins"
@@ -64,8 +65,9 @@ class Plugin(Protocol[SessionT]):
         """OnSessionClose: write back what the session decided (gang's conditions, for one)."""
         return None
 
-    def queue_report(self, ssn: SessionT) -> dict[str, dict[str, Any]] | None:
-        """Queue attributes for the `queues` map of the cycle output; None if the plugin keeps none."""
+    def queue_report(self, ssn: SessionT) -> dict[str, QueueStatus] | None:
+        """Each queue's status at the end of the session (the cycle output's `queues` map is its view);
+        None if the plugin keeps none."""
         return None
 
 

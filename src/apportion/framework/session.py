@@ -31,6 +31,7 @@ from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_bu
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
+from apportion.framework.queue_status import QueueStatus
 from apportion.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -365,10 +366,10 @@ class Session(NodeChoice):
             if t.status is TaskStatus.PIPELINED
         }
 
-    def queue_reports(self) -> dict[str, dict[str, Any]]:
-        """Queue name -> attributes from the plugins' queue reports (the first plugin to report a queue
+    def queue_reports(self) -> dict[str, QueueStatus]:
+        """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue
         wins)."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, QueueStatus] = {}
         for _, plugin in self.plugins:
             rep = plugin.queue_report(self)
             if rep:

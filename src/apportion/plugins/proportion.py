@@ -23,13 +23,13 @@ from typing import Any
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
+from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import EventHandler, Session
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.queue_common import (
     capability_of,
     enqueued_resource,
     job_contribution,
-    natural,
     queue_share,
     real_capability_flat,
     shortfall,
@@ -334,25 +334,18 @@ class ProportionPlugin(Plugin):
         self._charge(self.attrs, task, -1)
 
     # ================================================================= output
-    def queue_report(self, ssn: Session) -> dict[str, dict[str, Any]]:
-        """Every tracked queue's attributes, in natural units, for the cycle output's `queues` map."""
-        out: dict[str, dict[str, Any]] = {}
+    def queue_report(self, ssn: Session) -> dict[str, QueueStatus]:
+        """Every tracked queue's attributes (the cycle output's `queues` map is their view)."""
+        out: dict[str, QueueStatus] = {}
         for qname in sorted(self.attrs):
             attr = self.attrs[qname]
             queue = ssn.queues[qname]
-            out[qname] = {
-                "deserved": natural(attr.deserved),
-                "allocated": natural(attr.allocated),
-                "request": natural(attr.request),
-                "inqueue": natural(attr.inqueue),
-                "elastic": natural(attr.elastic),
-                "capability": natural(attr.capability),
-                "realCapability": natural(attr.real_capability),
-                "guarantee": natural(attr.guarantee),
-                "share": attr.share,
-                "parent": queue.parent or ("" if qname == "root" else "root"),
-                "state": queue.state,
-            }
+            out[qname] = QueueStatus(
+                deserved=attr.deserved, allocated=attr.allocated, request=attr.request, inqueue=attr.inqueue,
+                elastic=attr.elastic, capability=attr.capability, real_capability=attr.real_capability,
+                guarantee=attr.guarantee, share=attr.share,
+                parent=queue.parent or ("" if qname == "root" else "root"), state=queue.state,
+            )
         return out
 
 

@@ -136,13 +136,6 @@ def shortfall(queue: str, used: Resource, limit: Resource | None, failed: list[s
     return prefix + ", ".join(parts)
 
 
-def natural(r: Resource | None) -> dict[str, float | str]:
-    """A resource for the cycle output's queues map (absent dimensions absent, not 0)."""
-    if r is None:
-        return {}
-    return r.to_natural()
-
-
 __all__ = [
     "CPU",
     "MEMORY",
@@ -152,7 +145,6 @@ __all__ = [
     "enqueued_resource",
     "inqueue_resource",
     "job_contribution",
-    "natural",
     "queue_share",
     "real_capability_flat",
     "shortfall",

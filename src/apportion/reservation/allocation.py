@@ -18,12 +18,12 @@ from apportion.reservation.store import StoredReservation
 Interval = tuple[int, int, Res]
 
 
-def fold_intervals(intervals: Iterable[Interval], period: int) -> StepFunction:
+def fold_intervals(intervals: Iterable[Interval], period: int, zero: Res = ZERO) -> StepFunction:
     """Sum of intervals taken modulo period, on offsets `[0, period)`: a piece past the end wraps,
-    a piece as long as the period or longer covers all of it."""
+    a piece as long as the period or longer covers all of it (`zero`: the vectors' zero)."""
     pieces = wrap_pieces(intervals, period, clamp=True)
     assert pieces is not None  # clamp never refuses
-    return StepFunction.from_intervals(pieces)
+    return StepFunction.from_intervals(pieces, zero)
 
 
 @dataclass
@@ -47,15 +47,16 @@ class ReservationAllocation:
 
     def __post_init__(self) -> None:
         if self.rle.is_empty() and self.intervals:
+            z = (0,) * len(self.intervals[0][2])
             if self.period > 0:
-                self.rle = fold_intervals(self.intervals, self.period)
+                self.rle = fold_intervals(self.intervals, self.period, z)
             else:
-                self.rle = StepFunction.from_intervals(self.intervals)
+                self.rle = StepFunction.from_intervals(self.intervals, z)
 
     def resources_at(self, t: int) -> Res:
         """Zero outside `[start, end)`; inside it, the allocation at t (t mod period if periodic)."""
         if t < self.start or t >= self.end:
-            return ZERO
+            return self.rle.zero
         if self.period > 0:
             return self.rle.at(t % self.period)
         return self.rle.at(t)
@@ -63,7 +64,7 @@ class ReservationAllocation:
     def over_time(self, s: int, e: int) -> StepFunction:
         """The allocation over `[s, e)`; periodic reservations count every recurrence in the range."""
         if self.period > 0:
-            p = PeriodicStepFunction(self.period)
+            p = PeriodicStepFunction(self.period, self.rle.zero)
             p.base = self.rle
             return p.unrolled(s, e)
         return self.rle.clip(s, e)
@@ -72,7 +73,7 @@ class ReservationAllocation:
         """The latest breakpoint at or before t of the allocation as the plan reads it (unrolled if periodic)."""
         if self.period <= 0:
             return self.rle.last_change_at_or_before(t)
-        p = PeriodicStepFunction(self.period)
+        p = PeriodicStepFunction(self.period, self.rle.zero)
         p.base = self.rle
         return p.last_change_at_or_before(t)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.definition import (
@@ -21,19 +21,43 @@ from apportion.reservation.definition import (
     ReservationId,
     parse_definition,
     parse_java_long,
+    resource_json,
 )
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
+from apportion.reservation.follower import PlanFollower
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.resmath import LONG_MAX, Res
+from apportion.reservation.resmath import LONG_MAX, YARN_DIMS, Res
 from apportion.reservation.validate import ValidationError, validate_definition
-
-if TYPE_CHECKING:
-    from apportion.reservation.system import PlanEntry
 
 Response = tuple[int, Any]
 
 UNAUTHENTICATED = "Unable to obtain user name, user not authenticated"
 NO_QUEUE = "The queue is not specified. Please try again with a valid reservable queue."
+
+
+class PlanEntry(Protocol):
+    """What the handlers read of a reservable queue's entry. The system's `PlanEntry` dataclass
+    implements it; naming it here keeps the handlers from importing the system they are mixed into."""
+
+    @property
+    def plan(self) -> InMemoryPlan:
+        """The queue's plan."""
+        ...
+
+    @property
+    def agent(self) -> ReservationAgent | None:
+        """The agent that places submissions and updates (None: none configured)."""
+        ...
+
+    @property
+    def follower(self) -> PlanFollower:
+        """The plan follower, stepped before a submission that starts within the plan step."""
+        ...
+
+    @property
+    def cluster(self) -> tuple[Res, float] | None:
+        """(cluster resource, the plan queue's absolute capacity), when the follower resizes the plan."""
+        ...
 
 
 def error(status: int, message: str) -> Response:
@@ -47,13 +71,16 @@ def error(status: int, message: str) -> Response:
     return status, {"RemoteException": {"exception": name, "message": message, "javaClassName": java}}
 
 
-def res_json(r: Res) -> dict[str, int]:
-    """A resource as YARN's REST JSON `{"memory", "vCores"}`."""
-    return {"memory": r[0], "vCores": r[1]}
+def res_json(r: Res, dims: tuple[str, ...] = YARN_DIMS) -> dict[str, Any]:
+    """A resource as YARN's REST JSON `{"memory", "vCores"}` (with `resourceInformations` when the
+    plan has other resource types; `dims` names the components)."""
+    return resource_json(r, dims)
 
 
-def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dict[str, Any]:
-    """ReservationInfo, one entry of the list reply (contract §5.3)."""
+def reservation_info(
+    r: ReservationAllocation, include_allocations: bool, dims: tuple[str, ...] = YARN_DIMS
+) -> dict[str, Any]:
+    """ReservationInfo, one entry of the list reply (contract §5.3); `dims`: the plan's dimensions."""
     out: dict[str, Any] = {
         "reservation-id": str(r.id),
         "user": r.user,
@@ -61,12 +88,12 @@ def reservation_info(r: ReservationAllocation, include_allocations: bool) -> dic
     }
     if include_allocations:
         out["resource-allocations"] = [
-            {"resource": res_json(v), "startTime": a, "endTime": b} for a, b, v in r.intervals
+            {"resource": res_json(v, dims), "startTime": a, "endTime": b} for a, b, v in r.intervals
         ]
     else:
         out["resource-allocations"] = []
     if r.definition is not None:
-        out["reservation-definition"] = r.definition.to_json()
+        out["reservation-definition"] = r.definition.to_json(dims)
     return out
 
 
@@ -139,10 +166,27 @@ class RestHandlers:
             raise BadRequest(f"Invalid value for {key}: expected a string")
         return v
 
-    def _definition(self, body: dict[str, Any]) -> ReservationDefinition:
+    def _definition(self, body: dict[str, Any], plan: InMemoryPlan | None) -> ReservationDefinition:
+        """The body's definition, capabilities in the order of the plan's dimensions (YARN's two
+        when the request names no plan: its own checks answer that later, as before)."""
         if body.get("reservation-definition") is None:
             raise BadRequest("Input ReservationDefinition should not be null")
-        return parse_definition(body["reservation-definition"])
+        dims = plan.dims if plan is not None else YARN_DIMS
+        return parse_definition(body["reservation-definition"], dims=dims)
+
+    def _plan_named(self, queue: Any) -> InMemoryPlan | None:
+        """The plan a body's queue names, if any (no error: the body's checks come in YARN's order)."""
+        return self.plan_for(queue) if isinstance(queue, str) and queue else None
+
+    def _plan_of(self, rid_s: Any) -> InMemoryPlan | None:
+        """The plan a body's reservation id went to, if any (no error, as `_plan_named`)."""
+        if not isinstance(rid_s, str):
+            return None
+        try:
+            queue = self.queue_of.get(ReservationId.parse(rid_s))
+        except BadRequest:
+            return None
+        return self.plan_for(queue) if queue is not None else None
 
     def _managed(self, queue: str) -> InMemoryPlan:
         """The plan of queue, or the 400 for a queue without one."""
@@ -173,7 +217,7 @@ class RestHandlers:
     def submit(self, user: str, body: Any) -> Response:
         """POST /reservation/submit (202 on success, no content)."""
         b = self._body(body)
-        definition = self._definition(b)
+        definition = self._definition(b, self._plan_named(b.get("queue")))
         queue = self._opt_str(b, "queue")
         rid_s = self._opt_str(b, "reservation-id")
         rid = ReservationId.parse(rid_s) if rid_s is not None else None
@@ -184,6 +228,12 @@ class RestHandlers:
             )
         if not queue:
             raise BadRequest(NO_QUEUE)
+        return self.submit_definition(user, queue, rid, definition)
+
+    @_endpoint
+    def submit_definition(self, user: str, queue: str, rid: ReservationId, definition: ReservationDefinition) -> Response:
+        """`submit` of a definition already read (capabilities in the plan's dimensions): what an
+        embedder that holds definitions, not JSON bodies, calls (the simulator)."""
         plan = self._managed(queue)
         validate_definition(plan, definition, plan.now)
         existing = plan.get(rid)
@@ -211,7 +261,7 @@ class RestHandlers:
     def update(self, user: str, body: Any) -> Response:
         """POST /reservation/update (200 {} on success)."""
         b = self._body(body)
-        definition = self._definition(b)
+        definition = self._definition(b, self._plan_of(b.get("reservation-id")))
         rid_s = self._opt_str(b, "reservation-id")
         if rid_s is None:
             raise BadRequest("Update operations must specify an existing ReservaitonId")
@@ -270,7 +320,7 @@ class RestHandlers:
         rid_s = query.get("reservation-id", "")
         rid = ReservationId.parse(rid_s) if rid_s else None
         found = plan.get_reservations(rid, (start, end), None)
-        return 200, {"reservations": [reservation_info(r, include) for r in found]}
+        return 200, {"reservations": [reservation_info(r, include, plan.dims) for r in found]}
 
     @staticmethod
     def _time_param(query: dict[str, str], key: str, default: int) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.periodic import PeriodicStepFunction
-from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, radd
+from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, fits_in, nonnegative, radd, rsub
 from apportion.reservation.steparrays import (
     LONG_MIN,
     MAX_VALUE,
@@ -39,6 +39,7 @@ class PlanAvailability:
     """The availability queries of InMemoryPlan (mixed into it; the state is the plan's)."""
 
     capacity: Res
+    zero: Res
     calc: Calculator
     policy: Policy
     max_periodicity: int
@@ -179,10 +180,8 @@ class PlanAvailability:
         and the non-periodic load alone fits there. Trunk subtracts the periodic load in a second
         merge whose left operand is already undefined at the end, so that merge never tests the
         end instant; the first merge, capacity minus the non-periodic load, does."""
-        if t == e:
-            m, v = self.load.at(e)
-            if m <= self.capacity[0] and v <= self.capacity[1]:
-                return
+        if t == e and fits_in(self.load.at(e), self.capacity):
+            return
         raise PlanningException(
             "RLESparseResourceAllocation: merge failed as the resulting "
             "RLESparseResourceAllocation would be negative"
@@ -215,9 +214,11 @@ class PlanAvailability:
 
         for k in range(1, T // period):
             shifted = self._available_once(user, old_id, s + k * period, e + k * period)
+            z = self.zero
             back = StepFunction.from_intervals(
-                (a - k * period, b - k * period, r) for a, b, r in shifted.pieces(s + k * period, e + 1 + k * period)
-                if r != ZERO
+                ((a - k * period, b - k * period, r) for a, b, r in shifted.pieces(s + k * period, e + 1 + k * period)
+                 if r != z),
+                z,
             )
             acc = merge(acc, back, s, e + 1, cmin)
         return acc
@@ -239,6 +240,8 @@ class PlanAvailability:
         end = e + 1
         policy = self.policy
         cap = self.capacity
+        if len(cap) != 2:
+            return self._available_fused_k(user, s, e)
         cm, cv = cap
         limit = policy.instantaneous_limit(cast("PlanView", self))
         # value changes of the committed total (c) and of the user's consumption (u), by time
@@ -280,7 +283,7 @@ class PlanAvailability:
             c1 += d[1]
             u0 += d[2]
             u1 += d[3]
-            a = (cm - c0, cv - c1)
+            a: Res = (cm - c0, cv - c1)
             if a[0] < 0 or a[1] < 0:
                 self._over_committed(t, e)
             if limit is not None:
@@ -298,21 +301,86 @@ class PlanAvailability:
             values_out.append(ZERO)
         return StepFunction._bulk(keys_out, values_out)
 
+    def _available_fused_k(self, user: str | None, s: int, e: int) -> StepFunction:
+        """`_available_fused` for a plan of any number of dimensions: the same pointwise pass, on
+        vectors (the two-dimensional pass above is this one written out for speed)."""
+        end = e + 1
+        cap = self.capacity
+        k = len(cap)
+        z = self.zero
+        calc = self.calc
+        limit = self.policy.instantaneous_limit(cast("PlanView", self))
+        sources: list[tuple[StepFunction | PeriodicStepFunction, int]] = [(self.load, 0)]
+        if not self.periodic_load.is_empty():
+            sources.append((self.periodic_load, 0))
+        if limit is not None:
+            name = user or ""
+            ul = self.user_load.get(name)
+            up = self.user_periodic.get(name)
+            if ul is not None:
+                sources.append((ul, k))
+            if up is not None:
+                sources.append((up, k))
+        # value changes of the committed total (columns 0..k) and of the user's consumption (k..2k)
+        deltas: dict[int, list[int]] = {}
+        for f, col in sources:
+            keys, values = segments(f, s, end)
+            prev_v = z
+            for t, v in zip(keys, values):
+                d = deltas.get(t)
+                if d is None:
+                    d = deltas[t] = [0] * (2 * k)
+                for i in range(k):
+                    d[col + i] += v[i] - prev_v[i]
+                prev_v = v
+        keys_out: list[int] = []
+        values_out: list[Res] = []
+        prev: Res = z
+        run = [0] * (2 * k)
+        dominant = calc.kind != "default"
+        for t in sorted(deltas):
+            for i, x in enumerate(deltas[t]):
+                run[i] += x
+            a = tuple(c - u for c, u in zip(cap, run[:k]))
+            if not nonnegative(a):
+                self._over_committed(t, e)
+            if limit is not None:
+                q = tuple(lim - u for lim, u in zip(limit, run[k:]))
+                if dominant:
+                    a = calc.rmin(a, q, cap)
+                elif a[0] > q[0]:
+                    a = q
+            if a != prev:
+                keys_out.append(t)
+                values_out.append(a)
+                prev = a
+        if prev != z:
+            keys_out.append(end)
+            values_out.append(z)
+        return StepFunction._bulk(keys_out, values_out, z)
+
     def _available_merged(self, user: str | None, old_id: ReservationId | None, s: int, e: int) -> StepFunction:
-        cm, cv = self.capacity
+        cm, cv = self.capacity[0], self.capacity[1]
         committed: Iterable[Interval]
         if self.periodic_load.is_empty():
             committed = self.load.pieces(s, e + 1)
         else:
             committed = merge_pieces(self.load, self.periodic_load, s, e + 1, radd)
-        net_pieces = []
-        for a, b, r in committed:
-            vm = cm - r[0]
-            vv = cv - r[1]
-            if vm < 0 or vv < 0:
-                self._over_committed(a, e)
-            net_pieces.append((a, b, (vm, vv)))
-        net = StepFunction.from_pieces(net_pieces)
+        net_pieces: list[Interval] = []
+        if len(self.capacity) == 2:
+            for a, b, r in committed:
+                vm = cm - r[0]
+                vv = cv - r[1]
+                if vm < 0 or vv < 0:
+                    self._over_committed(a, e)
+                net_pieces.append((a, b, (vm, vv)))
+        else:
+            for a, b, r in committed:
+                v = rsub(self.capacity, r)
+                if not nonnegative(v):
+                    self._over_committed(a, e)
+                net_pieces.append((a, b, v))
+        net = StepFunction.from_pieces(net_pieces, self.zero)
         old = self.reservations.get(old_id) if old_id is not None else None
         if old is not None:
             net.add_function(old.over_time(s, e + 1))

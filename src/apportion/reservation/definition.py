@@ -3,6 +3,11 @@
 A definition has an arrival, a deadline, a name, a priority, a recurrence expression and a list
 of stages (`ReservationRequest`: capability, num-containers, min-concurrency = gang size,
 duration) tied together by an interpreter: R_ANY (0), R_ALL (1), R_ORDER (2), R_ORDER_NO_GAP (3).
+
+A capability is a vector in the order of the plan's dimensions (`dims`, memory-mb and vcores
+first). In JSON it is YARN's ResourceInfo: `memory` (MB) and `vCores`, and for any other resource
+type a `resourceInformations.resourceInformation` list of `{name, value, units}`, YARN's name
+`yarn.io/gpu` standing for the plan's `nvidia.com/gpu` (docs/reservation.md).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.errors import ApportionError
-from apportion.reservation.resmath import Res
+from apportion.reservation.resmath import YARN_DIMS, Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3
 INTERPRETER_NAMES = {R_ANY: "R_ANY", R_ALL: "R_ALL", R_ORDER: "R_ORDER", R_ORDER_NO_GAP: "R_ORDER_NO_GAP"}
@@ -69,6 +74,26 @@ class ReservationId:
             raise BadRequest(str(e)) from None
 
 
+#: YARN resource-type names that differ from the plan's (Kubernetes) names, REST name -> plan name
+YARN_TO_PLAN = {"yarn.io/gpu": "nvidia.com/gpu"}
+#: the other way round
+PLAN_TO_YARN = {v: k for k, v in YARN_TO_PLAN.items()}
+#: the units YARN prints for a resource type (memory-mb in MiB, every other one a plain count)
+_UNITS = {"memory-mb": "Mi"}
+
+
+def resource_json(r: Res, dims: tuple[str, ...] = YARN_DIMS) -> dict[str, Any]:
+    """A resource as YARN's ResourceInfo JSON: `memory` and `vCores`, and, when the plan has other
+    resource types, every type in `resourceInformations` as YARN 3 lists them."""
+    out: dict[str, Any] = {"memory": r[0], "vCores": r[1]}
+    if len(r) > 2:
+        out["resourceInformations"] = {"resourceInformation": [
+            {"name": PLAN_TO_YARN.get(name, name), "value": v, "units": _UNITS.get(name, "")}
+            for name, v in zip(dims, r)
+        ]}
+    return out
+
+
 @dataclass(frozen=True)
 class Stage:
     """One ReservationRequest: num_containers of capability, in gangs of concurrency, for duration ms."""
@@ -78,10 +103,10 @@ class Stage:
     concurrency: int
     duration: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The stage as REST JSON (a `reservation-request` entry)."""
+    def to_json(self, dims: tuple[str, ...] = YARN_DIMS) -> dict[str, Any]:
+        """The stage as REST JSON (a `reservation-request` entry); `dims` names the capability's components."""
         return {
-            "capability": {"memory": self.capability[0], "vCores": self.capability[1]},
+            "capability": resource_json(self.capability, dims),
             "num-containers": self.num_containers,
             "min-concurrency": self.concurrency,
             "duration": self.duration,
@@ -108,8 +133,9 @@ class ReservationDefinition:
             return 0
         return max(p, 0)
 
-    def to_json(self) -> dict[str, Any]:
-        """ReservationDefinitionInfo as the list endpoint reports it (priority always 0, §5.3)."""
+    def to_json(self, dims: tuple[str, ...] = YARN_DIMS) -> dict[str, Any]:
+        """ReservationDefinitionInfo as the list endpoint reports it (priority always 0, §5.3);
+        `dims` names the components of the capabilities (the plan's dimensions)."""
         return {
             "arrival": self.arrival,
             "deadline": self.deadline,
@@ -118,7 +144,7 @@ class ReservationDefinition:
             "recurrence-expression": self.recurrence,
             "reservation-requests": {
                 "reservation-request-interpreter": self.interpreter,
-                "reservation-request": [s.to_json() for s in self.stages],
+                "reservation-request": [s.to_json(dims) for s in self.stages],
             },
         }
 
@@ -154,16 +180,58 @@ def _show(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def parse_resource(v: Any, field: str) -> Res:
-    """`{"memory": MB, "vCores": n}`; a missing component is 0, as YARN's ResourceInfo defaults it."""
+def parse_resource(v: Any, field: str, dims: tuple[str, ...] = YARN_DIMS) -> Res:
+    """`{"memory": MB, "vCores": n, "resourceInformations": ...}` as a vector in the order of `dims`.
+
+    A missing component is 0, as YARN's ResourceInfo defaults it; a `resourceInformation` entry
+    sets the type it names (memory-mb and vcores included, as YARN's ResourceInfo.getResource
+    does). A type the plan does not have is refused unless its value is 0.
+    """
     if not isinstance(v, dict):
         raise BadRequest(f"Invalid value for {field}: expected an object with memory and vCores, got {_show(v)}")
-    mem = _int(v.get("memory", 0), f"{field}.memory")
-    vc = _int(v.get("vCores", 0), f"{field}.vCores")
-    return (mem, vc)
+    out = [0] * len(dims)
+    out[0] = _int(v.get("memory", 0), f"{field}.memory")
+    out[1] = _int(v.get("vCores", 0), f"{field}.vCores")
+    infos = v.get("resourceInformations")
+    if infos is not None:
+        _parse_informations(infos, f"{field}.resourceInformations", dims, out)
+    return tuple(out)
 
 
-def _check_capability(cap: Res, field: str) -> None:
+def _parse_informations(infos: Any, field: str, dims: tuple[str, ...], out: list[int]) -> None:
+    """YARN's ResourceInformationsInfo: `{"resourceInformation": [{name, value, units}, ...]}` (one
+    entry without the list, as Jersey's mapped notation allows), each setting its type in out."""
+    if not isinstance(infos, dict):
+        raise BadRequest(f"Invalid value for {field}: expected an object with resourceInformation, got {_show(infos)}")
+    entries = infos.get("resourceInformation", [])
+    if isinstance(entries, dict):
+        entries = [entries]
+    if not isinstance(entries, list):
+        raise BadRequest(f"Invalid value for {field}.resourceInformation: expected a list, got {_show(entries)}")
+    for i, entry in enumerate(entries):
+        ef = f"{field}.resourceInformation[{i}]"
+        if not isinstance(entry, dict):
+            raise BadRequest(f"Invalid value for {ef}: expected an object with name and value, got {_show(entry)}")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise BadRequest(f"Invalid value for {ef}.name: expected a resource type name, got {_show(name)}")
+        value = _int(entry.get("value", 0), f"{ef}.value")
+        plan_name = YARN_TO_PLAN.get(name, name)
+        units = entry.get("units", "")
+        if units not in ("", None, _UNITS.get(plan_name, "")):
+            raise BadRequest(
+                f"Invalid value for {ef}.units: {_show(units)}; {name} is given in "
+                f"{_UNITS.get(plan_name) or 'plain units'} ('' also accepted)"
+            )
+        if plan_name not in dims:
+            if value == 0:
+                continue
+            known = ", ".join(PLAN_TO_YARN.get(d, d) for d in dims)
+            raise BadRequest(f"Invalid value for {ef}.name: unknown resource type {name} (the plan has {known})")
+        out[dims.index(plan_name)] = value
+
+
+def _check_capability(cap: Res, field: str, dims: tuple[str, ...] = YARN_DIMS) -> None:
     """A stage asks for something: no negative component, and not nothing at all.
 
     YARN takes a negative capability as given, so a stage of negative size frees plan capacity
@@ -171,15 +239,19 @@ def _check_capability(cap: Res, field: str) -> None:
     capability reserves nothing however it is placed. Both answer 400 naming the field
     (docs/semantics.md, YARN deviations).
     """
-    for name, value in zip(("memory", "vCores"), cap):
+    names = ("memory", "vCores") + tuple(PLAN_TO_YARN.get(d, d) for d in dims[2:])
+    for name, value in zip(names, cap):
         if value < 0:
             raise BadRequest(f"Invalid value for {field}.{name}: {value} is negative; a capability must not be")
     if all(value == 0 for value in cap):
         raise BadRequest(f"Invalid value for {field}: every component is 0; a stage must ask for some resource")
 
 
-def parse_definition(v: Any, field: str = "reservation-definition") -> ReservationDefinition:
-    """The REST `reservation-definition` object (contract §5.2); BadRequest naming the field."""
+def parse_definition(
+    v: Any, field: str = "reservation-definition", dims: tuple[str, ...] = YARN_DIMS
+) -> ReservationDefinition:
+    """The REST `reservation-definition` object (contract §5.2), capabilities in the order of
+    `dims` (the plan's dimensions); BadRequest naming the field."""
     if not isinstance(v, dict):
         raise BadRequest(f"Invalid value for {field}: expected an object, got {_show(v)}")
     arrival = _int(v.get("arrival", 0), f"{field}.arrival")
@@ -227,8 +299,8 @@ def parse_definition(v: Any, field: str = "reservation-definition") -> Reservati
             raise BadRequest(f"Invalid value for {sf}: expected an object, got {_show(sv)}")
         if sv.get("capability") is None:
             raise BadRequest(f"Missing {sf}.capability: every reservation request needs a capability")
-        capability = parse_resource(sv["capability"], f"{sf}.capability")
-        _check_capability(capability, f"{sf}.capability")
+        capability = parse_resource(sv["capability"], f"{sf}.capability", dims)
+        _check_capability(capability, f"{sf}.capability", dims)
         stages.append(
             Stage(
                 capability=capability,

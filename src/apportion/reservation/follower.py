@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.resmath import ZERO, Res, f32, radd, round_up
+from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
 
 #: CSQueueUtils.EPSILON: tolerance of "the children's capacities sum to at most 1"
 EPSILON = f32(0.0001)
@@ -129,11 +129,11 @@ class PlanFollower:
         if self.cluster is not None:
             res, frac = self.cluster
             f = f32(frac)
-            plan.set_capacity((int(res[0] * f), int(res[1] * f)))
+            plan.set_capacity(tuple(int(x * f) for x in res))
         cap = plan.capacity
         calc = plan.calc
         active = plan.reservations_at(now)
-        reserved = ZERO
+        reserved = plan.zero
         for r in active:
             reserved = radd(reserved, r.resources_at(now))
         replanned: list[ReservationId] = []
@@ -163,13 +163,12 @@ class PlanFollower:
         def held(r: ReservationAllocation) -> Res:
             q = self.queues.get(str(r.id))
             if q is None:
-                return ZERO
-            return (int(cap[0] * q.capacity), int(cap[1] * q.capacity))
+                return plan.zero
+            return tuple(int(c * q.capacity) for c in cap)
 
-        def delta(r: ReservationAllocation) -> tuple[int, int, ReservationId]:
-            now_res = r.resources_at(now)
-            h = held(r)
-            return (now_res[0] - h[0], now_res[1] - h[1], r.id)
+        def delta(r: ReservationAllocation) -> tuple[int | ReservationId, ...]:
+            # the change of each resource type, compared in the plan's order, then the id
+            return (*rsub(r.resources_at(now), held(r)), r.id)
 
         shares: list[ReservationShare] = []
         total = 0.0
@@ -181,6 +180,7 @@ class PlanFollower:
             q.expired = False
             now_res = r.resources_at(now)
             target = 0.0
+            # memory and vCores as YARN's guard; another type's zero capacity is the ratio's to answer
             if cap[0] > 0 and cap[1] > 0:
                 target = calc.ratio(now_res, cap)
             max_cap = target if r.contains_gangs() else 1.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from apportion.reservation.resmath import ZERO, Res, rneg
+from apportion.reservation.resmath import ZERO, Res, is_zero, rneg
 from apportion.reservation.stepfn import StepFunction, _as_pieces
 
 
@@ -22,7 +22,7 @@ def wrap_pieces(
     out: list[tuple[int, int, Res]] = []
     for s, e, r in pieces:
         length = e - s
-        if length <= 0 or r == ZERO:
+        if length <= 0 or is_zero(r):
             continue
         if length > period:
             if not clamp:
@@ -46,11 +46,16 @@ class PeriodicStepFunction:
 
     __slots__ = ("period", "base")
 
-    def __init__(self, period: int) -> None:
+    def __init__(self, period: int, zero: Res = ZERO) -> None:
         if period <= 0:
             raise ValueError("period must be positive")
         self.period = period
-        self.base = StepFunction()
+        self.base = StepFunction(zero=zero)
+
+    @property
+    def zero(self) -> Res:
+        """The function's zero."""
+        return self.base.zero
 
     def copy(self) -> PeriodicStepFunction:
         """An independent copy."""
@@ -102,7 +107,7 @@ class PeriodicStepFunction:
 
     def unrolled(self, s: int, e: int) -> StepFunction:
         """The function over `[s, e)` as a plain step function (zero outside)."""
-        return StepFunction.from_pieces(self.pieces(s, e))
+        return StepFunction.from_pieces(self.pieces(s, e), self.base.zero)
 
     def last_change_at_or_before(self, t: int) -> int | None:
         """Latest breakpoint of the unrolled function at or before t."""
@@ -121,8 +126,9 @@ class PeriodicStepFunction:
 def _periodic_breaks(f: PeriodicStepFunction, s: int, e: int) -> tuple[list[int], list[Res]]:
     """`_breaks` of the unrolled function, with `pieces`' merging across period boundaries: the
     base is canonical, so only a period's first value can repeat the one before it."""
+    z = f.base.zero
     if f.base.is_empty():
-        return [s], [ZERO]
+        return [s], [z]
     T = f.period
     d = f.base._d
     keys = d._list
@@ -135,7 +141,7 @@ def _periodic_breaks(f: PeriodicStepFunction, s: int, e: int) -> tuple[list[int]
         lo = s - off if s > off else 0
         hi = e - off if e < off + T else T
         i = keys.bisect_right(lo)
-        v0 = getv(keys[i - 1]) if i > 0 else ZERO
+        v0 = getv(keys[i - 1]) if i > 0 else z
         if not vs or vs[-1] != v0:
             ks.append(lo + off)
             vs.append(v0)
@@ -147,13 +153,19 @@ def _periodic_breaks(f: PeriodicStepFunction, s: int, e: int) -> tuple[list[int]
     return ks, vs
 
 
-def piece_integral(pieces: Iterable[tuple[int, int, Res]]) -> Res:
-    """The exact integral of a sum of pieces, per component."""
-    m = v = 0
+def piece_integral(pieces: Iterable[tuple[int, int, Res]], k: int = 2) -> Res:
+    """The exact integral of a sum of pieces (vectors of k components), per component."""
+    if k == 2:
+        m = v = 0
+        for a, b, r in pieces:
+            m += r[0] * (b - a)
+            v += r[1] * (b - a)
+        return (m, v)
+    total = [0] * k
     for a, b, r in pieces:
-        m += r[0] * (b - a)
-        v += r[1] * (b - a)
-    return (m, v)
+        for i, x in enumerate(r):
+            total[i] += x * (b - a)
+    return tuple(total)
 
 
 def periods_meeting(s: int, e: int, period: int) -> int:

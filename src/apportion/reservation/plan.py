@@ -2,6 +2,12 @@
 
 The reservation records are in `allocation.py`, the availability queries in `availability.py`.
 
+A plan has a list of dimensions (`dims`, YARN 3's resource types: memory-mb and vcores first,
+then any extended resource such as nvidia.com/gpu), and every resource it holds or is asked for
+is an integer vector in that order. The first dimension is memory (the default calculator orders
+by it) and the second CPU; a plan embedded in another system may name them in its own units (the
+simulator's plans hold Volcano's memory bytes, millicores and milli-GPUs).
+
 It holds the accepted reservations, the committed load (non-periodic, and periodic kept modulo
 maxPeriodicity), the per-user consumption, the capacity and the configuration. Every query and
 every update works on step functions.
@@ -31,7 +37,7 @@ from apportion.reservation.availability import (
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanIllegalArgument, PlanningException
 from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
-from apportion.reservation.resmath import LONG_MAX, ZERO, Calculator, Res, radd
+from apportion.reservation.resmath import LONG_MAX, YARN_DIMS, Calculator, Res, radd, rneg
 from apportion.reservation.steparrays import (
     PeriodicStepArrays,
     StepArrays,
@@ -56,15 +62,33 @@ class InMemoryPlan(PlanAvailability):
         *,
         step: int = 1000,
         calculator: Calculator | None = None,
-        minimum_allocation: Res = (1024, 1),
-        maximum_allocation: Res = (8192, 4),
+        minimum_allocation: Res | None = None,
+        maximum_allocation: Res | None = None,
         policy: Policy,
         max_periodicity: int = 86_400_000,
         now: int = 0,
         move_on_expiry: bool = True,
+        dims: tuple[str, ...] = YARN_DIMS,
     ) -> None:
         if step <= 0:
             raise ValueError("plan step must be positive")
+        if len(dims) < 2 or len(set(dims)) != len(dims):
+            raise ValueError(f"plan dimensions must be memory, CPU, then distinct others, not {dims!r}")
+        k = len(dims)
+        if len(capacity) != k:
+            raise ValueError(f"plan capacity {capacity!r} does not have the plan's {k} dimensions")
+        extra = k - 2
+        yarn_units = tuple(dims[:2]) == YARN_DIMS
+        if minimum_allocation is None:
+            # YARN's defaults: 1024 MB and 1 vCore; 0 of any other resource type
+            minimum_allocation = ((1024, 1) if yarn_units else (0, 0)) + (0,) * extra
+        if maximum_allocation is None:
+            # 8192 MB, 4 vCores, and no maximum (Long.MAX) for the other resource types
+            maximum_allocation = ((8192, 4) if yarn_units else (LONG_MAX, LONG_MAX)) + (LONG_MAX,) * extra
+        #: the plan's resource types, in the order of every vector it holds
+        self.dims: tuple[str, ...] = tuple(dims)
+        #: the zero vector of the plan's dimensions
+        self.zero: Res = (0,) * k
         if max_periodicity <= 0:
             raise ValueError("maxPeriodicity must be positive")
         self.queue = queue
@@ -78,8 +102,8 @@ class InMemoryPlan(PlanAvailability):
         self.now = now
         self.move_on_expiry = move_on_expiry
         self.reservations: dict[ReservationId, ReservationAllocation] = {}
-        self.load = StepFunction()
-        self.periodic_load = PeriodicStepFunction(max_periodicity)
+        self.load = StepFunction(zero=self.zero)
+        self.periodic_load = PeriodicStepFunction(max_periodicity, self.zero)
         self.user_load: dict[str, StepFunction] = {}
         self.user_periodic: dict[str, PeriodicStepFunction] = {}
         # bumped by every load change; the availability cache is keyed on it
@@ -95,7 +119,8 @@ class InMemoryPlan(PlanAvailability):
         # MIRROR_MIN breakpoints, kept up to date from then on, and off for good once an edit does
         # not fit int64 or fails half-way
         self._mirrored = False
-        self._mirrors_off = False
+        # the mirrors' array paths are written for the two YARN dimensions only
+        self._mirrors_off = k != 2
         self._load_arrays = StepArrays()
         self._periodic_arrays = PeriodicStepArrays(max_periodicity)
         self._user_arrays: dict[str, StepArrays] = {}
@@ -122,19 +147,17 @@ class InMemoryPlan(PlanAvailability):
         if self._mirrored and not self._apply_mirrors(res.period, user, pieces, sign):
             self._mirrored = False
             self._mirrors_off = True
-        if sign > 0 and any(r[0] < 0 or r[1] < 0 for _a, _b, r in pieces):
+        if sign > 0 and any(min(r) < 0 for _a, _b, r in pieces):
             self._nonnegative = False
-        im, iv = piece_integral(pieces)
-        if res.period > 0:
-            # each of the max_periodicity // period copies added one folded period's integral
-            k = self.max_periodicity // res.period
-            im, iv = im * k, iv * k
+        integral = piece_integral(pieces, len(self.zero))
+        # each of the max_periodicity // period copies of a periodic one added one folded period's integral
+        k = sign * (self.max_periodicity // res.period if res.period > 0 else 1)
         totals = self._user_periodic_integral if res.period > 0 else self._user_integral
-        tm, tv = totals.get(user, ZERO)
-        totals[user] = (tm + sign * im, tv + sign * iv)
+        total = totals.get(user, self.zero)
+        totals[user] = tuple(t + k * i for t, i in zip(total, integral))
 
     def _apply_loads(self, res: ReservationAllocation, user: str, pieces: list[Interval], sign: int) -> None:
-        signed = pieces if sign > 0 else [(a, b, (-r[0], -r[1])) for a, b, r in pieces]
+        signed = pieces if sign > 0 else [(a, b, rneg(r)) for a, b, r in pieces]
         if res.period > 0:
             p = res.period
             every = [(a + k * p, b + k * p, r) for k in range(self.max_periodicity // p) for a, b, r in signed]
@@ -146,7 +169,7 @@ class InMemoryPlan(PlanAvailability):
             per_user = self.user_periodic.get(user)
             if per_user is None:
                 # not setdefault: its default would build an empty function on every edit
-                per_user = self.user_periodic[user] = PeriodicStepFunction(self.max_periodicity)
+                per_user = self.user_periodic[user] = PeriodicStepFunction(self.max_periodicity, self.zero)
             self.periodic_load.base.add_pieces(wrapped)
             per_user.base.add_pieces(wrapped)
             if per_user.is_empty():
@@ -154,7 +177,7 @@ class InMemoryPlan(PlanAvailability):
         else:
             ul = self.user_load.get(user)
             if ul is None:
-                ul = self.user_load[user] = StepFunction()
+                ul = self.user_load[user] = StepFunction(zero=self.zero)
             self.load.add_pieces(signed)
             ul.add_pieces(signed)
             if ul.is_empty():
@@ -165,19 +188,19 @@ class InMemoryPlan(PlanAvailability):
     ) -> None:
         """What `_apply_loads` does, piece by piece (the reference; test_res_steparrays compares)."""
         if res.period > 0:
-            per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity))
+            per_user = self.user_periodic.setdefault(user, PeriodicStepFunction(self.max_periodicity, self.zero))
             p = res.period
             for k in range(self.max_periodicity // p):
                 for a, b, r in pieces:
-                    rr = r if sign > 0 else (-r[0], -r[1])
+                    rr = r if sign > 0 else rneg(r)
                     self.periodic_load.add(a + k * p, b + k * p, rr)
                     per_user.add(a + k * p, b + k * p, rr)
             if per_user.is_empty():
                 del self.user_periodic[user]
         else:
-            ul = self.user_load.setdefault(user, StepFunction())
+            ul = self.user_load.setdefault(user, StepFunction(zero=self.zero))
             for a, b, r in pieces:
-                rr = r if sign > 0 else (-r[0], -r[1])
+                rr = r if sign > 0 else rneg(r)
                 self.load.add(a, b, rr)
                 ul.add(a, b, rr)
             if ul.is_empty():
@@ -233,7 +256,7 @@ class InMemoryPlan(PlanAvailability):
         """getConsumptionForUser at t (non-periodic plus periodic)."""
         a = self.user_load.get(user)
         b = self.user_periodic.get(user)
-        r = a.at(t) if a is not None else ZERO
+        r = a.at(t) if a is not None else self.zero
         if b is not None:
             r = radd(r, b.at(t))
         return r
@@ -266,7 +289,7 @@ class InMemoryPlan(PlanAvailability):
         a = self.user_load.get(user)
         b = self.user_periodic.get(user)
         if a is None and b is None:
-            return StepFunction()
+            return StepFunction(zero=self.zero)
         if b is None:
             assert a is not None
             return a.clip(s, e)
@@ -284,10 +307,10 @@ class InMemoryPlan(PlanAvailability):
         """
         if not self._nonnegative:
             return None
-        m, v = self._user_integral.get(user, ZERO)
-        pm, pv = self._user_periodic_integral.get(user, ZERO)
+        own = self._user_integral.get(user, self.zero)
+        periodic = self._user_periodic_integral.get(user, self.zero)
         copies = periods_meeting(s, e, self.max_periodicity)
-        return (m + pm * copies, v + pv * copies)
+        return tuple(m + p * copies for m, p in zip(own, periodic))
 
     def last_end_time(self) -> int:
         """End of the last non-zero piece of the non-periodic load, or -1 (contract §3.4, §12 row 9)."""
@@ -392,6 +415,8 @@ class InMemoryPlan(PlanAvailability):
 
     def set_capacity(self, capacity: Res) -> None:
         """setTotalCapacity: no check and no repair of over-commitment (the replanner's job)."""
+        if len(capacity) != len(self.dims):
+            raise ValueError(f"plan capacity {capacity!r} does not have the plan's {len(self.dims)} dimensions")
         self.capacity = capacity
 
 

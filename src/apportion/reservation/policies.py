@@ -19,7 +19,7 @@ from apportion.reservation.exceptions import (
     wrap_quota,
 )
 from apportion.reservation.periodic import PeriodicStepFunction, periods_meeting, piece_integral
-from apportion.reservation.resmath import LONG_MAX, Res, f32, f32_str, rsub
+from apportion.reservation.resmath import LONG_MAX, Res, f32, f32_str, is_zero, radd, rsub
 from apportion.reservation.steparrays import arrays_of, fits_under
 from apportion.reservation.stepfn import StepFunction, merge, merge_pieces
 
@@ -36,7 +36,9 @@ def yarn_fraction(fraction: float) -> float:
 
 def scaled_limit(cap: Res, phi: float) -> Res:
     """`floor(capacity_component * phi)` with the product in double precision (Resources.multiply)."""
-    return (int(cap[0] * phi), int(cap[1] * phi))
+    if len(cap) == 2:
+        return (int(cap[0] * phi), int(cap[1] * phi))
+    return tuple(int(c * phi) for c in cap)
 
 
 class SharingPolicy(ABC):
@@ -143,7 +145,7 @@ class NoOverCommitPolicy(SharingPolicy):
         ask = res.over_time(res.start, res.end + 1)
         avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
         for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
-            if r[0] < 0 or r[1] < 0:
+            if min(r) < 0:
                 raise self._overcommit(res)
 
     @staticmethod
@@ -191,9 +193,15 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
         if old is not None:
             used = merge(used, old.over_time(s, e + 1), s, e + 1, rsub)
         # the quota is limit − used on [s, e]; it is folded into the merge instead of being built
-        lm, lv = limit
+        lm, lv = limit[0], limit[1]
         calc = plan.calc
-        if calc.kind == "default":
+        if len(limit) != 2:
+            def cmin(a: Res, u: Res) -> Res:
+                q = rsub(limit, u)
+                if calc.kind == "default":
+                    return a if a[0] <= q[0] else q
+                return calc.rmin(a, q, cap)
+        elif calc.kind == "default":
             def cmin(a: Res, u: Res) -> Res:
                 q = (lm - u[0], lv - u[1])
                 return a if a[0] <= q[0] else q
@@ -256,7 +264,7 @@ class CapacityOverTimePolicy(NoOverCommitPolicy):
             consumption = []
 
         if res.period > 0:
-            pf = PeriodicStepFunction(res.period)
+            pf = PeriodicStepFunction(res.period, res.rle.zero)
             pf.base = res.rle
             mine = _periodic_overlapping(pf, cs, ce)
         else:
@@ -285,20 +293,18 @@ def _integral_bound_within(
     bound = plan.user_integral_bound(res.user or "", cs, ce)
     if bound is None:
         return False
-    m, v = bound
+    total = list(bound)
     for r in (res, old):
         if r is None:
             continue
         pieces = r.rle.nonzero_pieces()
-        if any(x[0] < 0 or x[1] < 0 for _a, _b, x in pieces):
+        if any(min(x) < 0 for _a, _b, x in pieces):
             return False
-        im, iv = piece_integral(pieces)
-        if r.period > 0:
-            k = periods_meeting(cs, ce, r.period)
-            im, iv = im * k, iv * k
-        m += im
-        v += iv
-    return m <= W * limit[0] and v <= W * limit[1]
+        integral = piece_integral(pieces, len(total))
+        k = periods_meeting(cs, ce, r.period) if r.period > 0 else 1
+        for i, x in enumerate(integral):
+            total[i] += x * k
+    return all(m <= W * lim for m, lim in zip(total, limit))
 
 
 def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: int, limit: Res) -> bool:
@@ -309,6 +315,8 @@ def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: in
     up at every g and back down at g + W. Both event lists are sorted, so one merge walk visits
     every event of [cs, ce] (and cs itself) once.
     """
+    if len(limit) != 2:
+        return _average_within_k(f_map, W, cs, ce, limit)
     grid: dict[int, Res | None] = {}
     for (k, v), (k2, v2) in zip(f_map, f_map[1:]):
         if v2 is None or k2 - k < W:
@@ -364,6 +372,58 @@ def _average_within(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: in
             return True
 
 
+def _average_within_k(f_map: list[tuple[int, Res | None]], W: int, cs: int, ce: int, limit: Res) -> bool:
+    """`_average_within` for vectors of any length (the two-component walk above, per component)."""
+    k = len(limit)
+    grid: dict[int, Res | None] = {}
+    for (t, v), (t2, v2) in zip(f_map, f_map[1:]):
+        if v2 is None or t2 - t < W:
+            continue
+        for i in range(1, (t2 - t) // W + 1):
+            grid[t + i * W] = v
+    for t, v in f_map:
+        grid[t] = v
+    gs = sorted(grid)
+    avg: list[tuple[int, ...]] = []
+    prev_t = f_map[0][0]
+    cur: Res = (0,) * k
+    total = [0] * k
+    w2 = 2 * W
+    for g in gs:
+        for i in range(k):
+            total[i] += cur[i] * (g - prev_t)
+        avg.append(tuple((2 * x + W) // w2 for x in total))
+        v = grid[g]
+        cur = (0,) * k if v is None else v
+        prev_t = g
+    n = len(gs)
+    iu = idn = 0
+    up: tuple[int, ...] = (0,) * k
+    down: tuple[int, ...] = (0,) * k
+    t = cs
+    while True:
+        while iu < n and gs[iu] <= t:
+            up = avg[iu]
+            iu += 1
+        while idn < n and gs[idn] + W <= t:
+            down = avg[idn]
+            idn += 1
+        if any(u - d > lim for u, d, lim in zip(up, down, limit)):
+            return False
+        nu = gs[iu] if iu < n else None
+        nd = gs[idn] + W if idn < n else None
+        if nu is None:
+            if nd is None:
+                return True
+            t = nd
+        elif nd is None or nu < nd:
+            t = nu
+        else:
+            t = nd
+        if t > ce:
+            return True
+
+
 def _close_open_end(f_map: list[tuple[int, Res | None]], ce: int) -> list[tuple[int, Res | None]]:
     """End a load that is still non-zero at the check's end with a defined zero just after it.
 
@@ -381,13 +441,12 @@ def _close_open_end(f_map: list[tuple[int, Res | None]], ce: int) -> list[tuple[
     if not body:
         return f_map
     k, v = body[-1]
-    if v is None or v == (0, 0) or k > ce or (tail and tail[0][0] <= ce + 1):
+    if v is None or is_zero(v) or k > ce or (tail and tail[0][0] <= ce + 1):
         return f_map
-    return [*body, (ce + 1, (0, 0)), *tail]
+    return [*body, (ce + 1, (0,) * len(v)), *tail]
 
 
-def _add(a: Res, b: Res) -> Res:
-    return (a[0] + b[0], a[1] + b[1])
+_add = radd
 
 
 def _clamped(f: StepFunction, cs: int, ce: int) -> list[tuple[int, Res | None]]:
@@ -429,6 +488,8 @@ def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]
     i = j = 0
     la: Res | None = None
     lb: Res | None = None
+    first = a[0][1] if a[0][1] is not None else b[0][1]
+    two = first is None or len(first) == 2
     while i < len(a) or j < len(b):
         if j >= len(b) or (i < len(a) and a[i][0] < b[j][0]):
             t, la = a[i]
@@ -446,7 +507,7 @@ def _merge_maps(a: list[tuple[int, Res | None]], b: list[tuple[int, Res | None]]
         elif lb is None:
             v = la
         else:
-            v = (la[0] + lb[0], la[1] + lb[1])
+            v = (la[0] + lb[0], la[1] + lb[1]) if two else radd(la, lb)
         if not out or v is None or out[-1][1] != v:
             out.append((t, v))
     out.append((LONG_MAX, None))

@@ -1,18 +1,39 @@
-"""YARN resources as `(memory, vCores)` integer pairs, and YARN's two resource calculators.
+"""YARN resources as integer vectors, and YARN's two resource calculators.
 
-`Res` values are what the plan's step functions hold. `Calculator` holds the two notions of
-"bigger" of the contract (§2.3): YARN's DefaultResourceCalculator (memory only) and its
-DominantResourceCalculator, both relative to a reference capacity. `f32` and `f32_str` reproduce
-Java's single-precision floats, in which YARN keeps percentages and shares.
+A plan has a list of dimensions, YARN 3's resource types (`YARN_DIMS` = memory-mb and vcores
+first, then any extended resource such as `nvidia.com/gpu`), and a `Res` is a tuple of exact
+integers in that order: what the plan's step functions hold. A plan of the two YARN dimensions is
+the common case, and the hot loops keep a path written out for two components (measured: a
+generic tuple operation costs three times as much; benchmarks/README.md).
+
+`Calculator` holds the two notions of "bigger" of the contract (§2.3): YARN's
+DefaultResourceCalculator (memory only, the first dimension) and its DominantResourceCalculator
+over every dimension, both relative to a reference capacity. `f32` and `f32_str` reproduce Java's
+single-precision floats, in which YARN keeps percentages and shares.
 """
 
 from __future__ import annotations
 
 import math
 import struct
+from operator import add, mul, neg, sub
 
-Res = tuple[int, int]
+#: a resource vector, one exact integer per dimension of its plan
+Res = tuple[int, ...]
+#: the zero of a two-dimensional (memory, vCores) plan
 ZERO: Res = (0, 0)
+#: YARN's two mandatory resource types, the dimensions of a plan that names no other
+YARN_DIMS: tuple[str, ...] = ("memory-mb", "vcores")
+
+
+def zero(k: int) -> Res:
+    """The zero vector of k dimensions."""
+    return (0,) * k
+
+
+def is_zero(a: Res) -> bool:
+    """Every component zero."""
+    return not any(a)
 
 #: Long.MAX_VALUE: "unbounded" in YARN times
 LONG_MAX = 9223372036854775807
@@ -20,32 +41,49 @@ LONG_MAX = 9223372036854775807
 
 def radd(a: Res, b: Res) -> Res:
     """Component-wise sum."""
-    return (a[0] + b[0], a[1] + b[1])
+    if len(a) == 2:
+        return (a[0] + b[0], a[1] + b[1])
+    return tuple(map(add, a, b))
 
 
 def rsub(a: Res, b: Res) -> Res:
     """Component-wise difference (may go negative)."""
-    return (a[0] - b[0], a[1] - b[1])
+    if len(a) == 2:
+        return (a[0] - b[0], a[1] - b[1])
+    return tuple(map(sub, a, b))
 
 
 def rneg(a: Res) -> Res:
     """-a."""
-    return (-a[0], -a[1])
+    if len(a) == 2:
+        return (-a[0], -a[1])
+    return tuple(map(neg, a))
 
 
 def rmul(a: Res, k: int) -> Res:
     """a scaled by an integer k."""
-    return (a[0] * k, a[1] * k)
+    if len(a) == 2:
+        return (a[0] * k, a[1] * k)
+    return tuple(map(mul, a, (k,) * len(a)))
 
 
 def fits_in(a: Res, b: Res) -> bool:
     """YARN's Resources.fitsIn: a <= b in every component (the admission test, contract §2.3 item 2)."""
-    return a[0] <= b[0] and a[1] <= b[1]
+    return all(x <= y for x, y in zip(a, b))
 
 
-def fmt_res(r: Res) -> str:
-    """YARN's Resource.toString: `<memory:M, vCores:V>`."""
-    return f"<memory:{r[0]}, vCores:{r[1]}>"
+def nonnegative(a: Res) -> bool:
+    """No component below zero."""
+    return all(x >= 0 for x in a)
+
+
+def fmt_res(r: Res, dims: tuple[str, ...] = YARN_DIMS) -> str:
+    """YARN's Resource.toString: `<memory:M, vCores:V>`, then `, name: value` per other resource
+    type, as YARN 3 prints a resource with extended types."""
+    out = f"<memory:{r[0]}, vCores:{r[1]}"
+    for name, v in zip(dims[2:], r[2:]):
+        out += f", {name}: {v}"
+    return out + ">"
 
 
 _F32 = struct.Struct("f")
@@ -107,6 +145,8 @@ class Calculator:
             return (a[0] > b[0]) - (a[0] < b[0])
         if a == b:
             return 0
+        if len(a) != 2:
+            return _dominant_compare(a, b, ref)
         if ref[0] == 0 or ref[1] == 0:
             # YARN: with a zero reference component only a component-wise dominance orders them
             if a[0] >= b[0] and a[1] >= b[1]:
@@ -140,9 +180,15 @@ class Calculator:
             if b[0] == 0:
                 return 0.0
             return f32(f32(a[0]) / f32(b[0]))
+        if len(b) == 2:
+            if b[0] == 0 or b[1] == 0:
+                return 0.0
+            return f32(max(f32(a[0]) / f32(b[0]), f32(a[1]) / f32(b[1])))
         if b[0] == 0 or b[1] == 0:
             return 0.0
-        return f32(max(f32(a[0]) / f32(b[0]), f32(a[1]) / f32(b[1])))
+        # another resource type with no capacity: nothing of it is nothing (0), something is
+        # unbounded (YARN's divideSafelyAsFloat)
+        return f32(max(_share(x, y) for x, y in zip(a, b)))
 
     def gangs(self, avail: Res, gang: Res, cap: int) -> int:
         """How many gangs fit in avail, at most cap: exact floor division (contract §2.3, §12 row 8)."""
@@ -156,12 +202,36 @@ class Calculator:
                 n = a // g
                 best = n if best is None else min(best, n)
         if best is None:
-            return cap if avail[0] >= 0 and avail[1] >= 0 else min(cap, -1)
+            return cap if nonnegative(avail) else min(cap, -1)
         return min(cap, best)
 
     def is_positive(self, a: Res, ref: Res) -> bool:
         """Resources.greaterThan(calc, ref, a, ZERO)."""
-        return self.compare(a, ZERO, ref) > 0
+        return self.compare(a, zero(len(a)), ref) > 0
+
+
+def _share(x: int, y: int) -> float:
+    """x / y in single precision; 0 for 0 / 0, infinite for x / 0."""
+    if y == 0:
+        return 0.0 if x == 0 else math.copysign(math.inf, x)
+    return f32(x) / f32(y)
+
+
+def _dominant_compare(a: Res, b: Res, ref: Res) -> int:
+    """DominantResourceCalculator.compare over any number of resource types (a != b).
+
+    As YARN 3 does: with a zero reference component only a component-wise dominance orders them;
+    else each side's shares of the reference, sorted from the largest, are compared in order (for
+    two types: the dominant shares, then the other ones)."""
+    if 0 in ref:
+        if all(x >= y for x, y in zip(a, b)):
+            return 1
+        if all(x <= y for x, y in zip(a, b)):
+            return -1
+        return 0
+    sa = sorted((x / r for x, r in zip(a, ref)), reverse=True)
+    sb = sorted((y / r for y, r in zip(b, ref)), reverse=True)
+    return (sa > sb) - (sa < sb)
 
 
 def ceil_div(a: int, b: int) -> int:

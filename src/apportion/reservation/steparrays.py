@@ -8,6 +8,9 @@ operations, instead of a walk over sorted containers and a rebuild of one; and a
 only the times it adds or removes a change at (whatever lies between keeps its change), at the
 cost of one copy of the arrays, never a walk over its span or over the horizon.
 
+Mirrors are kept for plans of the two YARN dimensions only (`of` answers None for any other
+length; the plan then answers from its step functions, which hold vectors of any length).
+
 A mirror only holds what int64 sums hold exactly: it keeps a bound on every value it can reach
 (the sum of the sizes of all edits) and refuses an edit (`add_pieces` returns False) with a time
 outside int64 or past `VALUE_BOUND`; the plan then stops using its mirrors.
@@ -48,7 +51,9 @@ class StepArrays:
 
     @classmethod
     def of(cls, f: StepFunction) -> StepArrays | None:
-        """The mirror of f as it is now; None when int64 might not hold it."""
+        """The mirror of f as it is now; None when int64 might not hold it, or f is not two-dimensional."""
+        if len(f.zero) != 2:
+            return None
         a = cls()
         pts = f.breakpoints()
         if not pts:
@@ -301,7 +306,10 @@ def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndar
 
 
 def arrays_of(f: StepFunction) -> tuple[np.ndarray, np.ndarray] | None:
-    """f's canonical breakpoints as arrays; None when int64 might not hold them (or sums of them)."""
+    """f's canonical breakpoints as arrays; None when int64 might not hold them (or sums of them), or
+    f is not two-dimensional (the arrays' paths are written for two columns)."""
+    if len(f.zero) != 2:
+        return None
     pts = f.breakpoints()
     if not pts:
         return _NO_TIMES, _NO_VALUES

@@ -9,8 +9,9 @@ Every operation costs time proportional to the breakpoints it touches, never to 
 interval update touches the breakpoints inside the interval, a merge walks the union of two
 breakpoint lists.
 
-Values are YARN resources, `(memory, vCores)` integer pairs (`Res`, resmath.py); the periodic
-variant is in periodic.py.
+Values are YARN resource vectors (`Res`, resmath.py), all of one length: a function knows its
+zero, the value before its first breakpoint (two components unless told otherwise, or taken from
+the values it is built from). The periodic variant is in periodic.py.
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ from typing import Protocol
 
 from sortedcontainers import SortedDict
 
-from apportion.reservation.resmath import LONG_MAX, ZERO, Res, radd, rneg, rsub
+from apportion.reservation.resmath import LONG_MAX, ZERO, Res, radd, rneg, rsub, zero
 
 
 class Unrolled(Protocol):
     """A step function read through its breakpoints only (PeriodicStepFunction, periodic.py)."""
+
+    @property
+    def zero(self) -> Res:
+        """The function's zero."""
 
     def breaks(self, s: int, e: int) -> tuple[list[int], list[Res]]:
         """The breakpoints inside `[s, e)` as parallel lists, the first at s."""
@@ -41,6 +46,9 @@ def _as_pieces(ks: list[int], vs: list[Res], e: int) -> Iterator[tuple[int, int,
 def interval_breakpoints(intervals: Iterable[tuple[int, int, Res]]) -> tuple[list[int], list[Res]]:
     """The canonical breakpoints of the sum of constant pieces `[start, end)` (overlapping pieces
     add up), as two lists: `StepFunction.from_intervals` without building the map."""
+    intervals = list(intervals)
+    if intervals and len(intervals[0][2]) != 2:
+        return _interval_breakpoints_k(intervals, len(intervals[0][2]))
     deltas: dict[int, list[int]] = {}
     for s, e, r in intervals:
         if s >= e or r == ZERO:
@@ -67,59 +75,102 @@ def interval_breakpoints(intervals: Iterable[tuple[int, int, Res]]) -> tuple[lis
     return keys, values
 
 
+def _interval_breakpoints_k(intervals: list[tuple[int, int, Res]], k: int) -> tuple[list[int], list[Res]]:
+    """`interval_breakpoints` for vectors of any length k."""
+    z = zero(k)
+    deltas: dict[int, list[int]] = {}
+    for s, e, r in intervals:
+        if s >= e or r == z:
+            continue
+        d = deltas.setdefault(s, [0] * k)
+        x = deltas.setdefault(e, [0] * k)
+        for i, v in enumerate(r):
+            d[i] += v
+            x[i] -= v
+    keys: list[int] = []
+    values: list[Res] = []
+    run = [0] * k
+    prev = z
+    for t in sorted(deltas):
+        for i, v in enumerate(deltas[t]):
+            run[i] += v
+        cur = tuple(run)
+        if cur != prev:
+            keys.append(t)
+            values.append(cur)
+            prev = cur
+    return keys, values
+
+
 class StepFunction:
     """A piecewise-constant resource function of time on sorted breakpoints (canonical form)."""
 
-    __slots__ = ("_d",)
+    __slots__ = ("_d", "_z")
 
-    def __init__(self, points: Iterable[tuple[int, Res]] | None = None) -> None:
+    def __init__(self, points: Iterable[tuple[int, Res]] | None = None, zero: Res = ZERO) -> None:
+        self._z = zero
         if points is None:
             self._d: SortedDict = SortedDict()
             return
         keys: list[int] = []
         values: list[Res] = []
-        prev = ZERO
-        for t, v in sorted(points):
+        pts = sorted(points)
+        if pts:
+            self._z = zero = (0,) * len(pts[0][1])
+        prev = zero
+        for t, v in pts:
             if v != prev:
                 keys.append(t)
                 values.append(v)
                 prev = v
         self._d = SortedDict(zip(keys, values))
 
+    @property
+    def zero(self) -> Res:
+        """The function's zero (the value before its first breakpoint)."""
+        return self._z
+
     @classmethod
-    def _bulk(cls, keys: list[int], values: list[Res]) -> StepFunction:
+    def _bulk(cls, keys: list[int], values: list[Res], zero: Res = ZERO) -> StepFunction:
         """From sorted, canonical breakpoint lists; one bulk load is far cheaper than one insert each."""
         f = cls.__new__(cls)
         f._d = SortedDict(zip(keys, values))
+        f._z = (0,) * len(values[0]) if values else zero
         return f
 
     @classmethod
-    def from_pieces(cls, pieces: Iterable[tuple[int, int, Res]]) -> StepFunction:
-        """From contiguous pieces in time order (as `pieces` and `merge_pieces` yield), zero outside."""
+    def from_pieces(cls, pieces: Iterable[tuple[int, int, Res]], zero: Res | None = None) -> StepFunction:
+        """From contiguous pieces in time order (as `pieces` and `merge_pieces` yield), zero outside
+        (`zero`, else the first piece's length)."""
         keys: list[int] = []
         values: list[Res] = []
-        prev = ZERO
+        prev = zero
         last_end: int | None = None
         for a, b, r in pieces:
+            if prev is None:
+                prev = zero = (0,) * len(r)
             if r != prev:
                 keys.append(a)
                 values.append(r)
                 prev = r
             last_end = b
-        if prev != ZERO and last_end is not None:
+        if zero is None:
+            zero = ZERO
+        if prev != zero and last_end is not None:
             keys.append(last_end)
-            values.append(ZERO)
-        return cls._bulk(keys, values)
+            values.append(zero)
+        return cls._bulk(keys, values, zero)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_intervals(cls, intervals: Iterable[tuple[int, int, Res]]) -> StepFunction:
-        """Sum of constant pieces `[start, end)`, overlapping pieces add up."""
-        return cls._bulk(*interval_breakpoints(intervals))
+    def from_intervals(cls, intervals: Iterable[tuple[int, int, Res]], zero: Res = ZERO) -> StepFunction:
+        """Sum of constant pieces `[start, end)`, overlapping pieces add up (`zero` for no piece)."""
+        return cls._bulk(*interval_breakpoints(intervals), zero)
 
     def copy(self) -> StepFunction:
         """An independent copy."""
         f = StepFunction.__new__(StepFunction)
+        f._z = self._z
         # SortedDict.copy walks its items view in Python (and dict.copy of a SortedDict takes the
         # slow path too); reading the sorted key chunks and the dict directly is about twice as fast
         d = self._d
@@ -158,7 +209,7 @@ class StepFunction:
         d = self._d
         i = d.bisect_right(t) - 1
         if i < 0:
-            return ZERO
+            return self._z
         return d.peekitem(i)[1]
 
     def zero_on(self, s: int, e: int) -> bool:
@@ -166,7 +217,7 @@ class StepFunction:
         d = self._d
         keys = d._list
         i = keys.bisect_right(s)
-        if i > 0 and d[keys[i - 1]] != ZERO:
+        if i > 0 and d[keys[i - 1]] != self._z:
             return False
         return i == len(keys) or keys[i] >= e
 
@@ -196,7 +247,7 @@ class StepFunction:
         if not d:
             return -1
         t, v = d.peekitem(-1)
-        if v != ZERO:
+        if v != self._z:
             return LONG_MAX
         return t
 
@@ -210,49 +261,54 @@ class StepFunction:
         """All maximal constant non-zero pieces."""
         out: list[tuple[int, int, Res]] = []
         items = list(self._d.items())
+        z = self._z
         for (t, v), (t2, _) in zip(items, items[1:]):
-            if v != ZERO:
+            if v != z:
                 out.append((t, t2, v))
-        if items and items[-1][1] != ZERO:
+        if items and items[-1][1] != z:
             out.append((items[-1][0], LONG_MAX, items[-1][1]))
         return out
 
-    def integral(self, s: int, e: int) -> tuple[int, int]:
+    def integral(self, s: int, e: int) -> Res:
         """Exact integral of each component over `[s, e)`."""
-        m = v = 0
+        total = [0] * len(self._z)
         for a, b, r in self.pieces(s, e):
-            m += r[0] * (b - a)
-            v += r[1] * (b - a)
-        return (m, v)
+            for i, x in enumerate(r):
+                total[i] += x * (b - a)
+        return tuple(total)
 
     def fits_under(self, other: StepFunction, s: int, e: int) -> bool:
         """self(t) <= other(t) component-wise for every t in `[s, e)`."""
-        return all(r[0] <= 0 and r[1] <= 0 for _a, _b, r in merge_pieces(self, other, s, e, rsub))
+        return all(max(r) <= 0 for _a, _b, r in merge_pieces(self, other, s, e, rsub))
 
     # -- updates ------------------------------------------------------------------------------
     def add(self, s: int, e: int, r: Res) -> None:
         """Add r on `[s, e)`; cost proportional to the breakpoints inside the interval."""
-        if s >= e or r == ZERO:
+        if s >= e or r == self._z:
             return
         d = self._d
         if s not in d:
             d[s] = self.at(s)
         if e not in d:
             d[e] = self.at(e)
-        rm, rv = r
         keys = d._list
         # the keys exist already, so the plain dict store is enough (SortedDict's would look
         # each one up in its sorted list again)
         setv = dict.__setitem__
-        for k in keys[keys.bisect_left(s):keys.bisect_left(e)]:
-            v = d[k]
-            setv(d, k, (v[0] + rm, v[1] + rv))
+        if len(r) == 2:
+            rm, rv = r
+            for k in keys[keys.bisect_left(s):keys.bisect_left(e)]:
+                v = d[k]
+                setv(d, k, (v[0] + rm, v[1] + rv))
+        else:
+            for k in keys[keys.bisect_left(s):keys.bisect_left(e)]:
+                setv(d, k, radd(d[k], r))
         self._coalesce(s)
         self._coalesce(e)
 
     def remove(self, s: int, e: int, r: Res) -> None:
         """Subtract r on `[s, e)`."""
-        self.add(s, e, (-r[0], -r[1]))
+        self.add(s, e, rneg(r))
 
     def add_pieces(self, pieces: Iterable[tuple[int, int, Res]]) -> None:
         """`add` of every piece, in one walk over the breakpoints the pieces span.
@@ -261,6 +317,9 @@ class StepFunction:
         it is the same map: every time in the span gets the old value plus the deltas summed up
         to it; a time whose value then equals the one before is dropped, a new one inserted.
         """
+        if len(self._z) != 2:
+            self._add_pieces_k(pieces)
+            return
         deltas: dict[int, list[int]] = {}
         for a, b, r in pieces:
             if a >= b or r == ZERO:
@@ -284,7 +343,7 @@ class StepFunction:
         old = keys[i0:keys.bisect_right(events[-1])]
         # the deltas sum to zero after the last event: past it nothing changes, and the next
         # breakpoint still differs from the value before it
-        last = d[keys[i0 - 1]] if i0 > 0 else ZERO  # the new value just before the walk's position
+        last = d[keys[i0 - 1]] if i0 > 0 else self._z  # the new value just before the walk's position
         last_old = last  # the old value there
         getv = d.__getitem__
         setv = dict.__setitem__
@@ -327,8 +386,13 @@ class StepFunction:
                 last = v
         for t in drop:
             del d[t]
-        for t, v in new:
-            d[t] = v
+        for t, nv in new:
+            d[t] = nv
+
+    def _add_pieces_k(self, pieces: Iterable[tuple[int, int, Res]]) -> None:
+        """`add_pieces` for vectors of any length: the same function, by one `add` per piece."""
+        for a, b, r in pieces:
+            self.add(a, b, r)
 
     def add_function(self, other: StepFunction, sign: int = 1) -> None:
         """self += sign * other, piece by piece."""
@@ -342,24 +406,25 @@ class StepFunction:
             return
         keys = d._list
         i = keys.bisect_left(t)
-        prev = d[keys[i - 1]] if i > 0 else ZERO
+        prev = d[keys[i - 1]] if i > 0 else self._z
         if v == prev:
             del d[t]
 
     def clip(self, s: int, e: int) -> StepFunction:
         """The function restricted to `[s, e)` (zero elsewhere)."""
+        z = self._z
         if s >= e:
-            return StepFunction()
+            return StepFunction(zero=z)
         # the breakpoints inside (s, e) are canonical already: only the value at s (which may be
         # zero) and the closing zero at e need what from_pieces would do
         keys, values = _breaks(self, s, e)
-        if values[0] == ZERO:
+        if values[0] == z:
             del keys[0]
             del values[0]
-        if values and values[-1] != ZERO:
+        if values and values[-1] != z:
             keys.append(e)
-            values.append(ZERO)
-        return StepFunction._bulk(keys, values)
+            values.append(z)
+        return StepFunction._bulk(keys, values, z)
 
 
 def _breaks(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list[Res]]:
@@ -369,7 +434,7 @@ def _breaks(f: StepFunction | Unrolled, s: int, e: int) -> tuple[list[int], list
         keys = d._list
         i = keys.bisect_right(s)
         inner = keys[i:keys.bisect_left(e)]
-        values = [d[keys[i - 1]] if i > 0 else ZERO]
+        values = [d[keys[i - 1]] if i > 0 else f._z]
         values.extend(map(d.__getitem__, inner))
         inner.insert(0, s)
         return inner, values
@@ -427,20 +492,22 @@ def merge(
     The same walk as `merge_pieces` feeding `StepFunction.from_pieces`, fused: the canonical
     breakpoints are collected as the union is walked, without the list of pieces in between.
     """
+    z = a.zero
     if s >= e:
-        return StepFunction()
+        return StepFunction(zero=z)
     ka, va = _breaks(a, s, e)
     kb, vb = _breaks(b, s, e)
     ka.append(e)
     kb.append(e)
     keys: list[int] = []
     values: list[Res] = []
-    prev = ZERO
-    add = op is radd
+    prev = z
+    add = op is radd and len(z) == 2
     i = j = 0
     t = s
     na = ka[1]
     nb = kb[1]
+    r: Res
     while True:
         end = na if na < nb else nb
         if add:
@@ -461,10 +528,10 @@ def merge(
             j += 1
             nb = kb[j + 1]
         t = end
-    if prev != ZERO:
+    if prev != z:
         keys.append(e)
-        values.append(ZERO)
-    return StepFunction._bulk(keys, values)
+        values.append(z)
+    return StepFunction._bulk(keys, values, z)
 
 
 def madd(a: StepFunction, b: StepFunction) -> StepFunction:

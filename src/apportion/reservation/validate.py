@@ -9,7 +9,7 @@ from __future__ import annotations
 from apportion.errors import ApportionError
 from apportion.reservation.definition import R_ALL, R_ANY, ReservationDefinition, parse_java_long
 from apportion.reservation.plan import InMemoryPlan
-from apportion.reservation.resmath import ZERO, fmt_res, rmul
+from apportion.reservation.resmath import fmt_res, rmul
 
 
 class ValidationError(ApportionError):
@@ -38,7 +38,7 @@ def validate_definition(plan: InMemoryPlan, definition: ReservationDefinition | 
     calc = plan.calc
     cap = plan.capacity
     min_duration = 0
-    max_gang = ZERO
+    max_gang = plan.zero
     for st in definition.stages:
         if definition.interpreter in (R_ALL, R_ANY):
             min_duration = max(min_duration, st.duration)
@@ -53,8 +53,8 @@ def validate_definition(plan: InMemoryPlan, definition: ReservationDefinition | 
         )
     if calc.greater(max_gang, cap, cap) and definition.interpreter != R_ANY:
         raise ValidationError(
-            f"The size of the largest gang in the reservation definition ({fmt_res(max_gang)}) "
-            f"exceed the capacity available ({fmt_res(cap)} )"
+            f"The size of the largest gang in the reservation definition ({fmt_res(max_gang, plan.dims)}) "
+            f"exceed the capacity available ({fmt_res(cap, plan.dims)} )"
         )
     expr = definition.recurrence
     try:

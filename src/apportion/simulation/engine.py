@@ -33,14 +33,13 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
-from apportion.resources import MEMORY, PODS, Resource
+from apportion.resources import PODS
 from apportion.simulation.follower import PlanFollower
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
@@ -53,8 +52,9 @@ from apportion.simulation.jobs import (
     SimJob,
     SimTask,
 )
-from apportion.simulation.metrics import Recorder
-from apportion.simulation.reservations import LocalPlan, default_child
+from apportion.simulation.recorder import Recorder
+from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
+from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -62,30 +62,6 @@ from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Condition
 
 log = logging.getLogger(__name__)
-
-#: Simulated seconds between two reads of the queue plugin's report (its `deserved` feeds the
-#: metrics). Reading it formats every attribute of every queue: with 1,000 queues that was a quarter
-#: of each session's cost, for a value that only moves with demand (proportion) or structure.
-REPORT_EVERY = 60.0
-
-
-@dataclass
-class SimulationResult:
-    """Everything the metrics and the report need."""
-
-    scenario: Scenario
-    conf: SchedulerConf
-    jobs: list[SimJob]
-    recorder: Recorder
-    plans: dict[str, LocalPlan]
-    reservation_log: list[dict[str, Any]]
-    sessions: int
-    events: int
-    end_time: float
-    wall_seconds: float
-    warnings: list[str]
-    label: str = ""
-    seed: int = 0
 
 
 class Simulator(PlanFollower):
@@ -128,22 +104,17 @@ class Simulator(PlanFollower):
         self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
-        self.plans: dict[str, LocalPlan] = {}
-        for qname, pspec in scenario.plans.items():
-            step = pspec.step or self.period
-            self.plans[qname] = LocalPlan(qname, pspec, Resource(), step)
+        self.plans: dict[str, SimPlan] = simulation_plans(scenario.plans, scenario.queues, scenario.reservations,
+                                                          self.period)
         self.res_by_name: dict[str, str] = {}  # scenario reservation name -> id (accepted or not)
         self.res_accepted: dict[str, bool] = {}
         self.reservation_log: list[dict[str, Any]] = []
         self.children: dict[str, list[QueueInfo]] = {}
-        self.recorder = Recorder(self)
+        self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         self.sessions = 0
         self.events = 0
         self.dirty = True
         self.last_session: float | None = None
-        self.deserved_report: dict[str, Resource] = {}
-        self.last_report: float | None = None
-        self.structure_changed = True
         self._load_cluster()
         horizon = scenario.run.horizon
         for spec in workload(scenario, self.seed):
@@ -318,12 +289,7 @@ class Simulator(PlanFollower):
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
-        report = (self.structure_changed or self.last_report is None
-                  or self.now - self.last_report >= max(self.period, REPORT_EVERY))
-        if report:
-            self.last_report = self.now
-            self.structure_changed = False
-        result = run_session(ssn, queue_report=report)
+        result = run_session(ssn)
         if check.enabled():
             check.check_cache(self.cache)
         for w in result.warnings:
@@ -336,7 +302,7 @@ class Simulator(PlanFollower):
             sj3 = self.active.get(ev.object)
             if sj3 is not None:
                 sj3.message = ev.message
-        self.recorder.session_report(self.now, result.queues)
+        self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
 
@@ -423,4 +389,4 @@ def simulate(scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int
     return Simulator(scenario, conf=conf, seed=seed, label=label).run(progress)
 
 
-__all__ = ["SimJob", "SimTask", "SimulationResult", "Simulator", "simulate", "MEMORY"]
+__all__ = ["Simulator", "simulate"]

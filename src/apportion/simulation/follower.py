@@ -4,7 +4,7 @@ that turns each plan into child queues before every session.
 Follows YARN's PlanFollower (`AbstractSchedulerPlanFollower.synchronizePlan`): a reservation's queue
 exists while it is active, with its allocation as capacity, and its jobs move to the default child or
 are killed when it expires (the plan's `moveOnExpiry`). The plans themselves are
-simulation/reservations.py's. Simulation/engine.py inherits this.
+the reservation system's (simulation/reservations.py). Simulation/engine.py inherits this.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from apportion.cluster.model import QueueInfo
 from apportion.resources import Resource
 from apportion.simulation.jobs import EV_WAKE
 from apportion.simulation.lifecycle import TaskLifecycle
-from apportion.simulation.reservations import LocalPlan, default_child, follow, plan_capacity
+from apportion.simulation.reservations import SimPlan, default_child, plan_capacity
 
 
 class PlanFollower(TaskLifecycle):
     """Reservation submissions and the plan follower (mixed into Simulator)."""
 
-    plans: dict[str, LocalPlan]
+    plans: dict[str, SimPlan]
     res_by_name: dict[str, str]
     res_accepted: dict[str, bool]
     reservation_log: list[dict[str, Any]]
@@ -30,13 +30,13 @@ class PlanFollower(TaskLifecycle):
     # ================================================================= submissions
     def _submit_reservation(self, spec: Any) -> None:
         plan = self.plans[spec.queue]
-        plan.capacity = self._plan_capacity(spec.queue)
+        plan.set_capacity(self._plan_capacity(spec.queue))
         result = plan.submit(spec, self.now)
         self.res_by_name[spec.name] = result.id
         self.res_accepted[spec.name] = result.accepted
         entry: dict[str, Any] = {"name": spec.name, "id": result.id, "queue": spec.queue, "user": spec.user,
                                  "submitted": self.now, "accepted": result.accepted, "message": result.message,
-                                 "window": [spec.arrival, spec.deadline]}
+                                 "window": [spec.arrival, spec.deadline], "agent": plan.spec.agent}
         if result.reservation is not None:
             r = result.reservation
             entry["start"], entry["end"] = r.start, r.end
@@ -62,23 +62,20 @@ class PlanFollower(TaskLifecycle):
         total = self._cluster_total()
         for qname, plan in sorted(self.plans.items()):
             before = {q.name for q in self.children.get(qname, [])}
-            res = follow(plan, self.queues[qname], self.now, total)
+            res = plan.follow(self.queues[qname], self.now, total)
             for rid in res.removed_by_replanner:
                 self.recorder.event(self.now, rid, "ReservationDeleted",
                                     f"the replanner deleted {rid}: plan capacity of {qname} dropped")
                 for e in self.reservation_log:
                     if e["id"] == rid:
                         e["deletedByReplanner"] = self.now
-            if [(q.name, q.deserved) for q in self.children.get(qname, [])] != [(q.name, q.deserved)
-                                                                                 for q in res.children]:
-                self.structure_changed = True
             self.children[qname] = res.children
             now_names = {q.name for q in res.children}
             expired = sorted(before - now_names)
             if expired:
                 self._expire(qname, plan, set(expired))
 
-    def _expire(self, qname: str, plan: LocalPlan, expired: set[str]) -> None:
+    def _expire(self, qname: str, plan: SimPlan, expired: set[str]) -> None:
         target = default_child(qname)
         for job in sorted(self.active.values(), key=lambda j: j.uid):
             if job.queue not in expired:

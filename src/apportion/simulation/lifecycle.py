@@ -16,7 +16,7 @@ from apportion.cluster.model import NodeInfo, PodGroupPhase
 from apportion.resources import CPU, GPU
 from apportion.simulation.feed import ClusterFeed
 from apportion.simulation.jobs import EV_RELEASE, SimJob, SimTask
-from apportion.simulation.metrics import Recorder
+from apportion.simulation.recorder import Recorder
 
 
 class TaskLifecycle(ClusterFeed):
@@ -29,7 +29,6 @@ class TaskLifecycle(ClusterFeed):
     failed: dict[str, NodeInfo]
     node_tasks: dict[str, set[tuple[str, int]]]
     recorder: Recorder
-    structure_changed: bool
 
     # ================================================================= events and tasks
     def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
@@ -128,5 +127,4 @@ class TaskLifecycle(ClusterFeed):
                 self.node_tasks[n.name] = set()
             for where, obj in ev.new_node_objects:
                 self._node_objs[obj["metadata"]["name"]] = (where, obj)
-        self.structure_changed = True
         self.recorder.cluster_changed(self.now)

@@ -1,14 +1,14 @@
 """Output: the terminal summary (rich), and `--out DIR`: report.html, summary.json, CSV time series.
 
-report.html is self-contained: every plot is a matplotlib PNG embedded as base64, no scripts, no
-external files, so it opens offline in any browser. It is rendered from the page template and style
-sheet the service's dashboard uses (apportion.web), and its plots draw each quantity in the shared
-palette's colour, so both read the same way.
+report.html is one self-contained file that opens offline: the page template, style sheet, palette
+and charts are the service's dashboard's (apportion.web), with the style sheets and the chart scripts
+(uPlot, vendored, and apportion's charts.js) inlined. Every chart's numbers are in a table beside it,
+and the Gantt chart, the box plots and the bars are SVG and HTML, so the report reads without
+JavaScript too.
 """
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -20,9 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from apportion.resources import GPU
-from apportion.simulation.engine import SimulationResult
+from apportion.simulation import report_charts as rc
 from apportion.simulation.metrics import job_rows
-from apportion.web import PALETTE
+from apportion.simulation.result import SimulationResult
+from apportion.web.charts import resource_label
 
 
 def _fmt(x: Any, unit: str = "") -> str:
@@ -43,6 +44,17 @@ def _dur(s: float) -> str:
     if s < 172800:
         return f"{s / 3600:.1f}h"
     return f"{s / 86400:.1f}d"
+
+
+def _amount(r: dict[str, Any]) -> str:
+    """A natural-units resource in short: `2 cpu 4Gi 1 gpu` (an extended resource by its last part)."""
+    parts = []
+    for name, v in sorted(r.items(), key=lambda kv: (kv[0] != "cpu", kv[0] != "memory", kv[0])):
+        if name == "memory":
+            parts.append(f"{v / 2**30:g}Gi")
+        else:
+            parts.append(f"{v:g} {name.rsplit('/', 1)[-1]}")
+    return " ".join(parts)
 
 
 def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
@@ -86,20 +98,23 @@ def summary_tables(summary: dict[str, Any], title: str = "") -> list[Table]:
                   pad_edge=False)
         notes: list[str] = []
         # The id goes under the name: both are long, and side by side they push an 80-column table over.
-        for col in ("name / id", "queue", "outcome", "window", "jobs in\nwindow", "honoured"):
-            r.add_column(col, no_wrap=col in ("queue", "outcome", "window", "honoured"), overflow="fold")
+        for col in ("name / id", "queue", "outcome", "window /\nallocation", "jobs in\nwindow", "honoured"):
+            r.add_column(col, no_wrap=col in ("name / id", "queue", "outcome", "honoured"), overflow="fold")
         for e2 in summary["reservations"]:
             if e2["accepted"]:
                 inside = sum(1 for x in e2["jobs"] if x.get("insideWindow"))
                 outcome = "accepted" + (", deleted by replanner" if "deletedByReplanner" in e2 else "")
-                window = f"{_dur(e2['start'])}–{_dur(e2['end'])}"
+                # the window, then each piece the agent placed (when, how much)
+                window = "\n".join([f"{_dur(e2['start'])}–{_dur(e2['end'])}"] + [
+                    f" {_dur(a)}–{_dur(b)} {_amount(x)}" for a, b, x in e2.get("allocation", [])])
                 jobs = f"{inside}/{len(e2['jobs'])}"
                 honoured = "yes" if e2.get("honoured") else "no"
             else:
                 outcome = "rejected"  # why: the caption under the table
                 window, jobs, honoured = "-", f"0/{len(e2['jobs'])}", "-"
                 notes.append(f"{e2['name']}: {e2.get('message', '')}")
-            r.add_row(f"{e2['name']}\n{e2['id']}", e2["queue"], outcome, window, jobs, honoured)
+            r.add_row(f"{e2['name']}\n{e2['id']}" + (f"\n{e2['agent']}" if "agent" in e2 else ""), e2["queue"],
+                      outcome, window, jobs, honoured)
         if notes:
             r.caption = "\n".join(notes)
         out.append(r)
@@ -207,193 +222,14 @@ def _unit_name(d: str) -> str:
     return {"memory": "memory_gib", GPU: "gpu", "cpu": "cpu"}.get(d, d)
 
 
-# ===================================================================== plots
-def _png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _main_dim(res: SimulationResult) -> str:
-    return GPU if GPU in res.recorder.dims else "cpu"
-
-
-def _scale(res: SimulationResult) -> tuple[float, str]:
-    end = max(res.recorder.final_time, 1.0)
-    if end > 3 * 86400:
-        return 86400.0, "days"
-    if end > 3 * 3600:
-        return 3600.0, "hours"
-    if end > 180:
-        return 60.0, "minutes"
-    return 1.0, "seconds"
-
-
-def _until(times: list[float], end: float, sc: float) -> list[float]:
-    """A step function's change points, scaled, closed at the run's end (series store changes only)."""
-    return [x / sc for x in times] + [max(end, times[-1] if times else 0.0) / sc]
-
-
-def _last_again(values: list[float]) -> list[float]:
-    return values + values[-1:]
-
-
-def plot_queues(res: SimulationResult, other: SimulationResult | None = None) -> str:
-    """Allocation vs deserved over time, one panel per leaf queue (B dashed when comparing)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rec = res.recorder
-    d = _main_dim(res)
-    qs = [q for q in sorted(rec.queues) if max(rec.queues[q].allocated[d] + rec.queues[q].deserved[d]
-                                                  + rec.queues[q].pending[d], default=0) > 0]
-    qs = qs[:24]
-    if not qs:
-        qs = sorted(rec.queues)[:1]
-    cols = min(3, max(1, len(qs)))
-    rows = (len(qs) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 2.6 * rows), squeeze=False, sharex=True)
-    sc, unit = _scale(res)
-    for k, q in enumerate(qs):
-        ax = axes[k // cols][k % cols]
-        s = rec.queues[q]
-        t = _until(s.times, rec.final_time, sc)
-        ax.step(t, _last_again(s.allocated[d]), where="post", label="allocated", color=PALETTE["allocated"])
-        ax.step(t, _last_again(s.deserved[d]), where="post", label="deserved", color=PALETTE["deserved"], linestyle="--")
-        ax.fill_between(t, _last_again(s.pending[d]), step="post", alpha=0.15, color=PALETTE["pending"], label="pending")
-        if other is not None and q in other.recorder.queues:
-            ro = other.recorder
-            so = ro.queues[q]
-            ax.step(_until(so.times, ro.final_time, sc), _last_again(so.allocated[d]), where="post",
-                    color=PALETTE["other"], label="allocated (B)", alpha=0.8)
-        ax.set_title(q, fontsize=9)
-        ax.tick_params(labelsize=7)
-    for k in range(len(qs), rows * cols):
-        axes[k // cols][k % cols].axis("off")
-    axes[0][0].legend(fontsize=7, loc="upper right")
-    fig.supxlabel(unit, fontsize=8)
-    fig.supylabel("GPUs" if d == GPU else "cores", fontsize=8)
-    return _png(fig)
-
-
-def plot_utilisation(res: SimulationResult, other: SimulationResult | None = None) -> str:
-    """The cluster's utilisation over time (and the other run's, to compare), as a base64 PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 4.4), sharex=True)
-    sc, unit = _scale(res)
-    for r, style in ((res, "-"), (other, ":")):
-        if r is None:
-            continue
-        rec = r.recorder
-        t = [x / sc for x in rec.times]
-        for d in rec.dims:
-            ratio = [u / tt if tt else 0.0 for u, tt in zip(rec.used[d], rec.total[d])]
-            ax.step(t, ratio, where="post", linestyle=style, label=f"{_unit_name(d)}{' (B)' if r is other else ''}")
-        ax2.step(t, rec.fairness, where="post", linestyle=style, label="Jain" + (" (B)" if r is other else ""))
-    ax.set_ylabel("utilisation")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, loc="lower right")
-    ax2.set_ylabel("Jain fairness")
-    ax2.set_ylim(0, 1.05)
-    ax2.set_xlabel(unit)
-    ax2.legend(fontsize=7, loc="lower right")
-    return _png(fig)
-
-
-def plot_waits(res: SimulationResult, other: SimulationResult | None = None) -> str:
-    """The distribution of job waits per queue (and the other run's, to compare), as a base64 PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def waits(r: SimulationResult) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        for j in r.jobs:
-            if j.first_start is not None:
-                out.setdefault(j.spec.queue, []).append(j.first_start - j.spec.arrival)
-        return out
-
-    wa = waits(res)
-    wb = waits(other) if other is not None else {}
-    qs = sorted(set(wa) | set(wb))
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(qs) * (2 if other else 1)), 3.6))
-    sc, unit = _scale(res)
-    if other is None:
-        data = [[x / sc for x in wa.get(q, [0.0])] for q in qs]
-        ax.boxplot(data, tick_labels=qs, showfliers=True)
-    else:
-        pos_a = [2 * i + 0.8 for i in range(len(qs))]
-        pos_b = [2 * i + 1.6 for i in range(len(qs))]
-        ax.boxplot([[x / sc for x in wa.get(q, [0.0])] for q in qs], positions=pos_a, widths=0.6,
-                   patch_artist=True, boxprops={"facecolor": PALETTE["allocated"], "alpha": 0.4})
-        ax.boxplot([[x / sc for x in wb.get(q, [0.0])] for q in qs], positions=pos_b, widths=0.6,
-                   patch_artist=True, boxprops={"facecolor": PALETTE["other"], "alpha": 0.4})
-        ax.set_xticks([2 * i + 1.2 for i in range(len(qs))], qs)
-        from matplotlib.patches import Patch
-
-        ax.legend(handles=[Patch(facecolor=PALETTE["allocated"], alpha=0.4, label=res.label or "A"),
-                           Patch(facecolor=PALETTE["other"], alpha=0.4, label=f"{other.label or 'B'} (B)")],
-                  fontsize=7, loc="upper left")
-    ax.set_ylabel(f"wait ({unit})")
-    ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    return _png(fig)
-
-
-def plot_plan(res: SimulationResult) -> str | None:
-    """The reservation plan as a timeline: one bar per reservation (rejected ones hatched at their
-    requested window), and the plan capacity."""
-    if not res.reservation_log:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    d = _main_dim(res)
-    sc, unit = _scale(res)
-    log = res.reservation_log
-    fig, ax = plt.subplots(figsize=(10, 0.6 * len(log) + 1.4))
-    for i, e in enumerate(log):
-        y = len(log) - 1 - i
-        w0, w1 = e["window"]
-        ax.broken_barh([(w0 / sc, (w1 - w0) / sc)], (y - 0.35, 0.7), facecolors="none", edgecolors="grey",
-                       linestyles="dotted")
-        if e["accepted"]:
-            for s, t_end, amt in e["pieces"]:
-                val = amt.get(d, 0)
-                ax.broken_barh([(s / sc, (t_end - s) / sc)], (y - 0.3, 0.6), facecolors=PALETTE["reservation"], alpha=0.7)
-                ax.text((s + t_end) / 2 / sc, y, f"{val:g} {'GPU' if d == GPU else 'cores'}", ha="center",
-                        va="center", fontsize=7)
-            jobs_x = [(j.first_start, j.finish) for j in res.jobs if j.spec.reservation == e["name"]
-                      and j.first_start is not None]
-            for s, f in jobs_x:
-                ax.plot([s / sc, (f if f is not None else res.recorder.final_time) / sc], [y - 0.42, y - 0.42],
-                        color="black", linewidth=2)
-        else:
-            ax.broken_barh([(w0 / sc, (w1 - w0) / sc)], (y - 0.3, 0.6), facecolors=PALETTE["other"], alpha=0.25,
-                           hatch="//")
-            ax.text((w0 + w1) / 2 / sc, y, "rejected", ha="center", va="center", fontsize=7)
-    ax.set_yticks(range(len(log)), [f"{e['name']} ({e['queue']})" for e in reversed(log)], fontsize=8)
-    ax.set_xlabel(f"{unit}  (dotted: requested window; green: allocation; black: the reservation's jobs)",
-                  fontsize=8)
-    ax.set_xlim(0, max(res.recorder.final_time, max(e["window"][1] for e in log)) / sc)
-    return _png(fig)
-
-
+# ===================================================================== the page
 def render_html(res: SimulationResult, summary: dict[str, Any],
                 other: tuple[SimulationResult, dict[str, Any]] | None = None) -> str:
-    """The whole report as one HTML string."""
+    """The whole report as one HTML string: the dashboard's page template, style sheet, palette and
+    charts, with the style sheets and scripts inlined so the file opens offline."""
     from rich.console import Console as RichConsole
+
+    from apportion.web import environment
 
     o_res = other[0] if other else None
     buf = io.StringIO()
@@ -404,22 +240,21 @@ def render_html(res: SimulationResult, summary: dict[str, Any],
         print_summary(summary, con, title=f"A: {res.label}")
         print_summary(other[1], con, title=f"B: {other[0].label}")
         con.print(compare_table(summary, other[1], res.label or "A", other[0].label or "B"))
-    text = buf.getvalue()
-    imgs = [("Allocation vs deserved per queue", plot_queues(res, o_res)),
-            ("Cluster utilisation and fairness", plot_utilisation(res, o_res)),
-            ("Wait time per queue", plot_waits(res, o_res))]
-    plan = plot_plan(res)
-    if plan:
-        imgs.append(("Reservation plan", plan))
+    runs = [(res.label or "A" if other else "", *rc.queue_rows(res, summary))]
+    if other is not None:
+        runs.append((other[0].label or "B", *rc.queue_rows(other[0], other[1])))
+    plans = [(f"Reservation plan{'' if other is None else ' (' + (res.label or 'A') + ')'}", rc.plan_gantt(res))]
     if o_res is not None:
-        plan_b = plot_plan(o_res)
-        if plan_b:
-            imgs.append(("Reservation plan (B)", plan_b))
-    from apportion.web import environment
-
+        plans.append((f"Reservation plan ({o_res.label or 'B'})", rc.plan_gantt(o_res, "plan-b")))
+    d = rc.main_dim(res)
     intro = (f"seed {summary['seed']}, {summary['sessions']} sessions, {summary['events']} events, "
              f"simulated {_dur(summary['endTime'])}.")
-    # the shared page template and style sheet, inlined: the report stays one self-contained file
     return environment().get_template("report.html").render(
-        scenario=summary["scenario"], intro=intro, summary_text=text, images=imgs,
-        warnings=res.warnings[:50], inline_css=True)
+        scenario=summary["scenario"], intro=intro, summary_text=buf.getvalue(), runs=runs,
+        queue_charts=rc.queue_charts(res, o_res), main_label=resource_label(d),
+        utilisation=rc.utilisation_charts(res, o_res), waits=rc.wait_boxes(res, o_res),
+        plans=[(t, g) for t, g in plans if g is not None], warnings=res.warnings[:50], inline_css=True,
+        other_label=(o_res.label or "B") if o_res is not None else "", duration=lambda s: _fmt(s, "s"),
+        reservations=[(label, sm["reservations"]) for label, sm in
+                      ([("", summary)] if other is None else [(res.label or "A", summary),
+                                                              (other[0].label or "B", other[1])])])

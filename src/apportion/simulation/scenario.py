@@ -220,7 +220,8 @@ def _build(data: dict[str, Any], source: str, base: Path) -> Scenario:
     for i, r in enumerate(data.get("reservations") or []):
         where = f"{source}: reservations[{i}]"
         stages = [StageSpec(_res(s["resources"], f"{where}.requests[{si}].resources"), int(s["numContainers"]),
-                            _num(s["duration"])) for si, s in enumerate(r["requests"])]
+                            _num(s["duration"]), _concurrency(s, f"{where}.requests[{si}]"))
+                  for si, s in enumerate(r["requests"])]
         spec_r = ReservationSpec(
             name=r["name"], queue=r["queue"], user=r.get("user", "user"), submit_at=_num(r["submitAt"]),
             arrival=_num(r["arrival"]), deadline=_num(r["deadline"]), interpreter=r.get("interpreter", "R_ALL"),
@@ -342,7 +343,20 @@ def _plan(raw: dict[str, Any]) -> PlanSpec:
         p.enforcement_window = float(rp.get("enforcementWindow", 3600.0))
     else:
         p.replanner = bool(rp)
+    p.agent = str(raw.get("agent", p.agent))
+    p.calculator = str(raw.get("resourceCalculator", p.calculator))
     return p
+
+
+def _concurrency(raw: dict[str, Any], where: str) -> int | None:
+    """A request's `minConcurrency` (YARN's gang size); it must divide `numContainers`."""
+    if "minConcurrency" not in raw:
+        return None
+    k = int(raw["minConcurrency"])
+    if int(raw["numContainers"]) % k != 0:
+        raise InputError(f"minConcurrency {k} does not divide numContainers {raw['numContainers']}",
+                         where=f"{where}.minConcurrency")
+    return k
 
 
 def load_any_conf_or_scenario(path: str) -> tuple[str, Scenario | SchedulerConf]:

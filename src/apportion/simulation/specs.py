@@ -82,15 +82,21 @@ class PlanSpec:
     overuse: bool = True
     replanner: bool = True
     enforcement_window: float = 3600.0
+    #: the planning agent (apportion.reservation.agents), YARN trunk's default
+    agent: str = "aligned-left"
+    #: YARN's resource calculator: "dominant" compares every resource type (GPUs included)
+    calculator: str = "dominant"
 
 
 @dataclass
 class StageSpec:
-    """One stage of a reservation request: `num_containers` of `resources` for `duration` seconds."""
+    """One stage of a reservation request: `num_containers` of `resources` for `duration` seconds,
+    in gangs of `concurrency` containers placed together (None: all of them, one gang)."""
 
     resources: Resource
     num_containers: int
     duration: float
+    concurrency: int | None = None
 
 
 @dataclass

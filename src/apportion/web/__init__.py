@@ -1,10 +1,11 @@
 """The look apportion's HTML pages share: the service's dashboard and the simulator's report.
 
 One palette (the colour of allocated, deserved, pending, ... wherever they are drawn), one base
-template (`page.html`), one style sheet (`static/apportion.css`) and the dashboard's chart code
-(`static/charts.js`, on uPlot). The report inlines the style sheet so it stays one self-contained
-file; the dashboard serves it. Matplotlib plots of the report take their colours from `PALETTE`,
-and the browser charts read the same colours from the CSS variables `page.html` writes from it.
+template (`page.html`), one style sheet (`static/apportion.css`) and one chart code path
+(`charts.py` builds the charts, the macros of `templates/charts.html` draw them, `static/charts.js`
+draws the line charts with the vendored uPlot). The dashboard serves the static files; the report
+inlines them, so it stays one self-contained file that opens offline. Every chart reads its
+colours from the CSS variables `page.html` writes from `PALETTE`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from importlib import resources as ires
 
 import jinja2
 
-#: what each quantity is drawn in, everywhere (matplotlib's tab10 colours, which the report always used)
+from apportion.web.charts import number, resource_label, resource_unit
+
+#: what each quantity is drawn in, everywhere (the tab10 colours the report's plots always had)
 PALETTE: dict[str, str] = {
     "allocated": "#1f77b4",
     "deserved": "#2ca02c",
@@ -26,6 +29,11 @@ PALETTE: dict[str, str] = {
     "limit": "#d62728",
     "average": "#e377c2",
     "reservation": "#2ca02c",
+    # the cluster's utilisation per resource, and its fairness
+    "cpu": "#1f77b4",
+    "memory": "#ff7f0e",
+    "gpu": "#2ca02c",
+    "fairness": "#9467bd",
 }
 
 
@@ -42,6 +50,7 @@ def environment(*packages: str) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["palette"] = PALETTE
     env.globals["static_text"] = static_text
+    env.globals.update(number=number, resource_label=resource_label, resource_unit=resource_unit)
     return env
 
 

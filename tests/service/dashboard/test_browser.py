@@ -195,3 +195,49 @@ def test_an_opened_table_stays_open_across_live_refreshes(dashboard: Dashboard, 
     p.wait_for_timeout(300)
     assert p.evaluate("document.getElementById('tables-dedicated').open") is True
     assert w.problems == [], w.problems
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`apportion simulate --out` on the built-in scenario (queues, reservations, a rejected one): the
+    report's file URL."""
+    from click.testing import CliRunner
+
+    from apportion.cli import main
+
+    out = tmp_path_factory.mktemp("report")
+    r = CliRunner().invoke(main, ["simulate", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return (out / "report.html").as_uri()
+
+
+def test_the_report_opens_offline_with_its_charts_drawn(report: str, watched: Any) -> None:
+    for width, suffix in ((1280, ""), (390, "-phone")):
+        w = watched(width, 900 if width > 500 else 844)
+        w.page.goto(report, wait_until="load")
+        plots = w.page.locator(".chart-plot").count()
+        assert plots >= 4
+        # uPlot drew every line chart (the same charts.js and uPlot the dashboard serves)
+        w.page.wait_for_function(f"document.querySelectorAll('.chart-plot .uplot canvas').length >= {plots}")
+        assert w.page.locator("svg.gantt g[data-reservation]").count() >= 2
+        shot(w.page, "report" + suffix)
+        if width < 500:
+            overflow = w.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, f"the report is {overflow}px wider than the phone screen"
+        assert w.problems == [], w.problems
+
+
+def test_the_report_reads_without_javascript(report: str, browser: Any) -> None:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    try:
+        p = ctx.new_page()
+        p.goto(report, wait_until="load")
+        assert p.locator(".uplot").count() == 0
+        # the tables carry the numbers: the queues, a chart's table opened from the keyboard
+        assert p.locator("#queues-table tbody tr").count() >= 4
+        p.focus("details.chart-table summary")
+        p.keyboard.press("Enter")
+        assert p.locator("details.chart-table table").first.is_visible()
+        assert (p.locator("svg.gantt title").first.text_content() or "").startswith("Gantt chart of the")
+    finally:
+        ctx.close()

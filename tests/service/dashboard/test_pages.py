@@ -1,5 +1,5 @@
 """The dashboard's pages without a browser: the HTML every page serves, the form's checks, the queue
-tree, the plan arithmetic, the vendored files and the report's shared look."""
+tree, the plan arithmetic and the vendored files (the report's shared look: test_shared_charts.py)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,21 @@ def test_waiting_job_shows_the_api_reason(client: TestClient) -> None:
     assert api["waiting"]
     html = client.get(f"/jobs/{NS}/huge").text
     assert re.search(r'id="job-reason">([^<]*)<', html).group(1) == _html(api["waiting"])  # type: ignore[union-attr]
+
+
+def test_a_long_reason_opens_on_demand_in_the_lists() -> None:
+    from apportion.service.dashboard.routes import env
+
+    long = "gang 0/4 tasks placeable (minMember 4); " + "; ".join(f"queue q{i}: not above its deserved" for i in range(20))
+    short = "queue q: cpu 24 > deserved 21.33 (short by 2.667)"
+    jobs = [{"uid": f"ns/{n}", "namespace": "ns", "name": n, "queue": "q", "reservation": "", "phase": "Pending",
+             "running": 0, "pending": 1, "done": 0, "waiting": w} for n, w in (("a", long), ("b", short))]
+    html = env.from_string('{% from "macros.html" import jobs_table with context %}{{ jobs_table(jobs, "c") }}'
+                           ).render(jobs=jobs)
+    a, b = html.split('<tr data-job="ns/b">')
+    # the whole reason is there (without JavaScript too), its start shown and the rest behind a click
+    assert f"<summary>{_html(long[:160])}…</summary>{_html(long)}</details>" in a
+    assert f'<td class="reason">{_html(short)}</td>' in b
 
 
 def _html(text: str) -> str:
@@ -158,25 +173,13 @@ def test_max_window_average_is_the_brute_force_maximum(pieces: list[tuple[int, i
 
 
 def test_vendored_libraries_match_the_makefile_pins() -> None:
-    vendor = ROOT / "src/apportion/service/dashboard/static/vendor"
+    vendor = ROOT / "src/apportion/web/static/vendor"
     make = (ROOT / "Makefile").read_text()
     versions = dict(line.split() for line in (vendor / "VERSIONS").read_text().splitlines())
     assert f"HTMX_VERSION := {versions['htmx.org']}" in make
     assert f"UPLOT_VERSION := {versions['uplot']}" in make
     for f in ("htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css", "LICENSE.htmx", "LICENSE.uplot"):
         assert (vendor / f).stat().st_size > 100, f
-
-
-def test_report_uses_the_shared_look_and_stays_self_contained() -> None:
-    from apportion.web import PALETTE, environment, static_text
-
-    html = environment().get_template("report.html").render(
-        scenario="s", intro="seed 1", summary_text="<table & such>", images=[("Plot", "AAAA")], warnings=["w"],
-        inline_css=True)
-    assert "<script" not in html and 'rel="stylesheet"' not in html
-    assert static_text("apportion.css")[:200] in html
-    assert f"--c-allocated:{PALETTE['allocated']}" in html
-    assert "&lt;table &amp; such&gt;" in html and 'src="data:image/png;base64,AAAA"' in html
 
 
 def test_nodes_page_counts_the_running_pods_on_each_node(client: TestClient) -> None:

@@ -17,7 +17,7 @@ from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
-from apportion.reservation.resmath import Calculator, Res, rmul, round_up
+from apportion.reservation.resmath import Calculator, Res, is_zero, radd, rmul, round_up, rsub
 from apportion.reservation.steparrays import union, window
 from apportion.reservation.stepfn import interval_breakpoints, segments
 
@@ -60,11 +60,14 @@ class LowCostAlignedAllocator:
         def gangs(r: Res, best: int) -> int:
             return r[0] // g0 if by_memory else calc.gangs(r, gang, best)
 
+        # the walks written out for two components, or their vector forms for a plan of other dimensions
+        walk_cost, walk_fit = (window_cost, window_fit) if len(cap) == 2 else (_window_cost_k, _window_fit_k)
+
         def cost(a: int, b: int) -> float:
-            return window_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
+            return walk_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
 
         def fit(a: int, b: int) -> int:
-            return window_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
+            return walk_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
 
         to_place_now = [to_place]
         lo = s if job.left else d - windows * dur
@@ -169,7 +172,7 @@ class LowCostAlignedAllocator:
             placed.add_pieces([(a, a + dur, r) for a, r in fast.placed()])
         # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
         keys, values = interval_breakpoints(mine)
-        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if v != (0, 0)]
+        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if not is_zero(v)]
 
 
 class _Windows:
@@ -217,8 +220,9 @@ class _Windows:
     ) -> _Windows | None:
         """The windows of a stage from the breakpoints of the job's load and of the availability
         (as arrays, `job.load_arrays()` and the plan's `available_arrays`); None where the scalar
-        code has a special case (a zero capacity or gang component)."""
-        if cap[0] <= 0 or gang[0] <= 0 or (calc.kind != "default" and (cap[1] <= 0 or gang[1] <= 0)):
+        code has a special case (a zero capacity or gang component), and for a plan of other than
+        the two YARN dimensions (the arrays here are written for two columns)."""
+        if len(cap) != 2 or cap[0] <= 0 or gang[0] <= 0 or (calc.kind != "default" and (cap[1] <= 0 or gang[1] <= 0)):
             return None
         w = cls()
         lo = s if job.left else d - windows * dur
@@ -423,6 +427,59 @@ def window_fit(
         if npl == y:
             j += 1
             npl = pt[j + 1]
+        x = y
+    return best
+
+
+def _window_cost_k(
+    lt: list[int], lv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, step: int,
+    ratios: dict[Res, float], ratio: Callable[[Res], float],
+) -> float:
+    """`window_cost` for a plan of any number of dimensions (the walk above, on vectors)."""
+    total = 0.0
+    i = bisect_right(lt, a) - 1
+    j = bisect_right(pt, a) - 1
+    x = a
+    while x < b:
+        y = min(lt[i + 1], pt[j + 1], b)
+        r = radd(lv[i], pv[j])
+        q = ratios.get(r)
+        if q is None:
+            q = ratios[r] = ratio(r)
+        total += q * (y - x) / step
+        if lt[i + 1] == y:
+            i += 1
+        if pt[j + 1] == y:
+            j += 1
+        x = y
+    return total
+
+
+def _window_fit_k(
+    vt: list[int], vv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, best: int,
+    gangs: Callable[[Res, int], int],
+) -> int:
+    """`window_fit` for a plan of any number of dimensions (the walk above, on vectors)."""
+    i = bisect_right(vt, a) - 1
+    j = bisect_right(pt, a) - 1
+    x = a
+    while x < b:
+        y = min(vt[i + 1], pt[j + 1], b)
+        r = rsub(vv[i], pv[j])
+        if min(r) < 0:
+            raise PlanningException(
+                "RLESparseResourceAllocation: merge failed as the resulting "
+                "RLESparseResourceAllocation would be negative"
+            )
+        n = gangs(r, best)
+        if n < best:
+            best = n
+        if best <= 0:
+            return 0
+        if vt[i + 1] == y:
+            i += 1
+        if pt[j + 1] == y:
+            j += 1
         x = y
     return best
 

@@ -50,7 +50,7 @@ def build_allocation(
     With `owned` the caller hands job over (it keeps no reference), so it is not copied."""
     period = definition.period()
     if period > 0:
-        folded = fold_intervals(job.nonzero_pieces(), period)
+        folded = fold_intervals(job.nonzero_pieces(), period, job.zero)
         pre: list[Interval] = []
         for a, b, r in prefix or []:
             o, length = a % period, min(b - a, period)

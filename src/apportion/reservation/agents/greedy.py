@@ -24,7 +24,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.resmath import Res, rmul, round_down, round_up
+from apportion.reservation.resmath import Res, radd, rmul, rneg, round_down, round_up, rsub
 from apportion.reservation.stepfn import StepFunction
 
 GREEDY_FAILED = "The GreedyAgent couldn't find a valid allocation for your request"
@@ -53,7 +53,7 @@ class GreedyReferenceAgent(ReservationAgent):
         cur_deadline = deadline
         old_deadline = -1
         interp = definition.interpreter
-        temp = StepFunction()  # what this job has placed so far (tempAssigned)
+        temp = StepFunction(zero=plan.zero)  # what this job has placed so far (tempAssigned)
         place = self._placer(plan, temp, earliest, deadline, old)
         for st in reversed(definition.stages):
             validate_stage(plan, st)
@@ -82,7 +82,7 @@ class GreedyReferenceAgent(ReservationAgent):
         start = first
         if first > earliest:
             # the seed's zero fill: the reservation starts at the (rounded) arrival
-            prefix = [(earliest, first, (0, 0))]
+            prefix = [(earliest, first, plan.zero)]
             start = earliest
         end = temp.last_nonzero_end()
         return build_allocation(rid, user, definition, temp, start, end, prefix)
@@ -114,10 +114,8 @@ class GreedyReferenceAgent(ReservationAgent):
             min_point = cur_deadline
             t = cur_deadline - step
             while t >= cur_deadline - dur and max_gang > 0:
-                oldr = old.resources_at(t) if old is not None else (0, 0)
-                tot = plan.total_at(t)
-                mine = temp.at(t)
-                free = (cap[0] + oldr[0] - tot[0] - mine[0], cap[1] + oldr[1] - tot[1] - mine[1])
+                oldr = old.resources_at(t) if old is not None else plan.zero
+                free = rsub(rsub(radd(cap, oldr), plan.total_at(t)), temp.at(t))
                 n = calc.gangs(free, gang, to_place)
                 if n <= max_gang:
                     max_gang = n
@@ -199,7 +197,7 @@ class GreedyAgent(GreedyReferenceAgent):
                 return [(a, b) for a, b, _r in placed]
             for a, b, r in placed:
                 temp.remove(a, b, r)
-                _sub_block(free, a, b, (-r[0], -r[1]))
+                _sub_block(free, a, b, rneg(r))
             return None
 
         return place
@@ -227,7 +225,7 @@ def _free_profile(
     if old_f is not None and not old_f.is_empty():
         committed.add_function(old_f, -1)
     for a, _b, r in committed.pieces(s, e):
-        v = (cap[0] - r[0], cap[1] - r[1])
+        v = rsub(cap, r)
         if not values or values[-1] != v:
             times.append(a)
             values.append(v)
@@ -248,6 +246,10 @@ def _sub_block(free: tuple[list[int], list[Res]], a: int, b: int, r: Res) -> Non
         j += 1
         times.insert(j, b)
         values.insert(j, values[j - 1])
+    if len(r) != 2:
+        for k in range(i, j):
+            values[k] = rsub(values[k], r)
+        return
     rm, rv = r
     for k in range(i, j):
         v = values[k]

@@ -30,7 +30,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.resmath import Res, rmul, round_down, round_up
+from apportion.reservation.resmath import Res, is_zero, rmul, round_down, round_up
 from apportion.reservation.steparrays import arrays_of
 from apportion.reservation.stepfn import StepFunction
 
@@ -49,7 +49,7 @@ class JobContext:
         self.old = old
         self.left = allocate_left
         self.period = definition.period()
-        self.placed = StepFunction()  # this job's placements so far (planModifications)
+        self.placed = StepFunction(zero=plan.zero)  # this job's placements so far (planModifications)
         step = plan.step
         self.load_start = round_up(definition.arrival, step)
         self.load_end = round_down(definition.deadline, step)
@@ -61,7 +61,7 @@ class JobContext:
         """The plan load over [roundUp(arrival), roundDown(deadline)), old version subtracted (§7.1)."""
         if self._load is None:
             s, e = self.load_start, self.load_end
-            f = self.plan.committed_over(s, e) if e > s else StepFunction()
+            f = self.plan.committed_over(s, e) if e > s else StepFunction(zero=self.plan.zero)
             if self.old is not None and e > s:
                 f.add_function(self.old.over_time(s, e), -1)
             self._load = f
@@ -175,7 +175,7 @@ def _no_gap_contiguous(intervals: list[Interval]) -> bool:
     """Endpoints of the non-zero intervals, each shared one cancelled: exactly two must remain."""
     ends: set[int] = set()
     for a, b, r in intervals:
-        if r == (0, 0):
+        if is_zero(r):
             continue
         ends ^= {a}
         ends ^= {b}
@@ -224,7 +224,7 @@ class IterativePlanner(ReservationAgent):
                 if interp == R_ANY:
                     continue
                 raise PlanningException(NOT_SATISFIABLE)
-            nz = [(x, y, r) for x, y, r in cur if r != (0, 0)]
+            nz = [(x, y, r) for x, y, r in cur if not is_zero(r)]
             if nz:
                 c_lo = min(x for x, _y, _r in nz)
                 c_hi = max(y for _x, y, _r in nz)

@@ -8,7 +8,7 @@ the page and `GET /ws/v1/cluster/reservation/list` show the same reservations. A
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from apportion.reservation.api import reservation_info
@@ -16,6 +16,7 @@ from apportion.reservation.definition import INTERPRETER_NAMES
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import CapacityOverTimePolicy, scaled_limit
 from apportion.reservation.stepfn import Res, StepFunction
+from apportion.web.charts import Gantt, Lane, Line, Piece, gantt, line_chart, utc_text
 
 if TYPE_CHECKING:
     from apportion.service.core import Service
@@ -93,43 +94,40 @@ def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
             peak = (max(peak[0], v[0]), max(peak[1], v[1]))
         avg = max_window_average(f, now, end, limits["window_ms"]) if limits["window_ms"] else None
         users.append({"user": user, "peak": peak, "average": avg})
-    series = {"t": [t / 1000 for t, _ in load] + [end / 1000],
-              "memory": [v[0] for _, v in load] + [load[-1][1][0] if load else 0],
-              "vcores": [v[1] for _, v in load] + [load[-1][1][1] if load else 0],
-              "capacity": list(plan.capacity), "instantaneous": list(limits["instantaneous"]),
-              "average": list(limits["average"]), "now": now / 1000}
+    t = [ms / 1000 for ms, _ in load] + [end / 1000]
+    memory = [float(v[0]) for _, v in load] + [float(load[-1][1][0]) if load else 0.0]
+
+    def flat(v: int) -> list[float]:
+        return [float(v)] * len(t)
+
+    load_chart = line_chart(
+        f"load-{name}", f"Memory (MB) the plan of {name} has committed over time (green), against its capacity "
+        "(black), the per-user instantaneous limit (red, dashed) and the per-user average limit (pink, dotted). "
+        "The same numbers are in the tables below.", t,
+        [Line("committed (MB)", "reservation", memory, fill=True),
+         Line("capacity", "capacity", flat(plan.capacity[0]), step=False),
+         Line("instantaneous limit", "limit", flat(limits["instantaneous"][0]), dash=(6, 4), width=1.5, step=False),
+         Line("average limit", "average", flat(limits["average"][0]), dash=(2, 3), width=1.5, step=False)],
+        "memory (MB)", time=True, height=220)
     return {"name": name, "plan": plan, "settings": settings, "capacity": plan.capacity, "now": now,
             "start": start, "end": end, "reservations": rows, "load": load, "users": users, "limits": limits,
-            "committed_now": plan.total_at(now), "series_json": json.dumps(series, separators=(",", ":")),
-            "gantt": gantt(rows, start, end, now)}
+            "committed_now": plan.total_at(now), "load_chart": load_chart,
+            "gantt": plan_gantt(name, rows, start, end, now)}
 
 
-def gantt(rows: list[dict[str, Any]], start: int, end: int, now: int) -> dict[str, Any]:
-    """The Gantt chart's geometry (an SVG the server draws, so it shows without JavaScript): one lane
-    per reservation, a bar per allocation piece whose height is its memory against the largest piece
-    shown (the table under the chart has the amounts)."""
-    width, left, lane, top = 1000, 210, 44, 24
-    span = max(end - start, 1)
-    biggest = max([v[0] for r in rows for _a, _b, v in r["pieces"]] + [1])
+def _hhmm(ms: float) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%H:%M")
 
-    def x(t: int) -> float:
-        return round(left + (width - left - 10) * (min(max(t, start), end) - start) / span, 1)
 
-    lanes = []
-    for i, r in enumerate(rows):
-        y = top + i * lane
-        bars = []
-        for a, b, v in r["pieces"]:
-            if b <= start or a >= end:
-                continue
-            h = max(3.0, (lane - 8) * v[0] / biggest)
-            bars.append({"x": x(a), "w": max(x(b) - x(a), 1.5), "y": round(y + lane - 4 - h, 1), "h": round(h, 1),
-                         "title": f"{v[0]} MB, {v[1]} vCores"})
-        lanes.append({"y": y, "label": r["name"] or r["id"], "id": r["id"], "bars": bars})
-    ticks = []
-    n = 6
-    for k in range(n + 1):
-        t = start + span * k // n
-        ticks.append({"x": x(t), "t": t})
-    return {"width": width, "height": top + max(len(rows), 1) * lane + 22, "left": left, "lanes": lanes,
-            "now_x": x(now), "ticks": ticks, "top": top}
+def plan_gantt(name: str, rows: list[dict[str, Any]], start: int, end: int, now: int) -> Gantt:
+    """The plan's Gantt chart (the shared SVG one, as the report's): a lane per reservation with its
+    window from arrival to deadline, a bar per allocation piece whose height is its memory against the
+    largest piece shown (the table under the chart has the amounts)."""
+    lanes = [Lane(id=r["id"], label=r["name"] or r["id"],
+                  pieces=[Piece(a, b, v[0], f"{v[0]} MB, {v[1]} vCores") for a, b, v in r["pieces"]],
+                  window=(r["arrival"], r["deadline"]) if r["arrival"] is not None and r["deadline"] is not None
+                  else None)
+             for r in rows]
+    title = (f"Gantt chart of the {len(rows)} accepted reservations of {name} from {utc_text(start / 1000)} to "
+             f"{utc_text(end / 1000)}; a bar's height is its memory against the largest allocation shown")
+    return gantt(f"gantt-{name}", title, lanes, start, end, _hhmm, now=now)

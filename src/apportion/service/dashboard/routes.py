@@ -121,9 +121,9 @@ async def queue_page(request: Request, name: str) -> Response:
         return not_found(request, f"queue {name}")
     row, dims, total, jobs, children, reservations, known = got
     samples = _samples(request)
-    series = {d: samples.series(name, d) for d in dims}
+    history = [views.history_chart(name, d, *samples.series(name, d)) for d in dims]
     return page(request, "queue.html", active="queues", row=row, dims=dims, total=total, jobs=jobs,
-                children=children, reservations=reservations, series=series, known=known)
+                children=children, reservations=reservations, history=history, known=known)
 
 
 # -- jobs --------------------------------------------------------------------------------------------------

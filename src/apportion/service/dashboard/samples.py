@@ -41,12 +41,16 @@ class QueueSamples:
             if self._last_ms is not None and now - self._last_ms < self.period_ms:
                 return
             self._last_tick, self._last_ms = loop.ticks, now
-            for name, rep in report.items():
-                alloc: dict[str, Any] = rep.get("allocated") or {}
-                des: dict[str, Any] = rep.get("deserved") or {}
-                point = {d: (value(alloc.get(d, 0)) or 0.0, value(des.get(d, 0)) or 0.0)
-                         for d in set(alloc) | set(des)}
-                self._series.setdefault(name, deque(maxlen=self.keep)).append((now, point))
+        for name, rep in report.items():
+            alloc: dict[str, Any] = rep.get("allocated") or {}
+            des: dict[str, Any] = rep.get("deserved") or {}
+            self.add(name, now, {d: (value(alloc.get(d, 0)) or 0.0, value(des.get(d, 0)) or 0.0)
+                                 for d in set(alloc) | set(des)})
+
+    def add(self, queue: str, t_ms: int, point: dict[str, tuple[float, float]]) -> None:
+        """Keep one sample of a queue: (allocated, deserved) per resource, in natural units."""
+        with self._lock:
+            self._series.setdefault(queue, deque(maxlen=self.keep)).append((t_ms, point))
 
     def series(self, queue: str, dim: str) -> tuple[list[float], list[float], list[float]]:
         """Times (seconds since the epoch), allocated and deserved of one queue on one resource."""

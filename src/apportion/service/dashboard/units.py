@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from apportion.resources import CPU, GPU, MEMORY, PODS
+from apportion.web.charts import number, resource_label, resource_unit
 
 GIB = 1024.0**3
 
@@ -18,12 +19,12 @@ def dims_of(names: list[str]) -> list[str]:
 
 def label(dim: str) -> str:
     """A resource's short name in the page."""
-    return {CPU: "cpu", MEMORY: "memory", GPU: "gpu"}.get(dim, dim)
+    return resource_label(dim)
 
 
 def unit(dim: str) -> str:
     """The unit the numbers of a resource are shown in."""
-    return {CPU: "cores", MEMORY: "GiB", GPU: "GPUs"}.get(dim, "")
+    return resource_unit(dim)
 
 
 def value(v: Any) -> float | None:
@@ -38,12 +39,6 @@ def value(v: Any) -> float | None:
 
 def shown(dim: str, v: float | None) -> str:
     """An amount as the page prints it (memory in GiB, the rest as is), unlimited as "∞", not set as "-"."""
-    if v is None:
-        return "-"
-    if math.isinf(v):
-        return "∞"
-    if dim == MEMORY:
+    if v is not None and dim == MEMORY:
         v = v / GIB
-    if v == int(v):
-        return f"{int(v):,}"
-    return f"{v:,.2f}".rstrip("0").rstrip(".")
+    return number(v)

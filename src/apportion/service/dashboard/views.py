@@ -9,55 +9,31 @@ service's read lock (`Service.read`), so a page never sees a change half-done.
 
 from __future__ import annotations
 
-import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import ON_NODE_STATUSES
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.pods import GROUP_KEY
-from apportion.resources import Resource, to_natural_value
+from apportion.resources import MEMORY, Resource, to_natural_value
 from apportion.service.api_v1 import _job as api_job
-from apportion.service.dashboard.units import dims_of, label, shown, unit, value
+from apportion.service.dashboard.units import GIB, dims_of, label, shown, unit, value
 from apportion.service.live import RESERVATION_KEY
 from apportion.service.loop import STARTED_KEY
+from apportion.web.charts import BAR_KEYS, Bar, LineChart, allocated_vs_deserved
 
 if TYPE_CHECKING:
     from apportion.service.core import Service
 
 #: job phases in the order the jobs page lists them: waiting first
 PHASE_ORDER = {"Pending": 0, "Inqueue": 1, "Unknown": 2, "Running": 3, "Completed": 4}
-BAR_KEYS = ("allocated", "deserved", "guarantee", "capability", "realCapability")
 
 
-@dataclass
-class Bar:
-    """One resource of one queue, on the cluster's scale."""
-
-    dim: str
-    scale: float
-    values: dict[str, float | None]
-
-    @property
-    def label(self) -> str:
-        """The resource's short name."""
-        return label(self.dim)
-
-    @property
-    def unit(self) -> str:
-        """Its unit."""
-        return unit(self.dim)
-
-    def pct(self, key: str) -> float | None:
-        """Where a value sits on the track (percent of the cluster), None when unlimited or absent."""
-        v = self.values.get(key)
-        if v is None or math.isinf(v) or self.scale <= 0:
-            return None
-        return max(0.0, min(100.0, 100.0 * v / self.scale))
-
-    def text(self, key: str) -> str:
-        """A value as printed."""
-        return shown(self.dim, self.values.get(key))
+def bar(queue: str, dim: str, scale: float, values: dict[str, float | None]) -> Bar:
+    """One resource of one queue as the shared bars draw it (natural units in, memory shown in GiB)."""
+    return Bar(queue=queue, dim=dim, label=label(dim), unit=unit(dim), scale=scale, values=values,
+               divisor=GIB if dim == MEMORY else 1.0)
 
 
 @dataclass
@@ -138,7 +114,7 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
     def visit(name: str, depth: int, seen: set[str]) -> None:
         seen.add(name)
         rep = report.get(name) or {}
-        bars = [Bar(d, total[d], {k: _amount(rep, k, d) for k in BAR_KEYS}) for d in dims]
+        bars = [bar(name, d, total[d], {k: _amount(rep, k, d) for k in BAR_KEYS}) for d in dims]
         share = rep.get("share")
         run, pend = counts.get(name, (0, 0))
         rows.append(QueueRow(name=name, parent=parent_of.get(name, ""), depth=depth,
@@ -160,6 +136,16 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
         if n not in seen:
             visit(n, 0, seen)
     return rows, dims, total
+
+
+def history_chart(queue: str, dim: str, t: list[float], allocated: list[float], deserved: list[float]) -> LineChart:
+    """A queue's allocated against deserved over the kept samples (times in seconds since the epoch),
+    drawn as the report draws its queues."""
+    k = GIB if dim == MEMORY else 1.0
+    return allocated_vs_deserved(
+        "history-" + re.sub(r"[^A-Za-z0-9]+", "-", dim), queue, label(dim), unit(dim) or label(dim), t,
+        [v / k for v in allocated], [v / k for v in deserved], time=True,
+        table_caption=f"{label(dim)} of {queue}: the samples kept since the server started ({unit(dim) or label(dim)})")
 
 
 _SNAPSHOTS: dict[int, tuple[int, Snapshot]] = {}

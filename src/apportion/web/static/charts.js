@@ -1,7 +1,8 @@
-/* apportion's charts on uPlot: every <figure data-chart="..." data-series='json'> is drawn, on load
-   and again whenever htmx swaps in fresh content. Colours are the shared palette's CSS variables
-   (--c-allocated, ...), the same the simulator's report plots in. The numbers are always in a table
-   of the same page too: the charts add a picture, never information only they hold. */
+/* apportion's line charts on uPlot, for the dashboard and the simulator's report alike: every
+   <div data-chart="line" data-config='json'> that apportion.web.charts wrote is drawn, on load and
+   again whenever htmx swaps in fresh content. Colours are the shared palette's CSS variables
+   (--c-allocated, ...). The numbers are always in a table beside the chart too: the charts add a
+   picture, never information only they hold. */
 (function () {
   "use strict";
   var charts = [];
@@ -18,44 +19,40 @@
   // times in UTC, as every other time on the pages
   function utc(ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); }
 
+  // time ticks as every time on the pages reads: 24-hour UTC, the date only when the chart spans days
+  function timeTicks(u, splits) {
+    var span = u.scales.x.max - u.scales.x.min;
+    var f = uPlot.fmtDate(span > 86400 ? "{YYYY}-{MM}-{DD} {HH}:{mm}" : span > 600 ? "{HH}:{mm}" : "{HH}:{mm}:{ss}");
+    return splits.map(function (v) { return f(utc(v)); });
+  }
+
   function stepped() {
     return uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
   }
 
-  function history(el, d) {
-    var k = d.scale || 1;
-    var data = [d.t, d.allocated.map(function (v) { return v / k; }), d.deserved.map(function (v) { return v / k; })];
+  function line(el, c) {
+    var k = c.time ? 1 : (c.xScale || 1);
+    var data = [c.x.map(function (v) { return v / k; })];
+    var series = [c.time ? { label: "time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" } : { label: c.xUnit }];
+    c.series.forEach(function (s) {
+      data.push(s.values);
+      var col = colour(s.colour);
+      series.push({
+        label: s.label, stroke: col, width: s.width, dash: s.dash && s.dash.length ? s.dash : undefined,
+        fill: s.fill ? col + "40" : undefined, paths: s.step ? stepped() : undefined, points: { show: false }
+      });
+    });
+    var top = c.yMax;
     return new uPlot({
-      width: width(el), height: 200, tzDate: utc, cursor: { points: { show: false } },
-      series: [
-        {},
-        { label: "allocated", stroke: colour("allocated"), width: 2, paths: stepped(), points: { show: false } },
-        { label: "deserved", stroke: colour("deserved"), width: 2, dash: [6, 4], paths: stepped(), points: { show: false } }
-      ],
-      axes: [{}, { label: d.unit, size: 60 }],
-      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; } } }
+      width: width(el), height: c.height || 200, tzDate: utc, cursor: { points: { show: false } },
+      series: series,
+      axes: [c.time ? { label: "time (UTC)", values: timeTicks, space: 90 } : { label: c.xUnit }, { label: c.yLabel, size: 64 }],
+      scales: {
+        x: { time: !!c.time },
+        y: { range: function (u, min, max) { return [0, top ? top : Math.max(max, 1) * 1.1]; } }
+      }
     }, data, el);
   }
-
-  function plan(el, d) {
-    var n = d.t.length;
-    function flat(v) { var a = []; for (var i = 0; i < n; i++) { a.push(v); } return a; }
-    var data = [d.t, d.memory, flat(d.capacity[0]), flat(d.instantaneous[0]), flat(d.average[0])];
-    return new uPlot({
-      width: width(el), height: 220, tzDate: utc,
-      series: [
-        {},
-        { label: "committed (MB)", stroke: colour("reservation"), fill: colour("reservation") + "55", width: 2, paths: stepped() },
-        { label: "capacity", stroke: colour("capacity"), width: 2, points: { show: false } },
-        { label: "instantaneous limit", stroke: colour("limit"), width: 1.5, dash: [6, 4], points: { show: false } },
-        { label: "average limit", stroke: colour("average"), width: 1.5, dash: [2, 3], points: { show: false } }
-      ],
-      axes: [{}, { label: "memory (MB)", size: 70 }],
-      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; } } }
-    }, data, el);
-  }
-
-  var kinds = { history: history, plan: plan };
 
   function draw(root) {
     if (typeof uPlot === "undefined" || !root || !root.querySelectorAll) { return; }
@@ -65,25 +62,28 @@
     els.forEach(function (el) {
       if (el.dataset.drawn) { return; }
       el.dataset.drawn = "1";
-      var d = JSON.parse(el.dataset.series || "{}");
-      if (!d.t || d.t.length < 2) {
+      var c = JSON.parse(el.dataset.config || "{}");
+      if (!c.x || c.x.length < 2) {
         var p = document.createElement("p");
         p.className = "muted";
         p.textContent = "Not enough samples yet for a chart.";
         el.appendChild(p);
         return;
       }
-      var u = kinds[el.dataset.chart](el, d);
-      charts.push(u);
+      charts.push(line(el, c));
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { draw(document); });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { draw(document); });
+  } else {
+    draw(document);
+  }
   document.addEventListener("htmx:load", function (e) { draw(e.detail.elt); });
   window.addEventListener("resize", function () {
     charts.forEach(function (u) {
-      var fig = u.root.parentNode;
-      if (fig) { u.setSize({ width: width(fig), height: u.height }); }
+      var box = u.root.parentNode;
+      if (box) { u.setSize({ width: width(box), height: u.height }); }
     });
   });
 }());
