@@ -140,6 +140,12 @@ def test_deserved_shares_on_real_tasks_through_http(server: Server, tmp_path: Pa
     nodes = cli("get", "nodes", "--server", url, "--user", "t")
     assert len(re.findall(r"^ray-[0-9a-f]{12}\s", nodes, re.M)) == 4, nodes
 
+    # a job for a queue the service does not have is refused, not left waiting forever
+    r = subprocess.run([APPORTION, "submit", "--server", url, "--user", "t", "--queue", "nope", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--queue" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "nope" not in {j["podgroup"]["spec"]["queue"] for j in jobs(url).values()}
+
     # queue a takes the whole cluster: 6 tasks of one CPU on 3 workers of two
     assert cli("submit", "--server", url, "--user", "t", "--queue", "a", "--tasks", "6", "--min-member", "1",
                "--resources", "cpu=1", "--name", "big", "--", sys.executable, "-c", TASK, str(a_dir), "60"

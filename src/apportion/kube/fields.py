@@ -61,10 +61,17 @@ class Fields:
                 raise self.fail(path, f"expected a mapping at {shown(part)}, got {type(cur).__name__}")
         return default if cur is None else cur
 
+    def _at(self, path: str) -> Any:
+        """`get(path)`, with a plain dictionary read for a one-step path (most reads through a view)."""
+        d = self.data
+        if type(d) is dict and "." not in path:
+            return d.get(path)
+        return self.get(path)
+
     def str_(self, path: str, default: str | None = None, *, required: bool = False) -> str:
         """A string field (numbers accepted as their text); missing gives `default`, or an error when
         required."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             if required:
                 raise self.fail(path, "required field is missing")
@@ -75,7 +82,7 @@ class Fields:
 
     def int_(self, path: str, default: int) -> int:
         """An integer field (a string of digits too), within int32 as every such Kubernetes field is."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             return default
         if isinstance(v, str) and _INT.fullmatch(v.strip()):
@@ -92,7 +99,7 @@ class Fields:
 
     def bool_(self, path: str, default: bool) -> bool:
         """A boolean field (`"true"`/`"false"` accepted); missing gives `default`."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             return default
         if isinstance(v, bool):
@@ -103,7 +110,7 @@ class Fields:
 
     def map_(self, path: str) -> dict[str, Any]:
         """A mapping field; missing gives an empty one."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             return {}
         if not isinstance(v, dict):
@@ -122,7 +129,7 @@ class Fields:
 
     def list_(self, path: str) -> list[Any]:
         """A list field; missing gives an empty one."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             return []
         if not isinstance(v, list):
@@ -131,7 +138,7 @@ class Fields:
 
     def resource(self, path: str) -> Resource | None:
         """A resource list (`{cpu: 500m, memory: 1Gi}`) as a Resource; None when missing."""
-        v = self.get(path)
+        v = self._at(path)
         if v is None:
             return None
         if not isinstance(v, dict):
