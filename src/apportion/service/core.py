@@ -24,9 +24,8 @@ from apportion.engine import snapshot_conf
 from apportion.errors import InputError
 from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
-from apportion.reservation.stepfn import Res
 from apportion.reservation.system import ReservationSystem
-from apportion.resources import CPU, MEMORY, Resource
+from apportion.resources import Resource
 from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
 from apportion.service.confwatch import ConfWatch, hierarchical
 from apportion.service.db import default_url, make_engine, migrate
@@ -34,7 +33,13 @@ from apportion.service.live import LiveView
 from apportion.service.loop import LoopBackend, SchedulingLoop
 from apportion.service.metrics import ServiceMetrics
 from apportion.service.objects import ClusterObjects, ObjectKey, object_key
-from apportion.service.reservations import PlanSettings, configure_plans
+from apportion.service.reservations import (
+    PlanSettings,
+    PlanShape,
+    cluster_dims,
+    configure_plans,
+    to_plan_vector,
+)
 from apportion.service.seed import scenario_cluster
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
@@ -78,26 +83,26 @@ class ServiceConfig:
     backend: LoopBackend | None = None
 
 
-def to_yarn(r: Any) -> Res:
-    """A Volcano resource as YARN's (memory MB, vCores), truncated."""
-    return (int(r.get(MEMORY) // MIB), int(r.get(CPU) // 1000))
-
-
 def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plans: dict[str, PlanSettings]
-                    ) -> dict[str, tuple[PlanSettings, Res]]:
-    """Each reservable queue's plan capacity: its guarantee, else its capability, else the cluster (the
-    nodes' allocatable summed)."""
-    total = (sum(int(a.get(MEMORY) // MIB) for a in nodes), sum(int(a.get(CPU) // 1000) for a in nodes))
-    out: dict[str, tuple[PlanSettings, Res]] = {}
+                    ) -> dict[str, PlanShape]:
+    """Each reservable queue's plan: its settings, its capacity (its guarantee, else its capability,
+    else the cluster: the nodes' allocatable summed; never more than the cluster) and its dimensions
+    (memory-mb, vcores and every other resource type of the nodes, see reservations.cluster_dims)."""
+    dims = cluster_dims(nodes)
+    total = [0] * len(dims)
+    for a in nodes:
+        for i, x in enumerate(to_plan_vector(a, dims)):
+            total[i] += x
+    out: dict[str, PlanShape] = {}
     for name, settings in plans.items():
         q = queues[name]
         if not q.guarantee.is_empty():
-            cap = to_yarn(q.guarantee)
+            cap = to_plan_vector(q.guarantee, dims)
         elif q.capability_set:
-            cap = to_yarn(q.capability)
+            cap = to_plan_vector(q.capability, dims)
         else:
-            cap = total
-        out[name] = (settings, (min(cap[0], total[0]), min(cap[1], total[1])))
+            cap = tuple(total)
+        out[name] = (settings, tuple(min(c, t) for c, t in zip(cap, total)), dims)
     return out
 
 
@@ -172,7 +177,7 @@ class Service:
         if self.orphans:
             log.warning("stored reservations of queues that are no longer reservable: %s", ", ".join(self.orphans))
 
-    def configure_plans(self, queues: dict[str, tuple[PlanSettings, Res]]) -> None:
+    def configure_plans(self, queues: dict[str, PlanShape]) -> None:
         """The plans follow the reservable queues (see reservations.configure_plans)."""
         configure_plans(self.reservations, self.plan_settings, queues, self.store, self.clock())
 

@@ -34,6 +34,7 @@ from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
 from apportion.service.confwatch import hierarchical
 from apportion.service.objects import ObjectKey
+from apportion.service.reservations import vector_json
 from apportion.state.decisions import Condition
 from apportion.state.memory import pod_group_status
 
@@ -192,8 +193,6 @@ def _end_ms(obj: dict[str, Any]) -> float | None:
         return None
 
 
-def _res_json(mb: int, vcores: int) -> dict[str, str]:
-    return {"cpu": str(vcores), "memory": f"{mb}Mi"}
 
 
 #: a reservation queue object as last made, by reservation id: (what it was made from, the object)
@@ -212,29 +211,30 @@ def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: Qu
         parent = svc.objects.objects.get(("Queue", "", qname), {})
         cap = (parent.get("spec") or {}).get("capability")
         overuse = svc.plan_settings[qname].overuse
-        used = [0, 0]
+        dims = svc.reservations.plans[qname].plan.dims
+        used = [0] * len(dims)
         for share in st.active:
             name = str(share.id)
             active.add(name)
-            mb, vc = share.resources
-            used[0] += mb
-            used[1] += vc
-            made = (qname, mb, vc, share.gang, overuse, cap)
+            v = share.resources
+            for i, x in enumerate(v):
+                used[i] += x
+            made = (qname, v, dims, share.gang, overuse, cap)
             old = memo.get(share.id) if memo is not None else None
             if old is not None and old[0] == made:
                 seen[share.id] = old
                 out.append(old[1])
                 continue
-            spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": _res_json(mb, vc)},
-                                    "deserved": _res_json(mb, vc)}
-            spec["capability"] = cap if (overuse and cap and not share.gang) else _res_json(mb, vc)
+            spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": vector_json(v, dims)},
+                                    "deserved": vector_json(v, dims)}
+            spec["capability"] = cap if (overuse and cap and not share.gang) else vector_json(v, dims)
             obj = {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
             seen[share.id] = (made, obj)
             out.append(obj)
-        rest = (max(st.plan_capacity[0] - used[0], 0), max(st.plan_capacity[1] - used[1], 0))
-        dspec: dict[str, Any] = {"parent": qname, "deserved": _res_json(*rest)}
-        if rest != (0, 0):
-            dspec["guarantee"] = {"resource": _res_json(*rest)}
+        rest = tuple(max(c - u, 0) for c, u in zip(st.plan_capacity, used))
+        dspec: dict[str, Any] = {"parent": qname, "deserved": vector_json(rest, dims)}
+        if any(rest):
+            dspec["guarantee"] = {"resource": vector_json(rest, dims)}
         if cap:
             dspec["capability"] = cap
         out.append({"kind": "Queue", "metadata": {"name": st.default_queue}, "spec": dspec})

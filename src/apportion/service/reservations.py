@@ -7,6 +7,12 @@ annotation (a JSON object) sets the plan as the scenario format's `plans` entrie
 in seconds). The plan's capacity is what the tree promises the queue: its guarantee, else its
 capability, else the whole cluster (memory in MB, whole vCores).
 
+A plan's dimensions are YARN 3's resource types: `memory-mb`, `vcores`, then every other resource
+type the cluster's nodes have (`nvidia.com/gpu`, any extended resource, in whole units; `pods` is not
+planned), sorted by name. A cluster of memory and CPU only has two-type plans, exactly as before. A
+plan never loses a type while it lives (a type whose nodes all left keeps capacity 0), so the
+reservations it holds keep their vectors.
+
 The plans live in one `reservation.system.ReservationSystem` (the same handlers as `plan replay`
 answer every request); `configure_plans` keeps its set of plans equal to the reservable queues.
 """
@@ -14,18 +20,22 @@ answer every request); `configure_plans` keeps its set of plans equal to the res
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from apportion.errors import InputError
 from apportion.reservation.agents import AGENT_NAMES, make_agent
+from apportion.reservation.allocation import ReservationAllocation
+from apportion.reservation.definition import YARN_DIMS
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import make_policy
 from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.stepfn import Res
-from apportion.reservation.store import PlanStore
 from apportion.reservation.system import ReservationSystem
+from apportion.resources import CPU, MEMORY, PODS, Resource
+from apportion.service.store import SqlStore
 
+MIB = 1024 * 1024
 RESERVABLE_KEY = "apportion.io/reservable"
 PLAN_KEY = "apportion.io/plan"
 
@@ -85,30 +95,89 @@ def parse_plan_settings(text: str, where: str) -> PlanSettings:
                         replanner_ms=rep)
 
 
+#: a reservable queue's plan as the tree asks for it: settings, capacity, dimensions
+PlanShape = tuple[PlanSettings, Res, tuple[str, ...]]
+
+
+def cluster_dims(nodes: list[Resource]) -> tuple[str, ...]:
+    """The plan dimensions of a cluster: memory-mb, vcores, then every other resource type some node
+    has (pods excepted), sorted by name."""
+    names: set[str] = set()
+    for a in nodes:
+        names.update(n for n in a.scalars if n != PODS and a.get(n) > 0)
+    return (*YARN_DIMS, *sorted(names))
+
+
+def to_plan_vector(r: Resource, dims: tuple[str, ...]) -> Res:
+    """A Volcano resource in a plan's units, truncated: memory in MB, whole vCores, whole units of every
+    other type (Volcano holds them in milli-units); a type `r` lacks is 0."""
+    out = [int(r.get(MEMORY) // MIB), int(r.get(CPU) // 1000)]
+    out.extend(int(r.get(n) // 1000) for n in dims[2:])
+    return tuple(out)
+
+
+def vector_json(v: Res, dims: tuple[str, ...]) -> dict[str, str]:
+    """A plan vector as a Volcano queue's resource list (`cpu`, `memory`, and every other type of the
+    plan that is not 0); a two-type vector gives exactly the `{cpu, memory}` of before."""
+    out = {"cpu": str(v[1]), "memory": f"{v[0]}Mi"}
+    for name, x in zip(dims[2:], v[2:]):
+        if x:
+            out[name] = str(x)
+    return out
+
+
+def reproject(v: Res, old: tuple[str, ...], new: tuple[str, ...]) -> Res:
+    """A vector of dimensions `old` in dimensions `new` (a superset: plans only gain types)."""
+    named = dict(zip(old, v))
+    return tuple(named.get(n, 0) for n in new)
+
+
+def _reprojected(r: ReservationAllocation, old: tuple[str, ...], new: tuple[str, ...]) -> ReservationAllocation:
+    """A held reservation moved to a plan that gained resource types (the new ones are 0)."""
+    if old == new:
+        return r
+    stored = r.stored()
+    d = stored.definition
+    if d is not None:
+        d = replace(d, stages=tuple(replace(s, capability=reproject(s.capability, old, new)) for s in d.stages))
+    return ReservationAllocation.from_stored(replace(
+        stored, definition=d, intervals=tuple((a, b, reproject(v, old, new)) for a, b, v in stored.intervals)))
+
+
 def configure_plans(system: ReservationSystem, settings: dict[str, PlanSettings],
-                    queues: dict[str, tuple[PlanSettings, Res]], store: PlanStore | None, now_ms: int) -> None:
+                    queues: dict[str, PlanShape], store: SqlStore | None, now_ms: int) -> None:
     """Make the system's plans follow the reservable queues: a new one is created and recovers its
-    stored reservations, one whose settings changed is re-created with the same reservations, one no
-    longer reservable is dropped (its reservations stay stored); every plan gets its capacity."""
+    stored reservations, one whose settings changed, or which gained a resource type, is re-created
+    with the same reservations, one no longer reservable is dropped (its reservations stay stored);
+    every plan gets its capacity."""
     for name in list(system.plans):
         if name not in queues:
             del system.plans[name]
             settings.pop(name, None)
-    for name, (wanted, capacity) in sorted(queues.items()):
+    for name, (wanted, capacity, dims) in sorted(queues.items()):
         entry = system.plans.get(name)
-        if entry is not None and settings.get(name) == wanted:
+        # a plan keeps every type it has, and a new one gets every type of its stored reservations:
+        # the reservations may hold some of them
+        held_types = set(entry.plan.dims) if entry is not None else (
+            store.reservation_types(name) if store is not None else set())
+        kept = (*dims, *sorted(held_types - set(dims)))
+        capacity, dims = reproject(capacity, dims, kept), kept
+        if entry is not None and settings.get(name) == wanted and entry.plan.dims == dims:
             entry.plan.set_capacity(capacity)
             continue
         held = list(entry.plan.reservations.values()) if entry is not None else None
+        old_dims = entry.plan.dims if entry is not None else dims
         if entry is not None:
             del system.plans[name]
         plan = InMemoryPlan(name, capacity, step=wanted.step_ms, policy=make_policy(json.loads(wanted.policy)),
-                            now=now_ms, move_on_expiry=wanted.move_on_expiry)
+                            now=now_ms, move_on_expiry=wanted.move_on_expiry, dims=dims)
         replanner = SimpleCapacityReplanner(wanted.replanner_ms) if wanted.replanner_ms is not None else None
         system.add_plan(plan, make_agent(wanted.agent), replanner)
         settings[name] = wanted
+        if store is not None:
+            store.dims[name] = dims
         if held is not None:
             for r in sorted(held, key=lambda r: r.id):
-                plan.add_reservation(r, is_recovering=True)
+                plan.add_reservation(_reprojected(r, old_dims, dims), is_recovering=True)
         elif store is not None:
             plan.recover(store.reservations(name))

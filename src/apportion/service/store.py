@@ -24,7 +24,14 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from apportion.reservation.definition import ReservationDefinition, ReservationId, parse_definition
+from apportion.reservation.definition import (
+    YARN_DIMS,
+    YARN_TO_PLAN,
+    ReservationDefinition,
+    ReservationId,
+    parse_definition,
+)
+from apportion.reservation.stepfn import Res
 from apportion.reservation.store import StoredReservation
 from apportion.service import db
 
@@ -54,10 +61,36 @@ def _dump(body: Any) -> str:
         return json.dumps(body, sort_keys=True)
 
 
-def definition_json(d: ReservationDefinition) -> dict[str, Any]:
-    """The definition as REST JSON, with its real priority (the list reply always says 0)."""
-    out = d.to_json()
+def definition_json(d: ReservationDefinition, dims: tuple[str, ...] = YARN_DIMS) -> dict[str, Any]:
+    """The definition as REST JSON, with its real priority (the list reply always says 0); `dims` names
+    the capabilities' components (a plan with other types stores them as `resourceInformations`)."""
+    out = d.to_json(dims)
     out["priority"] = d.priority
+    return out
+
+
+def interval_json(a: int, b: int, v: Res, dims: tuple[str, ...]) -> list[Any]:
+    """One allocation entry as stored: `[start, end, [memory, vcores]]`, then, when a type of a plan's
+    other ones is not 0, an object of them by name (so a plan that gains a type reads it back)."""
+    extra = {n: x for n, x in zip(dims[2:], v[2:]) if x}
+    return [a, b, [v[0], v[1]], extra] if extra else [a, b, [v[0], v[1]]]
+
+
+def interval_types(text: str) -> set[str]:
+    """The resource types other than memory and vCores a stored `intervals` text holds."""
+    return {n for e in json.loads(text) if len(e) > 3 for n in e[3]}
+
+
+def definition_types(text: str | None) -> set[str]:
+    """The resource types a stored definition names (as the plan names them)."""
+    if not text:
+        return set()
+    out: set[str] = set()
+    stages = (json.loads(text).get("reservation-requests") or {}).get("reservation-request") or []
+    for st in stages if isinstance(stages, list) else [stages]:
+        infos = ((st.get("capability") or {}).get("resourceInformations") or {}).get("resourceInformation") or []
+        for info in infos if isinstance(infos, list) else [infos]:
+            out.add(YARN_TO_PLAN.get(info["name"], info["name"]))
     return out
 
 
@@ -77,6 +110,8 @@ class SqlStore:
         self._pending_lock = threading.Lock()
         self._pending_sequence = 0
         self._stored_sequence = 0
+        #: each plan's resource types, as configure_plans made it: how its vectors are stored and read
+        self.dims: dict[str, tuple[str, ...]] = {}
 
     @property
     def _conn(self) -> Connection | None:
@@ -108,12 +143,14 @@ class SqlStore:
     # -- PlanStore ------------------------------------------------------------------------------
     def put_reservation(self, queue: str, res: StoredReservation) -> None:
         """Store (or replace) an accepted reservation of the plan of `queue`."""
+        dims = self.dims.get(queue, YARN_DIMS)
+        d = res.definition
         row = {
             "id": str(res.id), "queue": queue, "user": res.user,
-            "definition": orjson.dumps(definition_json(res.definition)).decode() if res.definition is not None else None,
+            "definition": orjson.dumps(definition_json(d, dims)).decode() if d is not None else None,
             "start": res.start, "end": res.end, "period": res.period, "gang": res.gang,
             "acceptance_time": res.acceptance_time,
-            "intervals": orjson.dumps([[a, b, [v[0], v[1]]] for a, b, v in res.intervals]).decode(),
+            "intervals": orjson.dumps([interval_json(a, b, v, dims) for a, b, v in res.intervals]).decode(),
         }
         with self.transaction() as conn:
             conn.execute(_PUT_RESERVATION, row)
@@ -125,18 +162,35 @@ class SqlStore:
                 sa.and_(db.reservations.c.id == str(rid), db.reservations.c.queue == queue)))
 
     def reservations(self, queue: str) -> list[StoredReservation]:
-        """Every stored reservation of the plan of `queue`, in id order."""
+        """Every stored reservation of the plan of `queue`, in id order, its vectors in the plan's
+        dimensions (`self.dims[queue]`; memory and vCores when unset)."""
+        dims = self.dims.get(queue, YARN_DIMS)
         with self._reader() as conn:
             rows = conn.execute(sa.select(db.reservations).where(db.reservations.c.queue == queue)).all()
         out = []
         for row in rows:
+            intervals = []
+            for e in json.loads(row.intervals):
+                extra = e[3] if len(e) > 3 else {}
+                intervals.append((int(e[0]), int(e[1]),
+                                  (int(e[2][0]), int(e[2][1]), *(int(extra.get(n, 0)) for n in dims[2:]))))
             out.append(StoredReservation(
                 id=ReservationId.parse(row.id), user=row.user,
-                definition=parse_definition(json.loads(row.definition)) if row.definition else None,
-                start=int(row.start), end=int(row.end),
-                intervals=tuple((int(a), int(b), (int(v[0]), int(v[1]))) for a, b, v in json.loads(row.intervals)),
+                definition=parse_definition(json.loads(row.definition), dims=dims) if row.definition else None,
+                start=int(row.start), end=int(row.end), intervals=tuple(intervals),
                 period=int(row.period), gang=bool(row.gang), acceptance_time=int(row.acceptance_time)))
         return sorted(out, key=lambda r: r.id)
+
+    def reservation_types(self, queue: str) -> set[str]:
+        """The resource types other than memory and vCores the stored reservations of `queue` hold: its
+        plan is made with them, so recovery reads every vector whole."""
+        with self._reader() as conn:
+            rows = conn.execute(sa.select(db.reservations.c.definition, db.reservations.c.intervals)
+                                .where(db.reservations.c.queue == queue)).all()
+        out: set[str] = set()
+        for row in rows:
+            out |= interval_types(row.intervals) | definition_types(row.definition)
+        return out - set(YARN_DIMS)
 
     def reservation_queues(self) -> set[str]:
         """The queues that hold stored reservations."""
