@@ -132,7 +132,7 @@ async def reservations(request: Request) -> Response:
         for name in svc.listable_plans(user):
             entry = svc.reservations.plans[name]
             for r in sorted(entry.plan.reservations.values(), key=lambda r: r.id):
-                info = reservation_info(r, True)
+                info = reservation_info(r, True, entry.plan.dims)
                 info["queue"] = name
                 out.append(info)
         return out

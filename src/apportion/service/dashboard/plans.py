@@ -58,11 +58,11 @@ def max_window_average(f: StepFunction, s: int, e: int, window: int) -> Res:
     lo, hi = s - window, e - 1
     changes = [t for t, _ in f.items_between(lo, hi + window)]
     starts = {lo, hi} | {t for t in changes if lo <= t <= hi} | {t - window for t in changes if lo <= t - window <= hi}
-    best = (0, 0)
+    best: Res | None = None
     for a in sorted(starts):
-        m, v = f.integral(a, a + window)
-        best = (max(best[0], m // window), max(best[1], v // window))
-    return best
+        avg = tuple(x // window for x in f.integral(a, a + window))
+        best = avg if best is None else tuple(max(b, x) for b, x in zip(best, avg))
+    return best if best is not None else (0, 0)
 
 
 def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def plan_view(svc: Service, name: str, now: int) -> dict[str, Any]:
     limits = policy_limits(plan)
     rows = []
     for r in res:
-        info = reservation_info(r, True)
+        info = reservation_info(r, True, plan.dims)
         d = r.definition
         rows.append({
             "id": str(r.id), "user": r.user or "", "name": d.name if d else "", "start": r.start, "end": r.end,
