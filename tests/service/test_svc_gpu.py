@@ -132,3 +132,61 @@ def test_gpu_reservation_planned_listed_followed_and_recovered(
                json=_gpu_submission(new_id(), gpus=1, containers=1, memory=1024, vcores=1))
     assert _refused_overcommit(r), r.text
     c.close()
+
+
+def _gpu_node(name: str, gpus: str) -> tuple[str, dict[str, Any]]:
+    return (f"node {name}", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {
+        "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": gpus}}})
+
+
+def test_reservation_queue_gets_the_gpus_and_plans_keep_their_types(tmp_path: Path) -> None:
+    """In process: the follower's queue of a GPU reservation is guaranteed its GPUs; a plan gains the
+    type when GPU nodes join (its reservations kept) and keeps it, at capacity 0, when they leave."""
+    from apportion.service.core import Service, ServiceConfig
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'a.db'}", loop=False))
+    try:
+        svc.set_now(svc.clock())
+        plan = svc.reservations.plans["dedicated"].plan
+        assert plan.dims == ("memory-mb", "vcores") and plan.capacity == (131072, 32)
+        rid0 = svc.reservations.new_reservation("alice")[1]["reservation-id"]
+        body = _gpu_submission(rid0, gpus=0, containers=2)
+        assert svc.committed(lambda: svc.reservations.submit("alice", body))[0] == 202
+
+        # GPU nodes join: the plan gains the type (capacity 0: the guarantee names no GPU), the
+        # memory/vCores reservation is kept with 0 GPUs
+        svc._apply_now([_gpu_node("gpu-1", "4"), _gpu_node("gpu-2", "4"), ("q", {
+            "kind": "Queue", "metadata": {"name": "dedicated", "annotations": {"apportion.io/reservable": "true"}},
+            "spec": {"weight": 1, "guarantee": {"resource": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "6"}},
+                     "capability": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8"}}})], [])
+        plan = svc.reservations.plans["dedicated"].plan
+        assert plan.dims == ("memory-mb", "vcores", "nvidia.com/gpu") and plan.capacity == (131072, 32, 6)
+        assert [v for _, _, v in plan.reservations[next(iter(plan.reservations))].intervals] == [(8192, 4, 0)]
+
+        rid = svc.reservations.new_reservation("alice")[1]["reservation-id"]
+        body = _gpu_submission(rid, gpus=2, containers=3)
+        assert svc.committed(lambda: svc.reservations.submit("alice", body))[0] == 202
+        svc.loop.tick()
+        q = svc.live.cache.get("Queue", rid)
+        assert q["spec"]["guarantee"]["resource"] == {"cpu": "6", "memory": "12288Mi", "nvidia.com/gpu": "6"}
+        assert q["spec"]["deserved"]["nvidia.com/gpu"] == "6"
+        rest = svc.live.cache.get("Queue", "dedicated-default")["spec"]["deserved"]
+        assert "nvidia.com/gpu" not in rest and rest["memory"] == f"{131072 - 12288 - 8192}Mi"
+
+        # the GPU nodes leave: the plan keeps the type (capacity 0) and its reservations whole
+        svc._apply_now([], [("Node", "", "gpu-1"), ("Node", "", "gpu-2")])
+        plan = svc.reservations.plans["dedicated"].plan
+        assert plan.dims == ("memory-mb", "vcores", "nvidia.com/gpu") and plan.capacity[2] == 0
+        held = {str(r.id): [v for _, _, v in r.intervals] for r in plan.reservations.values()}
+        assert held[rid] == [(12288, 6, 6)]
+    finally:
+        svc.close()
+
+    # a restart on a memory/CPU cluster reads the stored GPU vectors whole (the plan gets the type)
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'a.db'}", loop=False))
+    try:
+        plan = svc.reservations.plans["dedicated"].plan
+        assert plan.dims == ("memory-mb", "vcores", "nvidia.com/gpu")
+        assert {str(r.id): [v for _, _, v in r.intervals] for r in plan.reservations.values()} == held
+    finally:
+        svc.close()
