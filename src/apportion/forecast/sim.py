@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import math
 import operator
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,8 @@ class ForecastSimulator(Simulator):
     """
 
     def __init__(self, state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
-                 targets: tuple[str, ...] | list[str] = (), horizon: float | None = None) -> None:
+                 targets: tuple[str, ...] | list[str] = (), horizon: float | None = None,
+                 bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = ()) -> None:
         plan_children = {q.name for kids in state.children.values() for q in kids}
         queues = {n: q for n, q in state.queues.items() if n not in plan_children}
         sc = Scenario(name="forecast", source="forecast", base=Path("."), nodes=list(state.nodes), queues=queues,
@@ -92,6 +94,12 @@ class ForecastSimulator(Simulator):
                             self._push(p, EV_WAKE, r.id, None)
         self.res_by_name.update(state.reservation_ids)
         self.res_accepted.update(state.reservation_accepted)
+        #: changes to the sessions' objects from an instant on (seconds after the state's instant):
+        #: a booked reservation as the plan follower would publish it (forecast/reserve.py)
+        self.bookings = sorted(bookings, key=lambda b: b[0])
+        for i, (at, _patch) in enumerate(self.bookings):
+            if at > 0:
+                self._push(self.t0 + at, EV_WAKE, f"booking-{i:04d}", None)
         self._start_jobs(assumed, seed)
 
     # ----------------------------------------------------------------- set-up
@@ -178,6 +186,9 @@ class ForecastSimulator(Simulator):
         snap.nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
                                unschedulable=n.unschedulable) for i, n in enumerate(order)]
         snap.orphan_tasks = [_fresh_task(t, t.status, t.node_name) for t in self.orphans]
+        for at, patch in self.bookings:
+            if self.now >= self.t0 + at - 1e-9:
+                patch(snap)
         return snap
 
     def _job_info(self, sj: SimJob) -> JobInfo:
