@@ -17,7 +17,7 @@ from apportion.engine import prepare, resolve_conf
 from apportion.forecast.apply import apply_change
 from apportion.forecast.fit import Suggestion
 from apportion.forecast.reserve import SUGGESTED
-from apportion.forecast.sim import ForecastSimulator
+from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import SchedulerConf, parse_conf
 from apportion.simulation.reservations import default_child
@@ -77,7 +77,7 @@ def booked_start(objs: list[dict[str, Any]], conf_text: str | None, s: Suggestio
     snap = snap_of(objs)
     prepare(snap, conf)
     start = float(s.change["start"])
-    sim = ForecastSimulator(start_state(snap, conf, NOW), targets=(uid,),
+    sim = forecast_simulator(start_state(snap, conf, NOW), targets=(uid,),
                             horizon=start + 1 if horizon is None else horizon, bookings=[(start, patch)])
     sim.run()
     return sim.jobs[uid].first_start
@@ -87,7 +87,7 @@ def unbooked_start(objs: list[dict[str, Any]], conf_text: str | None, uid: str =
     conf = conf_of(objs, conf_text)
     snap = snap_of(objs)
     prepare(snap, conf)
-    sim = ForecastSimulator(start_state(snap, conf, NOW), targets=(uid,), horizon=86400)
+    sim = forecast_simulator(start_state(snap, conf, NOW), targets=(uid,), horizon=86400)
     sim.run()
     return sim.jobs[uid].first_start
 

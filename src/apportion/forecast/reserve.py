@@ -149,9 +149,9 @@ def first_start(state: StartState, uid: str, horizon: float,
                 bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> float | None:
     """Job `uid`'s first start (seconds from now) in the forecast simulator run to `horizon` with these
     bookings, or None."""
-    from apportion.forecast.sim import ForecastSimulator
+    from apportion.forecast.sim import forecast_simulator
 
-    sim = ForecastSimulator(state, targets=(uid,), horizon=horizon, bookings=bookings)
+    sim = forecast_simulator(state, targets=(uid,), horizon=horizon, bookings=bookings)
     sim.run()
     first = sim.jobs[uid].first_start
     return None if first is None else first - state.t0
