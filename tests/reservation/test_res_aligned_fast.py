@@ -2,7 +2,7 @@
 
 `LowCostAlignedAllocator` evaluates the candidate windows on numpy arrays (`ArrayWindows`) when it can,
 and walks the pieces one by one otherwise. Random plans (periodic reservations, off-grid pieces,
-over-commitment after a capacity drop so that fits raise, per-user caps) and random definitions
+over-commitment after a capacity drop so that the merges refuse, per-user caps) and random definitions
 must give the same reservation, or the same refusal, both ways, for both directions.
 """
 

@@ -292,7 +292,10 @@ class Service:
             self.objects.objects.pop(k, None)
         if any(k[0] == "Node" for k in [*puts, *deletes]):
             # a real backend's nodes joined or left: the plans' capacities follow the cluster's size
+            # the whole check, as the set changed without one: until it passes, edits get it too
+            self.objects.valid = False
             plans, snap = ClusterObjects.check(self.objects.objects, {})
+            self.objects.valid = True
             self.configure_plans(plan_capacities([n.allocatable for n in snap.nodes], snap.queues, plans))
         self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
 
@@ -356,8 +359,11 @@ class Service:
     def close(self) -> None:
         """Stop the writer, store the id sequence handed out since the last commit, release the database."""
         self.writer.stop()
-        with self.store.transaction():
-            pass  # a transaction writes the pending sequence
+        try:
+            with self.store.transaction():
+                pass  # a transaction writes the pending sequence
+        except Exception as e:  # noqa: BLE001 - stopping anyway; the next start's ids carry a new start time
+            log.warning("the reservation id sequence was not stored at stop: %s", e)
         self.engine.dispose()
 
 

@@ -1,6 +1,7 @@
 """The scheduling loop: every schedulePeriod, the plan followers, then one session on the live cache.
 
-A tick, on the writer (so it is one of the ordered changes, never racing a request):
+A tick, on the writer (so it is one of the ordered changes, never racing a request), as two jobs so
+that requests waiting meanwhile run between them (1-3, `follow`; 4-5, `schedule`):
 
 1. pods whose `apportion.io/duration` (seconds) elapsed since they were bound complete (Succeeded);
 2. each plan's follower synchronises at the clock (YARN's step); reservations it archives or the
@@ -19,6 +20,7 @@ A tick, on the writer (so it is one of the ordered changes, never racing a reque
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -280,6 +282,12 @@ class SchedulingLoop:
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session on the cache, everything committed."""
+        self.schedule(self.follow())
+
+    def follow(self) -> tuple[int, float]:
+        """A tick's first half: pods whose duration elapsed complete, a real backend's news is taken in,
+        the plan followers step, and their queues and routing reach the cache. Returns the tick's clock
+        and the time this half took (ms)."""
         svc = self.svc
         t0 = time.perf_counter()
         now = svc.clock()
@@ -293,11 +301,18 @@ class SchedulingLoop:
         states: dict[str, FollowerState] = svc.committed(
             lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
         queues, active = reservation_queues(svc, states, self._queue_memo)
+        svc.live.follow(svc.objects.objects, states, active, queues)
+        return now, (time.perf_counter() - t0) * 1000
+
+    def schedule(self, followed: tuple[int, float]) -> None:
+        """A tick's second half: one session on the cache, its decisions dispatched and committed."""
+        svc = self.svc
+        now, first_ms = followed
+        t0 = time.perf_counter()
         # the conf as Volcano reloads it: `--conf`'s file if it changed, else the stored ConfigMap's;
         # a change of enableHierarchy re-renders the reservable queues before the session
         file_conf, conf = svc.confs.effective(svc.objects.objects)
         svc.live.set_hierarchical(hierarchical(conf), svc.objects.objects)
-        svc.live.follow(svc.objects.objects, states, active, queues)
         result = run_cache_session(svc.live.cache, file_conf)
         backend = (self.backend.decisions(svc.objects.objects, now) if self.backend is not None
                    else ObjectBackend(svc.objects.objects, now))
@@ -322,7 +337,7 @@ class SchedulingLoop:
         self.last_report = result.queues
         self.last_cluster = cluster
         self.ticks += 1
-        took = (time.perf_counter() - t0) * 1000
+        took = first_ms + (time.perf_counter() - t0) * 1000
         self.last_tick_ms = round(took, 1)
         self.max_tick_ms = max(self.max_tick_ms, self.last_tick_ms)
         svc.metrics.session(result, took, svc.reservations.plans, now)
@@ -334,8 +349,12 @@ class SchedulingLoop:
         while True:
             started = time.monotonic()
             try:
-                # with a real backend a tick starts tasks: it must never run twice, so it is not grouped
-                await self.svc.writer.run(self.tick, alone=self.backend is not None)
+                # two writer jobs, so that requests waiting meanwhile run between the halves instead of
+                # after the whole tick; with a real backend a tick starts tasks and must never run twice,
+                # so it is not grouped with other jobs
+                alone = self.backend is not None
+                followed = await self.svc.writer.run(self.follow, alone=alone)
+                await self.svc.writer.run(functools.partial(self.schedule, followed), alone=alone)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
