@@ -6,7 +6,7 @@
   against the same 8 run one after another in this process (target >= 1.7x), with and without the
   local Ray's start and stop; with --cli also the whole command both ways, each in a new process.
 
-Run: `.venv/bin/python benchmarks/bench_ray.py [--jobs 30] [--skip-sweep] [--skip-bind] [--cli]`.
+Run: `.venv/bin/python benchmarks/bench_ray.py [--jobs 30] [--skip-sweep] [--skip-bind] [--rounds N] [--cli]`.
 Results go to stdout with the load average; copy them to benchmarks/README.md.
 """
 
@@ -122,6 +122,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=30)
     ap.add_argument("--skip-sweep", action="store_true")
     ap.add_argument("--skip-bind", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="sweep rounds (each: sequential, Ray, Ray with its start)")
     ap.add_argument("--cli", action="store_true", help="also time the whole `apportion sweep` command both ways")
     args = ap.parse_args()
     if not args.skip_bind:
@@ -130,15 +131,17 @@ def main() -> None:
             print(f"bind -> running ({kind}): median {statistics.median(lat):.1f} ms, p90 "
                   f"{sorted(lat)[int(0.9 * (len(lat) - 1))]:.1f} ms, max {max(lat):.1f} ms over {len(lat)} jobs")
     if not args.skip_sweep:
-        print(f"load average before the sweep: {os.getloadavg()}")
-        t = sweep_speedup()
-        print(f"sweep of 8 variants: sequential {t['sequential']:.1f} s; Ray (2 CPUs) {t['ray']:.1f} s without the "
-              f"cluster's start ({t['sequential'] / t['ray']:.2f}x), {t['ray+start']:.1f} s with it "
-              f"({t['sequential'] / t['ray+start']:.2f}x)")
+        # the machine's load drifts: rounds alternate the two sides, and each round is reported
+        for r in range(args.rounds):
+            print(f"round {r + 1}, load average before: {os.getloadavg()}")
+            t = sweep_speedup()
+            print(f"sweep of 8 variants: sequential {t['sequential']:.1f} s; Ray (2 CPUs) {t['ray']:.1f} s without "
+                  f"the cluster's start ({t['sequential'] / t['ray']:.2f}x), {t['ray+start']:.1f} s with it "
+                  f"({t['sequential'] / t['ray+start']:.2f}x)", flush=True)
         if args.cli:
             c = cli_sweep()
             print(f"whole command: --local {c['cli --local']:.1f} s, on a local Ray {c['cli ray']:.1f} s "
-                  f"({c['cli --local'] / c['cli ray']:.2f}x)")
+                  f"({c['cli --local'] / c['cli ray']:.2f}x)", flush=True)
         print(f"load average after: {os.getloadavg()}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,15 @@ def pods(svc: Service, job: str) -> dict[str, dict[str, Any]]:
 def phases(svc: Service, job: str) -> list[str]:
     """The job's pods' phases, by name."""
     return [o["status"]["phase"] for o in pods(svc, job).values()]
+
+
+def tick_until(svc: Service, done: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    """Run scheduling ticks until `done()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"timed out; waiting: {svc.loop.waiting}"
+        svc.loop.tick()
+        time.sleep(0.05)
 
 
 def descendants(root: int) -> set[int]:

@@ -6,9 +6,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import ray
 from ray import cloudpickle
-from svc_ray import RayCluster, phases, pods, ray_service, submit
+from svc_ray import RECLAIM_CONF, RayCluster, phases, pods, ray_service, submit, tick_until
 
 from apportion.backends.ray_backend import RayBackend
 from apportion.backends.ray_jobs import function_payload
@@ -62,6 +63,36 @@ def test_gang_of_two_runs_on_the_chosen_nodes_or_not_at_all(ray_cluster: RayClus
         assert phases(svc, "h") == ["Running"] * 3
         got = sorted(ray.get([s.ref for p, s in backend.running.items() if p.startswith("t/h-")], timeout=30))
         assert got == sorted(ray_cluster.node_id(w) for w in ("w1", "w2", "w3"))
+    finally:
+        for pod in sorted(backend.running):
+            backend._stop(pod)
+        svc.close()
+
+
+def test_reclaiming_from_a_gang_in_its_placement_group_frees_its_nodes(ray_cluster: RayCluster,
+                                                                        tmp_path: Path) -> None:
+    # a placement group cannot shrink: had only the chosen victim's task been cancelled, its CPU would
+    # stay reserved inside the group and the reclaimer, "Running" for the scheduler, would wait in Ray
+    backend = RayBackend()
+    svc = ray_service(tmp_path, backend, conf=RECLAIM_CONF)
+    try:
+        # queue a's gang of 6 fills the three workers, in one placement group
+        submit(svc, "big", "a", 6, 6, {"cpu": "1"}, function_payload(where, (30.0,)))
+        tick_until(svc, lambda: phases(svc, "big") == ["Running"] * 6)
+        first = {p: s.ref for p, s in backend.running.items() if p.startswith("t/big-")}
+        assert "t/big" in backend.groups
+        # queue b, under its deserved share, reclaims: the gang's group goes whole, and b really runs
+        submit(svc, "small", "b", 2, 2, {"cpu": "1"}, function_payload(where, (0.5,)))
+        tick_until(svc, lambda: phases(svc, "small") == ["Running"] * 2)
+        assert phases(svc, "big") == ["Pending"] * 6 and "t/big" not in backend.groups
+        small = [s.ref for p, s in backend.running.items() if p.startswith("t/small-")]
+        assert len(ray.get(small, timeout=30)) == 2
+        for ref in first.values():
+            with pytest.raises(ray.exceptions.RayError):
+                ray.get(ref, timeout=30)
+        # once b is done, the gang runs again, all of it
+        tick_until(svc, lambda: phases(svc, "small") == ["Succeeded"] * 2 and phases(svc, "big") == ["Running"] * 6)
+        assert all(backend.running[p].ref != ref for p, ref in first.items())
     finally:
         for pod in sorted(backend.running):
             backend._stop(pod)

@@ -23,9 +23,16 @@ from svc_ray import QUEUES, RECLAIM_CONF, RayCluster, descendants
 
 APPORTION = str(Path(sys.executable).parent / "apportion")
 
-# a task's command: leave a file named after its pid (so the test can tell which processes ran and
-# whether they still live), then sleep
-TASK = "import os, sys, time; open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close(); time.sleep(float(sys.argv[2]))"
+# a task's command: leave a file named after its pid in DIR (so the test can tell which processes ran
+# and whether they still live), then run until DIR/done exists (the test ends the task when it has
+# looked at it, however slow the machine) or for at most SECONDS
+TASK = """import os, sys, time
+folder, seconds = sys.argv[1], float(sys.argv[2])
+open(os.path.join(folder, str(os.getpid())), "w").close()
+end = time.monotonic() + seconds
+while time.monotonic() < end and not os.path.exists(os.path.join(folder, "done")):
+    time.sleep(0.1)
+"""
 
 
 def cli(*argv: str) -> str:
@@ -45,7 +52,7 @@ def alive(pid: int) -> bool:
 
 def started(folder: Path) -> list[int]:
     """The pids of the tasks that started, from their files."""
-    return sorted(int(p.name) for p in folder.iterdir())
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
 
 
 def wait_for(what: Callable[[], bool], timeout_s: float = 60.0, why: Callable[[], Any] = lambda: "") -> None:
@@ -140,6 +147,12 @@ def test_deserved_shares_on_real_tasks_through_http(server: Server, tmp_path: Pa
     nodes = cli("get", "nodes", "--server", url, "--user", "t")
     assert len(re.findall(r"^ray-[0-9a-f]{12}\s", nodes, re.M)) == 4, nodes
 
+    # a job for a queue the service does not have is refused, not left waiting forever
+    r = subprocess.run([APPORTION, "submit", "--server", url, "--user", "t", "--queue", "nope", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--queue" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "nope" not in {j["podgroup"]["spec"]["queue"] for j in jobs(url).values()}
+
     # queue a takes the whole cluster: 6 tasks of one CPU on 3 workers of two
     assert cli("submit", "--server", url, "--user", "t", "--queue", "a", "--tasks", "6", "--min-member", "1",
                "--resources", "cpu=1", "--name", "big", "--", sys.executable, "-c", TASK, str(a_dir), "60"
@@ -152,7 +165,7 @@ def test_deserved_shares_on_real_tasks_through_http(server: Server, tmp_path: Pa
     # queue b, under its deserved share (half of the cluster, as a and b weigh the same), asks for a
     # gang of two: reclaim evicts two of a's tasks, and their processes really end
     cli("submit", "--server", url, "--user", "t", "--queue", "b", "--tasks", "2", "--resources", "cpu=1",
-        "--name", "small", "--", sys.executable, "-c", TASK, str(b_dir), "6")
+        "--name", "small", "--", sys.executable, "-c", TASK, str(b_dir), "120")
     wait_for(lambda: len(started(b_dir)) == 2, 60, lambda: jobs(url))
     wait_for(lambda: sum(alive(p) for p in first) == 4, 30, lambda: (first, jobs(url)))
     now = jobs(url)
@@ -179,6 +192,7 @@ def test_deserved_shares_on_real_tasks_through_http(server: Server, tmp_path: Pa
     assert set(rows["default/small"][4].split(",")) <= set(re.findall(r"ray-[0-9a-f]{12}", page))
 
     # b's tasks end; a's two evicted tasks are bound again and really run (new processes)
+    (b_dir / "done").touch()
     wait_for(lambda: jobs(url)["small"]["phase"] == "Completed", 60, lambda: jobs(url))
     wait_for(lambda: len(started(a_dir)) == 8, 60, lambda: jobs(url))
     again = [p for p in started(a_dir) if p not in first]

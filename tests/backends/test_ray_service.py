@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import ray
 from ray import cloudpickle
-from svc_ray import RECLAIM_CONF, RayCluster, phases, pods, ray_service, submission, submit
+from svc_ray import RECLAIM_CONF, RayCluster, phases, pods, ray_service, submission, submit, tick_until
 
 from apportion.backends.ray_backend import RayBackend
 from apportion.backends.ray_jobs import function_payload
@@ -36,15 +35,6 @@ def nap(seconds: float) -> str:
     """A task body: sleep, then say which Ray node ran it."""
     time.sleep(seconds)
     return str(ray.get_runtime_context().get_node_id())
-
-
-def tick_until(svc: Service, done: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    """Run scheduling ticks until `done()` holds."""
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        assert time.monotonic() < deadline, f"timed out; waiting: {svc.loop.waiting}"
-        svc.loop.tick()
-        time.sleep(0.05)
 
 
 def stop_all(backend: RayBackend, svc: Service) -> None:

@@ -1,8 +1,8 @@
 """The aligned allocator's vectorised window costs and fits against its scalar walk: identical results.
 
-`LowCostAlignedAllocator` evaluates every candidate window on numpy arrays (`_Windows`) when it can,
+`LowCostAlignedAllocator` evaluates the candidate windows on numpy arrays (`ArrayWindows`) when it can,
 and walks the pieces one by one otherwise. Random plans (periodic reservations, off-grid pieces,
-over-commitment after a capacity drop so that fits raise, per-user caps) and random definitions
+over-commitment after a capacity drop so that the merges refuse, per-user caps) and random definitions
 must give the same reservation, or the same refusal, both ways, for both directions.
 """
 
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from res_helpers import make_plan, rid
 
 from apportion.reservation.agents import aligned
+from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
@@ -82,7 +83,7 @@ def test_vectorised_windows_place_exactly_like_the_scalar_walk(
         d = _definition(*args)
         fast = _outcome(left, plan, d, old)
         with monkeypatch.context() as m:
-            m.setattr(aligned._Windows, "make", classmethod(lambda cls, *a: None))
+            m.setattr(aligned.ArrayWindows, "make", classmethod(lambda cls, *a: None))
             scalar = _outcome(left, plan, d, old)
         assert fast == scalar
 
@@ -99,63 +100,16 @@ def test_vectorised_terms_round_like_calc_ratio(kind, cap, vals, lens, step):
     """Each piece's term is calc.ratio(value, capacity) * length / step to the last bit, and a window's
     cost is their sum in time order."""
     calc = Calculator(kind)
-    w = aligned._Windows()
-    w.kind, w.step, w.cap32 = kind, step, np.array(cap, dtype=np.float32)
+    w = ArrayWindows(0, 1, 1, (1, 1), step, kind != "default", cap)
     ls = [lens + 13 * i for i in range(len(vals))]
     v = np.array(vals, dtype=np.int64)
-    terms = w._terms(v[:, 0], v[:, 1], np.array(ls, dtype=np.float64)).tolist()
+    terms = w._terms(v, np.array(ls, dtype=np.float64)).tolist()
     want = [calc.ratio(v, cap) * n / step for v, n in zip(vals, ls)]
     assert terms == want
     total = 0.0
     for t in want:
         total += t
     assert float(np.add.accumulate(np.array(terms))[-1]) == total
-
-
-def _fit_per_piece(free: np.ndarray, gang, kind: str, n: int) -> int:
-    """The window's fit by definition, piece by piece (the vectorised code it replaced)."""
-    r = free - np.array((gang[0] * n, gang[1] * n), dtype=np.int64)
-    neg = (r < 0).any(axis=1)
-    x = r[:, 0] // gang[0]
-    if kind != "default":
-        x = np.minimum(x, r[:, 1] // gang[1])
-    zero = x <= 0
-    if neg.any() and (not zero.any() or int(neg.argmax()) <= int(zero.argmax())):
-        return -1
-    if zero.any():
-        return 0
-    return int(x.min())
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    kind=st.sampled_from(["default", "dominant"]),
-    gang=st.tuples(st.integers(1, 5), st.integers(0, 3)),
-    windows=st.lists(st.lists(st.tuples(st.integers(-3, 30), st.integers(-2, 12)), min_size=1, max_size=8),
-                     min_size=1, max_size=4),
-    adds=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), max_size=6),
-)
-def test_window_fits_from_minima_match_the_pieces(kind, gang, windows, adds):
-    """A window's fit after any sequence of placements is the per-piece definition's."""
-    if kind != "default" and gang[1] == 0:
-        gang = (gang[0], 1)  # make() leaves a zero gang component to the scalar walk
-    w = aligned._Windows()
-    w.gang, w.kind, w.lo, w.dur = gang, kind, 0, 10
-    free = np.array([p for ps in windows for p in ps], dtype=np.int64).reshape(-1, 2)
-    starts = [0]
-    for ps in windows:
-        starts.append(starts[-1] + len(ps))
-    w.fit_pieces(free, starts)
-    counts = [0] * len(windows)
-    for k, n in [(0, 0)] + adds:
-        k %= len(windows)
-        if n:
-            w.add(k * 10, n)
-            counts[k] += n
-        for j in range(len(windows)):
-            want = _fit_per_piece(free[starts[j]:starts[j + 1]], gang, kind, counts[j])
-            assert w._fit(j) == want
-    assert w.placed() == [(k * 10, (gang[0] * c, gang[1] * c)) for k, c in enumerate(counts) if c]
 
 
 @pytest.mark.parametrize("left", [True, False])
@@ -190,10 +144,12 @@ def test_candidate_runs_place_exactly_like_one_entry_per_candidate(
     for args in jobs:
         d = _definition(*args)
         with monkeypatch.context() as m:
+            # the walk (the arrays always run): runs against one entry per candidate
+            m.setattr(aligned.ArrayWindows, "make", classmethod(lambda cls, *a: None))
+            each = _outcome(left, plan, d, old)
             m.setattr(aligned, "_RUNS_MIN", 0)
             m.setattr(aligned, "_RUNS_FACTOR", 0)
             runs = _outcome(left, plan, d, old)
-        each = _outcome(left, plan, d, old)
         assert runs == each
 
 
@@ -236,7 +192,8 @@ def _fn(ps):
        best=st.integers(1, 9), step=st.sampled_from([1, 7]))
 def test_window_cost_and_fit_are_the_merge_pieces_walk(load, avail, placed, kind, s, span, cut, best, step):
     """The inlined two-cursor walks of the aligned allocator against the reference walk
-    (merge_pieces): the same float sum in the same order, the same fit or the same refusal."""
+    (merge_pieces, equal neighbours joined): the same float sum in the same order, the same fit
+    or the same refusal."""
     from apportion.reservation.resmath import radd, rsub
     from apportion.reservation.stepfn import merge_pieces, segments
 
@@ -253,25 +210,30 @@ def test_window_cost_and_fit_are_the_merge_pieces_walk(load, avail, placed, kind
     for t in (lt, vt, pt):
         t.append(aligned._PAST_END)
     got = aligned.window_cost(lt, lv, pt, pv, a, b, step, {}, lambda r: calc.ratio(r, cap))
-    want = 0.0
+    runs: list[list] = []  # merge_pieces' pieces, equal neighbours joined (as trunk's merge leaves them)
     for x, y, r in merge_pieces(lf, pf, a, b, radd):
+        if runs and runs[-1][2] == r:
+            runs[-1][1] = y
+        else:
+            runs.append([x, y, r])
+    want = 0.0
+    for x, y, r in runs:
         want += calc.ratio(r, cap) * (y - x) / step
     assert got == want
 
     def gangs(r, cap_n):
         return calc.gangs(r, gang, cap_n)
 
-    want_fit: object = best
+    want_fit = best
     for _x, _y, r in merge_pieces(vf, pf, a, b, rsub):
-        if r[0] < 0 or r[1] < 0:
-            want_fit = "negative"
+        want_fit = min(want_fit, gangs(r, want_fit))
+        if want_fit <= 0:
             break
-        want_fit = min(want_fit, gangs(r, want_fit))  # type: ignore[call-overload, arg-type]
-        if want_fit <= 0:  # type: ignore[operator]
-            want_fit = 0
-            break
-    try:
-        got_fit: object = aligned.window_fit(vt, vv, pt, pv, a, b, best, gangs)
-    except PlanningException:
-        got_fit = "negative"
-    assert got_fit == want_fit
+    assert aligned.window_fit(vt, vv, pt, pv, a, b, best, gangs) == want_fit
+    # the closed range [a, b]: the instant b too
+    vt2, vv2 = segments(vf, s, d + 1)
+    pt2, pv2 = segments(pf, s, d + 1)
+    for t in (vt2, pt2):
+        t.append(aligned._PAST_END)
+    want_neg = any(r[0] < 0 or r[1] < 0 for _x, _y, r in merge_pieces(vf, pf, a, b + 1, rsub))
+    assert aligned.window_negative(vt2, vv2, pt2, pv2, a, b) == want_neg

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from apportion.errors import InputError
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.replay import run_case
 from apportion.simulation.engine import simulate
@@ -146,3 +147,14 @@ def test_a_booking_of_a_resource_the_plan_lacks_is_refused_naming_it() -> None:
     res = simulate(parse_scenario(_scenario("greedy", requests=requests, gpus={"gpu": 1}), source="test.yaml"))
     [e] = res.reservation_log
     assert not e["accepted"] and e["message"]
+
+
+@pytest.mark.parametrize("change,where", [
+    (("agent: greedy", "agent: bogus"), "plans.res.agent"),
+    (("agent: greedy", "agent: greedy, resourceCalculator: x"), "plans.res.resourceCalculator"),
+    (("numContainers: 2,", "numContainers: 2, minConcurrency: 3,"), "reservations[1].requests[0].minConcurrency"),
+])
+def test_bad_plan_settings_name_the_field(change: tuple[str, str], where: str) -> None:
+    with pytest.raises(InputError) as ei:
+        parse_scenario(_scenario("greedy").replace(*change), source="t.yaml")
+    assert f"t.yaml: {where}" in str(ei.value)

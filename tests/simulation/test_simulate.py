@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from apportion.cluster.model import TaskStatus
 from apportion.errors import InputError
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
@@ -610,8 +611,8 @@ def test_metrics_recount_only_changed_queues_yet_match_a_full_count(monkeypatch:
         samples += 1
         full: dict[str, tuple[list[float], list[float]]] = {}
         for job in self.sim.active.values():
-            running = sum(1 for x in job.tasks if x.status == "running")
-            waiting = sum(1 for x in job.tasks if x.status == "pending")
+            running = sum(1 for x in job.tasks if x.status is TaskStatus.RUNNING)
+            waiting = sum(1 for x in job.tasks if x.status is TaskStatus.PENDING)
             if running or waiting:
                 a, p = full.setdefault(job.queue, ([0.0] * len(self.dims), [0.0] * len(self.dims)))
                 for i, d in enumerate(self.dims):

@@ -171,6 +171,19 @@ class RayBackend:
 
             remove_placement_group(self.groups.pop(started.job)[0])
 
+    def evict(self, pod: str) -> list[str]:
+        """Stop the pod's work for an eviction; the other pods that had to stop with it. A member of a
+        gang's placement group frees its share only inside the group, which Ray cannot shrink, so
+        evicting it frees nothing a reclaimer could use: the whole group goes (see docs/semantics.md)."""
+        started = self.running.get(pod)
+        if started is None or started.bundle is None:
+            self._stop(pod)
+            return []
+        members = sorted(p for p, s in self.running.items() if s.job == started.job and s.bundle is not None)
+        for member in members:
+            self._stop(member)  # the last one removes the group
+        return [m for m in members if m != pod]
+
     def _stop(self, pod: str) -> None:
         """Cancel the pod's task or kill its actor."""
         import ray
@@ -348,8 +361,12 @@ class RayDecisions(ObjectBackend):
         return errors
 
     def evict(self, pod: str, reason: str) -> str | None:
-        """Cancel the pod's task (or kill its actor); the pod goes back to Pending."""
+        """Cancel the pod's task (or kill its actor); the pod goes back to Pending, and so do the other
+        members of its gang's placement group when it ran inside one (RayBackend.evict)."""
         assert self.ray_backend is not None
-        self.ray_backend._stop(pod)
-        return super().evict(pod, reason)
+        others = self.ray_backend.evict(pod)
+        error = super().evict(pod, reason)
+        for other in others:
+            super().evict(other, f"{reason} (its gang's placement group was removed with {pod})")
+        return error
 

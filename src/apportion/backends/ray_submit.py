@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -30,8 +31,13 @@ def post_job(objects: list[dict[str, Any]], server: str = DEFAULT_SERVER, user: 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     params = {} if token else {"user.name": user or os.environ.get("USER") or getpass.getuser()}
     body = yaml.safe_dump_all(objects, sort_keys=True).encode()
+    queue = objects[0]["spec"]["queue"]
     try:
         with httpx.Client(base_url=server, headers=headers, params=params, timeout=30.0) as c:
+            # the service stores a job whatever its queue says; one naming no queue would wait forever
+            if c.get(f"/api/v1/queues/{quote(queue, safe='')}").status_code == 404:
+                raise InputError(f"no queue {queue!r} on the service (apportion get queues lists them)",
+                                 where="--queue")
             r = c.post("/api/v1/apply", content=body, headers={"Content-Type": "application/yaml"})
     except httpx.HTTPError as e:
         raise InputError(f"cannot reach the server: {e}", where=server) from None

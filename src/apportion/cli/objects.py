@@ -139,18 +139,31 @@ def get_cmd(what: str, output: str, server: str, user: str | None, token: str | 
     _run(body)
 
 
+#: what `delete` names, and the API's plural for it; the namespaced ones are named NAMESPACE/NAME (the
+#: namespace "default" when left out, as kubectl has it). Every kind `apply` stores can be deleted.
+_DELETE = {"queue": ("queues", False), "node": ("nodes", False), "priorityclass": ("priorityclasses", False),
+           "job": ("jobs", True), "podgroup": ("podgroups", True), "pod": ("pods", True),
+           "configmap": ("configmaps", True)}
+
+
 @click.command("delete")
-@click.argument("what", type=click.Choice(["queue", "node", "job", "priorityclass"]))
+@click.argument("what", type=click.Choice(list(_DELETE)))
 @click.argument("name")
 @_server_options
 def delete_cmd(what: str, name: str, server: str, user: str | None, token: str | None) -> None:
-    """Delete a queue, node, priority class, or a job (NAMESPACE/NAME) from the service."""
+    """Delete a queue, node or priority class (NAME), or a job (a PodGroup with its Pods), podgroup, pod
+    or configmap ([NAMESPACE/]NAME, in "default" without a namespace) from the service."""
     def body() -> None:
-        if what == "job":
+        plural, namespaced = _DELETE[what]
+        if namespaced:
             ns, _, n = name.rpartition("/")
-            path = f"/api/v1/jobs/{ns or 'default'}/{n}"
+            if not n or "/" in ns:
+                raise InputError("expected NAME or NAMESPACE/NAME", where="NAME")
+            path = f"/api/v1/{plural}/{ns or 'default'}/{n}"
         else:
-            path = f"/api/v1/{what}s/{name}" if what != "priorityclass" else f"/api/v1/priorityclasses/{name}"
+            if not name or "/" in name:
+                raise InputError(f"a {what} is named without a namespace", where="NAME")
+            path = f"/api/v1/{plural}/{name}"
         _call(server, user, token, "DELETE", path)
         click.echo(f"{what}/{name} deleted")
 

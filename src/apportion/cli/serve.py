@@ -46,7 +46,7 @@ def listen(host: str, port: int) -> socket.socket:
 @click.option("--admin", "admins", multiple=True, help="A user who passes every ACL (repeatable).")
 @click.option("--backend", type=click.Choice(["objects", "ray"]), default="objects", show_default=True,
               help="Where binds run: the stored objects only, or tasks on a Ray cluster.")
-@click.option("--ray-address", default=None, help="The Ray cluster to join (default: start a local one).")
+@click.option("--ray-address", default=None, help="The Ray cluster to join (default: $RAY_ADDRESS, else a new local Ray).")
 def serve(db_url: str | None, host: str, port: int, conf_path: str | None, cluster_path: str | None,
           scenario_path: str | None, speed: float, schedule_period: float, acls: bool, admins: tuple[str, ...],
           backend: str, ray_address: str | None) -> None:

@@ -13,7 +13,7 @@ from apportion.cli.guard import run_guarded
 @click.argument("scenario", required=False)
 @click.option("--vary", "varies", multiple=True, metavar="KEY=VALUES",
               help="run.seed=0..9, run.horizon=3600,7200 or scheduler=a.conf,b.conf (repeatable: every combination).")
-@click.option("--ray-address", default=None, help="The Ray cluster to run on (default: a local Ray).")
+@click.option("--ray-address", default=None, help="The Ray cluster to run on (default: $RAY_ADDRESS, else a new local Ray).")
 @click.option("--local", is_flag=True, help="Run the variants one after another in this process (no Ray).")
 @click.option("--out", default="sweep-report", show_default=True, type=click.Path(file_okay=False),
               help="Where the comparison report goes.")

@@ -29,12 +29,13 @@ from apportion.simulation.jobs import EV_FINISH, EV_RELEASE, EV_WAKE, SimJob, Si
 from apportion.simulation.scenario import JobSpec, RunSpec, Scenario
 from apportion.simulation.workload import rng_for
 
+#: a forecast start's task status (forecast/start.py) as the simulator's task state
 _SIM_STATUS = {"pending": TaskStatus.PENDING, "running": TaskStatus.RUNNING, "releasing": TaskStatus.RELEASING,
                "done": TaskStatus.SUCCEEDED}
 
 
-#: TaskInfo's fields in __init__ order: a copy is TaskInfo(*_task_fields(t)); `dataclasses.replace`,
-#: which builds keyword arguments field by field, was a third of a 1,000-node forecast's time
+#: TaskInfo's fields in __init__ order: a copy is TaskInfo(*_task_fields(t)), not `dataclasses.replace`,
+#: which builds keyword arguments field by field (benchmarks/README.md)
 _task_fields = operator.attrgetter(*(f.name for f in fields(TaskInfo)))
 _job_fields = operator.attrgetter(*(f.name for f in fields(JobInfo)))
 
@@ -114,7 +115,7 @@ class ForecastSimulator(Simulator):
             self.templates[tpl.uid] = tpl
             self.template_tasks[tpl.uid] = [t.template for t in js.tasks]
             for ts in js.tasks:
-                st = SimTask(index=ts.index, name=ts.template.name, status=ts.status, node=ts.node,
+                st = SimTask(index=ts.index, name=ts.template.name, status=_SIM_STATUS[ts.status], node=ts.node,
                              start=self.t0 - ts.elapsed)
                 sj.tasks.append(st)
                 self.original[(tpl.uid, ts.index)] = ts.template.status
@@ -149,10 +150,10 @@ class ForecastSimulator(Simulator):
             self.deleting.discard((uid, idx))
             job = self.jobs[uid]
             t = job.tasks[idx]
-            if t.status == "releasing" and t.attempt == attempt:
+            if t.status is TaskStatus.RELEASING and t.attempt == attempt:
                 self.dirty = True
                 self._free(job, t)
-                self._set_status(job, t, "done")
+                self._set_status(job, t, TaskStatus.SUCCEEDED)
                 job.done_tasks += 1
                 if job.done_tasks == len(job.tasks):
                     job.state, job.finish, job.phase = "done", self.now, PodGroupPhase.COMPLETED
@@ -160,7 +161,7 @@ class ForecastSimulator(Simulator):
                 return
         super()._event(kind, payload)
 
-    def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
+    def _set_status(self, job: SimJob, t: SimTask, status: TaskStatus) -> None:
         self.original.pop((job.uid, t.index), None)
         super()._set_status(job, t, status)
 
@@ -209,8 +210,8 @@ class ForecastSimulator(Simulator):
             if status is not None:
                 ji.add_task(_fresh_task(tt, status, tt.node_name))
             else:
-                ji.add_task(_fresh_task(tt, _SIM_STATUS[st.status], st.node if st.status != "done" else ""))
-        if sj.phase is PodGroupPhase.RUNNING and all(t.status == "running" for t in sj.tasks):
+                ji.add_task(_fresh_task(tt, st.status, st.node if st.status is not TaskStatus.SUCCEEDED else ""))
+        if sj.phase is PodGroupPhase.RUNNING and all(t.status is TaskStatus.RUNNING for t in sj.tasks):
             sj.info, sj.info_of = ji, of
         else:
             sj.info, sj.info_of = None, ()

@@ -19,7 +19,7 @@ from yaml.constructor import ConstructorError
 
 from apportion.errors import MAX_DEPTH, InputError, check_depth
 
-try:  # the C loader is ~8x faster on large kubectl dumps
+try:  # the C loader, for large kubectl dumps (benchmarks/README.md)
     from yaml import CSafeLoader as _CLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _CLoader  # type: ignore[assignment]

@@ -51,9 +51,12 @@ def binpack_weights(args: Arguments) -> tuple[int, dict[str, int]]:
 
 
 class BinpackPlugin(Plugin):
+    """Volcano's binpack (`plugins/binpack/binpack.go`): node order that favours nodes the task fills most."""
+
     name = "binpack"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Read the weights and register the node-order score."""
         self.ssn = ssn
         self.weight, self.resources = binpack_weights(self.arguments)
         self._dims: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}

@@ -11,9 +11,12 @@ CRITICAL = ("system-cluster-critical", "system-node-critical")
 
 
 class ConformancePlugin(Plugin):
+    """Volcano's conformance (`plugins/conformance/conformance.go`): critical pods and kube-system are never victims."""
+
     name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Register the evictable filter for preempt and reclaim."""
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.evictable)
         ssn.add_fn(ep.RECLAIMABLE, self.name, self.evictable)
 

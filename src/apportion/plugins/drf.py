@@ -22,9 +22,13 @@ DERIVED = "drf.share"
 
 
 class DrfPlugin(Plugin):
+    """Volcano's drf (`plugins/drf/drf.go`): jobs ordered by dominant resource share, and preemption by share."""
+
     name = "drf"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Compute every job's dominant share and register the job order, the preemption filter and the event
+        handler that keeps shares current."""
         self.ssn = ssn
         self.total = ssn.total_resource
         if ssn.conf.hierarchy_enabled(self.name):
@@ -50,6 +54,7 @@ class DrfPlugin(Plugin):
         return a, self.share_of(a)
 
     def share_of(self, r: Resource) -> float:
+        """The dominant share of `r` in the cluster."""
         return dominant_share(r, self._terms)
 
     def job_order(self, l: JobInfo, r: JobInfo) -> int:
@@ -84,11 +89,13 @@ class DrfPlugin(Plugin):
         return self.allocated[uid]
 
     def on_allocate(self, task: TaskInfo) -> None:
+        """AllocateFunc: the task's job owns its request from now; its share grows."""
         a = self._owned(task.job)
         a.add(task.resreq)
         self.shares[task.job] = self.share_of(a)
 
     def on_deallocate(self, task: TaskInfo) -> None:
+        """DeallocateFunc: the task's job gives its request back; its share shrinks."""
         a = self._owned(task.job)
         a.sub_without_assert(task.resreq)
         self.shares[task.job] = self.share_of(a)

@@ -43,6 +43,8 @@ class FairShareQueue:
 
 @dataclass
 class FairShareResult:
+    """The water-filling's answer: each queue's deserved and how many rounds it took."""
+
     deserved: dict[str, Resource]
     #: rounds run; 0 when the total weight was 0 from the start.
     rounds: int

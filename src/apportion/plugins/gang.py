@@ -17,9 +17,12 @@ VALID_KEY = "gang.valid"
 
 
 class GangPlugin(Plugin):
+    """Volcano's gang (`plugins/gang/gang.go`): a job runs only with minMember tasks at once."""
+
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Register job validity, order, readiness, pipelining and starving, and the gang-aware victim filters."""
         self.ssn = ssn
         ssn.add_fn(ep.JOB_VALID, self.name, self.job_valid)
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.evictable)

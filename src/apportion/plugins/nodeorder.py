@@ -132,9 +132,12 @@ def _floor_div(a: float, b: float) -> float:
 
 
 class NodeOrderPlugin(Plugin):
+    """Volcano's nodeorder (`plugins/nodeorder/nodeorder.go`): the weighted kube-scheduler node scores."""
+
     name = "nodeorder"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Read the score weights and register the node-order function."""
         self.ssn = ssn
         a = self.arguments
         d = Weights()

@@ -13,9 +13,12 @@ DEFAULT_FACTOR = 1.2
 
 
 class OvercommitPlugin(Plugin):
+    """Volcano's overcommit (`plugins/overcommit/overcommit.go`): enqueue admits up to the cluster times a factor."""
+
     name = "overcommit"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Take the overcommit factor and register the enqueue vote and its bookkeeping (JobEnqueued)."""
         self.ssn = ssn
         factor = self.arguments.get_float("overcommit-factor", DEFAULT_FACTOR)
         self.factor = DEFAULT_FACTOR if factor < 1 else factor

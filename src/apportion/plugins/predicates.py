@@ -77,9 +77,12 @@ class _Signature:
 
 
 class PredicatesPlugin(Plugin):
+    """Volcano's predicates (`plugins/predicates/predicates.go`): the kube-scheduler filters a node must pass."""
+
     name = "predicates"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Read which filters are on and register the predicate, pre-predicate and simulate predicate."""
         self.ssn = ssn
         args = self.arguments
         self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)

@@ -9,9 +9,12 @@ from apportion.framework.session import Session
 
 
 class PriorityPlugin(Plugin):
+    """Volcano's priority (`plugins/priority/priority.go`): job and task order by PriorityClass, preemption by priority."""
+
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
+        """Register the job and task orders, job starving and the priority-based preemption filter."""
         self.ssn = ssn
         ssn.add_fn(ep.TASK_ORDER, self.name, self.task_order)
         ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)

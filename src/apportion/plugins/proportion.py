@@ -64,6 +64,7 @@ class QueueAttr:
         self.share = queue_share(self.allocated, self.deserved)
 
     def clone(self) -> QueueAttr:
+        """An independent copy (the simulate extension points change copies)."""
         return QueueAttr(
             name=self.name,
             weight=self.weight,
@@ -86,6 +87,7 @@ class ProportionState:
     attrs: dict[str, QueueAttr]
 
     def clone(self) -> ProportionState:
+        """An independent copy of every queue's attributes."""
         return ProportionState({name: attr.clone() for name, attr in self.attrs.items()})
 
 
@@ -100,10 +102,14 @@ def queue_allocatable(attr: QueueAttr, task: TaskInfo) -> tuple[bool, list[str]]
 
 
 class ProportionPlugin(Plugin):
+    """Volcano's proportion (`plugins/proportion/proportion.go`): weighted fair share of the cluster between queues."""
+
     name = "proportion"
 
     # ================================================================= open
     def on_session_open(self, ssn: Session) -> None:
+        """Compute every queue's deserved share and register the queue order, the queue and job votes, the
+        simulate points and the event handler that keeps the queues' accounts."""
         self.ssn = ssn
         self.total = ssn.total_resource.clone()
         # totalGuarantee sums the guarantees of all queues, with or without jobs

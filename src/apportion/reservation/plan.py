@@ -147,7 +147,7 @@ class InMemoryPlan(PlanAvailability):
         if self._mirrored and not self._apply_mirrors(res.period, user, pieces, sign):
             self._mirrored = False
             self._mirrors_off = True
-        if sign > 0 and any(min(r) < 0 for _a, _b, r in pieces):
+        if sign > 0 and any(x < 0 for _a, _b, r in pieces for x in r):
             self._nonnegative = False
         integral = piece_integral(pieces, len(self.zero))
         # each of the max_periodicity // period copies of a periodic one added one folded period's integral

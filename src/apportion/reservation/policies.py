@@ -144,9 +144,14 @@ class NoOverCommitPolicy(SharingPolicy):
             return
         ask = res.over_time(res.start, res.end + 1)
         avail = plan.available(res.user, res.id, res.start, res.end, res.period, shared=True)
-        for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
-            if min(r) < 0:
-                raise self._overcommit(res)
+        if len(avail.zero) == 2:
+            for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
+                if r[0] < 0 or r[1] < 0:
+                    raise self._overcommit(res)
+        else:
+            for _a, _b, r in merge_pieces(avail, ask, lo, hi, rsub):
+                if min(r) < 0:
+                    raise self._overcommit(res)
 
     @staticmethod
     def _overcommit(res: ReservationAllocation) -> ResourceOverCommitException:
@@ -298,7 +303,7 @@ def _integral_bound_within(
         if r is None:
             continue
         pieces = r.rle.nonzero_pieces()
-        if any(min(x) < 0 for _a, _b, x in pieces):
+        if any(v < 0 for _a, _b, x in pieces for v in x):
             return False
         integral = piece_integral(pieces, len(total))
         k = periods_meeting(cs, ce, r.period) if r.period > 0 else 1

@@ -132,10 +132,11 @@ class StepFunction:
 
     @classmethod
     def _bulk(cls, keys: list[int], values: list[Res], zero: Res = ZERO) -> StepFunction:
-        """From sorted, canonical breakpoint lists; one bulk load is far cheaper than one insert each."""
+        """From sorted, canonical breakpoint lists of vectors as long as `zero`; one bulk load is far
+        cheaper than one insert each."""
         f = cls.__new__(cls)
         f._d = SortedDict(zip(keys, values))
-        f._z = (0,) * len(values[0]) if values else zero
+        f._z = zero
         return f
 
     @classmethod
@@ -165,7 +166,10 @@ class StepFunction:
     @classmethod
     def from_intervals(cls, intervals: Iterable[tuple[int, int, Res]], zero: Res = ZERO) -> StepFunction:
         """Sum of constant pieces `[start, end)`, overlapping pieces add up (`zero` for no piece)."""
-        return cls._bulk(*interval_breakpoints(intervals), zero)
+        keys, values = interval_breakpoints(intervals)
+        if values and len(values[0]) != len(zero):
+            zero = (0,) * len(values[0])
+        return cls._bulk(keys, values, zero)
 
     def copy(self) -> StepFunction:
         """An independent copy."""

@@ -7,8 +7,9 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.requests import cookie_parser
 
-from apportion.service.auth import COOKIE, Refusal
+from apportion.service.auth import COOKIE, CookieSigner, Refusal
 
 #: request bodies above this get 413
 MAX_BODY = 1024 * 1024
@@ -29,10 +30,14 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
+def remote_exception_body(exception: str, message: str, java: str) -> bytes:
+    """YARN's error body: `{"RemoteException": {exception, message, javaClassName}}`, as JSON."""
+    return orjson.dumps({"RemoteException": {"exception": exception, "message": message, "javaClassName": java}})
+
+
 def remote_exception(status: int, exception: str, message: str, java: str) -> Response:
-    """YARN's error body: `{"RemoteException": {exception, message, javaClassName}}`."""
-    return json_response(status, {"RemoteException": {"exception": exception, "message": message,
-                                                      "javaClassName": java}})
+    """A response with YARN's error body."""
+    return Response(remote_exception_body(exception, message, java), status_code=status, media_type="application/json")
 
 
 def forbidden(refusal: Refusal, yarn: bool) -> Response:
@@ -44,18 +49,22 @@ def forbidden(refusal: Refusal, yarn: bool) -> Response:
 
 
 def caller(request: Request) -> str | None:
-    """The authenticated user: `?user.name=`, a signed `hadoop.auth` cookie, or a bearer token."""
-    svc = request.app.state.service
-    name = request.query_params.get("user.name")
+    """The authenticated user: `?user.name=`, a bearer token, or a signed `hadoop.auth` cookie."""
+    return caller_of(request.app.state.service, request.app.state.signer, request.query_params.get("user.name"),
+                     request.headers.get("authorization", ""), request.headers.get("cookie", ""))
+
+
+def caller_of(svc: Any, signer: CookieSigner, name: str | None, authorization: str, cookie_header: str) -> str | None:
+    """The user a request names: `?user.name=` (`name`), else the `Authorization: Bearer` token's
+    owner, else the user of a valid `hadoop.auth` cookie; None for nobody."""
     if name:
         return name
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        user: str | None = svc.store.token_user(auth[7:].strip())
+    if authorization.lower().startswith("bearer "):
+        user: str | None = svc.store.token_user(authorization[7:].strip())
         return user
-    cookie = request.cookies.get(COOKIE)
+    cookie = cookie_parser(cookie_header).get(COOKIE) if cookie_header else None
     if cookie:
-        return request.app.state.signer.user(cookie)
+        return signer.user(cookie)
     return None
 
 
@@ -72,17 +81,6 @@ async def read_body(request: Request) -> bytes:
             raise BodyTooLarge()
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def json_body(request: Request) -> Any:
-    """The JSON body, or the marker `INVALID` when it does not parse (YARN answers 400 for it)."""
-    raw = await read_body(request)
-    if not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return INVALID
 
 
 class _Invalid:

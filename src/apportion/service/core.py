@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources as ires
 from typing import Any, TypeVar
 
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.model import QueueInfo
+from apportion.engine import snapshot_conf
 from apportion.errors import InputError
-from apportion.framework.conf import SchedulerConf, default_conf
 from apportion.kube.documents import read_documents
 from apportion.reservation.api import Response
 from apportion.reservation.stepfn import Res
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, Resource
 from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
+from apportion.service.confwatch import ConfWatch, hierarchical
 from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.live import LiveView
 from apportion.service.loop import LoopBackend, SchedulingLoop
@@ -81,13 +83,14 @@ def to_yarn(r: Any) -> Res:
     return (int(r.get(MEMORY) // MIB), int(r.get(CPU) // 1000))
 
 
-def plan_capacities(snap: Snapshot, plans: dict[str, PlanSettings]) -> dict[str, tuple[PlanSettings, Res]]:
-    """Each reservable queue's plan capacity: its guarantee, else its capability, else the cluster."""
-    total = (sum(int(n.allocatable.get(MEMORY) // MIB) for n in snap.nodes),
-             sum(int(n.allocatable.get(CPU) // 1000) for n in snap.nodes))
+def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plans: dict[str, PlanSettings]
+                    ) -> dict[str, tuple[PlanSettings, Res]]:
+    """Each reservable queue's plan capacity: its guarantee, else its capability, else the cluster (the
+    nodes' allocatable summed)."""
+    total = (sum(int(a.get(MEMORY) // MIB) for a in nodes), sum(int(a.get(CPU) // 1000) for a in nodes))
     out: dict[str, tuple[PlanSettings, Res]] = {}
     for name, settings in plans.items():
-        q = snap.queues[name]
+        q = queues[name]
         if not q.guarantee.is_empty():
             cap = to_yarn(q.guarantee)
         elif q.capability_set:
@@ -107,19 +110,17 @@ class Service:
         self.engine = make_engine(config.db_url)
         migrate(self.engine)
         self.store = SqlStore(self.engine)
-        self.conf: SchedulerConf | None = None
-        if config.conf_path:
-            from apportion.engine import load_conf_file
-
-            self.conf = load_conf_file(config.conf_path)
+        #: the conf of each session, reloaded as Volcano reloads it (confwatch.py)
+        self.confs = ConfWatch(config.conf_path)
         self.start_ms = self.clock()
         self.acls = Acls(config.acls, config.admins)
         self.metrics = ServiceMetrics()
         self._queue_cache: tuple[int, dict[str, QueueMeta]] | None = None
         self.lock = RWLock()
-        conf = self.conf or default_conf()
-        self.live = LiveView(any(opt.enabled("enableHierarchy") for t in conf.tiers for opt in t.plugins))
+        self.live = LiveView(False)  # _load sets whether the conf is hierarchical
         self.objects = ClusterObjects()
+        #: new-reservation runs on the event loop, not the writer: this guards the id sequence against a reload
+        self._sequence_lock = threading.Lock()
         self.reservations = ReservationSystem(self.start_ms, self.store)
         #: each plan's settings (a change re-creates the plan)
         self.plan_settings: dict[str, PlanSettings] = {}
@@ -128,7 +129,9 @@ class Service:
         self._load()
         if config.cluster_path and self.store.get_meta("seeded") is not None:
             self._apply_now(read_documents([config.cluster_path]), [])
-        self.writer = Writer(self.lock)
+        # Refused and InputError end a job before it changed anything, or with memory and its writes
+        # agreeing (a tick whose session refused the conf): they never undo the jobs grouped with it
+        self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError))
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
 
     # -- loading and recovery -------------------------------------------------------------------
@@ -140,21 +143,30 @@ class Service:
             else:
                 path = self.config.cluster_path or default_cluster_path()
                 docs = read_documents([path])
-            new, _, _ = ClusterObjects().edited(docs, [])
+            new = ClusterObjects().edited(docs, [])[0]
             with self.engine.begin() as conn:
                 self.store.put_objects(conn, [(key, body, v) for v, (key, body) in enumerate(sorted(new.items()))])
                 self.store.set_meta(conn, "seeded", path)
             objs = new
-        self.objects = ClusterObjects(objs)
-        self.objects.version = len(objs)
         plans, snap = ClusterObjects.check(objs, {}, conf=False)
-        self.reservations = ReservationSystem(self.start_ms, self.store)
+        try:
+            snapshot_conf(snap)  # what `conf=False` left out: if it fails, edits get the whole check
+            valid = True
+        except InputError:
+            valid = False
+        self.objects = ClusterObjects(objs, valid)
+        self.objects.version = len(objs)
+        with self._sequence_lock:
+            # an id handed out since the last commit is in memory only: never hand it out again
+            handed_out = self.reservations.sequence
+            self.reservations = ReservationSystem(self.start_ms, self.store)
+            # YARN's RM recovery: the sequence and id records read back, each plan's reservations
+            # re-added without a policy check, with their stored allocations and acceptance times
+            self.reservations.sequence = max(self.store.sequence(), handed_out)
         self.plan_settings = {}
-        # YARN's RM recovery: the sequence and id records read back, each plan's reservations
-        # re-added without a policy check, with their stored allocations and acceptance times
-        self.reservations.sequence = self.store.sequence()
         self.reservations.queue_of = self.store.queue_of()
-        self.configure_plans(plan_capacities(snap, plans))
+        self.configure_plans(plan_capacities([n.allocatable for n in snap.nodes], snap.queues, plans))
+        self.live.hierarchical = hierarchical(self.confs.effective(self.objects.objects)[1])
         self.live.load(self.objects.objects, set(self.reservations.plans))
         self.orphans = sorted(self.store.reservation_queues() - set(self.reservations.plans))
         if self.orphans:
@@ -177,16 +189,19 @@ class Service:
     # -- reservations ---------------------------------------------------------------------------
     async def reservation(self, op: str, user: str | None, body: Any,
                           check: Callable[[], Refusal | None] | None = None) -> Response:
-        """Run one of the five YARN handlers on the writer (list: as a reader); what a write changes
-        reaches the store inside one transaction, committed before returning. `check` (the ACLs)
-        runs in the same job, on the same state as the handler."""
+        """Run one of the five YARN handlers: submit, update and delete on the writer (what they change
+        reaches the store inside one transaction, committed before returning), list as a reader,
+        new-reservation at once (`new_reservation`). `check` (the ACLs) runs in the same job, on the
+        same state as the handler."""
         def job() -> Response:
             if check is not None and (refusal := check()) is not None:
                 raise Refused(refusal)
             self.set_now(self.clock())
             handler = getattr(self.reservations, op)
-            return self.committed(lambda: handler(user) if op == "new_reservation" else handler(user, body))
+            return self.committed(lambda: handler(user, body))
 
+        if op == "new_reservation":
+            return self.new_reservation(user)
         if op == "list":
             def read() -> Response:
                 if check is not None and (refusal := check()) is not None:
@@ -196,9 +211,24 @@ class Service:
             return await asyncio.to_thread(self.read, read)
         return await self.writer.run(job)
 
+    def new_reservation(self, user: str | None) -> Response:
+        """YARN's new-reservation, answered at once: it only takes the next id of the sequence, which YARN
+        keeps in memory (the store writes it with the next commit, see SqlStore.put_sequence). The
+        id's check against known ids reads dicts the writer changes; each lookup is atomic."""
+        with self._sequence_lock:
+            for _ in range(100):
+                try:
+                    return self.reservations.new_reservation(user)
+                except RuntimeError:  # the writer added or dropped a plan during the check: check again
+                    continue
+            return self.reservations.new_reservation(user)
+
     def committed(self, fn: Callable[[], T]) -> T:
         """Run a change with every store write in one transaction; on any failure memory is reloaded
-        from the database (so both stay equal) and the error goes on to the caller."""
+        from the database (so both stay equal) and the error goes on to the caller. Inside a writer
+        batch the change joins the batch's transaction, and the writer does both."""
+        if self.store.in_transaction():
+            return fn()
         try:
             with self.store.transaction():
                 return fn()
@@ -209,13 +239,14 @@ class Service:
     # -- cluster objects ------------------------------------------------------------------------
     def _apply_now(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]) -> dict[str, Any]:
         """Check the edit on the whole set, commit it, then make it the state (all or none)."""
-        new, plans, snap = self.objects.edited(puts, deletes)
+        new, plans, nodes, queues = self.objects.edited(puts, deletes)
         old = self.objects.objects
         # only what the request named can have changed
         changed = [k for k in {object_key(o, w) for w, o in puts} if old.get(k) != new.get(k)]
         gone = [k for k in deletes if k in old]
-        try:
-            with self.engine.begin() as conn:
+
+        def write() -> None:
+            with self.store.transaction() as conn:
                 base = self.objects.version
                 self.objects.version += len(changed)
                 self.store.put_objects(conn, [(k, new[k], base + i + 1) for i, k in enumerate(changed)])
@@ -223,11 +254,10 @@ class Service:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)
                 self.store.set_meta(conn, "seeded", "yes")
-        except Exception:
-            self._reload_after_failure()
-            raise
-        self.objects.objects = new
-        self.configure_plans(plan_capacities(snap, plans))
+
+        self.committed(write)
+        self.objects.replace(new)
+        self.configure_plans(plan_capacities(nodes, queues, plans))
         self.live.changed(new, changed + gone, set(self.reservations.plans))
         return {"changed": [list(k) for k in sorted(changed)], "deleted": [list(k) for k in sorted(gone)]}
 
@@ -246,24 +276,27 @@ class Service:
         """Writer-side edit from the scheduling loop (binds, evictions, completions); committed."""
         if not puts and not deletes:
             return
-        try:
-            with self.engine.begin() as conn:
+
+        def write() -> None:
+            with self.store.transaction() as conn:
                 base = self.objects.version
                 self.objects.version += len(puts)
                 self.store.put_objects(conn, [(k, body, base + i + 1) for i, (k, body) in enumerate(puts.items())])
                 for k in deletes:
                     self.objects.version += 1
                     self.store.delete_object(conn, k)
-        except Exception:
-            self._reload_after_failure()
-            raise
+
+        self.committed(write)
         self.objects.objects.update(puts)
         for k in deletes:
             self.objects.objects.pop(k, None)
         if any(k[0] == "Node" for k in [*puts, *deletes]):
             # a real backend's nodes joined or left: the plans' capacities follow the cluster's size
+            # the whole check, as the set changed without one: until it passes, edits get it too
+            self.objects.valid = False
             plans, snap = ClusterObjects.check(self.objects.objects, {})
-            self.configure_plans(plan_capacities(snap, plans))
+            self.objects.valid = True
+            self.configure_plans(plan_capacities([n.allocatable for n in snap.nodes], snap.queues, plans))
         self.live.changed(self.objects.objects, list(puts) + list(deletes), self.live.reservable)
 
     def generation(self) -> int:
@@ -305,7 +338,7 @@ class Service:
             return self.loop.last_report, self.loop.last_cluster, self.loop.last_apps, self.loop.last_parents
         from apportion.engine import run_cache_session
 
-        result = run_cache_session(self.live.cache, self.conf)
+        result = run_cache_session(self.live.cache, self.confs.file_conf())
         cluster = Resource()
         for _, node in self.live.cache.records.nodes.values():
             cluster.add(node.allocatable)
@@ -324,8 +357,13 @@ class Service:
             return fn()
 
     def close(self) -> None:
-        """Stop the writer and release the database."""
+        """Stop the writer, store the id sequence handed out since the last commit, release the database."""
         self.writer.stop()
+        try:
+            with self.store.transaction():
+                pass  # a transaction writes the pending sequence
+        except Exception as e:  # noqa: BLE001 - stopping anyway; the next start's ids carry a new start time
+            log.warning("the reservation id sequence was not stored at stop: %s", e)
         self.engine.dispose()
 
 

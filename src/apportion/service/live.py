@@ -124,6 +124,15 @@ class LiveView:
         for key in sorted({k for k in keys if k in objects}, key=_order):
             self._sync(key[0], cache_key(key), self.view(key, objects[key]), f"apply {key[0]} {cache_key(key)}")
 
+    def set_hierarchical(self, hierarchical: bool, objects: dict[ObjectKey, dict[str, Any]]) -> None:
+        """The conf's enableHierarchy changed (or not): the reservable queues are sent again as they
+        must now be seen (with or without their own guarantee)."""
+        if hierarchical == self.hierarchical:
+            return
+        self.hierarchical = hierarchical
+        keys = [("Queue", "", name) for name in sorted(self.reservable) if ("Queue", "", name) in objects]
+        self.changed(objects, keys, self.reservable)
+
     def follow(self, objects: dict[ObjectKey, dict[str, Any]], states: dict[str, FollowerState],
                active: set[str], queues: list[dict[str, Any]]) -> None:
         """The followers' new state: their queues, and the podgroups (and pods) of reservable queues."""

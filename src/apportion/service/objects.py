@@ -9,13 +9,17 @@ as a kubectl `List` that `apportion cycle` reads back.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
+from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import Snapshot
 from apportion.engine import snapshot_conf
 from apportion.errors import InputError
 from apportion.kube.build import build_snapshot
+from apportion.resources import Resource
 from apportion.service.reservations import PLAN_KEY, RESERVABLE_KEY, PlanSettings, parse_plan_settings
+from apportion.service.validate import Parsed, check_edit, is_reservable, key_where
 
 ObjectKey = tuple[str, str, str]
 
@@ -52,24 +56,16 @@ def object_key(obj: Any, where: str) -> ObjectKey:
     return (kind, ns, name)
 
 
-def key_where(key: ObjectKey) -> str:
-    """How an error names a stored object."""
-    kind, ns, name = key
-    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
-
-
-def is_reservable(queue: dict[str, Any]) -> bool:
-    """A Queue annotated `apportion.io/reservable: "true"`."""
-    ann = (queue.get("metadata") or {}).get("annotations") or {}
-    return str(ann.get(RESERVABLE_KEY, "")).lower() == "true"
-
-
 class ClusterObjects:
     """The stored objects, by key, and the checks every edit passes."""
 
-    def __init__(self, objects: dict[ObjectKey, dict[str, Any]] | None = None) -> None:
+    def __init__(self, objects: dict[ObjectKey, dict[str, Any]] | None = None, valid: bool = False) -> None:
         self.objects: dict[ObjectKey, dict[str, Any]] = dict(objects or {})
         self.version = 0
+        #: whether the stored set passes the whole check: then an edit is checked by what it changes
+        #: (validate.py); otherwise (e.g. a stored conf that does not parse) by the whole check
+        self.valid = valid
+        self.parsed = Parsed()
 
     def snapshot(self, extra: list[tuple[str, dict[str, Any]]] | None = None) -> Snapshot:
         """A fresh session snapshot of the stored objects (plus `extra`, e.g. reservation queues)."""
@@ -102,8 +98,11 @@ class ClusterObjects:
         return plans, snap
 
     def edited(self, puts: list[tuple[str, dict[str, Any]]], deletes: list[ObjectKey]
-               ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[str, PlanSettings], Snapshot]:
-        """The set after the edit, checked; InputError (nothing changed) when it is not valid."""
+               ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[str, PlanSettings], list[Resource], Mapping[str, QueueInfo]]:
+        """The set after the edit, checked; InputError (nothing changed) when it is not valid. Also the
+        reservable queues' plan settings, every node's allocatable and every queue (for the plans'
+        capacities). A valid stored set is checked where the edit changes it (validate.py), with the
+        whole check's answer; otherwise by the whole check."""
         new = dict(self.objects)
         where: dict[ObjectKey, str] = {}
         for w, obj in puts:
@@ -116,8 +115,17 @@ class ClusterObjects:
             if key not in new:
                 raise ObjectNotFound("not found", where=key_where(key))
             del new[key]
+        if self.valid:
+            plans, nodes, queues = check_edit(self.objects, new, set(where) | set(deletes), where, self.parsed)
+            return new, plans, nodes, queues
         plans, snap = self.check(new, where)
-        return new, plans, snap
+        return new, plans, [n.allocatable for n in snap.nodes], snap.queues
+
+    def replace(self, new: dict[ObjectKey, dict[str, Any]]) -> None:
+        """The edit was committed: `new` is the stored set, and it passes the whole check."""
+        self.objects = new
+        self.valid = True
+        self.parsed.forget(new)
 
     def as_list(self) -> dict[str, Any]:
         """The objects as a kubectl List, in a stable order."""

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -28,6 +29,29 @@ from apportion.reservation.store import StoredReservation
 from apportion.service import db
 
 ObjectKey = tuple[str, str, str]
+
+# The writes every reservation request makes, as single upserts (SQLite >= 3.24 and PostgreSQL both
+# have ON CONFLICT): one statement each instead of a delete (or select) and an insert. "user", "start"
+# and "end" are quoted: PostgreSQL reserves them.
+_PUT_RESERVATION = sa.text(
+    'INSERT INTO reservations (id, queue, "user", definition, "start", "end", period, gang, acceptance_time, '
+    'intervals) VALUES (:id, :queue, :user, :definition, :start, :end, :period, :gang, :acceptance_time, '
+    ':intervals) ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, "user" = excluded."user", '
+    'definition = excluded.definition, "start" = excluded."start", "end" = excluded."end", '
+    'period = excluded.period, gang = excluded.gang, acceptance_time = excluded.acceptance_time, '
+    'intervals = excluded.intervals')
+_PUT_QUEUE_OF = sa.text("INSERT INTO reservation_ids (id, queue) VALUES (:id, :queue) ON CONFLICT (id) DO NOTHING")
+_SET_META = sa.text("INSERT INTO meta (key, value) VALUES (:key, :value) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+
+
+def _dump(body: Any) -> str:
+    """An object as stored JSON, keys sorted: orjson, or the json module for what orjson cannot write (an
+    integer beyond 64 bits in a field apportion does not read)."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(body, sort_keys=True)
 
 
 def definition_json(d: ReservationDefinition) -> dict[str, Any]:
@@ -49,6 +73,10 @@ class SqlStore:
         self.engine = engine
         # the open transaction belongs to the thread that opened it (the writer); readers never join it
         self._local = threading.local()
+        # the id sequence handed out but not yet written, and the last one written (see put_sequence)
+        self._pending_lock = threading.Lock()
+        self._pending_sequence = 0
+        self._stored_sequence = 0
 
     @property
     def _conn(self) -> Connection | None:
@@ -57,6 +85,10 @@ class SqlStore:
     @_conn.setter
     def _conn(self, conn: Connection | None) -> None:
         self._local.conn = conn
+
+    def in_transaction(self) -> bool:
+        """Whether this thread has a transaction open (the writer's batch)."""
+        return self._conn is not None
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -67,6 +99,8 @@ class SqlStore:
         with self.engine.begin() as conn:
             self._conn = conn
             try:
+                if self._pending_sequence:
+                    self._flush_sequence(conn)
                 yield conn
             finally:
                 self._conn = None
@@ -76,14 +110,13 @@ class SqlStore:
         """Store (or replace) an accepted reservation of the plan of `queue`."""
         row = {
             "id": str(res.id), "queue": queue, "user": res.user,
-            "definition": json.dumps(definition_json(res.definition)) if res.definition is not None else None,
+            "definition": orjson.dumps(definition_json(res.definition)).decode() if res.definition is not None else None,
             "start": res.start, "end": res.end, "period": res.period, "gang": res.gang,
             "acceptance_time": res.acceptance_time,
-            "intervals": json.dumps([[a, b, [v[0], v[1]]] for a, b, v in res.intervals]),
+            "intervals": orjson.dumps([[a, b, [v[0], v[1]]] for a, b, v in res.intervals]).decode(),
         }
         with self.transaction() as conn:
-            conn.execute(sa.delete(db.reservations).where(db.reservations.c.id == row["id"]))
-            conn.execute(sa.insert(db.reservations).values(**row))
+            conn.execute(_PUT_RESERVATION, row)
 
     def delete_reservation(self, queue: str, rid: ReservationId) -> None:
         """Forget a reservation (deleted, archived or replanned away)."""
@@ -113,9 +146,7 @@ class SqlStore:
     def put_queue_of(self, rid: ReservationId, queue: str) -> None:
         """Record the queue of an accepted submit (never removed)."""
         with self.transaction() as conn:
-            exists = conn.execute(sa.select(db.reservation_ids.c.id).where(db.reservation_ids.c.id == str(rid))).first()
-            if exists is None:
-                conn.execute(sa.insert(db.reservation_ids).values(id=str(rid), queue=queue))
+            conn.execute(_PUT_QUEUE_OF, {"id": str(rid), "queue": queue})
 
     def queue_of(self) -> dict[ReservationId, str]:
         """Every id -> queue record."""
@@ -123,14 +154,28 @@ class SqlStore:
             return {ReservationId.parse(r.id): str(r.queue) for r in conn.execute(sa.select(db.reservation_ids))}
 
     def put_sequence(self, seq: int) -> None:
-        """The last reservation id sequence number handed out."""
-        with self.transaction() as conn:
+        """The last reservation id sequence number handed out. Inside a transaction it is written there;
+        outside one (new-reservation is answered without the writer, as YARN keeps its counter in
+        memory only) it is written by the next transaction the writer commits, e.g. the submit that
+        uses the id. Ids carry the server's start time, so an id handed out but not yet stored when
+        the server stops is never handed out again by the next server."""
+        with self._pending_lock:
+            self._pending_sequence = max(self._pending_sequence, seq)
+        if self._conn is not None:
+            self._flush_sequence(self._conn)
+
+    def _flush_sequence(self, conn: Connection) -> None:
+        with self._pending_lock:
+            seq, self._pending_sequence = self._pending_sequence, 0
+        if seq > self._stored_sequence:
             self.set_meta(conn, "sequence", str(seq))
+            self._stored_sequence = seq
 
     def sequence(self) -> int:
         """The last sequence number stored (0 when none was)."""
         v = self.get_meta("sequence")
-        return int(v) if v is not None else 0
+        self._stored_sequence = int(v) if v is not None else 0
+        return max(self._stored_sequence, self._pending_sequence)
 
     @contextmanager
     def _reader(self) -> Iterator[Connection]:
@@ -150,7 +195,7 @@ class SqlStore:
                                                          o.name == sa.bindparam("m"))),
                      [{"k": k, "n": ns, "m": name} for (k, ns, name), _, _ in items])
         conn.execute(sa.insert(db.objects), [
-            {"kind": k, "namespace": ns, "name": name, "body": json.dumps(body, sort_keys=True), "version": v}
+            {"kind": k, "namespace": ns, "name": name, "body": _dump(body), "version": v}
             for (k, ns, name), body, v in items])
 
     def delete_object(self, conn: Connection, key: ObjectKey) -> None:
@@ -185,5 +230,4 @@ class SqlStore:
 
     def set_meta(self, conn: Connection, key: str, value: str) -> None:
         """Store a setting."""
-        conn.execute(sa.delete(db.meta).where(db.meta.c.key == key))
-        conn.execute(sa.insert(db.meta).values(key=key, value=value))
+        conn.execute(_SET_META, {"key": key, "value": value})

@@ -2,7 +2,8 @@
 
 `/ws/v1/cluster` and `/info` (ClusterInfo), `/scheduler` (the capacity tree as CapacityScheduler's
 info, mapped from the last session's queue report), and the five reservation endpoints, answered by
-the same handlers as `plan replay` (reservation/api.py). ACLs, when on, are checked before a handler
+the same handlers as `plan replay` (reservation/api.py): list here, the four writes (new-reservation,
+submit, update, delete) in front of FastAPI by `fastlane.py`, their hot path. ACLs, when on, are checked before a handler
 runs: submit needs `acl_submit_reservations`, list `acl_list_reservations`, update and delete
 `acl_administer_reservations` or (for the reservation's owner) `acl_submit_reservations`, all on
 the reservable queue, or `acl_administer_reservations`.
@@ -19,7 +20,7 @@ from fastapi.responses import Response
 from apportion import __version__
 from apportion.reservation.definition import BadRequest, ReservationId
 from apportion.service.auth import Refusal, Refused
-from apportion.service.common import caller, forbidden, json_body, json_response
+from apportion.service.common import caller, forbidden, json_response
 from apportion.service.core import Service
 from apportion.service.scheduler_info import scheduler_info
 
@@ -104,31 +105,6 @@ async def _reservation(request: Request, op: str, body: Any) -> Response:
         return forbidden(e.refusal, yarn=True)
     svc.metrics.reservation_request(op, status)
     return json_response(status, answer)
-
-
-@router.post("/ws/v1/cluster/reservation/new-reservation")
-async def new_reservation(request: Request) -> Response:
-    """POST new-reservation: 200 with a fresh reservation id."""
-    await json_body(request)
-    return await _reservation(request, "new_reservation", None)
-
-
-@router.post("/ws/v1/cluster/reservation/submit")
-async def submit(request: Request) -> Response:
-    """POST submit: 202, no content."""
-    return await _reservation(request, "submit", await json_body(request))
-
-
-@router.post("/ws/v1/cluster/reservation/update")
-async def update(request: Request) -> Response:
-    """POST update: 200 {}."""
-    return await _reservation(request, "update", await json_body(request))
-
-
-@router.post("/ws/v1/cluster/reservation/delete")
-async def delete(request: Request) -> Response:
-    """POST delete: 200 {}."""
-    return await _reservation(request, "delete", await json_body(request))
 
 
 @router.get("/ws/v1/cluster/reservation/list")

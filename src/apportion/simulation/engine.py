@@ -203,9 +203,9 @@ class Simulator(PlanFollower):
             uid, idx, attempt = payload
             job = self.jobs[uid]
             t = job.tasks[idx]
-            if t.status == "releasing" and t.attempt == attempt:
+            if t.status is TaskStatus.RELEASING and t.attempt == attempt:
                 self._free(job, t)
-                self._set_status(job, t, "pending" if job.state == "active" else "done")
+                self._set_status(job, t, TaskStatus.PENDING if job.state == "active" else TaskStatus.SUCCEEDED)
         elif kind == EV_NODE:
             self._node_event(payload)
         elif kind == EV_RESERVATION:
@@ -321,10 +321,10 @@ class _Outlet:
         errors: dict[str, str] = {}
         for key, node in binds:
             sj, t = sim.task_by_key[key]
-            if t.status != "pending":
-                errors[key] = f"task is {t.status}, not pending"
+            if t.status is not TaskStatus.PENDING:
+                errors[key] = f"task is {t.status.value}, not Pending"
                 continue
-            sim._set_status(sj, t, "running")
+            sim._set_status(sj, t, TaskStatus.RUNNING)
             t.node = node
             t.start = sim.now
             sim.node_tasks[node].add((sj.uid, t.index))
@@ -337,15 +337,15 @@ class _Outlet:
     def evict(self, pod: str, reason: str) -> str | None:
         """The victim stops (a gang stops whole); its work is lost."""
         sj, t = self.sim.task_by_key[pod]
-        if t.status != "running":
-            return f"task is {t.status}, not running"
+        if t.status is not TaskStatus.RUNNING:
+            return f"task is {t.status.value}, not Running"
         self.sim._evict(sj, t, reason)
         return None
 
     def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
         """Phases carry over to the next session (Pending -> Inqueue -> Running)."""
         sj = self.sim.active.get(key)
-        if sj is not None and phase != sj.phase.value:  # most phases stay; converting each was a real cost
+        if sj is not None and phase != sj.phase.value:  # most phases stay: convert only a changed one
             self.phase_changed = True
             sj.phase = PodGroupPhase(phase)
             self.sim._dirty.add(key)
@@ -367,11 +367,10 @@ def _collector_for_long_runs() -> Iterator[None]:
 
     A session allocates some 100,000 objects that live until it ends. At the default threshold they
     trigger young collections mid-session, survive them, and count towards the next full collection,
-    which scans everything alive: the scenario, every job's history and the session. A 600-job run of
-    the benchmark shape did 130 full collections and spent a quarter of its time in them, freeing
+    which scans everything alive: the scenario, every job's history and the session, and frees
     nothing (sessions free themselves on release; see Session.release). For the run, the objects
     that exist before it are frozen out of collections and the threshold is raised; both are
-    restored afterwards.
+    restored afterwards. The measurements are in benchmarks/README.md.
     """
     old = gc.get_threshold()
     gc.freeze()

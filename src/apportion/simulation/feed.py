@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apportion.cluster.model import NodeInfo, QueueInfo
+from apportion.cluster.model import NodeInfo, QueueInfo, TaskStatus
 from apportion.kube.pods import GROUP_KEY, PREEMPTABLE_KEY
 from apportion.kube.write import node_object, node_spec, queue_object, resource_list
 from apportion.simulation.jobs import SimJob, SimTask
@@ -136,12 +136,12 @@ class ClusterFeed:
                                 "containers": [{"name": "task", "resources": {"requests": req}}]}
         if sj.spec.priority_class:
             spec["priorityClassName"] = sj.spec.priority_class
-        if t.status == "pending":
+        if t.status is TaskStatus.PENDING:
             phase = "Pending"
-        elif t.status in ("running", "releasing"):
+        elif t.status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
             phase = "Running"
             spec["nodeName"] = t.node
-            if t.status == "releasing":
+            if t.status is TaskStatus.RELEASING:
                 meta["deletionTimestamp"] = f"{self.now:020.3f}"
         else:
             phase = "Succeeded"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apportion.cluster.model import QueueInfo
+from apportion.cluster.model import QueueInfo, TaskStatus
 from apportion.resources import Resource
 from apportion.simulation.jobs import EV_WAKE
 from apportion.simulation.lifecycle import TaskLifecycle
@@ -90,10 +90,10 @@ class PlanFollower(TaskLifecycle):
             else:
                 self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
                 for t in job.tasks:
-                    if t.status == "running":
+                    if t.status is TaskStatus.RUNNING:
                         self._stop(job, t, restart=False)
-                    elif t.status == "pending":
-                        self._set_status(job, t, "done")
+                    elif t.status is TaskStatus.PENDING:
+                        self._set_status(job, t, TaskStatus.SUCCEEDED)
                 job.state = "killed"
                 job.finish = self.now
                 self.recorder.work_changed(job.queue)

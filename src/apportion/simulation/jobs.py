@@ -1,7 +1,8 @@
 """The simulated workload's state: jobs (podgroups) and their tasks across attempts, and the event kinds.
 
 The simulator (simulation/engine.py) owns these; the cache sees them only as Pods and PodGroups
-(simulation/feed.py), and the metrics read them (simulation/metrics.py).
+(simulation/feed.py), and the metrics read them (simulation/metrics.py). A task's state is the model's
+`TaskStatus`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.cluster.model import JobInfo, PodGroupPhase
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.resources import GPU, Resource
 from apportion.simulation.scenario import JobSpec
 
@@ -31,7 +32,9 @@ class SimTask:
 
     index: int
     name: str
-    status: str = "pending"  # pending | running | releasing | done
+    #: Pending, Running, Releasing (evicted, within the eviction grace) or Succeeded (over: done, or
+    #: killed with its job); the Pod the cache is told has the same phase (Releasing: Running, deleted)
+    status: TaskStatus = TaskStatus.PENDING
     node: str = ""
     start: float = 0.0
     attempt: int = 0

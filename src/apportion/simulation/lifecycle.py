@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from apportion.cluster.model import NodeInfo, PodGroupPhase
+from apportion.cluster.model import NodeInfo, PodGroupPhase, TaskStatus
 from apportion.resources import CPU, GPU
 from apportion.simulation.feed import ClusterFeed
 from apportion.simulation.jobs import EV_RELEASE, SimJob, SimTask
@@ -48,10 +48,10 @@ class TaskLifecycle(ClusterFeed):
 
     def _finish(self, job: SimJob, idx: int, attempt: int) -> None:
         t = job.tasks[idx]
-        if t.status != "running" or t.attempt != attempt:
+        if t.status is not TaskStatus.RUNNING or t.attempt != attempt:
             return  # an attempt that was evicted or killed meanwhile
         self._free(job, t)
-        self._set_status(job, t, "done")
+        self._set_status(job, t, TaskStatus.SUCCEEDED)
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
             job.state = "done"
@@ -65,7 +65,7 @@ class TaskLifecycle(ClusterFeed):
             self.node_tasks.get(t.node, set()).discard((job.uid, t.index))
         t.node = ""
 
-    def _set_status(self, job: SimJob, t: SimTask, status: str) -> None:
+    def _set_status(self, job: SimJob, t: SimTask, status: TaskStatus) -> None:
         """Every task status change goes through here: kept JobInfos are checked against `changes`, and
         the metrics recount only the queues named here."""
         t.status = status
@@ -75,7 +75,7 @@ class TaskLifecycle(ClusterFeed):
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
         """A running task stops now (evicted, killed, node lost): count the lost work."""
-        if t.status != "running":
+        if t.status is not TaskStatus.RUNNING:
             return
         ran = max(0.0, self.now - t.start)
         job.lost_gpu_seconds += ran * job.resreq.get(GPU) / 1000.0
@@ -83,16 +83,16 @@ class TaskLifecycle(ClusterFeed):
         t.attempt += 1
         grace = self.sc.run.eviction_grace
         if grace > 0 and t.node in self.nodes:
-            self._set_status(job, t, "releasing")
+            self._set_status(job, t, TaskStatus.RELEASING)
             self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
         else:
             self._free(job, t)
-            self._set_status(job, t, "pending" if restart else "done")
+            self._set_status(job, t, TaskStatus.PENDING if restart else TaskStatus.SUCCEEDED)
 
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
         lost_before = job.lost_gpu_seconds
-        victims = [x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]
+        victims = [x for x in job.tasks if x.status is TaskStatus.RUNNING] if job.spec.gang else [t]
         for v in victims:
             self._stop(job, v, restart=True)
         self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
@@ -107,13 +107,13 @@ class TaskLifecycle(ClusterFeed):
                 for uid, idx in sorted(self.node_tasks.get(name, set())):
                     job = self.jobs[uid]
                     t = job.tasks[idx]
-                    if t.status == "releasing":
+                    if t.status is TaskStatus.RELEASING:
                         self._free(job, t)
-                        self._set_status(job, t, "pending")
+                        self._set_status(job, t, TaskStatus.PENDING)
                         continue
                     self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
                     job.evictions += 1
-                    for v in ([x for x in job.tasks if x.status == "running"] if job.spec.gang else [t]):
+                    for v in ([x for x in job.tasks if x.status is TaskStatus.RUNNING] if job.spec.gang else [t]):
                         self._stop(job, v, restart=True)
                 self.node_tasks[name] = set()
         elif ev.type == "recover":

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from apportion.cluster.model import NodeInfo, QueueInfo
+from apportion.cluster.model import NodeInfo, QueueInfo, TaskStatus
 from apportion.framework.queue_status import QueueStatus
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
 from apportion.simulation.jobs import SimJob, SimTask
@@ -246,9 +246,9 @@ class Recorder:
                     continue
                 running = waiting = 0
                 for task in job.tasks:
-                    if task.status == "running":
+                    if task.status is TaskStatus.RUNNING:
                         running += 1
-                    elif task.status == "pending":
+                    elif task.status is TaskStatus.PENDING:
                         waiting += 1
                 if not running and not waiting:
                     continue

@@ -254,7 +254,7 @@ def render_html(res: SimulationResult, summary: dict[str, Any],
         queue_charts=rc.queue_charts(res, o_res), main_label=resource_label(d),
         utilisation=rc.utilisation_charts(res, o_res), waits=rc.wait_boxes(res, o_res),
         plans=[(t, g) for t, g in plans if g is not None], warnings=res.warnings[:50], inline_css=True,
-        other_label=(o_res.label or "B") if o_res is not None else "", duration=lambda s: _fmt(s, "s"),
+        other_label=(o_res.label or "B") if o_res is not None else "", duration=lambda s: _fmt(s, "s"), amount=_amount,
         reservations=[(label, sm["reservations"]) for label, sm in
                       ([("", summary)] if other is None else [(res.label or "A", summary),
                                                               (other[0].label or "B", other[1])])])

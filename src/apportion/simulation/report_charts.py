@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.resources import GPU
-from apportion.simulation.engine import SimulationResult
+from apportion.simulation.result import SimulationResult
 from apportion.web.charts import (
     Bar,
     Boxes,

@@ -17,10 +17,11 @@ from workload import busy_cluster
 
 from apportion.service.app import create_app
 from apportion.service.core import ServiceConfig
-from apportion.simulation.engine import SimulationResult, simulate
+from apportion.simulation.engine import simulate
 from apportion.simulation.metrics import summarize
 from apportion.simulation.report import render_html
 from apportion.simulation.report_charts import queue_charts
+from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import parse_scenario
 from apportion.web import PALETTE, static_text
 

@@ -129,14 +129,7 @@ class Admission(CapacityBase):
         if not queue.is_open():
             self.ssn.explain(task.key, f"queue {queue.name} is {queue.state}, not Open")
             return False
-        if self._refused(task.key):
-            return False
-        attr = self.attrs.get(queue.name)
-        if attr is None:
-            return True
-        if not self._leaf_ok(attr, task.key):
-            return False
-        return self._allocatable_on_path(self.attrs, attr, task, explain=True)
+        return self._allocatable_in(self.attrs, queue.name, task, explain=True)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'

@@ -78,6 +78,18 @@ class CapacityBase(Plugin):
         job = self.ssn.jobs.get(task.job)
         return None if job is None else self.attrs.get(job.queue)
 
+    def _allocatable_in(self, attrs: dict[str, QueueAttr], queue: str, task: TaskInfo, explain: bool) -> bool:
+        """queueAllocatable over `attrs` (the live map or a simulation snapshot): not refused, a leaf, and
+        allocated + task <= realCapability from the queue to the root. A queue without attributes passes."""
+        if self._refused(task.key):
+            return False
+        attr = attrs.get(queue)
+        if attr is None:
+            return True
+        if not self._leaf_ok(attr, task.key):
+            return False
+        return self._allocatable_on_path(attrs, attr, task, explain=explain)
+
     def _allocatable_on_path(self, attrs: dict[str, QueueAttr], leaf: QueueAttr, task: TaskInfo,
                              explain: bool) -> bool:
         """checkQueueAllocatableHierarchically: allocated + task <= realCapability (rule b), leaf to root.

@@ -51,14 +51,7 @@ class Simulation(CapacityBase):
         cs = state.get(STATE_KEY)
         if not isinstance(cs, CapacityState):
             return False  # Volcano: no state (PrePredicate not run) -> not allocatable
-        if self._refused(task.key):
-            return False
-        attr = cs.attrs.get(queue.name)
-        if attr is None:
-            return True
-        if not self._leaf_ok(attr, task.key):
-            return False
-        return self._allocatable_on_path(cs.attrs, attr, task, explain=False)
+        return self._allocatable_in(cs.attrs, queue.name, task, explain=False)
 
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: charge the task to its queue and every ancestor; refresh every share on the path."""

@@ -70,9 +70,9 @@ class _Limits:
     def session_attr(self, name: str) -> QueueAttr:
         """The queue's attributes for a new session: these limits, and no accounting yet.
 
-        What QueueAttr(...) builds, filled from one prepared dict: a session makes one per queue, and
-        the dataclass constructor was most of that cost with a thousand queues (property-tested against
-        the constructor in tests/plugins/capacity/test_capacity_fast_paths.py)."""
+        What QueueAttr(...) builds, filled from one prepared dict, because a session makes one per
+        queue and the dataclass constructor is slow at that rate (benchmarks/README.md); property-tested
+        against the constructor in tests/plugins/capacity/test_capacity_fast_paths.py."""
         a = QueueAttr.__new__(QueueAttr)
         d = a.__dict__
         d.update(self._fields)

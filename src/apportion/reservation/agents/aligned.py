@@ -10,15 +10,14 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Callable
+from typing import Protocol
 
-import numpy as np
-
+from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
-from apportion.reservation.resmath import Calculator, Res, is_zero, radd, rmul, round_up, rsub
-from apportion.reservation.steparrays import union, window
+from apportion.reservation.resmath import Res, is_zero, radd, rmul, round_up, rsub
 from apportion.reservation.stepfn import interval_breakpoints, segments
 
 
@@ -32,323 +31,221 @@ class LowCostAlignedAllocator:
     def allocate(self, job: JobContext, st: Stage, s: int, d: int) -> list[Interval] | None:
         """Place the stage's gangs on the cheapest dur-long windows of `[s, d)`; None when they do not all fit."""
         plan = job.plan
-        step = plan.step
-        dur = round_up(st.duration, step)
+        dur = round_up(st.duration, plan.step)
         windows = (d - s) // dur
         if windows <= 0:
             return None
         gang: Res = rmul(st.capability, st.concurrency)
         to_place = st.num_containers // st.concurrency
-        calc = plan.calc
-        cap = plan.capacity
         job.prime()
         old_id = job.rid if job.old is not None else None
-        # read only inside [s, d + 1) below; raises (as the plan's availability does) before anything is placed
+        # raises (as the plan's availability does) before anything is placed
         avail_arrays = plan.available_arrays(job.user, old_id, s, d, job.period)
-        placed = job.placed
+        per_step = max(1, max(1, to_place // windows) // self.smoothness)
+        lo = s if job.left else d - windows * dur
+        ev: Windows | None = None
+        if avail_arrays is not None:
+            load_arrays = job.load_arrays()
+            if load_arrays is not None:
+                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, self._ratio_cache(job))
+        if ev is None:
+            ev = WalkWindows(job, self._ratio_cache(job), s, d, lo, dur, windows, gang)
+        placed = place_gangs(ev, job, to_place, per_step)
+        if placed is None:
+            return None
+        job.placed.add_pieces(placed)
+        # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
+        keys, values = interval_breakpoints(placed)
+        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if not is_zero(v)]
+
+    def _ratio_cache(self, job: JobContext) -> dict[Res, float]:
         # calc.ratio rounds through single precision, which costs more than the rest of a piece;
         # the plan's load values recur from job to job, so the ratios are kept across calls
-        ratios = self._ratios.get((calc.kind, cap))
+        key = (job.plan.calc.kind, job.plan.capacity)
+        ratios = self._ratios.get(key)
         if ratios is None or len(ratios) > 200_000:
-            ratios = self._ratios[(calc.kind, cap)] = {}
-        by_memory = calc.kind == "default" and gang[0] > 0
-        g0 = gang[0]
+            ratios = self._ratios[key] = {}
+        return ratios
 
-        def ratio(r: Res) -> float:
-            return calc.ratio(r, cap)
 
-        def gangs(r: Res, best: int) -> int:
-            return r[0] // g0 if by_memory else calc.gangs(r, gang, best)
+class Windows(Protocol):
+    """The candidate windows of one stage `[lo + k dur, lo + (k + 1) dur)`, k < count, as
+    `place_gangs` reads them; the stage's own placements are kept here until it ends."""
 
-        # the walks written out for two components, or their vector forms for a plan of other dimensions
-        walk_cost, walk_fit = (window_cost, window_fit) if len(cap) == 2 else (_window_cost_k, _window_fit_k)
+    lo: int
+    dur: int
+    count: int
 
-        def cost(a: int, b: int) -> float:
-            return walk_cost(lt, lv, pt, pv, a, b, step, ratios, ratio)
+    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+        """(cost, end key, p0, p1, fit), ascending: the candidates cut into runs `[p0, p1)` whose
+        members have the same cost and fit (evaluated as trunk evaluates every candidate when the
+        stage starts), only those that fit a gang. The end key is that of the run's member taken
+        first on a cost tie: its end allocating left (the earliest), minus its end allocating
+        right (the latest)."""
+        ...
 
-        def fit(a: int, b: int) -> int:
-            return walk_fit(vt, vv, pt, pv, a, b, to_place_now[0], gangs)
+    def negative(self, x: int, y: int) -> bool:
+        """Whether (availability - the job's placements) has a negative component somewhere in
+        the closed range `[x, y]`."""
+        ...
 
-        to_place_now = [to_place]
-        lo = s if job.left else d - windows * dur
-        runs: list[tuple[int, int]] | None = None
-        if windows > _RUNS_MIN:
-            # a long stage window: the candidates between two change points of the load, the
-            # availability and the job's placements are alike, so they are kept as runs
-            lt, lv = segments(job.load(), s, d)
-            vt, vv = segments(plan.available(job.user, old_id, s, d, job.period, shared=True), s, d)
-            pt, pv = segments(placed, s, d)
-            if windows > _RUNS_FACTOR * (len(lt) + len(vt) + len(pt)):
-                runs = candidate_runs(lo, dur, windows, [*lt, *vt, *pt])
-            lt.append(_PAST_END)
-            vt.append(_PAST_END)
-            pt.append(_PAST_END)
-        load_arrays = job.load_arrays() if avail_arrays is not None and runs is None else None
-        fast = None
-        if avail_arrays is not None and load_arrays is not None:
-            fast = _Windows.make(job, load_arrays, avail_arrays, s, d, dur, windows, gang, calc, cap, step)
-        if fast is None:
-            if runs is None:
-                avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
-                # Every candidate lies in [s, d); the merges the cost and fit of a candidate [a, b)
-                # would walk use the breakpoints of each operand strictly inside (a, b) plus its
-                # value at a, which are exactly these lists restricted to [a, b). So the pieces
-                # (and the float sums over them, in the same order) are those of merge_pieces,
-                # without building a merge per candidate.
-                lt, lv = segments(job.load(), s, d)
-                vt, vv = segments(avail, s, d)
-                pt, pv = segments(placed, s, d)
-                lt.append(_PAST_END)
-                vt.append(_PAST_END)
-                pt.append(_PAST_END)
-        else:
-            # the same cost and fit, vectorised over the windows (see _Windows)
-            def cost(a: int, b: int) -> float:  # noqa: F811
-                return fast.cost(a)
+    def add(self, k: int, n: int) -> None:
+        """The stage places n more gangs on candidate k."""
+        ...
 
-            def fit(a: int, b: int) -> int:  # noqa: F811
-                return fast.fit(a, to_place_now[0])
+    def cost(self, k: int) -> float:
+        """Candidate k's cost now."""
+        ...
 
-        left = job.left
-        # heap entries: (cost, end key, first position, end position) of a run of candidates with
-        # the same cost and fit; the end key is that of the run's preferred member, the one the
-        # heap takes first on a cost tie: the earliest end allocating left, the latest allocating
-        # right (a single candidate at position k is the run (k, k + 1))
-        heap: list[tuple[float, int, int, int]] = []
-        if runs is None:
-            for k in range(windows):
-                a = lo + k * dur
-                b = a + dur
-                if fit(a, b) > 0:
-                    c = fast.initial_cost(a) if fast is not None else cost(a, b)
-                    heap.append((c, b if left else -b, k, k + 1))
-        else:
-            for p0, p1 in runs:
-                a = lo + (p0 if left else p1 - 1) * dur
-                b = a + dur
-                if fit(a, b) > 0:
-                    heap.append((cost(a, b), b if left else -b, p0, p1))
-        heapq.heapify(heap)
-        per_step = max(1, to_place // windows)
-        per_step = max(1, per_step // self.smoothness)
-        mine: list[Interval] = []
+    def fit(self, k: int) -> int:
+        """How many gangs fit on candidate k now (zero or less: none)."""
+        ...
+
+    def placed(self) -> list[Interval]:
+        """What the stage placed: one interval per candidate it placed on."""
+        ...
+
+
+def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> list[Interval] | None:
+    """StageAllocatorLowCostAligned's loop: the cheapest candidate takes up to per_step gangs,
+    then it alone is evaluated again; None when the candidates run out first.
+
+    As trunk: a candidate's fit is the one evaluated when it entered the ordered set; the merge
+    behind a fit refuses (PlanningException) a negative (availability - placements) from the
+    first time the job placed anything on, so the stage raises when the availability is negative
+    there anywhere in its candidates, and after every placement when it is negative on the
+    candidate placed on (its end instant included). Ties go to the earliest end allocating left
+    and to the latest allocating right."""
+    left = job.left
+    lo, dur = ev.lo, ev.dur
+    hi = lo + ev.count * dur
+    first = job.first_placed
+    if first is not None and first <= hi and ev.negative(max(lo, first), hi):
+        raise PlanningException(NEGATIVE_MERGE)
+    # entries: (cost, end key, first position, end position, fit) of a run of candidates with the
+    # same cost and fit (a single candidate k is the run (k, k + 1)); the runs as evaluated at the
+    # start come in order, what is pushed later goes to a heap, and the smaller head is next
+    ordered = ev.runs(left)
+    i = 0
+    heap: list[tuple[float, int, int, int, int]] = []
+    try:
         while to_place > 0:
-            if not heap:
-                if fast is None:
-                    for a, b, r in mine:
-                        placed.remove(a, b, r)
+            if heap and (i == len(ordered) or heap[0] < ordered[i]):
+                c0, _key, p0, p1, f0 = heapq.heappop(heap)
+            elif i < len(ordered):
+                c0, _key, p0, p1, f0 = ordered[i]
+                i += 1
+            else:
                 return None
-            c0, _k, p0, p1 = heapq.heappop(heap)
             k = p0 if left else p1 - 1
             a = lo + k * dur
             b = a + dur
-            to_place_now[0] = to_place
-            n = min(per_step, to_place, fit(a, b))
-            if n > 0 and p1 - p0 > 1:
-                # the rest of the run keeps its cost and fit, its next member first among them;
-                # with no fit (n = 0) the whole run goes, as its members would one by one
+            if p1 - p0 > 1:
+                # the rest of the run keeps its cost and fit, its next member first among them
                 if left:
-                    nb = b + dur
-                    heapq.heappush(heap, (c0, nb, p0 + 1, p1))
+                    heapq.heappush(heap, (c0, b + dur, p0 + 1, p1, f0))
                 else:
-                    heapq.heappush(heap, (c0, -a, p0, p1 - 1))
-            if n > 0:
-                r = rmul(gang, n)
-                if fast is not None:
-                    # placed is not read until the stage is done (fast keeps the stage's own
-                    # load): the blocks go in at the end, one per window, which gives the same
-                    # canonical function
-                    fast.add(a, n)
-                else:
-                    placed.add(a, b, r)
-                    pt, pv = segments(placed, s, d)
-                    pt.append(_PAST_END)
-                mine.append((a, b, r))
-                to_place -= n
-            to_place_now[0] = max(to_place, 1)
-            if to_place > 0 and fit(a, b) > 0:
-                heapq.heappush(heap, (cost(a, b), b if left else -b, k, k + 1))
-        if fast is not None:
-            placed.add_pieces([(a, a + dur, r) for a, r in fast.placed()])
-        # the pieces of the stage's own function (from_intervals' breakpoints, without the map)
-        keys, values = interval_breakpoints(mine)
-        return [(t, t2, v) for t, t2, v in zip(keys, keys[1:], values) if not is_zero(v)]
+                    heapq.heappush(heap, (c0, -a, p0, p1 - 1, f0))
+            n = min(per_step, to_place, f0)
+            ev.add(k, n)
+            to_place -= n
+            first = a if first is None else min(first, a)
+            # trunk evaluates the candidate again after every placement, the last one included
+            if ev.negative(a, b):
+                raise PlanningException(NEGATIVE_MERGE)
+            f = ev.fit(k)
+            if f > 0 and to_place > 0:
+                heapq.heappush(heap, (ev.cost(k), b if left else -b, k, k + 1, f))
+    finally:
+        # trunk takes a failed stage's placements back out of planModifications, but the merge
+        # leaves its first time behind, which keeps the check above on from there
+        job.first_placed = first
+    return ev.placed()
 
 
-class _Windows:
-    """Cost and fit of every candidate window of one stage, on numpy arrays.
+NEGATIVE_MERGE = "RLESparseResourceAllocation: merge failed as the resulting RLESparseResourceAllocation would be negative"
 
-    Within one `allocate` the job's placements change only by whole candidate windows, which
-    adds a constant inside the window: the breakpoints strictly inside every candidate stay those
-    of the plan load (availability) and of what the job had placed before this stage. So the
-    pieces of each candidate are fixed once, and a window's cost or fit is its fixed values plus
-    what this stage put on it. The values are exactly the scalar code's: single-precision
-    quotients are correctly rounded either way (a double quotient of two floats rounds to the same
-    float), the products and quotients by the step are the same doubles, and each window's sum is
-    an in-order accumulation (np.add.accumulate never regroups).
-    """
 
-    def __init__(self) -> None:
-        self.lo = 0
-        self.dur = 1
-        self.step = 1
-        self.gang: Res = (0, 0)
-        self.kind = "default"
-        # shared empty arrays until make() sets them: a stage builds one of these per call
-        self.cap32 = _NO_F32
-        self.c_start: list[int] = []
-        self.c_mem = _NO_I64  # plan load + what the job placed before, per cost piece
-        self.c_vc = _NO_I64
-        self.c_lens = _NO_F64
-        self.c_init: list[float] = []
-        self.f_start: list[int] = []
-        # per fit piece: how many gangs fit in its free value (floor), and the free value itself
-        self.f_gangs: list[int] = []
-        self.f_mem: list[int] = []
-        self.f_vc: list[int] = []
-        # per window: the minima of those three (see _fit), taken when first asked
-        self.lows: list[tuple[int, int, int] | None] = []
-        self.extra: list[tuple[int, int]] = []
-        self.counts: list[int] = []  # gangs placed per window: extra is gang x count
-        # per window: _fit for its current extra, None until asked (a placement resets it)
-        self.fits: list[int | None] = []
+class WalkWindows:
+    """The candidates evaluated by walking the step functions piece by piece: the reference for
+    `ArrayWindows`, and what the allocator uses where int64 arrays cannot hold the plan or a
+    capacity or gang component is zero. Every placement goes into a copy of the job's
+    placements, whose breakpoints are read again."""
 
-    @classmethod
-    def make(
-        cls, job: JobContext, load: tuple[np.ndarray, np.ndarray], avail: tuple[np.ndarray, np.ndarray], s: int,
-        d: int, dur: int, windows: int, gang: Res, calc: Calculator, cap: Res, step: int,
-    ) -> _Windows | None:
-        """The windows of a stage from the breakpoints of the job's load and of the availability
-        (as arrays, `job.load_arrays()` and the plan's `available_arrays`); None where the scalar
-        code has a special case (a zero capacity or gang component), and for a plan of other than
-        the two YARN dimensions (the arrays here are written for two columns)."""
-        if len(cap) != 2 or cap[0] <= 0 or gang[0] <= 0 or (calc.kind != "default" and (cap[1] <= 0 or gang[1] <= 0)):
-            return None
-        w = cls()
-        lo = s if job.left else d - windows * dur
-        hi = lo + windows * dur
-        w.lo, w.dur, w.step, w.gang, w.kind = lo, dur, step, gang, calc.kind
-        w.cap32 = np.array(cap, dtype=np.float32)
-        bounds = np.arange(lo, hi, dur, dtype=np.int64)
-        lt, lv = window(*load, lo, hi)
-        vt, vv = window(*avail, lo, hi)
-        if job.placed.zero_on(lo, hi):
-            # nothing placed before the stage inside its windows (an ORDER stage lies past what
-            # the earlier stages placed): the pieces are the load's and the availability's alone
-            grid = union(lt, bounds)
-            c_vals = lv[lt.searchsorted(grid, "right") - 1]
-            fgrid = union(vt, bounds)
-            free = vv[vt.searchsorted(fgrid, "right") - 1]
+    def __init__(
+        self, job: JobContext, ratios: dict[Res, float], s: int, d: int, lo: int, dur: int, count: int, gang: Res,
+    ) -> None:
+        plan = job.plan
+        self.lo, self.dur, self.count, self.gang = lo, dur, count, gang
+        self.s, self.d = s, d
+        self.step = plan.step
+        calc, cap = plan.calc, plan.capacity
+        self._ratio = lambda r: calc.ratio(r, cap)
+        self._gangs = lambda r, best: calc.gangs(r, gang, best)
+        self.ratios = ratios
+        old_id = job.rid if job.old is not None else None
+        # the availability is read on the closed range [s, d]: the end instant of the last
+        # candidate is checked too
+        avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
+        self.lt, self.lv = segments(job.load(), s, d)
+        self.vt, self.vv = segments(avail, s, d + 1)
+        self.lt.append(_PAST_END)
+        self.vt.append(_PAST_END)
+        self.cur = job.placed.copy()
+        self.mine: dict[int, int] = {}
+        self._read_placed()
+
+    def _read_placed(self) -> None:
+        self.pt, self.pv = segments(self.cur, self.s, self.d + 1)
+        self.pt.append(_PAST_END)
+
+    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+        """See `Windows.runs`: one run per candidate, or, for a long stage window, runs between
+        the change points of the load, the availability and the job's placements."""
+        lo, dur, count = self.lo, self.dur, self.count
+        if count > _RUNS_MIN and count > _RUNS_FACTOR * (len(self.lt) + len(self.vt) + len(self.pt)):
+            spans = candidate_runs(lo, dur, count, [*self.lt, *self.vt, *self.pt])
         else:
-            pts, pvs = segments(job.placed, lo, hi)
-            pt = np.array(pts, dtype=np.int64)
-            pv = np.array(pvs, dtype=np.int64).reshape(-1, 2)
-            grid = union(lt, pt, bounds)
-            c_vals = lv[lt.searchsorted(grid, "right") - 1] + pv[pt.searchsorted(grid, "right") - 1]
-            fgrid = union(vt, pt, bounds)
-            free = vv[vt.searchsorted(fgrid, "right") - 1] - pv[pt.searchsorted(fgrid, "right") - 1]
-        n = len(grid)
-        lens = np.empty(n, dtype=np.float64)
-        lens[:-1] = grid[1:] - grid[:-1]
-        lens[-1] = hi - int(grid[-1])
-        w.c_lens = lens
-        w.c_start = grid.searchsorted(bounds).tolist()
-        w.c_start.append(n)
-        w.c_mem = c_vals[:, 0].copy()
-        w.c_vc = c_vals[:, 1].copy()
-        terms = w._terms(w.c_mem, w.c_vc, lens)
-        w.c_init = [float(np.add.accumulate(terms[i:j])[-1]) for i, j in zip(w.c_start, w.c_start[1:])]
-        starts = fgrid.searchsorted(bounds).tolist()
-        starts.append(len(fgrid))
-        w.fit_pieces(free, starts)
-        return w
+            spans = [(k, k + 1) for k in range(count)]
+        out = []
+        for p0, p1 in spans:
+            a = lo + p0 * dur
+            f = self._fit(a)
+            if f > 0:
+                end = lo + (p0 + 1) * dur if left else -(lo + p1 * dur)
+                out.append((self._cost(a), end, p0, p1, f))
+        out.sort()
+        return out
 
-    def fit_pieces(self, free: np.ndarray, starts: list[int]) -> None:
-        """The free value of every fit piece (availability minus what the job placed before the
-        stage), window k's pieces at `starts[k]:starts[k + 1]`; nothing placed by the stage yet."""
-        windows = len(starts) - 1
-        self.f_start = starts
-        gangs = free[:, 0] // self.gang[0]
-        if self.kind != "default":
-            gangs = np.minimum(gangs, free[:, 1] // self.gang[1])
-        self.f_gangs = gangs.tolist()
-        self.f_mem, self.f_vc = free.T.tolist()
-        self.lows = [None] * windows
-        self.extra = [(0, 0)] * windows
-        self.counts = [0] * windows
-        self.fits = [None] * windows
+    def _cost(self, a: int) -> float:
+        return window_cost(self.lt, self.lv, self.pt, self.pv, a, a + self.dur, self.step, self.ratios, self._ratio)
 
-    def _terms(self, mem: np.ndarray, vc: np.ndarray, lens: np.ndarray) -> np.ndarray:
-        """calc.ratio((mem, vc), capacity) * (y - x) / step for every piece: each value cast to
-        single precision and divided there, the quotient cast to double and multiplied by the
-        length, then divided by the step (the dtype= forms cast first, as astype would)."""
-        q = np.divide(mem, self.cap32[0], dtype=np.float32)
-        if self.kind != "default":
-            q = np.maximum(q, np.divide(vc, self.cap32[1], dtype=np.float32))
-        t = np.multiply(q, lens, dtype=np.float64)
-        t /= self.step
-        return t
+    def _fit(self, a: int) -> int:
+        return window_fit(self.vt, self.vv, self.pt, self.pv, a, a + self.dur, _NO_CAP, self._gangs)
 
-    def add(self, a: int, n: int) -> None:
-        """The stage places n more gangs on the window starting at a."""
-        k = (a - self.lo) // self.dur
-        e = self.extra[k]
-        self.extra[k] = (e[0] + self.gang[0] * n, e[1] + self.gang[1] * n)
-        self.counts[k] += n
-        self.fits[k] = None
+    def negative(self, x: int, y: int) -> bool:
+        """See `Windows.negative`."""
+        return window_negative(self.vt, self.vv, self.pt, self.pv, x, y)
 
-    def placed(self) -> list[tuple[int, Res]]:
-        """(window start, what the stage placed there) for every window it placed on."""
-        return [(self.lo + k * self.dur, r) for k, r in enumerate(self.extra) if r != (0, 0)]
+    def add(self, k: int, n: int) -> None:
+        """See `Windows.add`."""
+        a = self.lo + k * self.dur
+        self.cur.add(a, a + self.dur, rmul(self.gang, n))
+        self.mine[k] = self.mine.get(k, 0) + n
+        self._read_placed()
 
-    def initial_cost(self, a: int) -> float:
-        return self.c_init[(a - self.lo) // self.dur]
+    def cost(self, k: int) -> float:
+        """See `Windows.cost`."""
+        return self._cost(self.lo + k * self.dur)
 
-    def cost(self, a: int) -> float:
-        k = (a - self.lo) // self.dur
-        i, j = self.c_start[k], self.c_start[k + 1]
-        e = self.extra[k]
-        vc = self.c_vc[i:j] + e[1] if self.kind != "default" else self.c_vc
-        return float(np.add.accumulate(self._terms(self.c_mem[i:j] + e[0], vc, self.c_lens[i:j]))[-1])
+    def fit(self, k: int) -> int:
+        """See `Windows.fit`."""
+        return self._fit(self.lo + k * self.dur)
 
-    def fit(self, a: int, best: int) -> int:
-        k = (a - self.lo) // self.dur
-        c = self.fits[k]
-        if c is None:
-            c = self.fits[k] = self._fit(k)
-        if c < 0:
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
-        # the scalar walk caps every piece's count at best, so the answer is min(best, c)
-        return c if c < best else best
-
-    def _fit(self, k: int) -> int:
-        """The window's smallest gang count over its pieces (0 if the walk stops at a piece with
-        none), or -1 where the walk would raise: at a negative piece before any such stop.
-
-        With n gangs placed the window's extra is gang x n, so a piece's free value is f - gang x n
-        and its count floor((f - g n) / g) = floor(f / g) - n: the count is zero or less where
-        floor(f / g) <= n, and the piece is negative where f_mem < g_mem n or f_vc < g_vc n. From
-        the window's minima of the three: without a negative piece the answer is 0 or the
-        smallest count; with one, the pieces are walked to see which kind comes first.
-        """
-        i, j = self.f_start[k], self.f_start[k + 1]
-        lows = self.lows[k]
-        if lows is None:
-            lows = self.lows[k] = (min(self.f_gangs[i:j]), min(self.f_mem[i:j]), min(self.f_vc[i:j]))
-        n = self.counts[k]
-        need_m, need_v = self.gang[0] * n, self.gang[1] * n
-        if lows[1] >= need_m and lows[2] >= need_v:
-            return 0 if lows[0] <= n else lows[0] - n
-        gangs, mem, vc = self.f_gangs, self.f_mem, self.f_vc
-        for x in range(i, j):
-            if mem[x] < need_m or vc[x] < need_v:
-                return -1
-            if gangs[x] <= n:
-                return 0
-        raise AssertionError("a window with a negative piece ends the walk")  # pragma: no cover
+    def placed(self) -> list[Interval]:
+        """See `Windows.placed`."""
+        return [(self.lo + k * self.dur, self.lo + (k + 1) * self.dur, rmul(self.gang, n))
+                for k, n in sorted(self.mine.items())]
 
 
 def window_cost(
@@ -356,7 +253,8 @@ def window_cost(
     ratios: dict[Res, float], ratio: Callable[[Res], float],
 ) -> float:
     """A candidate's cost: the area of (plan load + this job's placements) over `[a, b)` in
-    plan-fractions x steps, summed piece by piece in time order.
+    plan-fractions x steps, summed in time order over the sum's runs of one value (trunk's merge
+    joins equal neighbours, and a run summed as two pieces can differ in the last bit).
 
     `lt, lv` and `pt, pv` are the load's and the placements' breakpoints (`segments` over the
     stage window, closed by `_PAST_END`). This is `merge_pieces(load, placed, a, b, radd)` walked
@@ -368,17 +266,18 @@ def window_cost(
     x = a
     nl = lt[i + 1]
     npl = pt[j + 1]
+    run: Res | None = None  # the value of the run being summed, from run_x
+    run_x = a
     while x < b:
         y = nl if nl < npl else npl
         if y > b:
             y = b
-        u = lv[i]
-        w = pv[j]
-        r = (u[0] + w[0], u[1] + w[1])
-        q = ratios.get(r)
-        if q is None:
-            q = ratios[r] = ratio(r)
-        total += q * (y - x) / step
+        r = radd(lv[i], pv[j])
+        if r != run:
+            if run is not None:
+                total += _ratio(ratios, ratio, run) * (x - run_x) / step
+            run = r
+            run_x = x
         if nl == y:
             i += 1
             nl = lt[i + 1]
@@ -386,7 +285,16 @@ def window_cost(
             j += 1
             npl = pt[j + 1]
         x = y
+    if run is not None:
+        total += _ratio(ratios, ratio, run) * (b - run_x) / step
     return total
+
+
+def _ratio(ratios: dict[Res, float], ratio: Callable[[Res], float], r: Res) -> float:
+    q = ratios.get(r)
+    if q is None:
+        q = ratios[r] = ratio(r)
+    return q
 
 
 def window_fit(
@@ -394,8 +302,8 @@ def window_fit(
     gangs: Callable[[Res, int], int],
 ) -> int:
     """A candidate's fit: the fewest gangs that fit over `[a, b)` in (availability − this job's
-    placements), capped at `best`; 0 as soon as one piece fits none. A negative piece met before
-    that raises, as trunk's subtractTestNonNegative merge does.
+    placements), capped at `best`; zero or less as soon as one piece fits none (a negative piece
+    fits fewer than none: whether the merge refuses it is `window_negative`'s question).
 
     `merge_pieces(avail, placed, a, b, rsub)` walked in place, inlined for speed; property-tested
     against that walk."""
@@ -408,19 +316,11 @@ def window_fit(
         y = nv if nv < npl else npl
         if y > b:
             y = b
-        u = vv[i]
-        w = pv[j]
-        r = (u[0] - w[0], u[1] - w[1])
-        if r[0] < 0 or r[1] < 0:
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
-        n = gangs(r, best)
+        n = gangs(rsub(vv[i], pv[j]), best)
         if n < best:
             best = n
-        if best <= 0:
-            return 0
+            if best <= 0:
+                return best
         if nv == y:
             i += 1
             nv = vt[i + 1]
@@ -431,57 +331,23 @@ def window_fit(
     return best
 
 
-def _window_cost_k(
-    lt: list[int], lv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, step: int,
-    ratios: dict[Res, float], ratio: Callable[[Res], float],
-) -> float:
-    """`window_cost` for a plan of any number of dimensions (the walk above, on vectors)."""
-    total = 0.0
-    i = bisect_right(lt, a) - 1
-    j = bisect_right(pt, a) - 1
-    x = a
-    while x < b:
-        y = min(lt[i + 1], pt[j + 1], b)
-        r = radd(lv[i], pv[j])
-        q = ratios.get(r)
-        if q is None:
-            q = ratios[r] = ratio(r)
-        total += q * (y - x) / step
-        if lt[i + 1] == y:
+def window_negative(vt: list[int], vv: list[Res], pt: list[int], pv: list[Res], x: int, y: int) -> bool:
+    """Whether (availability − this job's placements) has a negative component anywhere in the
+    closed range `[x, y]`: where trunk's subtractTestNonNegative merge over a candidate refuses.
+    The lists must reach past y (`segments` up to y + 1)."""
+    i = bisect_right(vt, x) - 1
+    j = bisect_right(pt, x) - 1
+    while True:
+        if any(c < 0 for c in rsub(vv[i], pv[j])):
+            return True
+        nv, npl = vt[i + 1], pt[j + 1]
+        t = nv if nv < npl else npl
+        if t > y:
+            return False
+        if nv == t:
             i += 1
-        if pt[j + 1] == y:
+        if npl == t:
             j += 1
-        x = y
-    return total
-
-
-def _window_fit_k(
-    vt: list[int], vv: list[Res], pt: list[int], pv: list[Res], a: int, b: int, best: int,
-    gangs: Callable[[Res, int], int],
-) -> int:
-    """`window_fit` for a plan of any number of dimensions (the walk above, on vectors)."""
-    i = bisect_right(vt, a) - 1
-    j = bisect_right(pt, a) - 1
-    x = a
-    while x < b:
-        y = min(vt[i + 1], pt[j + 1], b)
-        r = rsub(vv[i], pv[j])
-        if min(r) < 0:
-            raise PlanningException(
-                "RLESparseResourceAllocation: merge failed as the resulting "
-                "RLESparseResourceAllocation would be negative"
-            )
-        n = gangs(r, best)
-        if n < best:
-            best = n
-        if best <= 0:
-            return 0
-        if vt[i + 1] == y:
-            i += 1
-        if pt[j + 1] == y:
-            j += 1
-        x = y
-    return best
 
 
 #: closes the breakpoint lists: later than any time, Long.MAX included (a stage may end there)
@@ -511,9 +377,8 @@ def candidate_runs(lo: int, dur: int, windows: int, times: list[int]) -> list[tu
     return list(zip(edges, edges[1:]))
 
 
-_NO_F32 = np.zeros(2, dtype=np.float32)
-_NO_I64 = np.zeros(0, dtype=np.int64)
-_NO_F64 = np.zeros(0, dtype=np.float64)
+#: no cap on a fit: trunk starts its minimum at Integer.MAX_VALUE
+_NO_CAP = 2**31 - 1
 
 
 def aligned_agent(allocate_left: bool, smoothness: int = 10) -> TryMany:

@@ -224,8 +224,9 @@ def _free_profile(
     committed = plan.committed_over(s, e)
     if old_f is not None and not old_f.is_empty():
         committed.add_function(old_f, -1)
+    two = len(cap) == 2
     for a, _b, r in committed.pieces(s, e):
-        v = rsub(cap, r)
+        v = (cap[0] - r[0], cap[1] - r[1]) if two else rsub(cap, r)
         if not values or values[-1] != v:
             times.append(a)
             values.append(v)

@@ -6,6 +6,7 @@ greedy stage allocator, allocating left to right (favor early) or right to left.
 
 from __future__ import annotations
 
+import math
 from contextlib import suppress
 from typing import Protocol
 
@@ -30,7 +31,7 @@ from apportion.reservation.definition import (
 )
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.resmath import Res, is_zero, rmul, round_down, round_up
+from apportion.reservation.resmath import LONG_MAX, Res, is_zero, rmul, round_down, round_up
 from apportion.reservation.steparrays import arrays_of
 from apportion.reservation.stepfn import StepFunction
 
@@ -50,6 +51,9 @@ class JobContext:
         self.left = allocate_left
         self.period = definition.period()
         self.placed = StepFunction(zero=plan.zero)  # this job's placements so far (planModifications)
+        # the earliest time the low-cost allocator ever placed at, kept when a failed stage's
+        # placements are taken back (trunk's merge leaves it in planModifications)
+        self.first_placed: int | None = None
         step = plan.step
         self.load_start = round_up(definition.arrival, step)
         self.load_end = round_down(definition.deadline, step)
@@ -182,6 +186,19 @@ def _no_gap_contiguous(intervals: list[Interval]) -> bool:
     return len(ends) == 2
 
 
+def order_no_gap_ok(block: tuple[int, int] | None, cur: list[Interval], left: bool) -> bool:
+    """IterativePlanner.validateOrderNoGap: a stage's non-zero intervals `cur` touch what the
+    earlier stages placed (`block`, its first and last time; None when nothing is placed yet) on
+    the side the planner walks towards, and form one contiguous block."""
+    nz = [(a, b, r) for a, b, r in cur if not is_zero(r)]
+    if block is not None and nz:
+        if left and block[1] < min(a for a, _b, _r in nz):
+            return False
+        if not left and max(b for _a, b, _r in nz) < block[0]:
+            return False
+    return _no_gap_contiguous(nz)
+
+
 class IterativePlanner(ReservationAgent):
     """Trunk's IterativePlanner (contract §7.1) with a window rule and a stage allocator."""
 
@@ -229,11 +246,8 @@ class IterativePlanner(ReservationAgent):
                 c_lo = min(x for x, _y, _r in nz)
                 c_hi = max(y for _x, y, _r in nz)
                 if interp == R_ORDER_NO_GAP:
-                    if block_lo is not None and block_hi is not None:
-                        touches = block_hi >= c_lo if self.left else c_hi >= block_lo
-                        if not touches:
-                            raise PlanningException(NO_GAP_VIOLATED)
-                    if not _no_gap_contiguous(nz):
+                    block = (block_lo, block_hi) if block_lo is not None and block_hi is not None else None
+                    if not order_no_gap_ok(block, nz, self.left):
                         raise PlanningException(NO_GAP_VIOLATED)
                 block_lo = c_lo if block_lo is None else min(block_lo, c_lo)
                 block_hi = c_hi if block_hi is None else max(block_hi, c_hi)
@@ -247,21 +261,58 @@ class IterativePlanner(ReservationAgent):
     def _by_demand(
         self, plan: InMemoryPlan, definition: ReservationDefinition, idx: int, st: Stage, a: int, d: int
     ) -> tuple[int, int]:
-        """StageExecutionIntervalByDemand (contract §7.2)."""
+        """StageExecutionIntervalByDemand (contract §7.2), in trunk's arithmetic: each weight an
+        exact long product (wrapping as Java's does) turned into a double, summed from the far end
+        of the job towards the stage, the window cast back to a long by truncation and rounded to
+        the step with Java's truncating division. Deviation (docs/semantics.md): when the weights
+        sum to zero (memory-less stages) the stage gets no slack, where trunk's 0/0 would put the
+        window's far end at time 0."""
         step = plan.step
         stages = definition.stages
-        rest = stages[idx:] if self.left else stages[: idx + 1]
-        total_dur = sum(round_up(s.duration, step) for s in rest)
-        weights = [float(s.duration) * float(s.capability[0]) * float(s.num_containers) for s in rest]
-        wsum = sum(weights)
-        mine = float(st.duration) * float(st.capability[0]) * float(st.num_containers)
-        share = mine / wsum if wsum > 0 else 0.0
-        slack = (d - a) - total_dur
+        # trunk walks from the last stage back to this one (left), or from the first up to it (right)
+        rest = stages[idx:][::-1] if self.left else stages[: idx + 1]
+        total_dur = _java_long(sum(round_up(s.duration, step) for s in rest))
+        total = 0.0
+        for s in rest:
+            total += _weight(s)
+        share = _weight(st) / total if total != 0.0 else 0.0
+        slack = float(_java_long(_java_long(d - a) - total_dur))
+        dur = round_up(st.duration, step)
         if self.left:
-            hi = round_down(int(a + round_up(st.duration, step) + slack * share), step)
-            return a, hi
-        lo = round_up(int(d - round_up(st.duration, step) - slack * share), step)
-        return lo, d
+            return a, _java_round_down(_double_to_long(float(_java_long(a + dur)) + slack * share), step)
+        return _java_round_up(_double_to_long(float(_java_long(d - dur)) - slack * share), step), d
+
+
+def _java_long(x: int) -> int:
+    """x wrapped to a signed 64-bit integer, as Java's long arithmetic wraps."""
+    return (x + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _weight(st: Stage) -> float:
+    """StageExecutionIntervalByDemand.calcWeight: duration x memory x containers in long arithmetic."""
+    return float(_java_long(_java_long(st.duration * st.capability[0]) * st.num_containers))
+
+
+def _double_to_long(x: float) -> int:
+    """Java's (long) cast: truncation towards zero, saturating, NaN to 0."""
+    if math.isnan(x):
+        return 0
+    if x >= 2.0**63:
+        return LONG_MAX
+    if x <= -(2.0**63):
+        return -LONG_MAX - 1
+    return int(x)
+
+
+def _java_round_down(t: int, step: int) -> int:
+    """stepRoundDown with Java's division (towards zero)."""
+    q = abs(t) // step
+    return _java_long((q if t >= 0 else -q) * step)
+
+
+def _java_round_up(t: int, step: int) -> int:
+    """stepRoundUp: ((t + step - 1) / step) * step in long arithmetic."""
+    return _java_round_down(_java_long(t + step - 1), step)
 
 
 def greedy_left() -> IterativePlanner:
@@ -274,4 +325,6 @@ def greedy_right() -> IterativePlanner:
     return IterativePlanner("greedy-right", False, GreedyStageAllocator())
 
 
-__all__ = ["GreedyStageAllocator", "IterativePlanner", "JobContext", "R_ALL", "greedy_left", "greedy_right"]
+__all__ = [
+    "GreedyStageAllocator", "IterativePlanner", "JobContext", "R_ALL", "greedy_left", "greedy_right", "order_no_gap_ok",
+]
