@@ -24,7 +24,7 @@ from apportion.engine import prepare, resolve_conf, run_cycle
 from apportion.forecast.core import forecast
 from apportion.forecast.replay import CapturingSimulator
 from apportion.forecast.runtime import rfc3339
-from apportion.forecast.sim import ForecastSimulator
+from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.kube import build_snapshot
 from benchmarks.generate import cluster_objects
@@ -85,7 +85,7 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[st
         prepare(snap, conf)
         state = start_state(snap, conf, NOW, period=period)
         t1 = time.perf_counter()
-        sim = ForecastSimulator(state, targets=[target])
+        sim = forecast_simulator(state, targets=[target])
         sim.run()
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)

@@ -196,8 +196,8 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
     a fresh build before the session, and the cache with a rebuild after it.
 
     A session that opens on a cache in which nothing a snapshot reads has changed since the last one
-    (`SchedulerCache.changes`), with the same conf object, decides what that one decided: its result is
-    given again (`reuse=False` runs it anyway). This is exact because a session here is a function of
+    (`SchedulerCache.changes`), with the same conf object (not edited since), decides what that one
+    decided: its result is given again (`reuse=False` runs it anyway). This is exact because a session here is a function of
     the snapshot, the conf and its id alone: it reads no clock (`Session.now` stays unset, and the
     minRuntime guard then takes the snapshot's newest timestamp), draws nothing at random, and writes
     its id only into conditions, which the replay rewrites. With the self-check on, a replayed session

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from benchmarks.bench_simulation import scenario_document
+from benchmarks.bench_simulation import conf_text, scenario_document
 
 from apportion.actions.reclaim_guards import ReclaimGuards
 from apportion.framework.conf import SchedulerConf, conf_from_dict
@@ -137,19 +137,8 @@ def test_gang_atomic_needs_the_vote_on_every_member() -> None:
 
 
 # ===================================================================== the oscillation, end to end
-SCHED = """actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: capacity
-    enableHierarchy: true
-  - name: nodeorder
-"""
+#: the simulation benchmark's scheduler with Volcano's reclaim (the oscillation is the benchmark's)
+SCHED = conf_text("reclaim")
 
 
 def oscillating_scenario(guards: str = "") -> Any:

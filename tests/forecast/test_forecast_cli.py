@@ -80,8 +80,20 @@ def test_table_fits_80_columns_and_says_estimate(tmp_path) -> None:
             o["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = objs[-4]["metadata"]["name"]
     code, out, _ = run("forecast", write(tmp_path / "d.yaml", objs))
     assert code == 0
-    assert "ESTIMATES" in out and "would start in the next session" in out
+    assert "ESTIMATES" in out and "would start sooner with one of" in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_a_later_gpu_booking_fits_80_columns_and_says_estimate(tmp_path) -> None:
+    from test_reserve import gpu_jobs, gpu_node
+
+    objs = [gpu_node("n1"), gpu_node("n2"), queue("a"), *gpu_jobs("a")]
+    code, out, _ = run("forecast", write(tmp_path / "d.yaml", objs), "ns/t")
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80
+    text = " ".join(line.strip() for line in out.splitlines())
+    assert "book 1 x (cpu 2, memory 1Gi, gpu 8) in a cluster plan from 00:30:00 UTC (in 30m, an estimate)" \
+        " for 2h" in text
 
 
 @pytest.mark.parametrize(("args", "needle"), [

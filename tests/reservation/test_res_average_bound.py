@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
 
+from apportion.reservation.average_window import integral_bound_within as _integral_bound_within
 from apportion.reservation.periodic import piece_integral
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.policies import CapacityOverTimePolicy, _integral_bound_within
+from apportion.reservation.policies import CapacityOverTimePolicy
 
 T = 20_000
 

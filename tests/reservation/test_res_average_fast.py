@@ -10,7 +10,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.reservation.policies import _average_within, _merge_maps
+from apportion.reservation.average_window import average_within as _average_within
+from apportion.reservation.average_window import merge_maps as _merge_maps
 from apportion.reservation.resmath import Res
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 from svc_helpers import submission
 from svc_server import LiveServer
 
@@ -149,7 +150,12 @@ def test_loop_reservation_queue_and_durations(server_factory: Callable[..., Live
     _wait(lambda: "not currently active" in c.get("/api/v1/jobs/t/late").json().get("waiting", ""))
     metrics = c.get("/metrics").text
     assert 'apportion_plan_reservations{queue="dedicated"} 1.0' in metrics
-    assert "volcano_queue_allocated_milli_cpu" in metrics
+    # Volcano's queue gauges carry the session's numbers in its units: the reservation's queue runs
+    # inres's two pods of 1 cpu and 1Gi (the quick job of batch has completed)
+    samples = {(s.name, s.labels.get("queue_name") or s.labels.get("queue")): s.value
+               for fam in text_string_to_metric_families(metrics) for s in fam.samples}
+    assert samples[("volcano_queue_allocated_milli_cpu", rid)] == 2000
+    assert samples[("volcano_queue_allocated_memory_bytes", rid)] == 2 * 1024**3
     c.close()
 
 

@@ -75,8 +75,9 @@ def apply_change(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[
 
 def _apply_reservation(objects: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
     """A booked reservation as the plan follower publishes it: a child queue of the reservable queue
-    deserving, guaranteeing and capped to the gang, the default child's share reduced by as much,
-    and the job's PodGroup moved into it."""
+    (a queue of its own for a booking in the cluster plan, `queue` null) deserving, guaranteeing and
+    capped to the gang, the default child's share reduced by as much, and the job's PodGroup moved
+    into it. A booking from later is what the objects become at its start."""
     from apportion.forecast.reserve import SUGGESTED
     from apportion.simulation.reservations import default_child
     from apportion.simulation.scenario import RESERVATION_ID_KEY
@@ -89,7 +90,7 @@ def _apply_reservation(objects: list[dict[str, Any]], change: dict[str, Any]) ->
     for obj in objects:
         o = copy.deepcopy(obj)
         meta = o.get("metadata") or {}
-        if o.get("kind") == "Queue" and meta.get("name") == default_child(change["queue"]):
+        if change["queue"] and o.get("kind") == "Queue" and meta.get("name") == default_child(change["queue"]):
             spec = o.setdefault("spec", {})
             for path in (("deserved",), ("guarantee", "resource")):
                 holder = spec
@@ -103,6 +104,7 @@ def _apply_reservation(objects: list[dict[str, Any]], change: dict[str, Any]) ->
         out.append(o)
     out.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                 "metadata": {"name": SUGGESTED, "annotations": {"apportion.io/reservation": SUGGESTED}},
-                "spec": {"weight": 1, "parent": change["queue"], "capability": gang, "deserved": gang,
-                         "guarantee": {"resource": gang}}, "status": {"state": "Open"}})
+                "spec": {"weight": 1, **({"parent": change["queue"]} if change["queue"] else {}),
+                         "capability": gang, "deserved": gang, "guarantee": {"resource": gang}},
+                "status": {"state": "Open"}})
     return out

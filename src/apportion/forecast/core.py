@@ -151,7 +151,7 @@ def _pct(xs: list[float], q: float) -> float | None:
 def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assumed | None = None,
              runs: int = DEFAULT_RUNS, seed: int = 0, horizon: float | None = None) -> Forecast:
     """Forecast the start of each job named (default: every pending job) from `state`."""
-    from apportion.forecast.sim import ForecastSimulator
+    from apportion.forecast.sim import forecast_simulator
 
     targets = select_jobs(state, names)
     basis = basis_of(state, assumed)
@@ -162,7 +162,7 @@ def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assu
     starts: dict[str, list[float]] = {u: [] for u in uids}
     warnings: list[str] = list(state.warnings)
     for r in range(n_runs):
-        sim = ForecastSimulator(state, assumed=assumed, seed=seed + r, targets=uids, horizon=horizon)
+        sim = forecast_simulator(state, assumed=assumed, seed=seed + r, targets=uids, horizon=horizon)
         sim.run()
         for w in sim.warnings:
             if w not in warnings:

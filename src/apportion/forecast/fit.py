@@ -85,14 +85,14 @@ class Checker:
     """Runs the next session of a start state with one change applied."""
 
     def __init__(self, state: StartState) -> None:
-        from apportion.forecast.sim import ForecastSimulator
+        from apportion.forecast.sim import forecast_simulator
 
-        self.sim = ForecastSimulator(state)
+        self.sim = forecast_simulator(state)
         self.sessions = 0
 
     def snapshot(self) -> Snapshot:
         """The objects the next session would see (fresh per call; queue objects shared: replace them)."""
-        snap = self.sim._snapshot()
+        snap = self.sim.snapshot()
         snap.queues = dict(snap.queues)
         return snap
 

@@ -41,7 +41,7 @@ def forecast_lines(fc: Forecast) -> list[str]:
         if j.reason:
             out += wrap(j.reason, indent="    ", first="  ")
         if j.fits:
-            out.append("  would start in the next session with one of (each checked):")
+            out.append("  would start sooner with one of (each checked in simulation):")
             for f in j.fits:
                 out += wrap(f.text, indent="      ", first="    - ")
     for w in fc.warnings:

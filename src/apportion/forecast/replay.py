@@ -58,7 +58,7 @@ class CapturingSimulator(Simulator):
 
     def capture(self) -> StartState:
         """The start state of the session about to run at `now` (objects copied, runtimes annotated)."""
-        live = self._snapshot()
+        live = self.snapshot()
         memo, live.memo = live.memo, None
         try:
             snap = copy.deepcopy(live)

@@ -1,13 +1,14 @@
 """The forecast simulator: the project's simulator, started from a cluster state instead of empty.
 
-`ForecastSimulator` is `apportion.simulation.engine.Simulator` with its loop, events, session
-application, evictions and reservation follower unchanged. What differs is where jobs come from:
-every job of the start state is active from the first instant, its tasks where the state has them
-(running tasks on their nodes, each with its own remaining time), and each session sees the state's
-own objects (pods with their affinities, tolerations and per-pod requests, the pods of other
-schedulers, the nodes in the dump's order) with only statuses and nodes changed, so the first session
-decides what `apportion cycle` decides on the same dump. Sessions run on the period grid counted from
-the state's instant.
+`forecast_simulator` builds `apportion.simulation.engine.Simulator` through its public seam
+(`Simulator.from_state` with a `SimStart`, simulation/start.py); the loop, events, session
+application, evictions and reservation follower are the simulator's own. What differs is where jobs
+come from: every job of the start state is active from the first instant, its tasks where the state
+has them (running tasks on their nodes, each with its own remaining time), and each session sees the
+state's own objects (`DumpObjects`: pods with their affinities, tolerations and per-pod requests, the
+pods of other schedulers, the nodes in the dump's order) with only statuses and nodes changed, so the
+first session decides what `apportion cycle` decides on the same dump. Sessions run on the period
+grid counted from the state's instant.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import copy
 import math
 import operator
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
@@ -25,8 +26,9 @@ from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
-from apportion.simulation.jobs import EV_FINISH, EV_RELEASE, EV_WAKE, SimJob, SimTask
+from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.scenario import JobSpec, RunSpec, Scenario
+from apportion.simulation.start import SimStart, StartJob, StartTask
 from apportion.simulation.workload import rng_for
 
 #: a forecast start's task status (forecast/start.py) as the simulator's task state
@@ -51,143 +53,45 @@ def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
     return new
 
 
-class ForecastSimulator(Simulator):
-    """Runs a start state forward; `run()` once, then read `jobs[uid].first_start` (the state's clock).
+class DumpObjects:
+    """What sessions see of a start state taken from cluster objects (`SessionObjects`)."""
 
-    `assumed` gives runtimes the state does not know (drawn with `seed`); without it such tasks never
-    end. `targets`: job uids whose first start ends the run once all have started (the rest of the
-    future is not needed). `horizon`: seconds after the state's instant at which the run stops.
-    """
-
-    def __init__(self, state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
-                 targets: tuple[str, ...] | list[str] = (), horizon: float | None = None) -> None:
-        plan_children = {q.name for kids in state.children.values() for q in kids}
-        queues = {n: q for n, q in state.queues.items() if n not in plan_children}
-        sc = Scenario(name="forecast", source="forecast", base=Path("."), nodes=list(state.nodes), queues=queues,
-                      priority_classes=dict(state.priority_classes), conf=state.conf, conf_text="",
-                      jobs=list(state.arrivals), generators=[], traces=[], plans={}, reservations=[], node_events=[],
-                      run=RunSpec(horizon=None if horizon is None else state.t0 + horizon, period=state.period,
-                                  seed=seed, drain=False))
-        super().__init__(sc, conf=state.conf, seed=seed, label="forecast")
+    def __init__(self, state: StartState, bookings: Sequence[tuple[float, Callable[[Snapshot], None]]]) -> None:
         self.t0 = state.t0
-        self.now = state.t0
-        self.state = state
         self.node_order = list(state.nodes)
         self.orphans = list(state.orphan_tasks)
         self.templates: dict[str, JobInfo] = {}
         self.template_tasks: dict[str, list[TaskInfo]] = {}
         #: a task's status in the state, kept until the simulation changes it (Bound stays Bound)
         self.original: dict[tuple[str, int], TaskStatus] = {}
-        self.targets = set(targets)
-        #: tasks being deleted in the state: gone once released (the simulator restarts the tasks it
-        #: evicts itself, but a pod deleted in the cluster is not the simulation's to bring back)
-        self.deleting: set[tuple[str, int]] = set()
-        if state.plans:
-            self.plans = copy.deepcopy(state.plans)
-            self.children = copy.deepcopy(state.children)
-            for plan in self.plans.values():
-                for r in plan.reservations.values():
-                    for p in r.change_points():
-                        if p > self.t0:
-                            self._push(p, EV_WAKE, r.id, None)
-        self.res_by_name.update(state.reservation_ids)
-        self.res_accepted.update(state.reservation_accepted)
-        self._start_jobs(assumed, seed)
+        #: changes to the sessions' objects from an instant on (seconds after the state's instant):
+        #: a booked reservation as the plan follower would publish it (forecast/reserve.py)
+        self.bookings = sorted(bookings, key=lambda b: b[0])
 
-    # ----------------------------------------------------------------- set-up
-    def _start_jobs(self, assumed: Assumed | None, seed: int) -> None:
-        state = self.state
-        # draws in a fixed order (jobs by uid, tasks in order) so a seed gives the same runtimes
-        need = sum(1 for j in state.jobs for t in j.tasks if t.status == "running"
-                   and t.remaining is None) + sum(1 for j in state.jobs if j.runtime is None)
-        drawn = list(assumed.draw(rng_for(seed, "forecast-runtimes"), need)) if assumed is not None and need else []
-        for js in state.jobs:
-            tpl = js.template
-            runtime = js.runtime
-            if runtime is None and drawn:
-                runtime = float(drawn.pop())
-            first = tpl.tasks[next(iter(tpl.tasks))].resreq if tpl.tasks else Resource()
-            spec = JobSpec(name=tpl.name, queue=tpl.queue, arrival=self.t0,
-                           duration=math.inf if runtime is None else runtime, tasks=len(js.tasks),
-                           min_member=tpl.min_available, resources=first, priority_class=tpl.priority_class_name)
-            sj = SimJob(spec=spec, uid=tpl.uid, queue=tpl.queue, creation=tpl.creation, priority=tpl.priority,
-                        resreq=first, min_resources=tpl.min_resources or Resource(), phase=tpl.phase, state="active")
-            self.templates[tpl.uid] = tpl
-            self.template_tasks[tpl.uid] = [t.template for t in js.tasks]
-            for ts in js.tasks:
-                st = SimTask(index=ts.index, name=ts.template.name, status=_SIM_STATUS[ts.status], node=ts.node,
-                             start=self.t0 - ts.elapsed)
-                sj.tasks.append(st)
-                self.original[(tpl.uid, ts.index)] = ts.template.status
-                self.task_by_key[ts.template.key] = (sj, st)
-                if ts.status == "done":
-                    sj.done_tasks += 1
-                if ts.status not in ("running", "releasing"):
-                    continue
-                self.node_tasks.setdefault(ts.node, set()).add((tpl.uid, ts.index))
-                left = ts.remaining
-                if left is None and ts.status == "running" and assumed is not None and drawn:
-                    whole = float(drawn.pop())
-                    left = max(0.0, whole - ts.elapsed) if ts.template.start_time else whole
-                if ts.status == "releasing":
-                    self.deleting.add((tpl.uid, ts.index))
-                    # a pod being deleted frees its node by the next session unless its end is known
-                    self._push(self.t0 + (self.period if left is None else left), EV_RELEASE, st.name,
-                               (tpl.uid, ts.index, st.attempt))
-                elif left is not None:
-                    self._push(self.t0 + left, EV_FINISH, st.name, (tpl.uid, ts.index, st.attempt))
-            self.jobs[tpl.uid] = sj
-            self.active[tpl.uid] = sj
+    def status_changed(self, job: SimJob, task: SimTask) -> None:
+        """The dump's own status no longer applies."""
+        self.original.pop((job.uid, task.index), None)
 
-    # ----------------------------------------------------------------- the simulator's hooks
-    def _grid(self, t: float) -> float:
-        k = math.ceil((t - self.t0) / self.period - 1e-9)
-        return self.t0 + k * self.period
-
-    def _event(self, kind: int, payload: Any) -> None:
-        if kind == EV_RELEASE and (payload[0], payload[1]) in self.deleting:
-            uid, idx, attempt = payload
-            self.deleting.discard((uid, idx))
-            job = self.jobs[uid]
-            t = job.tasks[idx]
-            if t.status is TaskStatus.RELEASING and t.attempt == attempt:
-                self.dirty = True
-                self._free(job, t)
-                self._set_status(job, t, TaskStatus.SUCCEEDED)
-                job.done_tasks += 1
-                if job.done_tasks == len(job.tasks):
-                    job.state, job.finish, job.phase = "done", self.now, PodGroupPhase.COMPLETED
-                    self.active.pop(uid, None)
-                return
-        super()._event(kind, payload)
-
-    def _set_status(self, job: SimJob, t: SimTask, status: TaskStatus) -> None:
-        self.original.pop((job.uid, t.index), None)
-        super()._set_status(job, t, status)
-
-    def _session(self) -> None:
-        super()._session()
-        if self.targets and all(self.jobs[u].first_start is not None for u in self.targets):
-            # every job asked about has started: nothing later can change its answer
-            self.heap.clear()
-            self.dirty = False
-
-    def _snapshot(self) -> Snapshot:
-        snap = super()._snapshot()
-        order = [n for n in self.node_order if n.name in self.nodes]
+    def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
+        """The dump's nodes in its order, other schedulers' pods, and the bookings in force."""
+        order = [n for n in self.node_order if n.name in live_nodes]
         snap.nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
                                unschedulable=n.unschedulable) for i, n in enumerate(order)]
         snap.orphan_tasks = [_fresh_task(t, t.status, t.node_name) for t in self.orphans]
-        return snap
+        for at, patch in self.bookings:
+            if now >= self.t0 + at - 1e-9:
+                patch(snap)
 
-    def _job_info(self, sj: SimJob) -> JobInfo:
+    def job_info(self, sj: SimJob) -> JobInfo | None:
+        """The job from the dump's objects, its tasks' statuses and nodes the simulation's (None for a
+        future arrival: the simulator's own job)."""
         tpl = self.templates.get(sj.uid)
         if tpl is None:
-            return super()._job_info(sj)  # a future arrival: the simulator's own job
+            return None
         of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         ji = sj.info
         if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
-            # kept from the last session, as the simulator keeps its own (see Simulator._job_info)
+            # kept from the last session, as the simulator keeps its own (see Simulator._snapshot)
             ji.conditions.clear()
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
@@ -216,3 +120,72 @@ class ForecastSimulator(Simulator):
         else:
             sj.info, sj.info_of = None, ()
         return ji
+
+
+def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
+                       targets: tuple[str, ...] | list[str] = (), horizon: float | None = None,
+                       bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = ()) -> Simulator:
+    """The simulator started from `state`; `run()` once, then read `jobs[uid].first_start` (the
+    state's clock).
+
+    `assumed` gives runtimes the state does not know (drawn with `seed`); without it such tasks never
+    end. `targets`: job uids whose first start ends the run once all have started (the rest of the
+    future is not needed). `horizon`: seconds after the state's instant at which the run stops.
+    `bookings`: (seconds after now, change to a session's objects) in force from that instant on.
+    """
+    plan_children = {q.name for kids in state.children.values() for q in kids}
+    queues = {n: q for n, q in state.queues.items() if n not in plan_children}
+    sc = Scenario(name="forecast", source="forecast", base=Path("."), nodes=list(state.nodes), queues=queues,
+                  priority_classes=dict(state.priority_classes), conf=state.conf, conf_text="",
+                  jobs=list(state.arrivals), generators=[], traces=[], plans={}, reservations=[], node_events=[],
+                  run=RunSpec(horizon=None if horizon is None else state.t0 + horizon, period=state.period,
+                              seed=seed, drain=False))
+    objects = DumpObjects(state, bookings)
+    start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
+                     plans=copy.deepcopy(state.plans) if state.plans else {},
+                     children=copy.deepcopy(state.children) if state.plans else {},
+                     reservation_ids=dict(state.reservation_ids),
+                     reservation_accepted=dict(state.reservation_accepted), objects=objects,
+                     wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
+                     stop_when_started=frozenset(targets))
+    return Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
+
+
+def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None, seed: int) -> list[StartJob]:
+    # draws in a fixed order (jobs by uid, tasks in order) so a seed gives the same runtimes
+    need = sum(1 for j in state.jobs for t in j.tasks if t.status == "running"
+               and t.remaining is None) + sum(1 for j in state.jobs if j.runtime is None)
+    drawn = list(assumed.draw(rng_for(seed, "forecast-runtimes"), need)) if assumed is not None and need else []
+    t0 = state.t0
+    out = []
+    for js in state.jobs:
+        tpl = js.template
+        runtime = js.runtime
+        if runtime is None and drawn:
+            runtime = float(drawn.pop())
+        first = tpl.tasks[next(iter(tpl.tasks))].resreq if tpl.tasks else Resource()
+        spec = JobSpec(name=tpl.name, queue=tpl.queue, arrival=t0,
+                       duration=math.inf if runtime is None else runtime, tasks=len(js.tasks),
+                       min_member=tpl.min_available, resources=first, priority_class=tpl.priority_class_name)
+        sj = SimJob(spec=spec, uid=tpl.uid, queue=tpl.queue, creation=tpl.creation, priority=tpl.priority,
+                    resreq=first, min_resources=tpl.min_resources or Resource(), phase=tpl.phase, state="active")
+        objects.templates[tpl.uid] = tpl
+        objects.template_tasks[tpl.uid] = [t.template for t in js.tasks]
+        starts = []
+        for ts in js.tasks:
+            st = SimTask(index=ts.index, name=ts.template.name, status=_SIM_STATUS[ts.status], node=ts.node,
+                         start=t0 - ts.elapsed)
+            sj.tasks.append(st)
+            objects.original[(tpl.uid, ts.index)] = ts.template.status
+            if ts.status == "done":
+                sj.done_tasks += 1
+            left = ts.remaining
+            if left is None and ts.status == "running" and assumed is not None and drawn:
+                whole = float(drawn.pop())
+                left = max(0.0, whole - ts.elapsed) if ts.template.start_time else whole
+            # a pod being deleted frees its node by the next session unless its end is known, and is
+            # then over (deleted in the cluster, not the simulation's to bring back)
+            starts.append(StartTask(key=ts.template.key, end=None if left is None else t0 + left,
+                                    deleted=ts.status == "releasing"))
+        out.append(StartJob(job=sj, tasks=starts))
+    return out

@@ -1,5 +1,6 @@
-"""`suggest`: the cheapest single changes that let a waiting job start in the next session, every kind
-searched (`fit`: queues, the job itself, other jobs; `reserve`: a reservation) and each checked."""
+"""`suggest`: the cheapest single changes that let a waiting job start in the next session (a
+reservation: at its booked start, possibly later), every kind searched (`fit`: queues, the job
+itself, other jobs; `reserve`: a reservation) and each checked."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from apportion.forecast.start import StartState
 
 
 def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
-    """The `keep` cheapest single changes that let job `uid` start in the next session (checked)."""
+    """The `keep` cheapest single changes that let job `uid` start in the next session, or at a
+    reservation's booked start (checked)."""
     js = state.job(uid)
     if js is None or not js.pending:
         return []

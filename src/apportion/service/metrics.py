@@ -11,11 +11,9 @@ Each service has its own registry, so several can live in one process (the tests
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-
-from apportion.resources import CPU, MEMORY
 
 if TYPE_CHECKING:
     from apportion.engine import CycleResult
@@ -63,15 +61,13 @@ class ServiceMetrics:
             self.attempts.labels("unschedulable").inc(waiting)
         for g in (self.q_alloc_cpu, self.q_alloc_mem, self.q_des_cpu, self.q_des_mem, self.q_share):
             g.clear()
-        for name, rep in result.queues.items():
-            alloc: dict[str, Any] = rep.get("allocated") or {}
-            des: dict[str, Any] = rep.get("deserved") or {}
-            self.q_alloc_cpu.labels(name).set(float(alloc.get(CPU, 0)) * 1000)
-            self.q_alloc_mem.labels(name).set(float(alloc.get(MEMORY, 0)))
-            self.q_des_cpu.labels(name).set(float(des.get(CPU, 0)) * 1000)
-            self.q_des_mem.labels(name).set(float(des.get(MEMORY, 0)))
-            if isinstance(rep.get("share"), (int, float)):
-                self.q_share.labels(name).set(float(rep["share"]))
+        for name, st in result.queue_status.items():
+            # Volcano's gauges are in milli-cpu and bytes: the typed status's own units
+            self.q_alloc_cpu.labels(name).set(st.allocated.cpu)
+            self.q_alloc_mem.labels(name).set(st.allocated.memory)
+            self.q_des_cpu.labels(name).set(st.deserved.cpu)
+            self.q_des_mem.labels(name).set(st.deserved.memory)
+            self.q_share.labels(name).set(st.share)
         self.plans(plans, now)
 
     def plans(self, plans: dict[str, PlanEntry], now: int) -> None:

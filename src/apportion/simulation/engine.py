@@ -56,6 +56,7 @@ from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
+from apportion.simulation.start import SessionObjects, SimStart
 from apportion.simulation.workload import workload
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
@@ -65,10 +66,10 @@ log = logging.getLogger(__name__)
 
 
 class Simulator(PlanFollower):
-    """State, event queue and the loop. Build with a scenario; `run()` once."""
+    """State, event queue and the loop. Build with a scenario (or `from_state`); `run()` once."""
 
     def __init__(self, scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,
-                 label: str = "") -> None:
+                 label: str = "", start: SimStart | None = None) -> None:
         self.sc = scenario
         self.conf = conf or scenario.conf
         self.seed = scenario.run.seed if seed is None else seed
@@ -76,7 +77,15 @@ class Simulator(PlanFollower):
         self.label = label
         self.warnings: list[str] = list(scenario.warnings)
         self._warned: set[str] = set()
+        #: the clock's start: sessions run on the period grid from here
+        self.t0 = 0.0
         self.now = 0.0
+        #: what sessions see of a start state that came from cluster objects (None: the scenario's jobs)
+        self.objects: SessionObjects | None = None
+        #: releasing tasks deleted in the start state: over once released, not restarted
+        self.deleting: set[tuple[str, int]] = set()
+        #: job uids whose first start ends the run once all have started (empty: run to the end)
+        self.stop_when_started: frozenset[str] = frozenset()
         self.heap: list[tuple[float, int, str, int, Any]] = []
         self._seq = 0
         # nodes: live templates by name; failed ones are kept aside until they recover
@@ -124,6 +133,54 @@ class Simulator(PlanFollower):
             self._push(ev.at, EV_NODE, f"node-event-{i:05d}", ev)
         for r in scenario.reservations:
             self._push(r.submit_at, EV_RESERVATION, r.name, r)
+        if start is not None:
+            self._begin(start)
+
+    @classmethod
+    def from_state(cls, scenario: Scenario, start: SimStart, *, conf: SchedulerConf | None = None,
+                   seed: int | None = None, label: str = "") -> Simulator:
+        """A simulator that starts from a state rather than empty: the scenario gives the cluster,
+        the queues, the conf and the future (arrivals, node events, the horizon), `start` the jobs
+        active from `start.t0` (see simulation/start.py)."""
+        return cls(scenario, conf=conf, seed=seed, label=label, start=start)
+
+    def _begin(self, start: SimStart) -> None:
+        self.t0 = self.now = start.t0
+        self.objects = start.objects
+        self.stop_when_started = frozenset(start.stop_when_started)
+        if start.plans:
+            self.plans = start.plans
+            self.children = start.children
+            for plan in self.plans.values():
+                for r in plan.reservations.values():
+                    for p in r.change_points():
+                        if p > self.t0:
+                            self._push(p, EV_WAKE, r.id, None)
+        self.res_by_name.update(start.reservation_ids)
+        self.res_accepted.update(start.reservation_accepted)
+        for i, at in enumerate(start.wakes):
+            if at > self.t0:
+                self._push(at, EV_WAKE, f"wake-{i:04d}", None)
+        for sj_start in start.jobs:
+            sj = sj_start.job
+            for t, ts in zip(sj.tasks, sj_start.tasks):
+                self.task_by_key[ts.key] = (sj, t)
+                if t.status is not TaskStatus.RUNNING and t.status is not TaskStatus.RELEASING:
+                    continue
+                self.node_tasks.setdefault(t.node, set()).add((sj.uid, t.index))
+                if t.status is TaskStatus.RELEASING:
+                    if ts.deleted:
+                        self.deleting.add((sj.uid, t.index))
+                    self._push(self.t0 + self.period if ts.end is None else ts.end, EV_RELEASE, t.name,
+                               (sj.uid, t.index, t.attempt))
+                elif ts.end is not None:
+                    self._push(ts.end, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
+            self.jobs[sj.uid] = sj
+            self.active[sj.uid] = sj
+            if self.objects is None:
+                # sessions see it through the cache, as an arrival (objects build their own jobs)
+                self._dirty.add(sj.uid)
+                self.recorder.work_changed(sj.queue)
 
     # ================================================================= set-up
     def _add_job(self, spec: JobSpec) -> None:
@@ -142,6 +199,8 @@ class Simulator(PlanFollower):
 
     # ================================================================= the loop
     def _grid(self, t: float) -> float:
+        if self.t0:
+            return self.t0 + math.ceil((t - self.t0) / self.period - 1e-9) * self.period
         k = math.ceil(t / self.period - 1e-9)
         return k * self.period
 
@@ -203,6 +262,11 @@ class Simulator(PlanFollower):
             uid, idx, attempt = payload
             job = self.jobs[uid]
             t = job.tasks[idx]
+            if (uid, idx) in self.deleting:
+                self.deleting.discard((uid, idx))
+                if t.status is TaskStatus.RELEASING and t.attempt == attempt:
+                    self._release_deleted(job, t)
+                    return
             if t.status is TaskStatus.RELEASING and t.attempt == attempt:
                 self._free(job, t)
                 self._set_status(job, t, TaskStatus.PENDING if job.state == "active" else TaskStatus.SUCCEEDED)
@@ -212,6 +276,15 @@ class Simulator(PlanFollower):
             self._submit_reservation(payload)
         elif kind == EV_WAKE:
             pass  # a reservation boundary: the follower runs at the next session
+
+    def _release_deleted(self, job: SimJob, t: SimTask) -> None:
+        """A task deleted in the start state is released: it is over, not restarted."""
+        self._free(job, t)
+        self._set_status(job, t, TaskStatus.SUCCEEDED)
+        job.done_tasks += 1
+        if job.done_tasks == len(job.tasks):
+            job.state, job.finish, job.phase = "done", self.now, PodGroupPhase.COMPLETED
+            self.active.pop(job.uid, None)
 
     def _arrive(self, job: SimJob) -> None:
         spec = job.spec
@@ -246,8 +319,9 @@ class Simulator(PlanFollower):
         if check.enabled():
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
-        if type(self)._job_info is not Simulator._job_info:
-            # a subclass that builds (some of) its jobs itself (ForecastSimulator, from a dump's pods)
+        if self.objects is not None:
+            # a start state from cluster objects builds (some of) its jobs itself (the forecast, from
+            # a dump's pods)
             self._assembled = snap.jobs
             snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
         # a running task's start on the session's clock (Session.now), as the model asks a simulator to
@@ -272,19 +346,34 @@ class Simulator(PlanFollower):
             queues.setdefault(name, q)
         snap.queues = queues
         snap.memo = self._memo
+        if self.objects is not None:
+            self.objects.adjust(snap, self.now, self.nodes)
         return snap
 
+    def snapshot(self) -> Snapshot:
+        """The objects the next session would see (fresh per call), e.g. to try a change on them."""
+        return self._snapshot()
+
     def _job_info(self, sj: SimJob) -> JobInfo:
-        """The job as the cache's snapshot holds it; a subclass may override this to build its own
-        (`sj.info` / `sj.info_of` are free for it to keep one between sessions)."""
+        """The job as the cache's snapshot holds it, unless the start state's objects build it."""
+        if self.objects is not None:
+            ji = self.objects.job_info(sj)
+            if ji is not None:
+                return ji
         return self._assembled[sj.uid]
 
     def _session(self) -> None:
         self._follow_plans()
         self.last_session = self.now
         self.dirty = False
-        if not self.active:
-            return
+        if self.active:
+            self._run_session()
+        if self.stop_when_started and all(self.jobs[u].first_start is not None for u in self.stop_when_started):
+            # every job asked about has started: nothing later can change its answer
+            self.heap.clear()
+            self.dirty = False
+
+    def _run_session(self) -> None:
         self.sessions += 1
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")

@@ -17,6 +17,7 @@ from apportion.resources import CPU, GPU
 from apportion.simulation.feed import ClusterFeed
 from apportion.simulation.jobs import EV_RELEASE, SimJob, SimTask
 from apportion.simulation.recorder import Recorder
+from apportion.simulation.start import SessionObjects
 
 
 class TaskLifecycle(ClusterFeed):
@@ -29,6 +30,7 @@ class TaskLifecycle(ClusterFeed):
     failed: dict[str, NodeInfo]
     node_tasks: dict[str, set[tuple[str, int]]]
     recorder: Recorder
+    objects: SessionObjects | None
 
     # ================================================================= events and tasks
     def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
@@ -68,6 +70,8 @@ class TaskLifecycle(ClusterFeed):
     def _set_status(self, job: SimJob, t: SimTask, status: TaskStatus) -> None:
         """Every task status change goes through here: kept JobInfos are checked against `changes`, and
         the metrics recount only the queues named here."""
+        if self.objects is not None:
+            self.objects.status_changed(job, t)
         t.status = status
         job.changes += 1
         self._dirty.add(job.uid)

@@ -15,10 +15,11 @@ from typing import Protocol
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
+from apportion.reservation.breakpoints import interval_breakpoints
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.resmath import Res, is_zero, radd, rmul, round_up, rsub
-from apportion.reservation.stepfn import interval_breakpoints, segments
+from apportion.reservation.stepfn import segments
 
 
 class LowCostAlignedAllocator:

@@ -1,0 +1,76 @@
+"""Where a simulation starts when it does not start empty: the seam `Simulator.from_state` takes.
+
+A `SimStart` is a cluster state on the simulation's clock: the jobs active from `t0` with their tasks
+where the state has them (running tasks on their nodes, each with its own end), the reservation plans
+and their current children, and, optionally, `SessionObjects`: the objects sessions see when the
+state comes from real cluster objects (a dump or the live cache) rather than from the scenario's
+job specs. The forecast (`apportion.forecast.sim`) builds one from a cluster dump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from apportion.cluster.model import JobInfo, QueueInfo
+from apportion.cluster.snapshot import Snapshot
+from apportion.simulation.jobs import SimJob, SimTask
+from apportion.simulation.reservations import SimPlan
+
+
+class SessionObjects(Protocol):
+    """What sessions see of a state that came from cluster objects."""
+
+    def job_info(self, job: SimJob) -> JobInfo | None:
+        """The job as a session sees it, or None for the simulator's own (a job of the scenario).
+        `job.info` / `job.info_of` are free to keep one between sessions."""
+
+    def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
+        """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
+        ...); `live_nodes`: the nodes that have not failed."""
+
+    def status_changed(self, job: SimJob, task: SimTask) -> None:
+        """The simulation changed this task's status (called before the change)."""
+
+
+@dataclass
+class StartTask:
+    """How one task of a start job goes on. The task's status, node and start are its SimTask's."""
+
+    #: `namespace/pod`, as sessions name the task
+    key: str
+    #: a running task: when it finishes (None: never); a releasing one: when it is released (None:
+    #: by the next session)
+    end: float | None = None
+    #: a releasing task deleted in the cluster: once released it is over (the simulator restarts only
+    #: the tasks it evicts itself)
+    deleted: bool = False
+
+
+@dataclass
+class StartJob:
+    """A job active from the start, its tasks (`job.tasks`) described one by one in `tasks`."""
+
+    job: SimJob
+    tasks: list[StartTask]
+
+
+@dataclass
+class SimStart:
+    """A simulation's start state (times on the simulation's clock; sessions on the period grid from
+    `t0`)."""
+
+    t0: float
+    jobs: list[StartJob]
+    #: reservation plans of reservable queues and their current children (owned by the simulation)
+    plans: dict[str, SimPlan] = field(default_factory=dict)
+    children: dict[str, list[QueueInfo]] = field(default_factory=dict)
+    #: reservation name -> id, and whether it was accepted (arrivals that name a reservation)
+    reservation_ids: dict[str, str] = field(default_factory=dict)
+    reservation_accepted: dict[str, bool] = field(default_factory=dict)
+    objects: SessionObjects | None = None
+    #: instants at which a session must run although no event falls there
+    wakes: list[float] = field(default_factory=list)
+    #: job uids whose first start ends the run once all have started
+    stop_when_started: frozenset[str] = frozenset()
