@@ -47,7 +47,6 @@ from apportion.service.writer import RWLock, Writer
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-MIB = 1024 * 1024
 
 
 def wall_ms() -> int:

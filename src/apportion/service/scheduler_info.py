@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from apportion.resources import CPU, MEMORY
+from apportion.service.reservations import MIB
 
 if TYPE_CHECKING:
     from apportion.service.core import Service
 
-MIB = 1024 * 1024
 
 
 def _mem(rep: dict[str, Any], key: str) -> float:
