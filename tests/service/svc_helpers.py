@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from apportion.reservation.plan import InMemoryPlan
+
+
+def wait_for(pred: Callable[[], Any], seconds: float = 20.0) -> None:
+    """Poll until pred() holds (a live server's loop decides in its own time)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not reached in time")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`apportion ARGS` in a new process of this interpreter, its output captured."""
+    return subprocess.run([sys.executable, "-c", "from apportion.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def now_ms() -> int:

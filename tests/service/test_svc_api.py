@@ -5,9 +5,6 @@ limit and YARN-shaped errors without stack traces."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +12,9 @@ from typing import Any
 import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from svc_helpers import run_cli as _cli
 from svc_helpers import submission
+from svc_helpers import wait_for as _wait
 from svc_server import LiveServer
 
 from apportion.engine import cycle_files
@@ -39,18 +38,6 @@ def _job(name: str, queue: str, pods: int, cpu: str = "1", annotations: dict[str
     return out
 
 
-def _wait(pred: Callable[[], bool], seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from apportion.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_apply_snapshot_cli_and_errors(server_factory: Callable[..., LiveServer], tmp_path: Path) -> None:

@@ -6,15 +6,14 @@ kind `apply` stores (ConfigMaps, PodGroups and Pods included)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+from svc_helpers import run_cli as _cli
+from svc_helpers import wait_for as _wait
 from svc_server import LiveServer
 
 from apportion.service.core import Service, ServiceConfig
@@ -43,18 +42,6 @@ def _job(name: str) -> str:
     return yaml.safe_dump_all([pg, pod])
 
 
-def _wait(pred: Callable[[], bool], seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from apportion.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_enable_hierarchy_follows_the_stored_configmap_from_the_next_session(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ submitted to the reservation runs) and recovered after a restart with the same a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from importlib import resources as ires
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 import yaml
-from svc_helpers import definition, now_ms
+from svc_helpers import definition, now_ms, wait_for
 from svc_server import LiveServer
 
 U = {"user.name": "admin"}
@@ -55,14 +54,6 @@ def _gpu_job(name: str, rid: str, pods: int) -> list[dict[str, Any]]:
             "status": {"phase": "Pending"}})
     return out
 
-
-def _wait(pred: Callable[[], bool], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
 
 
 def _gpus(resource: dict[str, Any]) -> int:
@@ -119,7 +110,7 @@ def test_gpu_reservation_planned_listed_followed_and_recovered(
     # the reservation's queue gets the GPUs, and a GPU job submitted to it runs
     body = yaml.safe_dump_all(_gpu_job("train", rid, 4))
     assert c.post("/api/v1/apply", params=U, content=body).status_code == 200
-    _wait(lambda: all(p["status"]["phase"] == "Running" for p in c.get("/api/v1/jobs/t/train").json()["pods"]))
+    wait_for(lambda: all(p["status"]["phase"] == "Running" for p in c.get("/api/v1/jobs/t/train").json()["pods"]), 30.0)
 
     # a restart recovers the same reservations and allocations from the database
     server.stop()

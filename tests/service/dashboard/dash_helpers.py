@@ -4,12 +4,12 @@ under test, waiting, screenshots."""
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from svc_helpers import wait_for  # noqa: F401 - the dashboard tests import it from here
 from svc_server import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -58,14 +58,6 @@ class Dashboard:
         assert r.status_code == 200, r.text
 
 
-def wait_for(pred: Any, seconds: float = 20.0) -> None:
-    """Poll until pred() holds."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
 
 
 @dataclass
