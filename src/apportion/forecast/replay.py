@@ -29,7 +29,10 @@ def at(seconds: float) -> datetime:
 
 class CapturingSimulator(Simulator):
     """A simulator that captures start states at `instants` (each at the first session at or after it;
-    `arrivals=True` also hands over the jobs still to arrive) and records every job's starts."""
+    `arrivals=True` also hands over the jobs still to arrive) and records every job's starts.
+
+    It watches its own sessions through the simulator's public seam (`observers`,
+    simulation/observer.py) and overrides nothing of the simulator's loop."""
 
     def __init__(self, scenario: Scenario, instants: list[float], *, arrivals: bool = False,
                  seed: int | None = None) -> None:
@@ -39,13 +42,17 @@ class CapturingSimulator(Simulator):
         self.states: list[StartState] = []
         #: job uid -> the session instants at which one of its tasks was bound
         self.starts: dict[str, list[float]] = {}
+        self.observers.append(self)
 
-    def _session(self) -> None:
+    def before_session(self, sim: Simulator) -> None:
+        """Capture the state the session about to run sees, at each instant it reaches."""
         while self.instants and self.instants[0] <= self.now:
             self.instants.pop(0)
             if self.active:
                 self.states.append(self.capture())
-        super()._session()
+
+    def after_session(self, sim: Simulator) -> None:
+        """Record the jobs the session started a task of."""
         for uid, sj in self.active.items():
             if sj.last_start == self.now:
                 seen = self.starts.setdefault(uid, [])

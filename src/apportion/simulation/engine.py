@@ -52,6 +52,7 @@ from apportion.simulation.jobs import (
     SimJob,
     SimTask,
 )
+from apportion.simulation.observer import SessionObserver
 from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
@@ -122,6 +123,8 @@ class Simulator(PlanFollower):
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         self.sessions = 0
         self.events = 0
+        #: told before and after every scheduling step (simulation/observer.py)
+        self.observers: list[SessionObserver] = []
         self.dirty = True
         self.last_session: float | None = None
         self._load_cluster()
@@ -363,6 +366,8 @@ class Simulator(PlanFollower):
         return self._assembled[sj.uid]
 
     def _session(self) -> None:
+        for obs in self.observers:
+            obs.before_session(self)
         self._follow_plans()
         self.last_session = self.now
         self.dirty = False
@@ -372,6 +377,8 @@ class Simulator(PlanFollower):
             # every job asked about has started: nothing later can change its answer
             self.heap.clear()
             self.dirty = False
+        for obs in self.observers:
+            obs.after_session(self)
 
     def _run_session(self) -> None:
         self.sessions += 1
