@@ -98,6 +98,8 @@ class Simulator(PlanFollower):
         self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
         #: jobs whose pods or podgroup may differ from what the cache holds
         self._dirty: set[str] = set()
+        #: jobs a start state's objects build for every session (SimStart.objects): never told to the cache
+        self._objects_jobs: set[str] = set()
         #: what the cache was last told: per pod key (status, node), per podgroup uid (phase, queue, ...)
         self._told: dict[str, tuple[Any, ...]] = {}
         self._told_pg: dict[str, tuple[Any, ...]] = {}
@@ -184,6 +186,8 @@ class Simulator(PlanFollower):
                 # sessions see it through the cache, as an arrival (objects build their own jobs)
                 self._dirty.add(sj.uid)
                 self.recorder.work_changed(sj.queue)
+            else:
+                self._objects_jobs.add(sj.uid)
 
     # ================================================================= set-up
     def _add_job(self, spec: JobSpec) -> None:

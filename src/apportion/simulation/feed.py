@@ -32,6 +32,7 @@ class ClusterFeed:
     active: dict[str, SimJob]
     _node_objs: dict[str, tuple[str, dict[str, Any]]]
     _dirty: set[str]
+    _objects_jobs: set[str]
     _told: dict[str, tuple[Any, ...]]
     _told_pg: dict[str, tuple[Any, ...]]
     _told_queues: dict[str, QueueInfo]
@@ -76,7 +77,8 @@ class ClusterFeed:
                 self._apply(MODIFIED if name in self._told_queues else ADDED, queue_object(q), "plan follower", q)
                 self._told_queues[name] = q
         for uid in sorted(self._dirty):
-            self._flush_job(self.jobs[uid])
+            if uid not in self._objects_jobs:  # built by the start state's objects, not read from the cache
+                self._flush_job(self.jobs[uid])
         self._dirty.clear()
         for name in [n for n in self._told_queues if n not in kids]:
             self._apply(DELETED, queue_object(self._told_queues.pop(name)), "plan follower")
