@@ -14,7 +14,9 @@ from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
 from apportion.errors import InputError
 from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
 from apportion.forecast.diff import Diff, diff, load_queue_file
+from apportion.forecast.fit import KnownStart
 from apportion.forecast.runtime import Assumed, parse_assumed
+from apportion.forecast.sim import draws_needed
 from apportion.forecast.start import newest_timestamp, start_state
 from apportion.forecast.suggest import suggest
 from apportion.framework.conf import SchedulerConf
@@ -46,8 +48,11 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
             fc.warnings.append(f"fit suggestions for the first {FITS_UNNAMED} of {len(waiting)} waiting jobs only; "
                                "name a job to get its own")
             waiting = waiting[:FITS_UNNAMED]
+        # the checks run the forecast simulator without assumed runtimes: the forecast's own answer is
+        # theirs when it drew none
+        same = fc.runs == 1 and (assumed is None or draws_needed(state) == 0)
         for jf in waiting:
-            jf.fits = suggest(state, jf.job)
+            jf.fits = suggest(state, jf.job, known=KnownStart(jf.start_in, horizon) if same else None)
     return fc
 
 

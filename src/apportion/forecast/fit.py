@@ -81,6 +81,24 @@ def natural(r: Resource) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class KnownStart:
+    """The job's start as the forecast found it, in the same simulation the checks run without a change
+    (the forecast simulator, no assumed runtimes), so a check need not run it again."""
+
+    #: seconds from now; None: not within `horizon` (or never, without one)
+    start_in: float | None
+    horizon: float | None = None
+
+    def by(self, t: float) -> bool | None:
+        """Has the job started by `t` seconds from now (None: the forecast did not look that far)?"""
+        if self.start_in is not None:
+            return self.start_in <= t + 1e-9
+        if self.horizon is None or t <= self.horizon + 1e-9:
+            return False
+        return None
+
+
 class Checker:
     """Runs the next session of a start state with one change applied."""
 
@@ -191,8 +209,9 @@ def _bisect(lo: float, hi: float, works: Callable[[float], bool], *, smallest: b
 class Search:
     """The suggestions for one job."""
 
-    def __init__(self, state: StartState, js: JobStart, checker: Checker) -> None:
+    def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None) -> None:
         self.state = state
+        self.known = known
         self.js = js
         self.uid = js.uid
         self.check = checker

@@ -213,9 +213,13 @@ def reservation_suggestion(js: JobStart, search: Search) -> list[Suggestion]:
                   "queue": parent.name if parent is not None else None, "job": search.uid, "pods": m,
                   "perPod": natural(per), "start": start, "durationSeconds": duration}
         patch = booking_patch(change, search.hierarchical)
+        # a booking no earlier than the job's own start is no suggestion (and a later try only later)
+        anyway = search.known.by(start) if search.known is not None and start > 0 else None
+        if anyway:
+            return []
         if starts_at(state, search.uid, start, patch):
-            if start > 0 and first_start(state, search.uid, start, []) is not None:
-                return []  # it starts by then without the booking: no earlier than the forecast
+            if anyway is None and start > 0 and first_start(state, search.uid, start, []) is not None:
+                return []
             return [_suggestion(js, search, change, patch, per.clone().multi(m))]
         later = [e for e in ends if e > start]
         if not later:

@@ -151,10 +151,16 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     return Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
 
 
+def draws_needed(state: StartState) -> int:
+    """How many runtimes an assumed runtime has to give: running pods without a known end, and jobs
+    without a runtime. With none, the forecast simulator runs alike with or without one."""
+    return sum(1 for j in state.jobs for t in j.tasks if t.status == "running"
+               and t.remaining is None) + sum(1 for j in state.jobs if j.runtime is None)
+
+
 def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None, seed: int) -> list[StartJob]:
     # draws in a fixed order (jobs by uid, tasks in order) so a seed gives the same runtimes
-    need = sum(1 for j in state.jobs for t in j.tasks if t.status == "running"
-               and t.remaining is None) + sum(1 for j in state.jobs if j.runtime is None)
+    need = draws_needed(state)
     drawn = list(assumed.draw(rng_for(seed, "forecast-runtimes"), need)) if assumed is not None and need else []
     t0 = state.t0
     out = []

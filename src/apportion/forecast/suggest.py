@@ -4,21 +4,25 @@ itself, other jobs; `reserve`: a reservation) and each checked."""
 
 from __future__ import annotations
 
-from apportion.forecast.fit import KEEP, Checker, Search, Suggestion
+from apportion.forecast.fit import KEEP, Checker, KnownStart, Search, Suggestion
 from apportion.forecast.reserve import reservation_suggestion
 from apportion.forecast.start import StartState
 
 
-def suggest(state: StartState, uid: str, *, keep: int = KEEP) -> list[Suggestion]:
+def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart | None = None) -> list[Suggestion]:
     """The `keep` cheapest single changes that let job `uid` start in the next session, or at a
-    reservation's booked start (checked)."""
+    reservation's booked start (checked). `known`: the job's start in the forecast simulator as it is
+    (no assumed runtimes), which spares running it again."""
     js = state.job(uid)
     if js is None or not js.pending:
         return []
     checker = Checker(state)
-    if checker.starts(uid, lambda s: None):
+    starts_now = known.by(0.0) if known is not None else None
+    if starts_now is None:
+        starts_now = checker.starts(uid, lambda s: None)
+    if starts_now:
         return []  # it starts as things are
-    search = Search(state, js, checker)
+    search = Search(state, js, checker, known)
     found: list[Suggestion] = []
     found += search.queue_raises()
     found += search.min_member()
