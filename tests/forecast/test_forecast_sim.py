@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from dumps import two_queues
+from typing import Any
+
+from dumps import T0, two_queues
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_fit import NOW, snap_of
+from test_reserve import GPU, gpu_dumps
 
 from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
+from apportion.framework.conf import parse_conf
+
+from k8s import pod, podgroup
 
 
 def test_jobs_the_dump_gives_are_never_told_to_the_cache() -> None:
@@ -20,3 +28,33 @@ def test_jobs_the_dump_gives_are_never_told_to_the_cache() -> None:
     assert sim.jobs["ns/train"].first_start is not None and sim.jobs["ns/big"].state == "done"
     # ... and the simulator's cache, which would assemble them for nothing, never held one
     assert not sim.cache.records.podgroups and not sim.cache.raw["Pod"]
+
+
+@st.composite
+def busy_dumps(draw: st.DrawFn) -> tuple[list[dict[str, Any]], str | None]:
+    """Random GPU clusters (test_reserve's) with more jobs waiting behind the running ones."""
+    objs, conf_text = draw(gpu_dumps())
+    queues = [o["metadata"]["name"] for o in objs if o["kind"] == "Queue" and o["metadata"]["name"] != "res"]
+    for ji in range(draw(st.integers(1, 4))):
+        tasks = draw(st.integers(1, 3))
+        objs.append(podgroup(f"w{ji}", queue=draw(st.sampled_from(queues)), min_member=draw(st.integers(1, tasks)),
+                             phase=draw(st.sampled_from(["Pending", "Inqueue"])), created=T0))
+        objs += [pod(f"w{ji}-{i}", f"w{ji}", cpu=draw(st.integers(1, 8)), scalars={GPU: str(draw(st.sampled_from([0, 2, 4])))},
+                     annotations={"apportion.io/duration": str(draw(st.integers(30, 3600)))})
+                 for i in range(tasks)]
+    return objs, conf_text
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps())
+def test_keeping_waiting_jobs_between_sessions_changes_no_start(case: tuple[list[dict[str, Any]], str | None]) -> None:
+    objs, conf_text = case
+    runs = []
+    for keep in (True, False):
+        snap = snap_of(objs)
+        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+        prepare(snap, conf)
+        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+        sim.run()
+        runs.append(({u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions))
+    assert runs[0] == runs[1]

@@ -105,7 +105,9 @@ class Checker:
     def __init__(self, state: StartState) -> None:
         from apportion.forecast.sim import forecast_simulator
 
-        self.sim = forecast_simulator(state)
+        # the checks' patches change jobs of a snapshot in place (their tasks are shared with the copy):
+        # the next check must start from the dump's objects again
+        self.sim = forecast_simulator(state, keep_waiting=False)
         self.sessions = 0
 
     def snapshot(self) -> Snapshot:

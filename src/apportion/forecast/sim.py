@@ -56,8 +56,11 @@ def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
 class DumpObjects:
     """What sessions see of a start state taken from cluster objects (`SessionObjects`)."""
 
-    def __init__(self, state: StartState, bookings: Sequence[tuple[float, Callable[[Snapshot], None]]]) -> None:
+    def __init__(self, state: StartState, bookings: Sequence[tuple[float, Callable[[Snapshot], None]]],
+                 keep_waiting: bool = True) -> None:
         self.t0 = state.t0
+        #: hand a job's objects out again while nothing changed them, waiting jobs too (see job_info)
+        self.keep_waiting = keep_waiting
         self.node_order = list(state.nodes)
         self.orphans = list(state.orphan_tasks)
         self.templates: dict[str, JobInfo] = {}
@@ -91,13 +94,16 @@ class DumpObjects:
         of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         ji = sj.info
         if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
-            # kept from the last session, as the simulator keeps its own (see Simulator._snapshot)
+            # kept from the last session: no task of it changed status there or since (a session that
+            # places a task, even one it takes back, clears allocated_as_added), nor its phase; what a
+            # session fills in for itself is cleared, as the cache does for the jobs it keeps
             ji.conditions.clear()
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
             for ti in ji.tasks.values():
-                ti.vec = ti.cols = ti.initial_status = None
+                ti.vec = ti.cols = ti.initial_status = ti.last_tx_status = None
+                ti.nominated_node = ""
             return ji
         ji = JobInfo(*_job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase
@@ -115,7 +121,8 @@ class DumpObjects:
                 ji.add_task(_fresh_task(tt, status, tt.node_name))
             else:
                 ji.add_task(_fresh_task(tt, st.status, st.node if st.status is not TaskStatus.SUCCEEDED else ""))
-        if sj.phase is PodGroupPhase.RUNNING and all(t.status is TaskStatus.RUNNING for t in sj.tasks):
+        if self.keep_waiting or (sj.phase is PodGroupPhase.RUNNING
+                                 and all(t.status is TaskStatus.RUNNING for t in sj.tasks)):
             sj.info, sj.info_of = ji, of
         else:
             sj.info, sj.info_of = None, ()
@@ -124,7 +131,8 @@ class DumpObjects:
 
 def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
                        targets: tuple[str, ...] | list[str] = (), horizon: float | None = None,
-                       bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = ()) -> Simulator:
+                       bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = (),
+                       keep_waiting: bool = True) -> Simulator:
     """The simulator started from `state`; `run()` once, then read `jobs[uid].first_start` (the
     state's clock).
 
@@ -132,6 +140,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     end. `targets`: job uids whose first start ends the run once all have started (the rest of the
     future is not needed). `horizon`: seconds after the state's instant at which the run stops.
     `bookings`: (seconds after now, change to a session's objects) in force from that instant on.
+    `keep_waiting=False`: only jobs whose every task runs are handed out again from session to
+    session (for a caller that changes the jobs of a snapshot in place, as the fit checks do).
     """
     plan_children = {q.name for kids in state.children.values() for q in kids}
     queues = {n: q for n, q in state.queues.items() if n not in plan_children}
@@ -140,7 +150,7 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
                   jobs=list(state.arrivals), generators=[], traces=[], plans={}, reservations=[], node_events=[],
                   run=RunSpec(horizon=None if horizon is None else state.t0 + horizon, period=state.period,
                               seed=seed, drain=False))
-    objects = DumpObjects(state, bookings)
+    objects = DumpObjects(state, bookings, keep_waiting)
     start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
                      plans=copy.deepcopy(state.plans) if state.plans else {},
                      children=copy.deepcopy(state.children) if state.plans else {},
