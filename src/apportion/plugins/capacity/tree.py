@@ -13,6 +13,7 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
+from apportion.errors import InternalError
 from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import (
@@ -26,7 +27,9 @@ from apportion.plugins.capacity.attrs import (
     _same_cpu_memory,
 )
 from apportion.plugins.capacity.base import CapacityBase
+from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Amount, Ledger, charged_amounts
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
+from apportion.state import check
 
 TREE_MEMO = "capacity.tree"
 QUEUE_KEYS_MEMO = "capacity.queue-keys"
@@ -112,6 +115,91 @@ class TreeSetup(CapacityBase):
                 if elastic is not None:
                     a.elastic.add(elastic)
 
+    def charge_from_ledger(self, ssn: Session, tree: _TreeMemo) -> tuple[list[JobInfo], set[str]] | None:
+        """Charge the jobs through the ledger kept in the memo (ledger.py): the unchanged jobs' sums
+        come from it, the others are charged here. Returns the jobs in non-leaf queues and the queues
+        whose share must be computed; None when some job's amounts are not exact (then recount)."""
+        assert ssn.memo is not None
+        ledger = ssn.memo.get(LEDGER_MEMO)
+        if not isinstance(ledger, Ledger) or ledger.tree is not tree or ledger.elastic_enabled != self.elastic_enabled:
+            ledger = ssn.memo[LEDGER_MEMO] = Ledger(tree, self.elastic_enabled)
+        plan: list[tuple[JobInfo, QueueAttr, tuple[Amount | None, ...]]] = []
+        for job in ledger.split(ssn.jobs):
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                continue
+            amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)
+            if amounts is None:
+                return None
+            plan.append((job, attr, amounts))
+        rest: list[tuple[JobInfo, QueueAttr, tuple[Amount | None, ...]]] = []
+        for job, attr, amounts in plan:
+            if attr.is_leaf() and Ledger.keeps(job):
+                ledger.admit(job, tuple(a.name for a in self._path(attr)), amounts)
+            else:
+                rest.append((job, attr, amounts))
+        for q in ledger.sums:
+            a = self.attrs[q]
+            for f, name in enumerate(FIELDS):
+                r = ledger.resource(q, f)
+                if r is not None:
+                    setattr(a, name, r)
+        rest.sort(key=lambda x: x[0].uid)
+        shared = set(ledger.sums)
+        listers: dict[tuple[str, int], dict[str, tuple[str, int]]] = {}
+        non_leaf: list[JobInfo] = []
+        for job, attr, amounts in rest:
+            if not attr.is_leaf():
+                non_leaf.append(job)
+            self._charge_jobs(attr, [job])
+            for a in self._path(attr):
+                shared.add(a.name)
+                for f, amount in enumerate(amounts):
+                    if amount is None or not amount[2]:
+                        continue
+                    got = listers.setdefault((a.name, f), {})
+                    for i, (n, _) in enumerate(amount[2]):
+                        got.setdefault(n, (job.uid, i))
+        for (q, f), got in listers.items():
+            # a name a changed job lists may come before the kept jobs' names in a recount
+            r = getattr(self.attrs[q], FIELDS[f])
+            if len(r.scalars) < 2:
+                continue
+            if q in ledger.sums and ledger.sums[q][f].members:
+                for n, at in ledger.first_listers(q, f).items():
+                    if n not in got or at < got[n]:
+                        got[n] = at
+            order = sorted(r.scalars, key=got.__getitem__)
+            if order != list(r.scalars):
+                r.scalars = {n: r.scalars[n] for n in order}
+        if check.enabled():
+            self._check_ledger(ssn, tree)
+        return non_leaf, shared
+
+    def _check_ledger(self, ssn: Session, tree: _TreeMemo) -> None:
+        """The self-check (APPORTION_CHECK_STATE): the ledger's sums against a recount in uid order."""
+        ref = {name: lim.session_attr(name) for name, lim in tree.limits.items()}
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            leaf = ref.get(job.queue)
+            if leaf is None:
+                continue
+            c = qc.job_contribution(job)
+            for a in [leaf] + [ref[n] for n in reversed(leaf.ancestors)]:
+                a.allocated.add(c.allocated)
+                a.request.add(c.request)
+                if _adds_anything(c.inqueue):
+                    a.inqueue.add(c.inqueue)
+                if self.elastic_enabled and _adds_anything(c.elastic):
+                    a.elastic.add(c.elastic)
+        for name, want in ref.items():
+            got = self.attrs[name]
+            for f in FIELDS:
+                g, w = getattr(got, f), getattr(want, f)
+                if not (g == w and list(g.scalars) == list(w.scalars)):
+                    raise InternalError(f"capacity ledger: queue {name} {f} is {g} (scalars {list(g.scalars)}), "
+                                        f"a recount gives {w} (scalars {list(w.scalars)})")
+
     # ----------------------------------------------------------------- flat (buildQueueAttrs)
     def build_queue_attrs(self, ssn: Session) -> None:
         """Flat mode: attributes only for queues that have jobs; totalGuarantee over every queue."""
@@ -182,6 +270,13 @@ class TreeSetup(CapacityBase):
                                                 warnings)
         non_leaf_jobs: list[JobInfo] = []
         charged: set[str] = set()
+        kept = self.charge_from_ledger(ssn, cached) if from_memo and cached is not None else None
+        if kept is not None:
+            non_leaf_jobs, shared = kept
+            for name in shared:
+                self.attrs[name].update_share()
+            self._refuse_non_leaf(ssn, non_leaf_jobs)
+            return
         for uid in sorted(self.ssn.jobs):
             job = ssn.jobs[uid]
             attr = self.attrs.get(job.queue)
@@ -193,6 +288,16 @@ class TreeSetup(CapacityBase):
             # Volcano stops building at the first such job; apportion finishes the accounting (it refuses
             # everything all the same) so `apportion quota` and the queue report still show the tree.
             self._charge_jobs(attr, [job])
+        self._refuse_non_leaf(ssn, non_leaf_jobs)
+        if from_memo:
+            # session_attr gave every queue the share of an empty account: only charged paths moved
+            for name in charged | {a for leaf in charged for a in self.attrs[leaf].ancestors}:
+                self.attrs[name].update_share()
+        else:
+            for attr in self.attrs.values():
+                attr.update_share()
+
+    def _refuse_non_leaf(self, ssn: Session, non_leaf_jobs: list[JobInfo]) -> None:
         if non_leaf_jobs:
             names = ", ".join(f"{j.uid} (queue {j.queue})" for j in non_leaf_jobs[:3])
             more = f" and {len(non_leaf_jobs) - 3} more" if len(non_leaf_jobs) > 3 else ""
@@ -201,13 +306,6 @@ class TreeSetup(CapacityBase):
             for j in non_leaf_jobs:
                 ssn.explain(j.uid, f"queue {j.queue} is not a leaf queue (children: "
                                    f"{', '.join(self.attrs[j.queue].children)}); submit the job to a leaf queue")
-        if from_memo:
-            # session_attr gave every queue the share of an empty account: only charged paths moved
-            for name in charged | {a for leaf in charged for a in self.attrs[leaf].ancestors}:
-                self.attrs[name].update_share()
-        else:
-            for attr in self.attrs.values():
-                attr.update_share()
 
     def _tree_failed(self, ssn: Session, error: str) -> None:
         self.tree_ok = False
