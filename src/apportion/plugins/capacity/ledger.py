@@ -16,10 +16,13 @@ job in uid order that lists the name, then that job's own order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.framework.queue_status import QueueStatus
+from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.queue_common import JobContribution
 from apportion.resources import Resource
 
@@ -94,6 +97,13 @@ class Ledger:
         self.entries: dict[str, _Entry] = {}
         #: queue name -> its four sums
         self.sums: dict[str, list[_Sum]] = {}
+        #: per queue of the tree, its attributes with the sums above as accounting (never changed once
+        #: built: a session copies one before changing it, `CapacityBase._own_path`)
+        self.base: dict[str, QueueAttr] = {}
+        #: per queue, the status last reported for its `base` attributes (capacity's queue_report)
+        self.status: dict[str, tuple[QueueAttr, str, QueueStatus]] = {}
+        #: queues whose sums changed since their `base` was built (every queue at first)
+        self.dirty: set[str] = set(tree.limits)
 
     @staticmethod
     def keeps(job: JobInfo) -> bool:
@@ -120,6 +130,7 @@ class Ledger:
         """Take in a job's exact amounts, charged to every queue of its path."""
         uid = job.uid
         self.entries[uid] = _Entry(job, path, amounts)
+        self.dirty.update(path)
         for q in path:
             sums = self.sums.get(q)
             if sums is None:
@@ -140,6 +151,7 @@ class Ledger:
 
     def _remove(self, uid: str, e: _Entry) -> None:
         del self.entries[uid]
+        self.dirty.update(e.path)
         for q in e.path:
             sums = self.sums[q]
             for s, a in zip(sums, e.amounts):
@@ -160,6 +172,20 @@ class Ledger:
                         s.first = None
             if not any(s.members for s in sums):
                 del self.sums[q]
+
+    def refresh(self, fresh_attr: Callable[[str], QueueAttr]) -> None:
+        """Build `base` again for the queues whose sums changed: `fresh_attr(name)` gives the queue's
+        attributes with no accounting, the sums are filled in and the share computed."""
+        for q in self.dirty:
+            a = fresh_attr(q)
+            if q in self.sums:
+                for f, name in enumerate(FIELDS):
+                    r = self.resource(q, f)
+                    if r is not None:
+                        setattr(a, name, r)
+                a.update_share()
+            self.base[q] = a
+        self.dirty.clear()
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
         """Per scalar name of queue q's field f, its first lister (found again if its holder left)."""

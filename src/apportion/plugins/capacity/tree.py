@@ -98,7 +98,7 @@ class TreeSetup(CapacityBase):
     def _charge_jobs(self, attr: QueueAttr, jobs: list[JobInfo]) -> None:
         """Charge jobs to their queue and (tree mode) every ancestor: allocated, request, inqueue (per
         PodGroup phase, as upstream) and elastic."""
-        path = self._path(attr)
+        path = self._own_path(attr)
         for job in jobs:
             c = qc.job_contribution(job)
             # Adding a resource that is 0 everywhere and lists no scalar changes no bit of a sum that
@@ -115,49 +115,50 @@ class TreeSetup(CapacityBase):
                 if elastic is not None:
                     a.elastic.add(elastic)
 
-    def charge_from_ledger(self, ssn: Session, tree: _TreeMemo) -> tuple[list[JobInfo], set[str]] | None:
-        """Charge the jobs through the ledger kept in the memo (ledger.py): the unchanged jobs' sums
-        come from it, the others are charged here. Returns the jobs in non-leaf queues and the queues
-        whose share must be computed; None when some job's amounts are not exact (then recount)."""
+    def charge_from_ledger(self, ssn: Session, tree: _TreeMemo) -> bool:
+        """Build the attributes from the ledger kept in the memo (ledger.py): the queues start as the
+        ledger's attributes, shared (copied before any change, `_own_path`), and only the jobs that are
+        new or changed are charged here. False (nothing built) when some job's amounts are not exact:
+        then the caller recounts."""
         assert ssn.memo is not None
         ledger = ssn.memo.get(LEDGER_MEMO)
         if not isinstance(ledger, Ledger) or ledger.tree is not tree or ledger.elastic_enabled != self.elastic_enabled:
             ledger = ssn.memo[LEDGER_MEMO] = Ledger(tree, self.elastic_enabled)
-        plan: list[tuple[JobInfo, QueueAttr, tuple[Amount | None, ...]]] = []
+        plan: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
         for job in ledger.split(ssn.jobs):
-            attr = self.attrs.get(job.queue)
-            if attr is None:
+            lim = tree.limits.get(job.queue)
+            if lim is None:
                 continue
             amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)
             if amounts is None:
-                return None
-            plan.append((job, attr, amounts))
-        rest: list[tuple[JobInfo, QueueAttr, tuple[Amount | None, ...]]] = []
-        for job, attr, amounts in plan:
-            if attr.is_leaf() and Ledger.keeps(job):
-                ledger.admit(job, tuple(a.name for a in self._path(attr)), amounts)
+                return False
+            plan.append((job, job.queue, amounts))
+        rest: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        for job, q, amounts in plan:
+            lim = tree.limits[q]
+            if not lim.children and Ledger.keeps(job):
+                ledger.admit(job, (q, *reversed(lim.ancestors)), amounts)
             else:
-                rest.append((job, attr, amounts))
-        for q in ledger.sums:
-            a = self.attrs[q]
-            for f, name in enumerate(FIELDS):
-                r = ledger.resource(q, f)
-                if r is not None:
-                    setattr(a, name, r)
+                rest.append((job, q, amounts))
+        ledger.refresh(lambda name: tree.limits[name].session_attr(name))
+        self.attrs = dict(ledger.base)
+        self._shared = set(self.attrs)
+        self._ledger = ledger
         rest.sort(key=lambda x: x[0].uid)
-        shared = set(ledger.sums)
+        moved: set[str] = set()
         listers: dict[tuple[str, int], dict[str, tuple[str, int]]] = {}
         non_leaf: list[JobInfo] = []
-        for job, attr, amounts in rest:
+        for job, q, amounts in rest:
+            attr = self.attrs[q]
             if not attr.is_leaf():
                 non_leaf.append(job)
             self._charge_jobs(attr, [job])
-            for a in self._path(attr):
-                shared.add(a.name)
+            for name in (q, *attr.ancestors):
+                moved.add(name)
                 for f, amount in enumerate(amounts):
                     if amount is None or not amount[2]:
                         continue
-                    got = listers.setdefault((a.name, f), {})
+                    got = listers.setdefault((name, f), {})
                     for i, (n, _) in enumerate(amount[2]):
                         got.setdefault(n, (job.uid, i))
         for (q, f), got in listers.items():
@@ -172,9 +173,12 @@ class TreeSetup(CapacityBase):
             order = sorted(r.scalars, key=got.__getitem__)
             if order != list(r.scalars):
                 r.scalars = {n: r.scalars[n] for n in order}
+        self._refuse_non_leaf(ssn, non_leaf)
+        for name in moved:
+            self.attrs[name].update_share()
         if check.enabled():
             self._check_ledger(ssn, tree)
-        return non_leaf, shared
+        return True
 
     def _check_ledger(self, ssn: Session, tree: _TreeMemo) -> None:
         """The self-check (APPORTION_CHECK_STATE): the ledger's sums against a recount in uid order."""
@@ -194,6 +198,9 @@ class TreeSetup(CapacityBase):
                     a.elastic.add(c.elastic)
         for name, want in ref.items():
             got = self.attrs[name]
+            want.update_share()
+            if got.share != want.share:
+                raise InternalError(f"capacity ledger: queue {name} share is {got.share}, a recount gives {want.share}")
             for f in FIELDS:
                 g, w = getattr(got, f), getattr(want, f)
                 if not (g == w and list(g.scalars) == list(w.scalars)):
@@ -249,6 +256,8 @@ class TreeSetup(CapacityBase):
             assert cached is not None
             for text in cached.warnings:
                 self._warn(text)
+            if self.charge_from_ledger(ssn, cached):
+                return
             self.attrs = {name: lim.session_attr(name) for name, lim in cached.limits.items()}
         else:
             warned = len(self.config_warnings)
@@ -270,13 +279,6 @@ class TreeSetup(CapacityBase):
                                                 warnings)
         non_leaf_jobs: list[JobInfo] = []
         charged: set[str] = set()
-        kept = self.charge_from_ledger(ssn, cached) if from_memo and cached is not None else None
-        if kept is not None:
-            non_leaf_jobs, shared = kept
-            for name in shared:
-                self.attrs[name].update_share()
-            self._refuse_non_leaf(ssn, non_leaf_jobs)
-            return
         for uid in sorted(self.ssn.jobs):
             job = ssn.jobs[uid]
             attr = self.attrs.get(job.queue)
