@@ -3,6 +3,9 @@
 * one job's forecast on a busy 1,000-node, 10,000-pod dump (target: <= 2 s): the cycle benchmark's
   snapshot with every request doubled, one cycle run on it, and what it placed written back as running
   pods (seeded runtimes as `apportion.io/duration` with start times), the rest left waiting;
+* (`--fits`, apart) the same job's fit suggestions, what `apportion forecast DUMP JOB` adds to the
+  forecast: the checked sessions and forward runs they take, given the forecast's start
+  (`--unknown`: searched without it, as before it was handed over);
 * forecast error on the Philly 30-day scenario (docs/examples/philly-30d.yaml, the trace read from
   ../shared/traces): forecasts made at 20 instants from the simulation's own state (exact runtimes),
   with and without the future arrivals, against the starts the simulation then gives.
@@ -99,6 +102,50 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[st
             "running_pods": sum(1 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))}
 
 
+def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
+    """The fit suggestions for the job `measure` forecasts (what `apportion forecast DUMP JOB` adds),
+    given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it."""
+    from apportion.forecast import fit, reserve
+    from apportion.forecast.fit import KnownStart
+    from apportion.forecast.suggest import suggest
+
+    objs = busy_objects(shape)
+    snap = build_snapshot([("bench", o) for o in objs])
+    conf = resolve_conf(snap, None)
+    prepare(snap, conf)
+    state = start_state(snap, conf, NOW)
+    pending = sorted(j.uid for j in state.jobs if j.pending)
+    target = pending[len(pending) // 2]
+    t0 = time.process_time()
+    sim = forecast_simulator(state, targets=[target])
+    sim.run()
+    start = sim.jobs[target].first_start
+    forecast_cpu = time.process_time() - t0
+    counts = {"check_sessions": 0, "forward_runs": 0}
+    starts, first = fit.Checker.starts, reserve.first_start
+
+    def counted_starts(self: Any, *a: Any) -> bool:
+        counts["check_sessions"] += 1
+        return starts(self, *a)
+
+    def counted_first(*a: Any, **k: Any) -> float | None:
+        counts["forward_runs"] += 1
+        return first(*a, **k)
+
+    fit.Checker.starts = counted_starts  # type: ignore[method-assign,assignment]
+    reserve.first_start = counted_first
+    try:
+        t0 = time.process_time()
+        found = suggest(state, target, known=KnownStart(None if start is None else start - state.t0)
+                        if known else None)
+        cpu = time.process_time() - t0
+    finally:
+        fit.Checker.starts = starts  # type: ignore[method-assign]
+        reserve.first_start = first
+    return {"target": target, "starts_in_s": start, "forecast_cpu_s": forecast_cpu, "fits_cpu_s": cpu, **counts,
+            "fits": [f.text for f in found]}
+
+
 class _ForecastingSimulator(CapturingSimulator):
     """Forecasts at each captured instant straight away (with and without the future arrivals), so a
     run cut short still has the forecasts of the instants it reached."""
@@ -191,7 +238,10 @@ if __name__ == "__main__":
     import json
     import sys
 
-    if "--philly-only" in sys.argv:
+    if "--fits" in sys.argv:
+        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv) for k, shape in
+                          (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
+    elif "--philly-only" in sys.argv:
         n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
         print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))
     else:

@@ -22,3 +22,12 @@ def test_forecast_error_study_on_a_small_scenario(tmp_path) -> None:
         r = out[label]
         assert r["jobs"] > 0 and r["exact"] == r["jobs"] and r["p90_error_s"] == 0.0
         assert r["forecast_but_later"] == r["missed"] == 0
+
+
+def test_fits_smoke_counts_the_checks() -> None:
+    from benchmarks import bench_forecast
+
+    known = bench_forecast.measure_fits(bench_forecast.SMOKE["forecast-smoke"])
+    unknown = bench_forecast.measure_fits(bench_forecast.SMOKE["forecast-smoke"], known=False)
+    assert known["fits"] == unknown["fits"]
+    assert known["check_sessions"] < unknown["check_sessions"] and known["check_sessions"] > 0
