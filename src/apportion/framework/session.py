@@ -59,6 +59,11 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
+def _scalar_names(job: JobInfo) -> frozenset[str]:
+    # kept on the job (JobInfo.derive): its tasks' requests do not change while it is kept
+    return frozenset(n for t in job.tasks.values() for n in t.resreq.scalars)
+
+
 def _node_kind(status: TaskStatus) -> str | None:
     if status is TaskStatus.RELEASING:
         return "releasing"
@@ -94,7 +99,9 @@ class Session(NodeChoice):
         self.simulation_state_needed = "preempt" in self.enabled_actions and bool(
             conf.action_arguments("preempt").get("enableTopologyAwarePreemption", False)
         )
-        extra = {n for j in self.jobs.values() for t in j.tasks.values() for n in t.resreq.scalars}
+        extra: set[str] = set()
+        for j in self.jobs.values():
+            extra.update(j.derive("scalar-names", None, functools.partial(_scalar_names, j)))
         extra.update(n for t in snapshot.orphan_tasks for n in t.resreq.scalars)
         self.table = NodeTable([n.name for n in self.nodes], [n.allocatable for n in self.nodes], extra)
         self.total_resource = Resource()
