@@ -97,6 +97,9 @@ class SchedulerCache:
         self.changes = 0
         #: the last session over this cache, for a session that opens on nothing new (set by the engine)
         self.last_session: Any = None
+        #: what plugins carry from one session over this cache to the next (Snapshot.memo): the cache
+        #: replaces a record that changes and never edits one in place, as a memo's snapshots must
+        self.memo: dict[str, Any] = {}
         #: per PodGroup key, the version of the last event that touched it or one of its pods
         self._stamp: dict[str, int] = {}
         #: bumped by every PriorityClass event (a job's priority comes from one)
