@@ -13,6 +13,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from apportion.cluster.model import (
     ON_NODE_STATUSES,
     FitError,
@@ -72,6 +74,12 @@ def _node_kind(status: TaskStatus) -> str | None:
     if status in ON_NODE_STATUSES:
         return "used"
     return None
+
+
+#: `_node_kind` of every status, for the loop over every task at open
+_KIND_OF = {st: _node_kind(st) for st in TaskStatus}
+#: the memo's entry: the node table's columns of the last session over it (see _place_initial_tasks)
+_COLUMNS_MEMO = "session.node-columns"
 
 
 class Session(NodeChoice):
@@ -160,32 +168,43 @@ class Session(NodeChoice):
     # ================================================================= set-up
     def _place_initial_tasks(self) -> None:
         """Every task that occupies a node joins it, in job then task order, and the node table takes
-        them all in one vectorised step."""
+        them all in one vectorised step.
+
+        A task's node-table row (`vec`) depends only on its request and the table's columns. A caller
+        that carries a memo across sessions hands out unchanged jobs again with their tasks' rows from
+        the last session (SchedulerCache.snapshot(keep=True)); while the columns are those of the last
+        session over the memo, those rows are taken as they are."""
         placed: list[TaskInfo] = []
         rows: list[int] = []
         kinds: list[str] = []
-
-        def collect(t: TaskInfo) -> None:
-            kind = _node_kind(t.status)
+        columns = tuple(self.table.columns)
+        memo = self.memo
+        rows_valid = memo is not None and memo.get(_COLUMNS_MEMO) == columns
+        if memo is not None:
+            memo[_COLUMNS_MEMO] = columns
+        node_by_name = self.node_by_name
+        kind_of = _KIND_OF
+        fresh: list[TaskInfo] = []
+        tasks = [t for job in self.jobs.values() for t in job.tasks.values()]
+        for t in tasks:
+            t.initial_status = t.status
+        for t in (*tasks, *self.snapshot.orphan_tasks):
+            kind = kind_of[t.status]
             if kind is None or not t.node_name:
-                return
-            node = self.node_by_name.get(t.node_name)
+                continue
+            node = node_by_name.get(t.node_name)
             if node is None:
-                return
+                continue
             node.tasks[t.key] = t
             placed.append(t)
             rows.append(node.index)
             kinds.append(kind)
-
-        for job in self.jobs.values():
-            for t in job.tasks.values():
-                t.initial_status = t.status
-                collect(t)
-        for t in self.snapshot.orphan_tasks:
-            collect(t)
-        vecs = self.table.vectors([t.resreq for t in placed])
-        for t, v in zip(placed, vecs):
-            t.vec = v
+            if not rows_valid or t.vec is None:
+                fresh.append(t)
+        if fresh:
+            for t, v in zip(fresh, self.table.vectors([t.resreq for t in fresh])):
+                t.vec = v
+        vecs = np.array([t.vec for t in placed]) if placed else np.zeros((0, len(columns)))
         self.table.add_many(rows, vecs, kinds)
 
     # ================================================================= event handlers
