@@ -1,6 +1,6 @@
 """The reservation submit path (issue 18's throughput target): group commit on the writer, new-reservation
-answered without it, and the fast lane in front of FastAPI, which authenticates the caller before it
-reads a body (as RMWebServices' initForWritableEndpoints does) and checks the queue ACL before the
+answered without it, and the reservation write routes, which authenticate the caller before they
+read a body (as RMWebServices' initForWritableEndpoints does) and checks the queue ACL before the
 handler validates the request."""
 
 from __future__ import annotations
@@ -173,3 +173,36 @@ status: {allocatable: {cpu: '64', memory: 256Gi}}
             assert status["writer"]["jobs"] >= status["writer"]["batches"] > 0
     finally:
         server.stop()
+
+
+def test_a_write_whose_commit_fails_answers_a_one_line_500_and_the_next_one_is_accepted(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from fastapi.testclient import TestClient
+    from sqlalchemy import text
+
+    from apportion.service.app import create_app
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'e.db'}", loop=False))
+    try:
+        client = TestClient(create_app(service=svc), raise_server_exceptions=False)
+        u = {"user.name": "alice"}
+        new = "/ws/v1/cluster/reservation/new-reservation"
+        # a real database failure: the store's insert of the reservation is refused by the database
+        with svc.engine.begin() as conn:
+            conn.execute(text("CREATE TRIGGER refuse BEFORE INSERT ON reservations "
+                              "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"))
+        rid = client.post(new, params=u).json()["reservation-id"]
+        r = client.post("/ws/v1/cluster/reservation/submit", params=u, json=submission(rid))
+        assert r.status_code == 500, r.text
+        assert r.json() == {"RemoteException": {"exception": "WebApplicationException",
+                                                "message": "internal server error (see the server log)",
+                                                "javaClassName": "javax.ws.rs.WebApplicationException"}}
+        assert "Traceback" not in r.text and "refused by the test" not in r.text
+        assert any("internal error" in rec.getMessage() for rec in caplog.records)
+        assert not svc.reservations.queue_of  # memory went back to what the database holds
+        with svc.engine.begin() as conn:
+            conn.execute(text("DROP TRIGGER refuse"))
+        rid = client.post(new, params=u).json()["reservation-id"]
+        assert client.post("/ws/v1/cluster/reservation/submit", params=u, json=submission(rid)).status_code == 202
+    finally:
+        svc.close()
