@@ -181,16 +181,19 @@ class PlanFollower:
             plan.set_capacity(tuple(int(x * f) for x in res))
         cap = plan.capacity
         calc = plan.calc
-        active = plan.reservations_at(now)
-        # each reservation's resources now, read once (a step-function lookup, wanted three times below)
-        at_now = {r.id: r.resources_at(now) for r in active}
-        reserved = plan.zero
-        for r in active:
-            reserved = radd(reserved, at_now[r.id])
+        zero = plan.zero
+        # each active reservation with its queue's name and its resources now, read once (wanted
+        # several times below; at thousands of reservations, most holding nothing at this instant, the
+        # step is these loops: no dict keyed by ReservationId, whose hash is Python code)
+        rows = [(r, str(r.id), r.resources_at(now)) for r in plan.reservations_at(now)]
+        reserved = zero
+        for _, _, v in rows:
+            if v != zero:
+                reserved = radd(reserved, v)
         replanned: list[ReservationId] = []
         if self.replanner is not None and calc.greater(reserved, cap, cap):
             replanned = self.replanner.plan(plan, clock)
-        active_names = {str(r.id) for r in active}
+        active_names = {name for _, name, _ in rows}
 
         # expired reservation queues: capacity 0, applications moved (or being killed)
         moved: list[str] = []
@@ -208,40 +211,39 @@ class PlanFollower:
             if not q.apps:
                 del self.queues[name]
 
-        default = self.queues[self.default_queue]
-        sums = _ChildSums(self.queues)
+        queues = self.queues
+        default = queues[self.default_queue]
+        sums = _ChildSums(queues)
         self._set_entitlement(default, 0.0, 1.0, sums)
 
-        def held(r: ReservationAllocation) -> Res:
-            q = self.queues.get(str(r.id))
-            if q is None:
-                return plan.zero
-            return tuple(int(c * q.capacity) for c in cap)
+        def delta(row: tuple[ReservationAllocation, str, Res]) -> tuple[int, ...]:
+            # the change of each resource type (now, less what its queue holds), in the plan's order,
+            # then the id (as its two numbers: the order of ReservationId); a queue of capacity 0 (or
+            # none yet) holds nothing
+            r, name, v = row
+            q = queues.get(name)
+            if q is not None and q.capacity != 0.0:
+                v = rsub(v, tuple(int(c * q.capacity) for c in cap))
+            return (*v, r.id.cluster_timestamp, r.id.seq)
 
-        def delta(r: ReservationAllocation) -> tuple[int | ReservationId, ...]:
-            # the change of each resource type, compared in the plan's order, then the id
-            return (*rsub(at_now[r.id], held(r)), r.id)
-
+        # memory and vCores as YARN's guard; another type's zero capacity is the ratio's to answer. The
+        # ratio of nothing is 0 whatever the capacity, and adding 0 leaves a float sum as it is
+        with_ratio = cap[0] > 0 and cap[1] > 0
         shares: list[ReservationShare] = []
         total = 0.0
-        for r in sorted(active, key=delta):
-            name = str(r.id)
-            if name not in self.queues:
-                self.queues[name] = ChildQueue(name)
+        for r, name, now_res in sorted(rows, key=delta):
+            child = queues.get(name)
+            if child is None:
+                child = queues[name] = ChildQueue(name)
                 sums.add(name, 0.0)
-            q = self.queues[name]
-            q.expired = False
-            now_res = at_now[r.id]
-            target = 0.0
-            # memory and vCores as YARN's guard; another type's zero capacity is the ratio's to answer
-            if cap[0] > 0 and cap[1] > 0:
-                target = calc.ratio(now_res, cap)
+            child.expired = False
+            target = calc.ratio(now_res, cap) if with_ratio and now_res != zero else 0.0
             max_cap = target if r.contains_gangs() else 1.0
-            same = q.capacity == target and q.max_capacity == max_cap
-            if not same:
-                self._set_entitlement(q, target, max_cap, sums)
-            total = f32(total + target)
-            shares.append(ReservationShare(r.id, r.user, now_res, q.capacity, q.max_capacity, r.gang))
+            if child.capacity != target or child.max_capacity != max_cap:
+                self._set_entitlement(child, target, max_cap, sums)
+            if target:
+                total = f32(total + target)
+            shares.append(ReservationShare(r.id, r.user, now_res, child.capacity, child.max_capacity, r.gang))
         self._set_entitlement(default, f32(1.0 - total), 1.0, sums)
         archived = plan.archive_completed(now)
         return FollowerState(
