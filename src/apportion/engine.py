@@ -244,7 +244,7 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
     for uid, phase in sorted(result.podgroups.items()):
         updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
     for name, status in sorted(result.queue_status.items()):
-        updater.update_queue(name, {"allocated": status.allocated.to_natural()})
+        updater.update_queue(name, status)
     return out
 
 

@@ -143,7 +143,8 @@ class Session(NodeChoice):
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
         for job in self.jobs.values():
-            if not self.job_valid(job)[0]:
+            # most jobs have no pending task: their validity cannot matter here
+            if not job.counts.get(TaskStatus.PENDING) or not self.job_valid(job)[0]:
                 continue
             for t in job.tasks.values():
                 if t.status is TaskStatus.PENDING and not t.gated:
