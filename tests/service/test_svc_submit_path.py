@@ -206,3 +206,21 @@ def test_a_write_whose_commit_fails_answers_a_one_line_500_and_the_next_one_is_a
         assert client.post("/ws/v1/cluster/reservation/submit", params=u, json=submission(rid)).status_code == 202
     finally:
         svc.close()
+
+
+def test_the_status_reports_the_last_ticks_cpu_time(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from apportion.service.app import create_app
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 't.db'}", loop=False))
+    try:
+        client = TestClient(create_app(service=svc))
+        assert client.get("/api/v1/status").json()["lastTickCpuMs"] == 0.0
+        svc.writer.submit(svc.loop.tick).result(timeout=60)
+        status = client.get("/api/v1/status").json()
+        assert status["ticks"] == 1
+        # CPU time of the writer thread, so never more than the tick's duration
+        assert 0.0 < status["lastTickCpuMs"] <= status["lastTickMs"] + 1.0
+    finally:
+        svc.close()
