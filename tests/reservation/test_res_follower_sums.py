@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from res_helpers import alloc, make_plan
 
 from apportion.reservation.follower import ChildQueue, PlanFollower, _ChildSums
+from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import NoPolicy
-from apportion.reservation.resmath import f32
+from apportion.reservation.resmath import Res, f32
 
 CAP = (10240, 10)
 
@@ -64,27 +65,39 @@ def test_a_capacity_that_is_not_single_precision_is_summed_as_the_reference_loop
 
 
 class _ReferenceFollower(PlanFollower):
-    """The follower summing its children in Python on every entitlement (as before the float32 mirror)."""
+    """The follower summing its children in Python on every entitlement (as before the float32 mirror)
+    and reading every reservation's resources again at every step (as before the pieces were kept)."""
 
     def _set_entitlement(self, q: ChildQueue, capacity: float, max_capacity: float,
                          sums: _ChildSums | None = None) -> bool:
         return super()._set_entitlement(q, capacity, max_capacity, None)
 
+    def _rows(self, active: list[ReservationAllocation], now: int) -> list[tuple[ReservationAllocation, str, Res]]:
+        return [(r, str(r.id), r.resources_at(now)) for r in active]
 
+
+#: a reservation: its first piece (start s, length), resources, a gang flag, and a second piece after a
+#: gap (length 0: none), so that its resources change while it is active
 reservations = st.lists(st.tuples(st.integers(0, 20), st.integers(1, 20), st.integers(1, 3000), st.integers(1, 4),
-                                  st.booleans()), min_size=1, max_size=120)
+                                  st.booleans(), st.integers(0, 5), st.integers(0, 8)), min_size=1, max_size=120)
 
 
 @settings(max_examples=60, deadline=None)
-@given(rs=reservations)
-def test_a_step_publishes_the_same_queues_as_the_reference_sum(rs: list[tuple[int, int, int, int, bool]]) -> None:
-    """Over-committed plans included (NoPolicy), where entitlements are refused at the sum's limit."""
+@given(rs=reservations, times=st.lists(st.integers(0, 50_000), min_size=1, max_size=12))
+def test_a_step_publishes_the_same_queues_as_the_reference(rs: list[tuple[int, int, int, int, bool, int, int]],
+                                                          times: list[int]) -> None:
+    """Over-committed plans included (NoPolicy), where entitlements are refused at the sum's limit; the
+    clock goes forward in steps, then to arbitrary times (backwards too)."""
     plans = [make_plan(CAP, NoPolicy()) for _ in range(2)]
-    for i, (start, length, mem, vc, gang) in enumerate(rs):
+    for i, (start, length, mem, vc, gang, gap, second) in enumerate(rs):
+        pieces = [(start * 1000, (start + length) * 1000, (mem, vc))]
+        if second:
+            s2 = (start + length + gap) * 1000
+            pieces.append((s2, s2 + second * 1000, (mem // 2 + 1, vc)))
         for plan in plans:
-            plan.add_reservation(alloc(i + 1, [(start * 1000, (start + length) * 1000, (mem, vc))], gang=gang))
+            plan.add_reservation(alloc(i + 1, pieces, gang=gang))
     fast, ref = PlanFollower(plans[0]), _ReferenceFollower(plans[1])
-    for t in range(0, 45_000, 3000):
+    for t in [*range(0, 45_000, 1000), *times]:
         a, b = fast.step(t), ref.step(t)
         assert a == b
         assert {n: (q.capacity, q.max_capacity) for n, q in fast.queues.items()} == \

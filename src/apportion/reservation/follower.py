@@ -19,7 +19,7 @@ import numpy as np
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.replanner import SimpleCapacityReplanner
-from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
+from apportion.reservation.resmath import LONG_MAX, Res, f32, radd, round_up, rsub
 
 #: CSQueueUtils.EPSILON: tolerance of "the children's capacities sum to at most 1"
 EPSILON = f32(0.0001)
@@ -130,6 +130,10 @@ class PlanFollower:
         self.default_queue = f"{plan.queue}-default"
         # the default child exists from the start with capacity 1.0 and maximum 1.0
         self.queues: dict[str, ChildQueue] = {self.default_queue: ChildQueue(self.default_queue, 1.0, 1.0)}
+        #: per active reservation (by its allocation object, which never changes): the piece of time
+        #: [lo, hi) over which its resources stay what they were at the last step, its queue's name
+        #: and those resources (see `_rows`)
+        self._pieces: dict[int, tuple[ReservationAllocation, int, int, str, Res]] = {}
 
     # -- applications --------------------------------------------------------------------------
     def submit_app(self, app_id: str, queue: str) -> bool:
@@ -171,6 +175,36 @@ class PlanFollower:
             sums.set(q.name, capacity)
         return True
 
+    @staticmethod
+    def _piece(r: ReservationAllocation, t: int) -> tuple[int, int, Res]:
+        """[lo, hi) around t over which `r.resources_at` is constant, and its value there."""
+        if r.period > 0:
+            return t, t + 1, r.resources_at(t)  # a periodic one is read again at every step
+        if t < r.start:
+            return -LONG_MAX, r.start, r.rle.zero
+        if t >= r.end:
+            return r.end, LONG_MAX, r.rle.zero
+        rle = r.rle
+        lo, hi = rle.last_change_at_or_before(t), rle.next_change_after(t)
+        return (r.start if lo is None or lo < r.start else lo), (r.end if hi is None or hi > r.end else hi), rle.at(t)
+
+    def _rows(self, active: list[ReservationAllocation], now: int) -> list[tuple[ReservationAllocation, str, Res]]:
+        """Each active reservation with its queue's name and its resources at `now`. Most reservations
+        hold the same resources for minutes (nothing from their arrival to their first allocation):
+        what an earlier step read stays good while `now` is in the same piece of the allocation."""
+        old = self._pieces
+        pieces: dict[int, tuple[ReservationAllocation, int, int, str, Res]] = {}
+        rows = []
+        for r in active:
+            p = old.get(id(r))
+            if p is None or p[0] is not r or not p[1] <= now < p[2]:
+                lo, hi, v = self._piece(r, now)
+                p = (r, lo, hi, p[3] if p is not None and p[0] is r else str(r.id), v)
+            pieces[id(r)] = p
+            rows.append((r, p[3], p[4]))
+        self._pieces = pieces
+        return rows
+
     def step(self, clock: int) -> FollowerState:
         """One synchronisation at `clock` (contract §11)."""
         plan = self.plan
@@ -185,7 +219,7 @@ class PlanFollower:
         # each active reservation with its queue's name and its resources now, read once (wanted
         # several times below; at thousands of reservations, most holding nothing at this instant, the
         # step is these loops: no dict keyed by ReservationId, whose hash is Python code)
-        rows = [(r, str(r.id), r.resources_at(now)) for r in plan.reservations_at(now)]
+        rows = self._rows(plan.reservations_at(now), now)
         reserved = zero
         for _, _, v in rows:
             if v != zero:
