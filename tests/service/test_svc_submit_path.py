@@ -6,6 +6,7 @@ handler validates the request."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -222,5 +223,32 @@ def test_the_status_reports_the_last_ticks_cpu_time(tmp_path: Path) -> None:
         assert status["ticks"] == 1
         # CPU time of the writer thread, so never more than the tick's duration
         assert 0.0 < status["lastTickCpuMs"] <= status["lastTickMs"] + 1.0
+    finally:
+        svc.close()
+
+
+def test_requests_run_between_a_ticks_parts_even_one_that_drops_a_plan(tmp_path: Path) -> None:
+    """A tick is three writer jobs (follow, publish, schedule): a submit, or an apply that makes the
+    reservable queue an ordinary one, may run between them, and the tick still completes."""
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'p.db'}", loop=False))
+    try:
+        run = svc.writer.submit
+        rid = svc.new_reservation("alice")[1]["reservation-id"]
+        followed = run(svc.loop.follow).result(timeout=60)
+        submit = run(lambda: svc.committed(lambda: svc.reservations.submit("alice", submission(rid))))
+        assert submit.result(timeout=60) == (202, None)
+        run(lambda: svc.loop.schedule(svc.loop.publish(followed))).result(timeout=60)
+        assert svc.live.cache.get("Queue", rid) is None  # published from the step before the submit
+        run(svc.loop.tick).result(timeout=60)
+        assert svc.live.cache.get("Queue", rid) is not None
+        # the queue stops being reservable between the follow and the publish of a tick
+        followed = run(svc.loop.follow).result(timeout=60)
+        queue = copy.deepcopy(svc.objects.objects[("Queue", "", "dedicated")])
+        del queue["metadata"]["annotations"]["apportion.io/reservable"]
+        run(lambda: svc._apply_now([("test", queue)], [])).result(timeout=60)
+        assert "dedicated" not in svc.reservations.plans
+        run(lambda: svc.loop.schedule(svc.loop.publish(followed))).result(timeout=60)
+        assert svc.loop.ticks == 3 and svc.loop.last_error is None
+        assert svc.live.cache.get("Queue", rid) is None
     finally:
         svc.close()
