@@ -196,8 +196,9 @@ def _end_ms(obj: dict[str, Any]) -> float | None:
 
 
 
-#: a reservation queue object as last made, by reservation id: (what it was made from, the object)
-QueueMemo = dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]
+#: a reservation queue object as last made, by queue (reservation id) name: (what it was made from,
+#: the object); keyed by the name, whose hash a str keeps, not by the ReservationId
+QueueMemo = dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
 
 
 def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: QueueMemo | None = None
@@ -218,19 +219,20 @@ def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: Qu
             name = str(share.id)
             active.add(name)
             v = share.resources
-            for i, x in enumerate(v):
-                used[i] += x
+            if any(v):  # most active reservations hold nothing at this instant
+                for i, x in enumerate(v):
+                    used[i] += x
             made = (qname, v, dims, share.gang, overuse, cap)
-            old = memo.get(share.id) if memo is not None else None
+            old = memo.get(name) if memo is not None else None
             if old is not None and old[0] == made:
-                seen[share.id] = old
+                seen[name] = old
                 out.append(old[1])
                 continue
             spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": vector_json(v, dims)},
                                     "deserved": vector_json(v, dims)}
             spec["capability"] = cap if (overuse and cap and not share.gang) else vector_json(v, dims)
             obj = {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
-            seen[share.id] = (made, obj)
+            seen[name] = (made, obj)
             out.append(obj)
         rest = tuple(max(c - u, 0) for c, u in zip(st.plan_capacity, used))
         dspec: dict[str, Any] = {"parent": qname, "deserved": vector_json(rest, dims)}
