@@ -37,6 +37,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,14 @@ def _status(port: int) -> dict[str, Any]:
     return out
 
 
+def _poll_ticks(port: int, seen: dict[int, float], done: threading.Event) -> None:
+    """Each tick's CPU (ms) as /api/v1/status reports the last one, polled until `done`."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
+        while not done.wait(0.25):
+            st = c.get("/api/v1/status").json()
+            seen[st["ticks"]] = st["lastTickCpuMs"]
+
+
 def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-left",
                db_url: str | None = None, extra_args: list[str] | None = None, mode: str = "closed",
                rate: float = 300.0) -> dict[str, Any]:
@@ -215,11 +224,17 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
             load_before = os.getloadavg()[0]
             status0 = _status(server.port)
             cpu0 = _cpu_s(server.proc.pid)
+            ticks_cpu: dict[int, float] = {}
+            done = threading.Event()
+            poller = threading.Thread(target=_poll_ticks, args=(server.port, ticks_cpu, done), daemon=True)
+            poller.start()
             if mode == "open":
                 lat, submit_lat, counts, wall = asyncio.run(_drive_open(server.port, clients, seconds, rate))
             else:
                 lat, counts, wall = asyncio.run(_drive(server.port, clients, seconds))
             cpu = _cpu_s(server.proc.pid) - cpu0
+            done.set()
+            poller.join()
             status = _status(server.port)
             load_after = os.getloadavg()[0]
         finally:
@@ -231,6 +246,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
     if mode == "open":
         out["offered_per_s"] = rate
     ticks = status["ticks"] - status0["ticks"]
+    tick_cpu = sorted(c / 1000 for k, c in ticks_cpu.items() if k > status0["ticks"])
     batches = status["writer"]["batches"] - status0["writer"]["batches"]
     out.update({
         "seconds": round(wall, 1), "submits": len(lat), "answers": counts,
@@ -242,9 +258,10 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         # included): on a shared machine the one figure that does not depend on the other load
         "server_cpu_ms_per_submit": round(cpu * 1000 / accepted, 2) if accepted else None,
         "server_cpu_share": round(cpu / wall, 2),
-        # the longest tick's duration (wall), and the CPU of the last tick (the one with the most
-        # reservations active: the run's worst stall of the writer on an idle core)
-        "ticks": ticks, "max_tick_ms": status["maxTickMs"], "last_tick_cpu_ms": status["lastTickCpuMs"],
+        # the longest tick's duration (wall), and the ticks' CPU as polled (the writer thread's: how
+        # long a tick stalls the writer on an idle core)
+        "ticks": ticks, "max_tick_ms": status["maxTickMs"],
+        "tick_cpu_ms_p50": _pct(tick_cpu, 0.5), "tick_cpu_ms_max": _pct(tick_cpu, 1.0),
         "writer_jobs_per_batch": round((status["writer"]["jobs"] - status0["writer"]["jobs"]) / batches, 1)
         if batches else None,
         "loadavg_1m": [round(load_before, 2), round(load_after, 2)]})

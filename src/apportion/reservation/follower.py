@@ -90,6 +90,9 @@ class _ChildSums:
         self.caps[:n] = np.fromiter((q.capacity for q in queues.values()), dtype=np.float32, count=n)
         self.n = n
         self.exact = all(float(c) == q.capacity for c, q in zip(self.caps[:n], queues.values()))
+        #: the sum while no capacity changed since it was taken (most entitlements a step sets change
+        #: only a maximum, or append a child of capacity 0)
+        self._total: float | None = None
 
     def add(self, name: str, capacity: float) -> None:
         """A child appended to the dict (after the others, as a dict appends)."""
@@ -97,11 +100,20 @@ class _ChildSums:
             self.caps = np.concatenate([self.caps, np.zeros(len(self.caps), dtype=np.float32)])
         self.index[name] = self.n
         self.n += 1
+        self.caps[self.n - 1] = 0.0
+        total = self._total
         self.set(name, capacity)
+        if total is not None and self.exact:
+            # the last child: the sequential sum goes on from the one before
+            self._total = f32(total + capacity)
 
     def set(self, name: str, capacity: float) -> None:
         """A child's new capacity."""
-        self.caps[self.index[name]] = capacity
+        i = self.index[name]
+        if self.caps[i] == capacity:
+            return
+        self.caps[i] = capacity
+        self._total = None
         if float(np.float32(capacity)) != capacity:
             self.exact = False
 
@@ -112,7 +124,9 @@ class _ChildSums:
             for q in self.queues.values():
                 total = f32(total + q.capacity)
             return total
-        return float(np.cumsum(self.caps[:self.n])[-1]) if self.n else 0.0
+        if self._total is None:
+            self._total = float(np.cumsum(self.caps[:self.n])[-1]) if self.n else 0.0
+        return self._total
 
 
 class PlanFollower:
