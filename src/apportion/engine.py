@@ -216,6 +216,8 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
     snap = cache.snapshot(copy=copy, keep=copy)
     if check.enabled() and copy:
         check.check_snapshot(cache, snap)
+    if copy:
+        snap.memo = cache.memo
     result = run_session(open_session(snap, conf, session_id=session_id))
     if check.enabled():
         check.check_cache(cache)

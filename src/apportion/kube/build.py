@@ -248,7 +248,7 @@ def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *
         # a kept job holds its tasks already (a pod of its group that it does not hold, one on a node
         # that is gone, goes the usual way and is reported again)
         if (kept and ps.group and (g := f"{ps.task.namespace}/{ps.group}") in kept
-                and (ps.scheduler or scheduler_names[0]) in scheduler_names and key in snap.jobs[g].tasks):
+                and (ps.scheduler or scheduler_names[0]) in scheduler_names and ps.task.uid in snap.jobs[g].tasks):
             if uids is not None:
                 uids.add(ps.task.uid)
             continue

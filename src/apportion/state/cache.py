@@ -97,14 +97,20 @@ class SchedulerCache:
         self.changes = 0
         #: the last session over this cache, for a session that opens on nothing new (set by the engine)
         self.last_session: Any = None
+        #: what plugins carry from one session over this cache to the next (Snapshot.memo): the cache
+        #: replaces a record that changes and never edits one in place, as a memo's snapshots must
+        self.memo: dict[str, Any] = {}
         #: per PodGroup key, the version of the last event that touched it or one of its pods
         self._stamp: dict[str, int] = {}
         #: bumped by every PriorityClass event (a job's priority comes from one)
         self._pc_version = 0
         #: pod key -> what its parse read of the object last parsed here (`pod_inputs`)
         self._pod_marks: dict[str, bytes] = {}
-        #: jobs kept from the last snapshot (see `snapshot(keep=True)`): uid -> (job, stamp, pc version)
-        self._kept: dict[str, tuple[JobInfo, int, int]] = {}
+        #: jobs kept from the last snapshot (see `snapshot(keep=True)`): uid -> (job, stamp, pc version,
+        #: node deletions)
+        self._kept: dict[str, tuple[JobInfo, int, int, int]] = {}
+        #: bumped by every Node deleted (a kept job is checked against the nodes only after one)
+        self._node_deletions = 0
         #: the pods' index for `assemble_indexed`: per pod its arrival number (the order a full assembly
         #: visits pods in), the pods of this scheduler by the PodGroup they name, the other pods, and
         #: how many pods carry each uid (a shared uid needs `assemble`'s warnings)
@@ -234,6 +240,7 @@ class SchedulerCache:
             self._pod_marks.pop(key, None)
             del self._pod_seq[key]
         elif kind == "Node":
+            self._node_deletions += 1
             on = self.pods_by_node.get(key)
             if on:
                 self._anomaly(NODE_DELETED_WITH_PODS,
@@ -322,13 +329,13 @@ class SchedulerCache:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
         if keep:
-            kept: dict[str, tuple[JobInfo, int, int]] = {}
+            kept: dict[str, tuple[JobInfo, int, int, int]] = {}
             podgroups = rec.podgroups
             for uid, ji in snap.jobs.items():
                 pg = podgroups.get(uid)
                 if (pg is not None and pg[1].phase is PodGroupPhase.RUNNING and ji.tasks
                         and ji.counts.get(TaskStatus.RUNNING, 0) == len(ji.tasks)):
-                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version)
+                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
 
@@ -336,23 +343,26 @@ class SchedulerCache:
         hit = self._kept.get(uid)
         if hit is None:
             return None
-        ji, stamp, pcv = hit
+        ji, stamp, pcv, removed = hit
         if stamp != self._stamp.get(uid, 0) or pcv != self._pc_version or not ji.allocated_as_added:
             return None
         if ji.phase is not PodGroupPhase.RUNNING:
             return None
-        for t in ji.tasks.values():
-            if t.node_name not in nodes:
-                return None
+        if removed != self._node_deletions:
+            for t in ji.tasks.values():
+                if t.node_name not in nodes:
+                    return None
         ji.conditions.clear()
         ji.nodes_fit_errors.clear()
         ji.failed_roles.clear()
         ji.job_fit_errors = ""
-        # what the session filled in at open (the node table's columns may differ next time); the rest
-        # a session writes to a task belongs to tasks it placed, evicted or pipelined, which would have
-        # cleared allocated_as_added
+        # A session fills in vec and initial_status at open for every task of a kept job (each runs on a
+        # node it holds) and cols only for a task it compares, which the next table's columns may not
+        # fit; the rest a session writes to a task belongs to tasks it placed, evicted or pipelined,
+        # which would have cleared allocated_as_added
         for t in ji.tasks.values():
-            t.vec = t.cols = t.initial_status = None
+            if t.cols is not None:
+                t.cols = None
         return ji
 
     def pod_index(self) -> tuple[dict[str, list[str]], list[str], dict[str, int], int]:

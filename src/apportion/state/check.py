@@ -150,6 +150,10 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
 
 
 def _same_task(a: Any, b: Any) -> bool:
-    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly
+    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly;
+    # vec and initial_status are written by every session at open (cache.SchedulerCache._reuse)
     return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-               if f.name not in ("kube_requests", "started_at"))
+               if f.name not in _CARRIED)
+
+
+_CARRIED = ("kube_requests", "started_at", "vec", "initial_status")
