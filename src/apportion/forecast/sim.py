@@ -102,7 +102,12 @@ class DumpObjects:
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
             for ti in ji.tasks.values():
-                ti.vec = ti.cols = ti.initial_status = ti.last_tx_status = None
+                # a running task keeps its node-table row: session open places it and recomputes the
+                # row when the table's columns changed (Session._place_initial_tasks); any other task
+                # computes its row lazily, so it must not carry one from other columns
+                if ti.status is not TaskStatus.RUNNING or not ti.node_name:
+                    ti.vec = None
+                ti.cols = ti.initial_status = ti.last_tx_status = None
                 ti.nominated_node = ""
             return ji
         ji = JobInfo(*_job_fields(tpl))
