@@ -33,8 +33,16 @@ if TYPE_CHECKING:
 Interval = tuple[int, int, Res]
 
 #: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
-#: position by position across all of them at once
+#: position by position across all of them at once; this many runs or fewer are sorted as a list
 _POSITIONS = 16
+#: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
+_AHEAD = 16
+_AHEAD_CELLS = 16_384
+
+_NO_TIMES = np.zeros(0, dtype=np.int64)
+_NO_ROWS = np.zeros((0, 2), dtype=np.int64)
+_NO_FLOATS = np.zeros(0, dtype=np.float64)
+_ZERO_ROW = np.zeros((1, 2), dtype=np.int64)
 
 
 class ArrayWindows:
@@ -42,40 +50,46 @@ class ArrayWindows:
 
     def __init__(
         self, lo: int, dur: int, count: int, gang: Res, step: int, dominant: bool, cap: Res,
-        ratio: Callable[[Res], float] | None = None, ratios: dict[Res, float] | None = None,
+        ratio: Callable[[Res], float] | None = None,
     ) -> None:
         self.lo, self.dur, self.count, self.gang, self.step = lo, dur, count, gang, step
         self.dominant = dominant
-        # calc.ratio against the capacity, and a cache of it, for a candidate summed again in Python
+        # calc.ratio against the capacity, for `cost_of` (the reference of `cost`)
         self.ratio = ratio
-        self.ratios: dict[Res, float] = ratios if ratios is not None else {}
+        # how the stage will ask for costs again (see `cost`): after `every` more gangs, up to
+        # `asks` times for one candidate
+        self.every, self.asks = 1, 1
         self.cap32 = np.array(cap, dtype=np.float32)
         self.gang_arr = np.array(gang, dtype=np.int64)
         self.counts: dict[int, int] = {}  # gangs the stage placed, per candidate
         # filled by make(): per run, its positions [p0, p1), cost and fit
         self.p0: list[int] = []
         self.p1: list[int] = []
-        self.p0s = self.p1s = np.zeros(0, dtype=np.int64)
-        self.costs = np.zeros(0, dtype=np.float64)
-        self.fits = np.zeros(0, dtype=np.int64)
+        self.p0s = self.p1s = _NO_TIMES
+        self.costs = _NO_FLOATS
+        self.fits = _NO_TIMES
         self.fit_list: list[int] = []
-        # per run, the per-component minimum of (availability - earlier placements) over its first member
+        # per run, the per-component minimum of (availability - earlier placements) over its first
+        # member, and that value at the run's start (a run longer than one candidate is constant)
         self.low_free: list[list[int]] = []
-        # per run, its first member's cost pieces as (value, length), made when first asked
-        self.pieces: dict[int, list[tuple[Res, float]]] = {}
+        self.start_free: list[list[int]] = []
+        # the same at the instant hi (where the last candidate ends), read when first asked
+        self.hi_free: list[int] | None = None
+        # per candidate, its costs with the stage's n, n + s, n + 2s, ... gangs on it: (n, s, costs)
+        self.ahead: dict[int, tuple[int, int, list[float]]] = {}
         # a run of one candidate's cost pieces, to sum again after a placement: cost values and
-        # lengths, rows first[r]:first[r + 1]; a longer run has one piece, its value at run_value[r]
-        self.cv = np.zeros((0, len(gang)), dtype=np.int64)
-        self.lens = np.zeros(0, dtype=np.float64)
+        # lengths, rows first[r]:first[r + 1] (a longer run has one piece)
+        self.cv = _NO_ROWS
+        self.lens = _NO_FLOATS
         self.first: list[int] = []
         # the availability and the job's earlier placements (times, values), read to one past hi
-        self.vt = self.pt = np.zeros(0, dtype=np.int64)
-        self.vv = self.pv = np.zeros((0, len(gang)), dtype=np.int64)
+        self.vt = self.pt = _NO_TIMES
+        self.vv = self.pv = _NO_ROWS
 
     @classmethod
     def make(
         cls, job: JobContext, load: tuple[np.ndarray, np.ndarray], avail: tuple[np.ndarray, np.ndarray], lo: int,
-        dur: int, count: int, gang: Res, ratios: dict[Res, float] | None = None,
+        dur: int, count: int, gang: Res, every: int = 1, asks: int = 1,
     ) -> ArrayWindows | None:
         """The candidates from the breakpoints of the job's load and of the availability (as
         arrays: `job.load_arrays()`, the plan's `available_arrays`); None where the walk has a
@@ -93,20 +107,80 @@ class ArrayWindows:
         ps, pvals = segments(job.placed, lo, hi + 1)
         if any(abs(x) > MAX_VALUE for v in pvals for x in v):
             return None
-        w = cls(lo, dur, count, gang, plan.step, dominant, cap, lambda r: calc.ratio(r, cap), ratios)
+        w = cls(lo, dur, count, gang, plan.step, dominant, cap, lambda r: calc.ratio(r, cap))
+        w.every, w.asks = max(1, every), asks
+        placed = len(ps) > 1 or any(pvals[0])
         w.pt = np.array(ps, dtype=np.int64)
-        w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), len(gang))
+        w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), 2) if placed else _ZERO_ROW
         lt, lv = window(*load, lo, hi)
         w.vt, w.vv = window(*avail, lo, hi + 1)
-        w._evaluate(lt, lv)
+        w._evaluate(lt, lv, placed)
         return w
 
-    def _evaluate(self, lt: np.ndarray, lv: np.ndarray) -> None:
-        lo, dur, count, hi = self.lo, self.dur, self.count, self.lo + self.count * self.dur
+    def _evaluate(self, lt: np.ndarray, lv: np.ndarray, placed: bool) -> None:
+        """Every run's cost and fit, from the load's breakpoints over `[lo, hi)` (`lt, lv`), the
+        availability's and the placements' (set before); `placed` when the job has placed
+        something before the stage inside `[lo, hi]`."""
+        hi = self.lo + self.count * self.dur
+        vt, pt = self.vt, self.pt
+        # the availability and the placements are read to hi + 1, so only their last change can
+        # be at hi, which is inside no candidate
+        inner_v = vt[1:-1] if vt[-1] == hi else vt[1:]
+        inner_p = (pt[1:-1] if pt[-1] == hi else pt[1:]) if placed else None
+        if self.count <= _POSITIONS:
+            self._evaluate_each(lt, lv, inner_v, inner_p)
+        else:
+            self._evaluate_runs(lt, lv, inner_v, inner_p)
+
+    def _evaluate_each(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+        """A few candidates, every one a run of its own: one grid of all their change points."""
+        lo, dur, count = self.lo, self.dur, self.count
+        p0 = np.arange(count, dtype=np.int64)
+        starts = lo + p0 * dur
+        self.p0s, self.p1s = p0, p0 + 1
+        self.p0 = list(range(count))
+        self.p1 = list(range(1, count + 1))
+        g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
+        first = g.searchsorted(starts)
+        cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
+        free = self.vv.take(self.vt.searchsorted(g, "right") - 1, axis=0)
+        if inner_p is not None:
+            mine = self.pv.take(self.pt.searchsorted(g, "right") - 1, axis=0)
+            cv = cv + mine
+            free = free - mine
+        self._fits(free, first)
+        # costs: the pieces with equal neighbours inside a candidate joined (as trunk's merge
+        # joins them; a change of the availability alone is no cost piece)
+        join = (cv[1:, 0] == cv[:-1, 0]) & (cv[1:, 1] == cv[:-1, 1])
+        join[first[1:] - 1] = False
+        if join.any():
+            keep = np.concatenate(((True,), ~join))
+            g, cv = g[keep], cv[keep]
+            first = g.searchsorted(starts)
+        # every candidate ends where the next one starts: a piece runs to the next time of g
+        lens = np.empty(len(g), dtype=np.float64)
+        lens[:-1] = g[1:] - g[:-1]
+        lens[-1] = lo + count * dur - int(g[-1])
+        self.cv, self.lens = cv, lens
+        self.first = bounds = [*first.tolist(), len(g)]
+        rows = min(self.asks, _AHEAD)
+        if rows <= 1 or rows * len(g) > _AHEAD_CELLS:
+            self.costs = _sums(self._terms(cv, self.lens), first)
+            return
+        # the costs with 0, every, 2 every, ... gangs on each candidate at once (see `cost`):
+        # row 0 is every candidate's cost now
+        extra = np.arange(0, rows * self.every, self.every, dtype=np.int64)[:, None, None] * self.gang_arr
+        terms = self._terms(cv + extra, self.lens)
+        sums = [np.add.accumulate(terms[:, i:j], axis=1)[:, -1].tolist() for i, j in zip(bounds, bounds[1:])]
+        self.costs = np.array([c[0] for c in sums], dtype=np.float64)
+        self.ahead = {k: (0, self.every, c) for k, c in enumerate(sums)}
+
+    def _evaluate_runs(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+        """Many candidates: those between two change points are runs, evaluated through their
+        first member (every candidate a run of its own when there are no fewer change points)."""
+        lo, dur, count = self.lo, self.dur, self.count
         vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
-        placed = len(pt) > 1 or bool(pv[0].any())
-        inner_p = pt[1:][pt[1:] < hi]
-        changes = _union(lt[1:], vt[1:][vt[1:] < hi], inner_p) if placed else _union(lt[1:], vt[1:][vt[1:] < hi])
+        changes = _union(lt[1:], inner_v) if inner_p is None else _union(lt[1:], inner_v, inner_p)
         if count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
@@ -128,19 +202,14 @@ class ArrayWindows:
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
         cv = lv[lt.searchsorted(g, "right") - 1]
         free = vv[vt.searchsorted(g, "right") - 1]
-        if placed:
+        if inner_p is not None:
             mine = pv[pt.searchsorted(g, "right") - 1]
             cv = cv + mine
             free = free - mine
-        # fits: the fewest gangs over the pieces (a change of the load alone changes no fit)
-        per = free // self.gang_arr
-        self.fits = np.minimum.reduceat(per.min(axis=1) if self.dominant else per[:, 0], first)
-        self.fit_list = self.fits.tolist()
-        self.low_free = np.minimum.reduceat(free, first, axis=0).tolist()
-        # costs: the same pieces with equal neighbours joined (as trunk's merge joins them; a
-        # change of the availability alone is no cost piece)
+        self._fits(free, first)
+        # costs: the same pieces with equal neighbours joined (see _evaluate_each)
         join = np.zeros(len(g), dtype=bool)
-        join[1:] = (cv[1:] == cv[:-1]).all(axis=1) & (win[1:] == win[:-1])
+        join[1:] = (cv[1:, 0] == cv[:-1, 0]) & (cv[1:, 1] == cv[:-1, 1]) & (win[1:] == win[:-1])
         if join.any():
             g, win, cv = g[~join], win[~join], cv[~join]
             first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
@@ -152,20 +221,39 @@ class ArrayWindows:
         self.first = [*first.tolist(), len(g)]
         self.costs = _sums(self._terms(cv, self.lens), first)
 
+    def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
+        """Per run, from (availability - earlier placements) at its first member's pieces (rows
+        first[r]:first[r + 1]): the fewest gangs over the pieces (a change of the load alone
+        changes no fit), the per-component minimum, and the value at the run's start."""
+        per = free[:, 0] // self.gang[0]
+        if self.dominant:
+            per = np.minimum(per, free[:, 1] // self.gang[1])
+        self.fits = np.minimum.reduceat(per, first)
+        self.fit_list = self.fits.tolist()
+        self.low_free = np.minimum.reduceat(free, first, axis=0).tolist()
+        self.start_free = free.take(first, axis=0).tolist()
+
     def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
         single precision and divided there (the largest share under the dominant calculator),
         the quotient cast to double and multiplied by the length, then divided by the step."""
-        q = np.divide(values[:, 0], self.cap32[0], dtype=np.float32)
+        q = np.divide(values[..., 0], self.cap32[0], dtype=np.float32)
         if self.dominant:
-            for i in range(1, values.shape[1]):
-                q = np.maximum(q, np.divide(values[:, i], self.cap32[i], dtype=np.float32))
+            for i in range(1, values.shape[-1]):
+                q = np.maximum(q, np.divide(values[..., i], self.cap32[i], dtype=np.float32))
         t = np.multiply(q, lens, dtype=np.float64)
         t /= self.step
         return t
 
     def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
-        """See `Windows.runs` (aligned.py): sorted by cost and end key in numpy."""
+        """See `Windows.runs` (aligned.py): sorted by cost and end key (a few runs as a list,
+        more in numpy; the end keys differ from run to run, so both orders are the same)."""
+        if len(self.p0) <= _POSITIONS:
+            lo, dur = self.lo, self.dur
+            out = [(c, lo + (a + 1) * dur if left else -(lo + b * dur), a, b, f)
+                   for c, a, b, f in zip(self.costs.tolist(), self.p0, self.p1, self.fit_list) if f > 0]
+            out.sort()
+            return out
         fit = self.fits > 0
         costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
         key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
@@ -180,14 +268,38 @@ class ArrayWindows:
         """See `Windows.negative`: the availability minus the placements (the job's earlier
         ones and this stage's, a constant per candidate) at every time in [x, y] where one of
         them changes. One candidate `[x, x + dur]` is answered from its run's minima and the
-        value at its end instant."""
+        value where it ends (the start of the next run member, or hi), the whole stage window
+        before anything is placed from every run's minima and hi; `negative_walk` is the
+        general form and the reference."""
         lo, dur = self.lo, self.dur
         k, off = divmod(x - lo, dur)
         if off == 0 and y == x + dur and 0 <= k < self.count:
+            g0, g1 = self.gang
             n = self.counts.get(k, 0)
-            if any(f < g * n for f, g in zip(self.low_free[self._run(k)], self.gang)):
+            f0, f1 = self.low_free[self._run(k)]
+            if f0 < g0 * n or f1 < g1 * n:
                 return True
-            return self._negative_at(y, self.counts.get(k + 1, 0) if k + 1 < self.count else 0)
+            if k + 1 < self.count:
+                f0, f1 = self.start_free[self._run(k + 1)]
+                n = self.counts.get(k + 1, 0)
+                return f0 < g0 * n or f1 < g1 * n
+            f0, f1 = self._hi_free()
+            return f0 < 0 or f1 < 0
+        if x == lo and y == lo + self.count * dur and not self.counts:
+            return any(min(c) < 0 for c in zip(*self.low_free)) or any(f < 0 for f in self._hi_free())
+        return self.negative_walk(x, y)
+
+    def _hi_free(self) -> list[int]:
+        if self.hi_free is None:
+            hi = self.lo + self.count * self.dur
+            a = self.vv[int(self.vt.searchsorted(hi, "right")) - 1].tolist()
+            p = self.pv[int(self.pt.searchsorted(hi, "right")) - 1].tolist()
+            self.hi_free = [u - v for u, v in zip(a, p)]
+        return self.hi_free
+
+    def negative_walk(self, x: int, y: int) -> bool:
+        """`negative` at every change point in [x, y], on arrays."""
+        lo, dur = self.lo, self.dur
         vt, pt = self.vt, self.pt
         pts = [np.array((x,), dtype=np.int64), vt[vt.searchsorted(x, "right"):vt.searchsorted(y, "right")],
                pt[pt.searchsorted(x, "right"):pt.searchsorted(y, "right")]]
@@ -203,40 +315,45 @@ class ArrayWindows:
             free = free - many[:, None] * self.gang_arr
         return bool((free < 0).any())
 
-    def _negative_at(self, t: int, n: int) -> bool:
-        """Whether (availability - earlier placements - n gangs) is negative at the instant t."""
-        a = self.vv[int(self.vt.searchsorted(t, "right")) - 1].tolist()
-        p = self.pv[int(self.pt.searchsorted(t, "right")) - 1].tolist()
-        return any(x - y < g * n for x, y, g in zip(a, p, self.gang))
-
     def add(self, k: int, n: int) -> None:
         """See `Windows.add`."""
         self.counts[k] = self.counts.get(k, 0) + n
 
-    def cost(self, k: int) -> float:
+    def cost(self, k: int, every: int = 1, asks: int = 1) -> float:
         """See `Windows.cost`: the run's pieces (one, for a longer run) with the stage's gangs on
-        top, summed in time order (a few in Python as the walk sums them, more on arrays)."""
-        r = self._run(k)
+        top, summed in time order. The stage may ask again up to `asks` times, each after `every`
+        more gangs, so the costs with those counts are summed at once, a row each (`cost_of` is
+        one row)."""
         n = self.counts.get(k, 0)
+        got = self.ahead.get(k)
+        if got is not None:
+            n0, s, sums = got
+            j, off = divmod(n - n0, s)
+            if off == 0 and 0 <= j < len(sums):
+                return sums[j]
+        r = self._run(k)
         i = self.first[r]
         j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
-        if j - i > _POSITIONS:
-            extra = self.gang_arr * n
-            return float(np.add.accumulate(self._terms(self.cv[i:j] + extra, self.lens[i:j]))[-1])
-        pieces = self.pieces.get(r)
-        if pieces is None:
-            length = [float(self.dur)] if j == i + 1 and self.p1[r] - self.p0[r] > 1 else self.lens[i:j].tolist()
-            pieces = self.pieces[r] = list(zip(map(tuple, self.cv[i:j].tolist()), length))
-        extra_r = [g * n for g in self.gang]
-        ratios, ratio, step = self.ratios, self.ratio, self.step
-        assert ratio is not None
+        every = max(1, every)
+        rows = max(1, min(asks, _AHEAD, _AHEAD_CELLS // (j - i), -(-(self.fit_list[r] - n) // every)))
+        if rows == 1:
+            sums = [float(np.add.accumulate(self._terms(self.cv[i:j] + self.gang_arr * n, self.lens[i:j]))[-1])]
+        else:
+            extra = np.arange(n, n + rows * every, every, dtype=np.int64)[:, None, None] * self.gang_arr
+            sums = np.add.accumulate(self._terms(self.cv[i:j] + extra, self.lens[i:j]), axis=1)[:, -1].tolist()
+        self.ahead[k] = (n, every, sums)
+        return sums[0]
+
+    def cost_of(self, k: int, n: int) -> float:
+        """Candidate k's cost with n of the stage's gangs on it: the reference for `cost`'s rows,
+        its pieces summed one after the other in Python from calc.ratio."""
+        assert self.ratio is not None
+        r = self._run(k)
+        i = self.first[r]
+        j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
         total = 0.0
-        for v, length_ in pieces:
-            key = tuple(a + b for a, b in zip(v, extra_r))
-            q = ratios.get(key)
-            if q is None:
-                q = ratios[key] = ratio(key)
-            total += q * length_ / step
+        for v, length in zip(self.cv[i:j].tolist(), self.lens[i:j].tolist()):
+            total += self.ratio(tuple(a + g * n for a, g in zip(v, self.gang))) * length / self.step
         return total
 
     def fit(self, k: int) -> int:
