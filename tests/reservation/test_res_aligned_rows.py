@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.reservation.agents import aligned
+from apportion.reservation.agents import aligned, aligned_arrays
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.resmath import Calculator
 from apportion.reservation.steparrays import arrays_of, window
@@ -44,8 +44,10 @@ def _windows(kind, load, avail, placed, lo, dur, count, gang, step, every, asks)
     placed_before = len(ps) > 1 or any(pv[0])
     w.pt = np.array(ps, dtype=np.int64)
     w.pv = np.array(pv, dtype=np.int64).reshape(len(ps), 2)
-    lt, lv = window(*la, lo, hi)
-    w.vt, w.vv = window(*va, lo, hi + 1)
+    # as make() reads them (views from the first breakpoint at or before lo), or as window() does
+    read = aligned_arrays._read if (lo + dur) % 2 else window
+    lt, lv = read(*la, lo, hi)
+    w.vt, w.vv = read(*va, lo, hi + 1)
     w._evaluate(lt, lv, placed_before)
     return w, calc, lf, vf, pf
 

@@ -112,8 +112,8 @@ class ArrayWindows:
         placed = len(ps) > 1 or any(pvals[0])
         w.pt = np.array(ps, dtype=np.int64)
         w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), 2) if placed else _ZERO_ROW
-        lt, lv = window(*load, lo, hi)
-        w.vt, w.vv = window(*avail, lo, hi + 1)
+        lt, lv = _read(*load, lo, hi)
+        w.vt, w.vv = _read(*avail, lo, hi + 1)
         w._evaluate(lt, lv, placed)
         return w
 
@@ -135,9 +135,8 @@ class ArrayWindows:
     def _evaluate_each(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
         """A few candidates, every one a run of its own: one grid of all their change points."""
         lo, dur, count = self.lo, self.dur, self.count
-        p0 = np.arange(count, dtype=np.int64)
-        starts = lo + p0 * dur
-        self.p0s, self.p1s = p0, p0 + 1
+        starts = np.arange(lo, lo + count * dur, dur, dtype=np.int64)
+        # (runs() sorts this many runs as a list: p0s and p1s stay unset)
         self.p0 = list(range(count))
         self.p1 = list(range(1, count + 1))
         g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
@@ -169,8 +168,7 @@ class ArrayWindows:
             return
         # the costs with 0, every, 2 every, ... gangs on each candidate at once (see `cost`):
         # row 0 is every candidate's cost now
-        extra = np.arange(0, rows * self.every, self.every, dtype=np.int64)[:, None, None] * self.gang_arr
-        terms = self._terms(cv + extra, self.lens)
+        terms = self._row_terms(cv, lens, np.arange(0, rows * self.every, self.every, dtype=np.int64))
         sums = [np.add.accumulate(terms[:, i:j], axis=1)[:, -1].tolist() for i, j in zip(bounds, bounds[1:])]
         self.costs = np.array([c[0] for c in sums], dtype=np.float64)
         self.ahead = {k: (0, self.every, c) for k, c in enumerate(sums)}
@@ -237,10 +235,20 @@ class ArrayWindows:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
         single precision and divided there (the largest share under the dominant calculator),
         the quotient cast to double and multiplied by the length, then divided by the step."""
-        q = np.divide(values[..., 0], self.cap32[0], dtype=np.float32)
+        q = np.divide(values[:, 0], self.cap32[0], dtype=np.float32)
         if self.dominant:
-            for i in range(1, values.shape[-1]):
-                q = np.maximum(q, np.divide(values[..., i], self.cap32[i], dtype=np.float32))
+            q = np.maximum(q, np.divide(values[:, 1], self.cap32[1], dtype=np.float32))
+        t = np.multiply(q, lens, dtype=np.float64)
+        t /= self.step
+        return t
+
+    def _row_terms(self, values: np.ndarray, lens: np.ndarray, ns: np.ndarray) -> np.ndarray:
+        """`_terms(values + n gang, lens)` for every n of ns, a row each: the same elementwise
+        operations, column by column (numpy's broadcast over a third axis is twice as slow)."""
+        g = self.gang
+        q = np.divide(values[:, 0] + (ns * g[0])[:, None], self.cap32[0], dtype=np.float32)
+        if self.dominant:
+            q = np.maximum(q, np.divide(values[:, 1] + (ns * g[1])[:, None], self.cap32[1], dtype=np.float32))
         t = np.multiply(q, lens, dtype=np.float64)
         t /= self.step
         return t
@@ -339,8 +347,8 @@ class ArrayWindows:
         if rows == 1:
             sums = [float(np.add.accumulate(self._terms(self.cv[i:j] + self.gang_arr * n, self.lens[i:j]))[-1])]
         else:
-            extra = np.arange(n, n + rows * every, every, dtype=np.int64)[:, None, None] * self.gang_arr
-            sums = np.add.accumulate(self._terms(self.cv[i:j] + extra, self.lens[i:j]), axis=1)[:, -1].tolist()
+            ns = np.arange(n, n + rows * every, every, dtype=np.int64)
+            sums = np.add.accumulate(self._row_terms(self.cv[i:j], self.lens[i:j], ns), axis=1)[:, -1].tolist()
         self.ahead[k] = (n, every, sums)
         return sums[0]
 
@@ -364,6 +372,16 @@ class ArrayWindows:
         """See `Windows.placed`."""
         lo, dur = self.lo, self.dur
         return [(lo + k * dur, lo + (k + 1) * dur, rmul(self.gang, n)) for k, n in sorted(self.counts.items())]
+
+
+def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """`steparrays.window(t, v, s, e)` as views where a breakpoint lies at or before s, whose
+    time then stands first in place of s (the value there is the value at s): what the windows
+    read of it, the breakpoints inside (s, e) and the value at any time from s, is the same."""
+    if len(t) and t[0] <= s:
+        i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
+        return t[i - 1:j], v[i - 1:j]
+    return window(t, v, s, e)
 
 
 def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray, np.ndarray]:
