@@ -216,6 +216,8 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
     snap = cache.snapshot(copy=copy, keep=copy)
     if check.enabled() and copy:
         check.check_snapshot(cache, snap)
+    if copy:
+        snap.memo = cache.memo
     result = run_session(open_session(snap, conf, session_id=session_id))
     if check.enabled():
         check.check_cache(cache)
@@ -244,7 +246,7 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
     for uid, phase in sorted(result.podgroups.items()):
         updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
     for name, status in sorted(result.queue_status.items()):
-        updater.update_queue(name, {"allocated": status.allocated.to_natural()})
+        updater.update_queue(name, status)
     return out
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.state.cache import SchedulerCache
-from apportion.state.check import check_cache, rebuilt, state_of
+from apportion.state.check import check_cache, check_snapshot, rebuilt, state_of
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
 
@@ -117,3 +117,42 @@ def test_a_session_over_an_unchanged_cache_is_given_again() -> None:
     cache.apply(WatchEvent(ADDED, k8s.node("n1", cpu=1), "t"))
     last = run_cache_session(cache, CONF, session_id="s5")
     assert cache.last_session is not kept[1] and len(last.binds) == 2
+
+
+@st.composite
+def an_unusual_pod(draw: st.DrawFn) -> dict:
+    """Pods a full assembly treats specially: another scheduler's, sharing a uid, naming no PodGroup or
+    one that is missing, on a node that is gone."""
+    obj = draw(an_object().filter(lambda o: o["kind"] == "Pod"))
+    if draw(st.booleans()):
+        obj["spec"]["schedulerName"] = draw(st.sampled_from(["default-scheduler", "volcano"]))
+    if draw(st.booleans()):
+        obj["metadata"]["uid"] = draw(st.sampled_from(["u0", "u1"]))
+    return obj
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(step, st.tuples(st.sampled_from([ADDED, MODIFIED, DELETED]), an_unusual_pod()),
+                          st.tuples(st.just(ADDED), an_object().filter(lambda o: o["kind"] == "Pod"))),
+                min_size=1, max_size=40))
+def test_an_indexed_snapshot_is_a_full_assembly(steps: list) -> None:
+    """The snapshot a session-after-session cache assembles from its index of pods (kept jobs not
+    visited) equals a full assembly: jobs, tasks and their order, tasks outside jobs, warnings
+    (check_snapshot, run by every session here, raises on a difference; the indexed path is checked to
+    have run)."""
+    cache = SchedulerCache(report=lambda line: None)
+    # so that most sessions take the indexed path (no pod on a missing node) and most pods join a job
+    for o in [*(k8s.node(n, cpu=4) for n in NODES), k8s.queue("q0"), *(k8s.podgroup(g, queue="q0") for g in GROUPS)]:
+        cache.apply(WatchEvent(ADDED, o))
+    indexed = 0
+    for i, (typ, obj) in enumerate(steps):
+        if typ == "SESSION":
+            snap_used = cache._shared_uids == 0 and not (cache.pods_by_node.keys() - cache.records.nodes.keys())
+            result = run_cache_session(cache, CONF, session_id=f"s{i}", reuse=False)
+            indexed += snap_used
+            dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+        else:
+            cache.apply(WatchEvent(typ, obj, f"event {i}"))
+        check_snapshot(cache, cache.snapshot(keep=True))
+    if steps[0][0] == "SESSION":
+        assert indexed  # nothing is unusual before the first event

@@ -20,8 +20,9 @@ class QueueStatus:
     """One queue's attributes at the end of a session.
 
     The Resources are the plugin's own, not copies: a session's attributes are never changed after it
-    closes (the next session builds its own), and capacity's deserved, guarantee and capabilities are
-    shared by every session that takes its tree from the memo. Read them; never modify them.
+    closes (the next session builds its own or, for capacity's queues that no change reached, shares
+    the ledger's, which nothing changes), and capacity's deserved, guarantee and capabilities are shared
+    by every session that takes its tree from the memo. Read them; never modify them.
     """
 
     deserved: Resource

@@ -13,6 +13,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from apportion.cluster.model import (
     ON_NODE_STATUSES,
     FitError,
@@ -59,6 +61,11 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
+def _scalar_names(job: JobInfo) -> frozenset[str]:
+    # kept on the job (JobInfo.derive): its tasks' requests do not change while it is kept
+    return frozenset(n for t in job.tasks.values() for n in t.resreq.scalars)
+
+
 def _node_kind(status: TaskStatus) -> str | None:
     if status is TaskStatus.RELEASING:
         return "releasing"
@@ -67,6 +74,12 @@ def _node_kind(status: TaskStatus) -> str | None:
     if status in ON_NODE_STATUSES:
         return "used"
     return None
+
+
+#: `_node_kind` of every status, for the loop over every task at open
+_KIND_OF = {st: _node_kind(st) for st in TaskStatus}
+#: the memo's entry: the node table's columns of the last session over it (see _place_initial_tasks)
+_COLUMNS_MEMO = "session.node-columns"
 
 
 class Session(NodeChoice):
@@ -94,7 +107,9 @@ class Session(NodeChoice):
         self.simulation_state_needed = "preempt" in self.enabled_actions and bool(
             conf.action_arguments("preempt").get("enableTopologyAwarePreemption", False)
         )
-        extra = {n for j in self.jobs.values() for t in j.tasks.values() for n in t.resreq.scalars}
+        extra: set[str] = set()
+        for j in self.jobs.values():
+            extra.update(j.derive("scalar-names", None, functools.partial(_scalar_names, j)))
         extra.update(n for t in snapshot.orphan_tasks for n in t.resreq.scalars)
         self.table = NodeTable([n.name for n in self.nodes], [n.allocatable for n in self.nodes], extra)
         self.total_resource = Resource()
@@ -143,7 +158,8 @@ class Session(NodeChoice):
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
         for job in self.jobs.values():
-            if not self.job_valid(job)[0]:
+            # most jobs have no pending task: their validity cannot matter here
+            if not job.counts.get(TaskStatus.PENDING) or not self.job_valid(job)[0]:
                 continue
             for t in job.tasks.values():
                 if t.status is TaskStatus.PENDING and not t.gated:
@@ -152,32 +168,43 @@ class Session(NodeChoice):
     # ================================================================= set-up
     def _place_initial_tasks(self) -> None:
         """Every task that occupies a node joins it, in job then task order, and the node table takes
-        them all in one vectorised step."""
+        them all in one vectorised step.
+
+        A task's node-table row (`vec`) depends only on its request and the table's columns. A caller
+        that carries a memo across sessions hands out unchanged jobs again with their tasks' rows from
+        the last session (SchedulerCache.snapshot(keep=True)); while the columns are those of the last
+        session over the memo, those rows are taken as they are."""
         placed: list[TaskInfo] = []
         rows: list[int] = []
         kinds: list[str] = []
-
-        def collect(t: TaskInfo) -> None:
-            kind = _node_kind(t.status)
+        columns = tuple(self.table.columns)
+        memo = self.memo
+        rows_valid = memo is not None and memo.get(_COLUMNS_MEMO) == columns
+        if memo is not None:
+            memo[_COLUMNS_MEMO] = columns
+        node_by_name = self.node_by_name
+        kind_of = _KIND_OF
+        fresh: list[TaskInfo] = []
+        tasks = [t for job in self.jobs.values() for t in job.tasks.values()]
+        for t in tasks:
+            t.initial_status = t.status
+        for t in (*tasks, *self.snapshot.orphan_tasks):
+            kind = kind_of[t.status]
             if kind is None or not t.node_name:
-                return
-            node = self.node_by_name.get(t.node_name)
+                continue
+            node = node_by_name.get(t.node_name)
             if node is None:
-                return
+                continue
             node.tasks[t.key] = t
             placed.append(t)
             rows.append(node.index)
             kinds.append(kind)
-
-        for job in self.jobs.values():
-            for t in job.tasks.values():
-                t.initial_status = t.status
-                collect(t)
-        for t in self.snapshot.orphan_tasks:
-            collect(t)
-        vecs = self.table.vectors([t.resreq for t in placed])
-        for t, v in zip(placed, vecs):
-            t.vec = v
+            if not rows_valid or t.vec is None:
+                fresh.append(t)
+        if fresh:
+            for t, v in zip(fresh, self.table.vectors([t.resreq for t in fresh])):
+                t.vec = v
+        vecs = np.array([t.vec for t in placed]) if placed else np.zeros((0, len(columns)))
         self.table.add_many(rows, vecs, kinds)
 
     # ================================================================= event handlers

@@ -9,7 +9,7 @@ ConfigMap carries stays raw text on the snapshot (`Snapshot.conf_text`): the eng
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -146,6 +146,56 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
     contain into warnings: several global defaults, different confs, pods on nodes that are gone,
     duplicate pod uids. `reuse(uid, node names)` may return a job, with all its tasks, kept from an
     earlier snapshot (its pods are then not joined again)."""
+    snap, global_default = _begin(rec, strict)
+    kept: set[str] = set()
+    node_set = frozenset(n.name for n in snap.nodes)
+    for uid, (_, pg) in rec.podgroups.items():
+        if reuse is not None:
+            ji = reuse(uid, node_set)
+            if ji is not None:
+                snap.jobs[uid] = ji
+                kept.add(uid)
+                continue
+        snap.jobs[uid] = _new_job(uid, pg, snap, global_default)
+    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict, kept=kept)
+    return snap
+
+
+def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], loose: Iterable[str], *,
+                     scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
+                     reuse: Callable[[str, NodeNames], JobInfo | None]) -> Snapshot:
+    """What `assemble(rec, strict=False, reuse=reuse)` gives, visiting only the pods of the jobs that are
+    not reused. The caller keeps the index: `group_pods[job uid]` holds, with their arrival numbers, the
+    keys of the pods of this scheduler that name that PodGroup, and `loose` every other pod key (no
+    PodGroup, another scheduler, a PodGroup the records lack). It promises that no two pods share a uid
+    and that no pod that occupies a node names a node the records lack (the warnings of those cases are
+    `assemble`'s); the self-check compares the two (state/check.py)."""
+    snap, global_default = _begin(rec, False)
+    node_set = frozenset(n.name for n in snap.nodes)
+    pods = rec.pods
+    for uid, (_, pg) in rec.podgroups.items():
+        ji = reuse(uid, node_set)
+        if ji is not None:
+            snap.jobs[uid] = ji
+            continue
+        job = snap.jobs[uid] = _new_job(uid, pg, snap, global_default)
+        members = group_pods.get(uid)
+        if members:
+            for key in sorted(members, key=members.__getitem__) if len(members) > 1 else members:
+                task = _fresh_task(pods[key][1].task)
+                task.job = uid
+                job.add_task(task)
+    # what else `_join_pods` reaches, in the same (arrival) order: its warnings and orphans follow it
+    rest = Records()
+    rest.pods = {key: pods[key] for key in loose}
+    _join_pods(snap, rest, scheduler_names, copy=True, strict=False, kept=set(), queues_checked=False)
+    _drop_missing_queues(snap)
+    return snap
+
+
+def _begin(rec: Records, strict: bool) -> tuple[Snapshot, int | None]:
+    """A snapshot holding the records' priority classes, conf, nodes and queues; the global default
+    priority."""
     snap = Snapshot()
     snap.warnings.extend(rec.warnings)
     global_default: int | None = None
@@ -172,41 +222,36 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
     for name, (_, q) in rec.queues.items():
         snap.queues[name] = q
     snap.ensure_queue(DEFAULT_QUEUE)
-    kept: set[str] = set()
-    node_set = frozenset(n.name for n in snap.nodes)
-    for uid, (_, pg) in rec.podgroups.items():
-        if reuse is not None:
-            ji = reuse(uid, node_set)
-            if ji is not None:
-                snap.jobs[uid] = ji
-                kept.add(uid)
-                continue
-        if pg.priority_class_name in snap.priority_classes:
-            prio = snap.priority_classes[pg.priority_class_name]
-        else:
-            prio = global_default if global_default is not None else 0
-        snap.jobs[uid] = JobInfo(
-            uid=uid, name=pg.name, namespace=pg.namespace, queue=pg.queue, min_available=pg.min_available,
-            min_task_member=dict(pg.min_task_member),
-            min_resources=pg.min_resources.clone() if pg.min_resources is not None else None,
-            priority=prio, priority_class_name=pg.priority_class_name, phase=pg.phase, creation=pg.creation,
-            annotations=dict(pg.annotations),
-        )
-    _join_pods(snap, rec, scheduler_names, copy=copy, strict=strict, kept=kept)
-    return snap
+    return snap, global_default
+
+
+def _new_job(uid: str, pg: Any, snap: Snapshot, global_default: int | None) -> JobInfo:
+    if pg.priority_class_name in snap.priority_classes:
+        prio = snap.priority_classes[pg.priority_class_name]
+    else:
+        prio = global_default if global_default is not None else 0
+    return JobInfo(
+        uid=uid, name=pg.name, namespace=pg.namespace, queue=pg.queue, min_available=pg.min_available,
+        min_task_member=dict(pg.min_task_member),
+        min_resources=pg.min_resources.clone() if pg.min_resources is not None else None,
+        priority=prio, priority_class_name=pg.priority_class_name, phase=pg.phase, creation=pg.creation,
+        annotations=dict(pg.annotations),
+    )
 
 
 def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *, copy: bool,
-               strict: bool, kept: set[str]) -> None:
+               strict: bool, kept: set[str], queues_checked: bool = True) -> None:
     """Pods into tasks of their jobs; pods of other schedulers or of missing jobs still hold node capacity."""
     node_names = {n.name for n in snap.nodes} if not strict else None
     uids: set[str] | None = set() if not strict else None
     for key, (where, ps) in rec.pods.items():
-        if (kept and ps.group and f"{ps.task.namespace}/{ps.group}" in kept
-                and (ps.scheduler or scheduler_names[0]) in scheduler_names):
+        # a kept job holds its tasks already (a pod of its group that it does not hold, one on a node
+        # that is gone, goes the usual way and is reported again)
+        if (kept and ps.group and (g := f"{ps.task.namespace}/{ps.group}") in kept
+                and (ps.scheduler or scheduler_names[0]) in scheduler_names and ps.task.uid in snap.jobs[g].tasks):
             if uids is not None:
                 uids.add(ps.task.uid)
-            continue  # a kept job holds its tasks already
+            continue
         task = _fresh_task(ps.task) if copy else ps.task
         node = task.node_name
         if node_names is not None and node and node not in node_names and task.status not in _DONE:
@@ -245,12 +290,16 @@ def _join_pods(snap: Snapshot, rec: Records, scheduler_names: tuple[str, ...], *
                 snap.jobs[job_uid] = job
         task.job = job_uid
         job.add_task(task)
-    # podgroups whose queue does not exist leave the session (their placed pods still use capacity)
-    for uid in sorted(snap.jobs):
-        job = snap.jobs[uid]
-        if job.queue not in snap.queues:
-            snap.warnings.append(f"PodGroup {uid} names queue {job.queue!r}, which does not exist; left out of the session")
-            for t in job.tasks.values():
-                if t.node_name and t.status not in _DONE:
-                    snap.orphan_tasks.append(t)
-            del snap.jobs[uid]
+    if queues_checked:
+        _drop_missing_queues(snap)
+
+
+def _drop_missing_queues(snap: Snapshot) -> None:
+    """PodGroups whose queue does not exist leave the session (their placed pods still use capacity)."""
+    queues = snap.queues
+    for uid in sorted(uid for uid, job in snap.jobs.items() if job.queue not in queues):
+        job = snap.jobs.pop(uid)
+        snap.warnings.append(f"PodGroup {uid} names queue {job.queue!r}, which does not exist; left out of the session")
+        for t in job.tasks.values():
+            if t.node_name and t.status not in _DONE:
+                snap.orphan_tasks.append(t)

@@ -35,7 +35,7 @@ from apportion.resources import Resource
 from apportion.service.confwatch import hierarchical
 from apportion.service.objects import ObjectKey
 from apportion.service.reservations import vector_json
-from apportion.state.decisions import Condition
+from apportion.state.decisions import Condition, QueueReport
 from apportion.state.memory import pod_group_status
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class ObjectBackend:
     def nominate(self, pod: str, node: str) -> None:
         """StatusUpdater: a pipelined pod's nominated node is not stored (the next session decides again)."""
 
-    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueReport) -> None:
         """StatusUpdater: queue status is served by /ws/v1/cluster/scheduler and /metrics, not stored
         (it would be a database write per queue per period)."""
 

@@ -60,7 +60,7 @@ from apportion.simulation.start import SessionObjects, SimStart
 from apportion.simulation.workload import workload
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.decisions import Condition
+from apportion.state.decisions import Condition, QueueReport
 
 log = logging.getLogger(__name__)
 
@@ -442,7 +442,7 @@ class _Outlet:
     def nominate(self, pod: str, node: str) -> None:
         """Pipelined tasks stay pending; a later session places them once the victims are gone."""
 
-    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueReport) -> None:
         """Queue status is read from the session report by the metrics instead."""
 
 

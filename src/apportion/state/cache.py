@@ -27,6 +27,7 @@ from apportion.kube.build import (
     KNOWN_KINDS,
     SCHEDULER_NAMES,
     assemble,
+    assemble_indexed,
     object_key,
     parse_object,
     parse_objects,
@@ -96,14 +97,29 @@ class SchedulerCache:
         self.changes = 0
         #: the last session over this cache, for a session that opens on nothing new (set by the engine)
         self.last_session: Any = None
+        #: what plugins carry from one session over this cache to the next (Snapshot.memo): the cache
+        #: replaces a record that changes and never edits one in place, as a memo's snapshots must
+        self.memo: dict[str, Any] = {}
         #: per PodGroup key, the version of the last event that touched it or one of its pods
         self._stamp: dict[str, int] = {}
         #: bumped by every PriorityClass event (a job's priority comes from one)
         self._pc_version = 0
         #: pod key -> what its parse read of the object last parsed here (`pod_inputs`)
         self._pod_marks: dict[str, bytes] = {}
-        #: jobs kept from the last snapshot (see `snapshot(keep=True)`): uid -> (job, stamp, pc version)
-        self._kept: dict[str, tuple[JobInfo, int, int]] = {}
+        #: jobs kept from the last snapshot (see `snapshot(keep=True)`): uid -> (job, stamp, pc version,
+        #: node deletions)
+        self._kept: dict[str, tuple[JobInfo, int, int, int]] = {}
+        #: bumped by every Node deleted (a kept job is checked against the nodes only after one)
+        self._node_deletions = 0
+        #: the pods' index for `assemble_indexed`: per pod its arrival number (the order a full assembly
+        #: visits pods in), the pods of this scheduler by the PodGroup they name, the other pods, and
+        #: how many pods carry each uid (a shared uid needs `assemble`'s warnings)
+        self._pod_seq: dict[str, int] = {}
+        self._next_seq = 0
+        self._group_pods: dict[str, dict[str, int]] = {}
+        self._loose: dict[str, int] = {}
+        self._uids: Counter[str] = Counter()
+        self._shared_uids = 0
 
     # ================================================================= filling
     @classmethod
@@ -126,6 +142,8 @@ class SchedulerCache:
             table = rec.table(kind)
             self.raw[kind] = {key: by_where[where] for key, (where, _) in table.items()}
         for key, (_, ps) in rec.pods.items():
+            self._pod_seq[key] = self._next_seq
+            self._next_seq += 1
             self._index_pod(key, ps)
         self.version += 1
         self.changes += 1
@@ -180,6 +198,9 @@ class SchedulerCache:
         elif ev.type == MODIFIED and key not in table:
             self._anomaly(MODIFIED_UNKNOWN, f"{where}: MODIFIED {kind} {key} before it was ADDED; treated as ADDED")
         if kind == "Pod":
+            if key not in table:
+                self._pod_seq[key] = self._next_seq
+                self._next_seq += 1
             node = record.task.node_name
             if node and node not in self.records.nodes and record.task.status not in _DONE:
                 self._anomaly(POD_NODE_MISSING, f"{where}: pod {key} is on node {node!r}, which the cache does "
@@ -217,7 +238,9 @@ class SchedulerCache:
             self._unindex_pod(key)
             self.bind_errors.pop(key, None)
             self._pod_marks.pop(key, None)
+            del self._pod_seq[key]
         elif kind == "Node":
+            self._node_deletions += 1
             on = self.pods_by_node.get(key)
             if on:
                 self._anomaly(NODE_DELETED_WITH_PODS,
@@ -228,21 +251,52 @@ class SchedulerCache:
         del self.raw[kind][key]
         self.supplied[kind].discard(key)
 
+    def _group_of(self, ps: PodSpec) -> str | None:
+        # the PodGroup a full assembly would join this pod to, if it exists
+        if ps.group and (ps.scheduler or self.scheduler_names[0]) in self.scheduler_names:
+            return f"{ps.task.namespace}/{ps.group}"
+        return None
+
     def _index_pod(self, key: str, ps: PodSpec) -> None:
         node = ps.task.node_name
         if node and ps.task.status not in _DONE:
             self.pods_by_node.setdefault(node, set()).add(key)
+        group = self._group_of(ps)
+        seq = self._pod_seq[key]
+        if group is None:
+            self._loose[key] = seq
+        else:
+            self._group_pods.setdefault(group, {})[key] = seq
+        n = self._uids[ps.task.uid] = self._uids[ps.task.uid] + 1
+        if n == 2:
+            self._shared_uids += 1
 
     def _unindex_pod(self, key: str) -> None:
         old = self.records.pods.get(key)
         if old is None:
             return
-        node = old[1].task.node_name
+        ps = old[1]
+        node = ps.task.node_name
         on = self.pods_by_node.get(node)
         if on is not None:
             on.discard(key)
             if not on:
                 del self.pods_by_node[node]
+        group = self._group_of(ps)
+        if group is None:
+            del self._loose[key]
+        else:
+            members = self._group_pods[group]
+            del members[key]
+            if not members:
+                del self._group_pods[group]
+        n = self._uids[ps.task.uid] - 1
+        if n == 1:
+            self._shared_uids -= 1
+        if n:
+            self._uids[ps.task.uid] = n
+        else:
+            del self._uids[ps.task.uid]
 
     def _anomaly(self, name: str, line: str) -> None:
         self.anomalies[name] += 1
@@ -262,15 +316,26 @@ class SchedulerCache:
         is cleared first; what plugins derived from it (`JobInfo.derive`) stays valid. At full load
         nine jobs in ten qualify, and building them was most of a snapshot's cost.
         """
-        reuse = self._reuse if keep else None
-        snap = assemble(self.records, scheduler_names=self.scheduler_names, copy=copy, strict=False, reuse=reuse)
+        rec = self.records
+        if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
+            # only the pods of jobs that are not kept are visited (the pods' index above)
+            loose = list(self._loose.items())
+            for group in self._group_pods.keys() - rec.podgroups.keys():
+                loose.extend(self._group_pods[group].items())
+            loose.sort(key=lambda kv: kv[1])
+            snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
+                                    scheduler_names=self.scheduler_names, reuse=self._reuse)
+        else:
+            snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
+                            reuse=self._reuse if keep else None)
         if keep:
-            kept: dict[str, tuple[JobInfo, int, int]] = {}
+            kept: dict[str, tuple[JobInfo, int, int, int]] = {}
+            podgroups = rec.podgroups
             for uid, ji in snap.jobs.items():
-                rec = self.records.podgroups.get(uid)
-                if (rec is not None and rec[1].phase is PodGroupPhase.RUNNING and ji.tasks
-                        and all(t.status is TaskStatus.RUNNING for t in ji.tasks.values())):
-                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version)
+                pg = podgroups.get(uid)
+                if (pg is not None and pg[1].phase is PodGroupPhase.RUNNING and ji.tasks
+                        and ji.counts.get(TaskStatus.RUNNING, 0) == len(ji.tasks)):
+                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
 
@@ -278,24 +343,35 @@ class SchedulerCache:
         hit = self._kept.get(uid)
         if hit is None:
             return None
-        ji, stamp, pcv = hit
+        ji, stamp, pcv, removed = hit
         if stamp != self._stamp.get(uid, 0) or pcv != self._pc_version or not ji.allocated_as_added:
             return None
         if ji.phase is not PodGroupPhase.RUNNING:
             return None
-        for t in ji.tasks.values():
-            if t.node_name not in nodes:
-                return None
+        if removed != self._node_deletions:
+            for t in ji.tasks.values():
+                if t.node_name not in nodes:
+                    return None
         ji.conditions.clear()
         ji.nodes_fit_errors.clear()
         ji.failed_roles.clear()
         ji.job_fit_errors = ""
-        # what the session filled in at open (the node table's columns may differ next time); the rest
-        # a session writes to a task belongs to tasks it placed, evicted or pipelined, which would have
-        # cleared allocated_as_added
+        # A session fills in vec and initial_status at open for every task of a kept job (each runs on a
+        # node it holds) and cols only for a task it compares, which the next table's columns may not
+        # fit; the rest a session writes to a task belongs to tasks it placed, evicted or pipelined,
+        # which would have cleared allocated_as_added
         for t in ji.tasks.values():
-            t.vec = t.cols = t.initial_status = None
+            if t.cols is not None:
+                t.cols = None
         return ji
+
+    def pod_index(self) -> tuple[dict[str, list[str]], list[str], dict[str, int], int]:
+        """The pods' index in a comparable form (the self-check): per PodGroup its pods in arrival
+        order, the other pods in arrival order, the pods per uid, the uids more than one pod carries."""
+        def ordered(d: dict[str, int]) -> list[str]:
+            return sorted(d, key=d.__getitem__)
+        return ({g: ordered(m) for g, m in sorted(self._group_pods.items())}, ordered(self._loose),
+                dict(sorted(self._uids.items())), self._shared_uids)
 
     def objects(self) -> list[tuple[str, dict[str, Any]]]:
         """(location, object) for every object held, kind by kind, each kind in arrival order."""

@@ -113,6 +113,8 @@ def check_cache(cache: SchedulerCache, *, reparse: bool = False) -> None:
                                       f"{key}: {str(canonical(rec))[:300]} / rebuilt {str(canonical(rec2))[:300]}")
     if cache.pods_by_node != other.pods_by_node:
         raise StateCheckError(f"{ENV}: the cache's pods_by_node differs from a rebuild from its objects")
+    if cache.pod_index() != other.pod_index():
+        raise StateCheckError(f"{ENV}: the cache's index of pods by PodGroup differs from a rebuild from its objects")
 
 
 def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
@@ -121,6 +123,14 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     plugins derived from a job, kube-scheduler's cached requests and a simulator's `started_at` are left
     out, as they are meant to be carried."""
     fresh = assemble(cache.records, scheduler_names=cache.scheduler_names, copy=True, strict=False)
+    if snap.warnings != fresh.warnings:
+        raise StateCheckError(f"{ENV}: the snapshot's warnings differ from a fresh build's: {snap.warnings[:3]} / "
+                              f"fresh {fresh.warnings[:3]}")
+    if [t.key for t in snap.orphan_tasks] != [t.key for t in fresh.orphan_tasks] or not all(
+            _same_task(a, b) for a, b in zip(snap.orphan_tasks, fresh.orphan_tasks)):
+        raise StateCheckError(f"{ENV}: the snapshot's tasks outside jobs differ from a fresh build's")
+    if list(snap.queues) != list(fresh.queues) or [n.name for n in snap.nodes] != [n.name for n in fresh.nodes]:
+        raise StateCheckError(f"{ENV}: the snapshot's queues or nodes differ from a fresh build's")
     if list(snap.jobs) != list(fresh.jobs):
         raise StateCheckError(f"{ENV}: the snapshot's jobs differ from a fresh build: "
                               f"{list(snap.jobs)[:5]} / fresh {list(fresh.jobs)[:5]}")
@@ -140,6 +150,10 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
 
 
 def _same_task(a: Any, b: Any) -> bool:
-    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly
+    # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly;
+    # vec and initial_status are written by every session at open (cache.SchedulerCache._reuse)
     return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-               if f.name not in ("kube_requests", "started_at"))
+               if f.name not in _CARRIED)
+
+
+_CARRIED = ("kube_requests", "started_at", "vec", "initial_status")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from apportion.resources import Resource
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,15 @@ class Evictor(Protocol):
         ...
 
 
+class QueueReport(Protocol):
+    """What a StatusUpdater reads of a queue's status at the end of a session."""
+
+    @property
+    def allocated(self) -> Resource:
+        """What the queue's jobs hold."""
+        ...
+
+
 class StatusUpdater(Protocol):
     """Writes what a session decided about objects it does not bind or evict."""
 
@@ -57,8 +68,9 @@ class StatusUpdater(Protocol):
         """Record a pipelined pod's nominated node (status.nominatedNodeName)."""
         ...
 
-    def update_queue(self, name: str, status: dict[str, Any]) -> None:
-        """Write a Queue's status as the queue plugin reports it."""
+    def update_queue(self, name: str, status: QueueReport) -> None:
+        """Write a Queue's status as the queue plugin reports it (`status.allocated` is what Volcano
+        writes; an updater that stores nothing pays nothing for the conversion)."""
         ...
 
 

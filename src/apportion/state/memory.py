@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from apportion.state.cache import SchedulerCache
-from apportion.state.decisions import Condition
+from apportion.state.decisions import Condition, QueueReport
 from apportion.state.events import MODIFIED, WatchEvent
 
 
@@ -126,11 +126,11 @@ class CacheStatusUpdater:
         self.cache.apply(WatchEvent(MODIFIED, _edit(obj, ("status", "nominatedNodeName"), node),
                                     f"{self.source}: nominate {pod}"))
 
-    def update_queue(self, name: str, status: dict[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueReport) -> None:
         """See StatusUpdater.update_queue."""
         obj = self.cache.get("Queue", name)
         if obj is None:
             return  # default / root made up by the session
-        merged = {**(obj.get("status") or {}), **status}
+        merged = {**(obj.get("status") or {}), "allocated": status.allocated.to_natural()}
         if merged != obj.get("status"):
             self.cache.apply(WatchEvent(MODIFIED, _edit(obj, ("status",), merged), f"{self.source}: queue {name}"))

@@ -164,5 +164,5 @@ class Admission(CapacityBase):
         if attr is None or job.min_resources is None:
             return
         r = qc.enqueued_resource(job)
-        for a in self._path(attr):
+        for a in self._own_path(attr):
             a.inqueue.add(r)

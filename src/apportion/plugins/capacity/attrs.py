@@ -115,6 +115,16 @@ class QueueAttr:
         """updateQueueAttrShare: a best-effort queue (deserved empty, pods ignored) has share 1."""
         self.share = 1.0 if self.deserved.is_empty() else qc.queue_share(self.allocated, self.deserved)
 
+    def own_copy(self) -> QueueAttr:
+        """A copy whose accounting (allocated, request, inqueue, elastic) is its own; the limits and links,
+        which no session changes, are shared."""
+        a = QueueAttr.__new__(QueueAttr)
+        d = a.__dict__
+        d.update(self.__dict__)
+        d["allocated"], d["request"] = self.allocated.clone(), self.request.clone()
+        d["inqueue"], d["elastic"] = self.inqueue.clone(), self.elastic.clone()
+        return a
+
     def clone(self) -> QueueAttr:
         """A copy for simulation: the accounting is copied; the limits are fixed for the session and shared."""
         return replace(self, allocated=self.allocated.clone(), inqueue=self.inqueue.clone(),

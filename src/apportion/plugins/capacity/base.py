@@ -12,6 +12,7 @@ from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.capacity.ledger import Ledger
 from apportion.resources import Resource
 
 
@@ -36,6 +37,10 @@ class CapacityBase(Plugin):
     #: names of the queues whose real share changed, in order (the tree picker re-keys from it)
     share_log: list[str]
     _pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]]
+    #: queues whose attributes are the ledger's, shared with later sessions: copied before any change
+    _shared: set[str]
+    #: the ledger the attributes came from this session (None: counted afresh)
+    _ledger: Ledger | None
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"
@@ -51,6 +56,20 @@ class CapacityBase(Plugin):
     def _path(self, attr: QueueAttr) -> list[QueueAttr]:
         """The leaf and then its ancestors up to the root (the order the limit checks walk)."""
         return [attr] + [self.attrs[n] for n in reversed(attr.ancestors)]
+
+    def _own_path(self, attr: QueueAttr) -> list[QueueAttr]:
+        """`_path` for a change: a queue whose attributes are shared with the ledger is given a copy of
+        its own first (tree.py, `charge_from_ledger`), so what the ledger keeps is never changed."""
+        if not self._shared:
+            return self._path(attr)
+        out = []
+        for name in [attr.name, *reversed(attr.ancestors)]:
+            a = self.attrs[name]
+            if name in self._shared:
+                a = self.attrs[name] = a.own_copy()
+                self._shared.discard(name)
+            out.append(a)
+        return out
 
     def _where(self, leaf: QueueAttr, attr: QueueAttr) -> str:
         """`team-a (parent of training)`: which level of the tree a check failed at."""

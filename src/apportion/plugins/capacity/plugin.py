@@ -67,6 +67,8 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         self.total = ssn.total_resource.clone()
         self.total_guarantee = Resource()
         self.attrs: dict[str, QueueAttr] = {}
+        self._shared: set[str] = set()
+        self._ledger = None
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).

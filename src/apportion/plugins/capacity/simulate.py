@@ -58,7 +58,7 @@ class Simulation(CapacityBase):
         attr = self._queue_of(task)
         if attr is None:
             return
-        for a in self._path(attr):
+        for a in self._own_path(attr):
             a.allocated.add(task.resreq)
             a.update_share()  # Deviation (seed's worked example): ancestors' shares too
             self.share_log.append(a.name)
@@ -68,7 +68,7 @@ class Simulation(CapacityBase):
         attr = self._queue_of(task)
         if attr is None:
             return
-        for a in self._path(attr):
+        for a in self._own_path(attr):
             a.allocated.sub(task.resreq)
             a.update_share()
             self.share_log.append(a.name)

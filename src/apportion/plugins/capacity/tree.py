@@ -13,6 +13,7 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
+from apportion.errors import InternalError
 from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import (
@@ -26,7 +27,9 @@ from apportion.plugins.capacity.attrs import (
     _same_cpu_memory,
 )
 from apportion.plugins.capacity.base import CapacityBase
+from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Amount, Ledger, charged_amounts
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
+from apportion.state import check
 
 TREE_MEMO = "capacity.tree"
 QUEUE_KEYS_MEMO = "capacity.queue-keys"
@@ -95,7 +98,7 @@ class TreeSetup(CapacityBase):
     def _charge_jobs(self, attr: QueueAttr, jobs: list[JobInfo]) -> None:
         """Charge jobs to their queue and (tree mode) every ancestor: allocated, request, inqueue (per
         PodGroup phase, as upstream) and elastic."""
-        path = self._path(attr)
+        path = self._own_path(attr)
         for job in jobs:
             c = qc.job_contribution(job)
             # Adding a resource that is 0 everywhere and lists no scalar changes no bit of a sum that
@@ -111,6 +114,98 @@ class TreeSetup(CapacityBase):
                     a.inqueue.add(inqueue)
                 if elastic is not None:
                     a.elastic.add(elastic)
+
+    def charge_from_ledger(self, ssn: Session, tree: _TreeMemo) -> bool:
+        """Build the attributes from the ledger kept in the memo (ledger.py): the queues start as the
+        ledger's attributes, shared (copied before any change, `_own_path`), and only the jobs that are
+        new or changed are charged here. False (nothing built) when some job's amounts are not exact:
+        then the caller recounts."""
+        assert ssn.memo is not None
+        ledger = ssn.memo.get(LEDGER_MEMO)
+        if not isinstance(ledger, Ledger) or ledger.tree is not tree or ledger.elastic_enabled != self.elastic_enabled:
+            ledger = ssn.memo[LEDGER_MEMO] = Ledger(tree, self.elastic_enabled)
+        plan: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        for job in ledger.split(ssn.jobs):
+            lim = tree.limits.get(job.queue)
+            if lim is None:
+                continue
+            amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)
+            if amounts is None:
+                return False
+            plan.append((job, job.queue, amounts))
+        rest: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        for job, q, amounts in plan:
+            lim = tree.limits[q]
+            if not lim.children and Ledger.keeps(job):
+                ledger.admit(job, (q, *reversed(lim.ancestors)), amounts)
+            else:
+                rest.append((job, q, amounts))
+        ledger.refresh(lambda name: tree.limits[name].session_attr(name))
+        self.attrs = dict(ledger.base)
+        self._shared = set(self.attrs)
+        self._ledger = ledger
+        rest.sort(key=lambda x: x[0].uid)
+        moved: set[str] = set()
+        listers: dict[tuple[str, int], dict[str, tuple[str, int]]] = {}
+        non_leaf: list[JobInfo] = []
+        for job, q, amounts in rest:
+            attr = self.attrs[q]
+            if not attr.is_leaf():
+                non_leaf.append(job)
+            self._charge_jobs(attr, [job])
+            for name in (q, *attr.ancestors):
+                moved.add(name)
+                for f, amount in enumerate(amounts):
+                    if amount is None or not amount[2]:
+                        continue
+                    got = listers.setdefault((name, f), {})
+                    for i, (n, _) in enumerate(amount[2]):
+                        got.setdefault(n, (job.uid, i))
+        for (q, f), got in listers.items():
+            # a name a changed job lists may come before the kept jobs' names in a recount
+            r = getattr(self.attrs[q], FIELDS[f])
+            if len(r.scalars) < 2:
+                continue
+            if q in ledger.sums and ledger.sums[q][f].members:
+                for n, at in ledger.first_listers(q, f).items():
+                    if n not in got or at < got[n]:
+                        got[n] = at
+            order = sorted(r.scalars, key=got.__getitem__)
+            if order != list(r.scalars):
+                r.scalars = {n: r.scalars[n] for n in order}
+        self._refuse_non_leaf(ssn, non_leaf)
+        for name in moved:
+            self.attrs[name].update_share()
+        if check.enabled():
+            self._check_ledger(ssn, tree)
+        return True
+
+    def _check_ledger(self, ssn: Session, tree: _TreeMemo) -> None:
+        """The self-check (APPORTION_CHECK_STATE): the ledger's sums against a recount in uid order."""
+        ref = {name: lim.session_attr(name) for name, lim in tree.limits.items()}
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            leaf = ref.get(job.queue)
+            if leaf is None:
+                continue
+            c = qc.job_contribution(job)
+            for a in [leaf] + [ref[n] for n in reversed(leaf.ancestors)]:
+                a.allocated.add(c.allocated)
+                a.request.add(c.request)
+                if _adds_anything(c.inqueue):
+                    a.inqueue.add(c.inqueue)
+                if self.elastic_enabled and _adds_anything(c.elastic):
+                    a.elastic.add(c.elastic)
+        for name, want in ref.items():
+            got = self.attrs[name]
+            want.update_share()
+            if got.share != want.share:
+                raise InternalError(f"capacity ledger: queue {name} share is {got.share}, a recount gives {want.share}")
+            for f in FIELDS:
+                g, w = getattr(got, f), getattr(want, f)
+                if not (g == w and list(g.scalars) == list(w.scalars)):
+                    raise InternalError(f"capacity ledger: queue {name} {f} is {g} (scalars {list(g.scalars)}), "
+                                        f"a recount gives {w} (scalars {list(w.scalars)})")
 
     # ----------------------------------------------------------------- flat (buildQueueAttrs)
     def build_queue_attrs(self, ssn: Session) -> None:
@@ -161,6 +256,8 @@ class TreeSetup(CapacityBase):
             assert cached is not None
             for text in cached.warnings:
                 self._warn(text)
+            if self.charge_from_ledger(ssn, cached):
+                return
             self.attrs = {name: lim.session_attr(name) for name, lim in cached.limits.items()}
         else:
             warned = len(self.config_warnings)
@@ -193,6 +290,16 @@ class TreeSetup(CapacityBase):
             # Volcano stops building at the first such job; apportion finishes the accounting (it refuses
             # everything all the same) so `apportion quota` and the queue report still show the tree.
             self._charge_jobs(attr, [job])
+        self._refuse_non_leaf(ssn, non_leaf_jobs)
+        if from_memo:
+            # session_attr gave every queue the share of an empty account: only charged paths moved
+            for name in charged | {a for leaf in charged for a in self.attrs[leaf].ancestors}:
+                self.attrs[name].update_share()
+        else:
+            for attr in self.attrs.values():
+                attr.update_share()
+
+    def _refuse_non_leaf(self, ssn: Session, non_leaf_jobs: list[JobInfo]) -> None:
         if non_leaf_jobs:
             names = ", ".join(f"{j.uid} (queue {j.queue})" for j in non_leaf_jobs[:3])
             more = f" and {len(non_leaf_jobs) - 3} more" if len(non_leaf_jobs) > 3 else ""
@@ -201,13 +308,6 @@ class TreeSetup(CapacityBase):
             for j in non_leaf_jobs:
                 ssn.explain(j.uid, f"queue {j.queue} is not a leaf queue (children: "
                                    f"{', '.join(self.attrs[j.queue].children)}); submit the job to a leaf queue")
-        if from_memo:
-            # session_attr gave every queue the share of an empty account: only charged paths moved
-            for name in charged | {a for leaf in charged for a in self.attrs[leaf].ancestors}:
-                self.attrs[name].update_share()
-        else:
-            for attr in self.attrs.values():
-                attr.update_share()
 
     def _tree_failed(self, ssn: Session, error: str) -> None:
         self.tree_ok = False

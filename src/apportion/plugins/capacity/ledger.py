@@ -1,0 +1,222 @@
+"""capacity's accounting kept between sessions: per queue, the integer sums of the jobs that did not change.
+
+At session open capacity charges every job to its queue and the queue's ancestors (allocated, request,
+inqueue, elastic). Most jobs of a busy cluster run unchanged from one session to the next, and a cache
+that sessions it again and again hands the same JobInfo object out again for such a job
+(`SchedulerCache.snapshot(keep=True)`). The ledger keeps those jobs' contributions summed per queue as
+Python integers, so a session charges only the jobs that are new or changed.
+
+Exactness (docs/semantics.md, cluster-state K7): the sums equal a recount in uid order bit for bit
+because every amount taken in is an integer below 2**53 (millicores, bytes, milli-units), so every
+partial float sum of the recount is exact and the order of the additions cannot matter. A job with any
+other amount is never taken in, and a session that must charge one recounts everything. The order of a
+sum's scalar names (which decides the order messages name dimensions in) is the recount's: by the first
+job in uid order that lists the name, then that job's own order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.framework.queue_status import QueueStatus
+from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.queue_common import JobContribution
+from apportion.resources import Resource
+
+LEDGER_MEMO = "capacity.ledger"
+#: the fields charged, in the order JobContribution holds them
+FIELDS = ("allocated", "request", "inqueue", "elastic")
+_EXACT = float(2**53)
+
+#: one field of one job: cpu, memory, and the scalars in the job's own order (None: not charged)
+Amount = tuple[int, int, tuple[tuple[str, int], ...]]
+
+
+def exact_amount(r: Resource) -> Amount | None:
+    """The resource as integers, or None when some amount is not an integer below 2**53."""
+    cpu, mem = r.cpu, r.memory
+    if not (cpu.is_integer() and mem.is_integer() and abs(cpu) < _EXACT and abs(mem) < _EXACT):
+        return None
+    scalars = []
+    for n, v in r.scalars.items():
+        if not (v.is_integer() and abs(v) < _EXACT):
+            return None
+        scalars.append((n, int(v)))
+    return int(cpu), int(mem), tuple(scalars)
+
+
+def charged_amounts(c: JobContribution, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
+    """The four fields as `_charge_jobs` adds them (inqueue and elastic only when they add anything),
+    as integers; None when any of them is not exact."""
+    out: list[Amount | None] = []
+    for i, r in enumerate((c.allocated, c.request, c.inqueue, c.elastic)):
+        if i >= 2 and not (r.cpu or r.memory or r.scalars):
+            out.append(None)
+            continue
+        if i == 3 and not elastic_enabled:
+            out.append(None)
+            continue
+        a = exact_amount(r)
+        if a is None:
+            return None
+        out.append(a)
+    return tuple(out)
+
+
+@dataclass
+class _Sum:
+    """One field of one queue: the sums, how many members list each scalar, and the first lister."""
+
+    cpu: int = 0
+    memory: int = 0
+    scalars: dict[str, int] = field(default_factory=dict)
+    listed: dict[str, int] = field(default_factory=dict)
+    #: per scalar name, (uid, position in that job's scalars) of the smallest uid that lists it; None
+    #: when it must be found again (its holder left)
+    first: dict[str, tuple[str, int]] | None = field(default_factory=dict)
+    members: int = 0
+
+
+@dataclass
+class _Entry:
+    job: JobInfo
+    path: tuple[str, ...]
+    amounts: tuple[Amount | None, ...]
+
+
+class Ledger:
+    """The kept jobs' sums per queue (leaf and every ancestor). Built for one tree: a change to the tree
+    (its memo rebuilt) or to ElasticEnable starts a new ledger."""
+
+    def __init__(self, tree: Any, elastic_enabled: bool) -> None:
+        self.tree = tree
+        self.elastic_enabled = elastic_enabled
+        self.entries: dict[str, _Entry] = {}
+        #: queue name -> its four sums
+        self.sums: dict[str, list[_Sum]] = {}
+        #: per queue of the tree, its attributes with the sums above as accounting (never changed once
+        #: built: a session copies one before changing it, `CapacityBase._own_path`)
+        self.base: dict[str, QueueAttr] = {}
+        #: per queue, the status last reported for its `base` attributes (capacity's queue_report)
+        self.status: dict[str, tuple[QueueAttr, str, QueueStatus]] = {}
+        #: queues whose sums changed since their `base` was built (every queue at first)
+        self.dirty: set[str] = set(tree.limits)
+
+    @staticmethod
+    def keeps(job: JobInfo) -> bool:
+        """Whether a job is worth keeping: one a cache hands out again while it runs unchanged."""
+        return (job.phase is PodGroupPhase.RUNNING and bool(job.tasks)
+                and job.counts.get(TaskStatus.RUNNING, 0) == len(job.tasks))
+
+    def split(self, jobs: dict[str, JobInfo]) -> list[JobInfo]:
+        """Drop the entries of jobs that changed or left; return the jobs to charge (not in uid order)."""
+        entries = self.entries
+        fresh: list[JobInfo] = []
+        for uid, job in jobs.items():
+            e = entries.get(uid)
+            if e is not None:
+                if e.job is job:
+                    continue
+                self._remove(uid, e)
+            fresh.append(job)
+        for uid in entries.keys() - jobs.keys():
+            self._remove(uid, entries[uid])
+        return fresh
+
+    def admit(self, job: JobInfo, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
+        """Take in a job's exact amounts, charged to every queue of its path."""
+        uid = job.uid
+        self.entries[uid] = _Entry(job, path, amounts)
+        self.dirty.update(path)
+        for q in path:
+            sums = self.sums.get(q)
+            if sums is None:
+                sums = self.sums[q] = [_Sum() for _ in FIELDS]
+            for s, a in zip(sums, amounts):
+                if a is None:
+                    continue
+                s.members += 1
+                s.cpu += a[0]
+                s.memory += a[1]
+                for i, (n, v) in enumerate(a[2]):
+                    s.scalars[n] = s.scalars.get(n, 0) + v
+                    s.listed[n] = s.listed.get(n, 0) + 1
+                    if s.first is not None:
+                        held = s.first.get(n)
+                        if held is None or (uid, i) < held:
+                            s.first[n] = (uid, i)
+
+    def _remove(self, uid: str, e: _Entry) -> None:
+        del self.entries[uid]
+        self.dirty.update(e.path)
+        for q in e.path:
+            sums = self.sums[q]
+            for s, a in zip(sums, e.amounts):
+                if a is None:
+                    continue
+                s.members -= 1
+                s.cpu -= a[0]
+                s.memory -= a[1]
+                for n, v in a[2]:
+                    s.scalars[n] -= v
+                    left = s.listed[n] - 1
+                    if left:
+                        s.listed[n] = left
+                    else:
+                        del s.listed[n]
+                        del s.scalars[n]
+                    if s.first is not None and s.first.get(n, ("",))[0] == uid:
+                        s.first = None
+            if not any(s.members for s in sums):
+                del self.sums[q]
+
+    def refresh(self, fresh_attr: Callable[[str], QueueAttr]) -> None:
+        """Build `base` again for the queues whose sums changed: `fresh_attr(name)` gives the queue's
+        attributes with no accounting, the sums are filled in and the share computed."""
+        for q in self.dirty:
+            a = fresh_attr(q)
+            if q in self.sums:
+                for f, name in enumerate(FIELDS):
+                    r = self.resource(q, f)
+                    if r is not None:
+                        setattr(a, name, r)
+                a.update_share()
+            self.base[q] = a
+        self.dirty.clear()
+
+    def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
+        """Per scalar name of queue q's field f, its first lister (found again if its holder left)."""
+        s = self.sums[q][f]
+        if s.first is None:
+            first: dict[str, tuple[str, int]] = {}
+            for uid, e in self.entries.items():
+                a = e.amounts[f]
+                if a is None or q not in e.path:
+                    continue
+                for i, (n, _) in enumerate(a[2]):
+                    held = first.get(n)
+                    if held is None or (uid, i) < held:
+                        first[n] = (uid, i)
+            s.first = first
+        return s.first
+
+    def resource(self, q: str, f: int) -> Resource | None:
+        """Queue q's field f as a Resource (scalars in the first listers' order), or None if no member
+        charged it."""
+        sums = self.sums.get(q)
+        if sums is None or not sums[f].members:
+            return None
+        s = sums[f]
+        r = Resource.zero()
+        r.cpu = float(s.cpu)
+        r.memory = float(s.memory)
+        if s.scalars:
+            if len(s.scalars) == 1:
+                r.scalars = {n: float(v) for n, v in s.scalars.items()}
+            else:
+                first = self.first_listers(q, f)
+                r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
+        return r
