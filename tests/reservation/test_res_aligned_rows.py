@@ -99,8 +99,10 @@ def test_the_check_after_a_placement_is_the_walks(kind, load, avail, placed, lo,
         pt.append(aligned._PAST_END)
         return aligned.window_negative(vt, vv, pt, pv, x, y)
 
-    # before anything is placed: the whole stage window
+    # before anything is placed: the whole stage window, and its end instant alone (where an
+    # earlier stage's placements start, allocating right)
     assert w.negative(lo, hi) == walk(lo, hi) == w.negative_walk(lo, hi)
+    assert w.negative(hi, hi) == walk(hi, hi) == w.negative_walk(hi, hi)
     for k, n in gangs:
         k %= count
         a = lo + k * dur
@@ -109,6 +111,7 @@ def test_the_check_after_a_placement_is_the_walks(kind, load, avail, placed, lo,
         mine.add(a, a + dur, (gang[0] * n, gang[1] * n))
         assert w.counts == counts
         assert w.negative(a, a + dur) == walk(a, a + dur) == w.negative_walk(a, a + dur)
+        assert w.negative(hi, hi) == walk(hi, hi) == w.negative_walk(hi, hi)
 
 
 def test_the_check_after_a_placement_reads_the_instant_where_the_candidate_ends():

@@ -277,8 +277,8 @@ class ArrayWindows:
         ones and this stage's, a constant per candidate) at every time in [x, y] where one of
         them changes. One candidate `[x, x + dur]` is answered from its run's minima and the
         value where it ends (the start of the next run member, or hi), the whole stage window
-        before anything is placed from every run's minima and hi; `negative_walk` is the
-        general form and the reference."""
+        before anything is placed from every run's minima and hi, the instant hi alone from its
+        value; `negative_walk` is the general form and the reference."""
         lo, dur = self.lo, self.dur
         k, off = divmod(x - lo, dur)
         if off == 0 and y == x + dur and 0 <= k < self.count:
@@ -293,7 +293,12 @@ class ArrayWindows:
                 return f0 < g0 * n or f1 < g1 * n
             f0, f1 = self._hi_free()
             return f0 < 0 or f1 < 0
-        if x == lo and y == lo + self.count * dur and not self.counts:
+        hi = lo + self.count * dur
+        if x == y == hi:
+            # the instant where the stage window ends (an earlier stage's placements start there,
+            # allocating right): no candidate covers it
+            return any(f < 0 for f in self._hi_free())
+        if x == lo and y == hi and not self.counts:
             return any(min(c) < 0 for c in zip(*self.low_free)) or any(f < 0 for f in self._hi_free())
         return self.negative_walk(x, y)
 
