@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,8 +60,8 @@ class ArrayWindows:
         # how the stage will ask for costs again (see `cost`): after `every` more gangs, up to
         # `asks` times for one candidate
         self.every, self.asks = 1, 1
-        self.cap32 = np.array(cap, dtype=np.float32)
-        self.gang_arr = np.array(gang, dtype=np.int64)
+        self.cap32 = _f32(cap)
+        self.gang_arr = _i64(gang)
         self.counts: dict[int, int] = {}  # gangs the stage placed, per candidate
         # filled by make(): per run, its positions [p0, p1), cost and fit
         self.p0: list[int] = []
@@ -105,11 +106,11 @@ class ArrayWindows:
             return None
         hi = lo + count * dur
         ps, pvals = segments(job.placed, lo, hi + 1)
-        if any(abs(x) > MAX_VALUE for v in pvals for x in v):
+        placed = len(ps) > 1 or any(pvals[0])
+        if placed and any(abs(x) > MAX_VALUE for v in pvals for x in v):
             return None
         w = cls(lo, dur, count, gang, plan.step, dominant, cap, lambda r: calc.ratio(r, cap))
         w.every, w.asks = max(1, every), asks
-        placed = len(ps) > 1 or any(pvals[0])
         w.pt = np.array(ps, dtype=np.int64)
         w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), 2) if placed else _ZERO_ROW
         lt, lv = _read(*load, lo, hi)
@@ -377,6 +378,22 @@ class ArrayWindows:
         """See `Windows.placed`."""
         lo, dur = self.lo, self.dur
         return [(lo + k * dur, lo + (k + 1) * dur, rmul(self.gang, n)) for k, n in sorted(self.counts.items())]
+
+
+@lru_cache(maxsize=256)
+def _f32(r: Res) -> np.ndarray:
+    """r as a float32 array, read-only (shared: a capacity recurs from stage to stage)."""
+    a = np.array(r, dtype=np.float32)
+    a.flags.writeable = False
+    return a
+
+
+@lru_cache(maxsize=256)
+def _i64(r: Res) -> np.ndarray:
+    """r as an int64 array, read-only (shared: a gang recurs from stage to stage)."""
+    a = np.array(r, dtype=np.int64)
+    a.flags.writeable = False
+    return a
 
 
 def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
