@@ -70,10 +70,13 @@ class ArrayWindows:
         self.costs = _NO_FLOATS
         self.fits = _NO_TIMES
         self.fit_list: list[int] = []
-        # per run, the per-component minimum of (availability - earlier placements) over its first
-        # member, and that value at the run's start (a run longer than one candidate is constant)
-        self.low_free: list[list[int]] = []
-        self.start_free: list[list[int]] = []
+        # (availability - earlier placements) at the pieces of the runs' first members, run r's at
+        # rows bounds[r]:bounds[r + 1]; from it, per run when first asked, the per-component
+        # minimum and the value at the run's start (a run longer than one candidate is constant)
+        self.free = _NO_ROWS
+        self.bounds: list[int] = []
+        self.low: dict[int, tuple[int, int]] = {}
+        self.start: dict[int, tuple[int, int]] = {}
         # the same at the instant hi (where the last candidate ends), read when first asked
         self.hi_free: list[int] | None = None
         # per candidate, its costs with the stage's n, n + s, n + 2s, ... gangs on it: (n, s, costs)
@@ -223,14 +226,14 @@ class ArrayWindows:
     def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
         """Per run, from (availability - earlier placements) at its first member's pieces (rows
         first[r]:first[r + 1]): the fewest gangs over the pieces (a change of the load alone
-        changes no fit), the per-component minimum, and the value at the run's start."""
+        changes no fit); the rows are kept for `_low` and `_start`."""
         per = free[:, 0] // self.gang[0]
         if self.dominant:
             per = np.minimum(per, free[:, 1] // self.gang[1])
         self.fits = np.minimum.reduceat(per, first)
         self.fit_list = self.fits.tolist()
-        self.low_free = np.minimum.reduceat(free, first, axis=0).tolist()
-        self.start_free = free.take(first, axis=0).tolist()
+        self.free = free
+        self.bounds = [*first.tolist(), len(free)]
 
     def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
@@ -285,11 +288,11 @@ class ArrayWindows:
         if off == 0 and y == x + dur and 0 <= k < self.count:
             g0, g1 = self.gang
             n = self.counts.get(k, 0)
-            f0, f1 = self.low_free[self._run(k)]
+            f0, f1 = self._low(self._run(k))
             if f0 < g0 * n or f1 < g1 * n:
                 return True
             if k + 1 < self.count:
-                f0, f1 = self.start_free[self._run(k + 1)]
+                f0, f1 = self._start(self._run(k + 1))
                 n = self.counts.get(k + 1, 0)
                 return f0 < g0 * n or f1 < g1 * n
             f0, f1 = self._hi_free()
@@ -300,8 +303,25 @@ class ArrayWindows:
             # allocating right): no candidate covers it
             return any(f < 0 for f in self._hi_free())
         if x == lo and y == hi and not self.counts:
-            return any(min(c) < 0 for c in zip(*self.low_free)) or any(f < 0 for f in self._hi_free())
+            return bool((self.free < 0).any()) or any(f < 0 for f in self._hi_free())
         return self.negative_walk(x, y)
+
+    def _low(self, r: int) -> tuple[int, int]:
+        """Run r's per-component minimum of (availability - earlier placements)."""
+        got = self.low.get(r)
+        if got is None:
+            i, j = self.bounds[r], self.bounds[r + 1]
+            m = self.free[i:j].min(axis=0).tolist() if j - i > 1 else self.free[i].tolist()
+            got = self.low[r] = (m[0], m[1])
+        return got
+
+    def _start(self, r: int) -> tuple[int, int]:
+        """(availability - earlier placements) where run r starts."""
+        got = self.start.get(r)
+        if got is None:
+            m = self.free[self.bounds[r]].tolist()
+            got = self.start[r] = (m[0], m[1])
+        return got
 
     def _hi_free(self) -> list[int]:
         if self.hi_free is None:
