@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from apportion.engine import run_cache_session
+from apportion.framework.conf import parse_conf
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, MODIFIED, WatchEvent
+from benchmarks.bench_simulation import CONF as CAPACITY_CONF
 from benchmarks.generate import cluster_objects
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,8 +94,24 @@ def measure_state(shape: dict[str, int], repeats: int) -> dict[str, Any]:
         t = time.process_time()
         run_cache_session(cache, reuse=False)
         full.append(time.process_time() - t)
+    # a session after one change, the service's and shadow's usual period: a running pod completes, then
+    # a session (Volcano's default conf, and capacity in tree mode as the simulation benchmark runs it)
+    after_change: dict[str, float] = {}
+    running = [o for o in objs if o["kind"] == "Pod"]
+    for label, conf in (("default", None), ("capacity", parse_conf(CAPACITY_CONF))):
+        run_cache_session(cache, conf)
+        times = []
+        for _ in range(repeats * 2):
+            o = running.pop()
+            cache.apply(WatchEvent(MODIFIED, {**o, "status": {"phase": "Succeeded"}}, "bench"))
+            t = time.process_time()
+            run_cache_session(cache, conf)
+            times.append(time.process_time() - t)
+        after_change[label] = statistics.median(times)
     return {"median_s": statistics.median(idle), "idle_session_s": statistics.median(idle),
             "idle_session_full_s": statistics.median(full),
+            "session_after_one_change_s": after_change["default"],
+            "session_after_one_change_capacity_s": after_change["capacity"],
             "event_median_us": statistics.median(per_event) * 1e6,
             "event_parsed_median_us": statistics.median(per_parse) * 1e6, "load_s": load_s,
             "objects": len(objs), "cache_rss_bytes": rss - rss0, "peak_rss_bytes": rss}
