@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 Interval = tuple[int, int, Res]
 
 #: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
-#: position by position across all of them at once; this many runs or fewer are sorted as a list
+#: position by position across all of them at once; a stage of this many candidates or fewer is
+#: evaluated on one grid, a candidate a run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
