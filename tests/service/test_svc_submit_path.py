@@ -1,11 +1,12 @@
 """The reservation submit path (issue 18's throughput target): group commit on the writer, new-reservation
-answered without it, and the fast lane in front of FastAPI, which authenticates the caller before it
-reads a body (as RMWebServices' initForWritableEndpoints does) and checks the queue ACL before the
+answered without it, and the reservation write routes, which authenticate the caller before they
+read a body (as RMWebServices' initForWritableEndpoints does) and checks the queue ACL before the
 handler validates the request."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -173,3 +174,81 @@ status: {allocatable: {cpu: '64', memory: 256Gi}}
             assert status["writer"]["jobs"] >= status["writer"]["batches"] > 0
     finally:
         server.stop()
+
+
+def test_a_write_whose_commit_fails_answers_a_one_line_500_and_the_next_one_is_accepted(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from fastapi.testclient import TestClient
+    from sqlalchemy import text
+
+    from apportion.service.app import create_app
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'e.db'}", loop=False))
+    try:
+        client = TestClient(create_app(service=svc), raise_server_exceptions=False)
+        u = {"user.name": "alice"}
+        new = "/ws/v1/cluster/reservation/new-reservation"
+        # a real database failure: the store's insert of the reservation is refused by the database
+        with svc.engine.begin() as conn:
+            conn.execute(text("CREATE TRIGGER refuse BEFORE INSERT ON reservations "
+                              "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"))
+        rid = client.post(new, params=u).json()["reservation-id"]
+        r = client.post("/ws/v1/cluster/reservation/submit", params=u, json=submission(rid))
+        assert r.status_code == 500, r.text
+        assert r.json() == {"RemoteException": {"exception": "WebApplicationException",
+                                                "message": "internal server error (see the server log)",
+                                                "javaClassName": "javax.ws.rs.WebApplicationException"}}
+        assert "Traceback" not in r.text and "refused by the test" not in r.text
+        assert any("internal error" in rec.getMessage() for rec in caplog.records)
+        assert not svc.reservations.queue_of  # memory went back to what the database holds
+        with svc.engine.begin() as conn:
+            conn.execute(text("DROP TRIGGER refuse"))
+        rid = client.post(new, params=u).json()["reservation-id"]
+        assert client.post("/ws/v1/cluster/reservation/submit", params=u, json=submission(rid)).status_code == 202
+    finally:
+        svc.close()
+
+
+def test_the_status_reports_the_last_ticks_cpu_time(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from apportion.service.app import create_app
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 't.db'}", loop=False))
+    try:
+        client = TestClient(create_app(service=svc))
+        assert client.get("/api/v1/status").json()["lastTickCpuMs"] == 0.0
+        svc.writer.submit(svc.loop.tick).result(timeout=60)
+        status = client.get("/api/v1/status").json()
+        assert status["ticks"] == 1
+        # CPU time of the writer thread, so never more than the tick's duration
+        assert 0.0 < status["lastTickCpuMs"] <= status["lastTickMs"] + 1.0
+    finally:
+        svc.close()
+
+
+def test_requests_run_between_a_ticks_parts_even_one_that_drops_a_plan(tmp_path: Path) -> None:
+    """A tick is three writer jobs (follow, publish, schedule): a submit, or an apply that makes the
+    reservable queue an ordinary one, may run between them, and the tick still completes."""
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'p.db'}", loop=False))
+    try:
+        run = svc.writer.submit
+        rid = svc.new_reservation("alice")[1]["reservation-id"]
+        followed = run(svc.loop.follow).result(timeout=60)
+        submit = run(lambda: svc.committed(lambda: svc.reservations.submit("alice", submission(rid))))
+        assert submit.result(timeout=60) == (202, None)
+        run(lambda: svc.loop.schedule(svc.loop.publish(followed))).result(timeout=60)
+        assert svc.live.cache.get("Queue", rid) is None  # published from the step before the submit
+        run(svc.loop.tick).result(timeout=60)
+        assert svc.live.cache.get("Queue", rid) is not None
+        # the queue stops being reservable between the follow and the publish of a tick
+        followed = run(svc.loop.follow).result(timeout=60)
+        queue = copy.deepcopy(svc.objects.objects[("Queue", "", "dedicated")])
+        del queue["metadata"]["annotations"]["apportion.io/reservable"]
+        run(lambda: svc._apply_now([("test", queue)], [])).result(timeout=60)
+        assert "dedicated" not in svc.reservations.plans
+        run(lambda: svc.loop.schedule(svc.loop.publish(followed))).result(timeout=60)
+        assert svc.loop.ticks == 3 and svc.loop.last_error is None
+        assert svc.live.cache.get("Queue", rid) is None
+    finally:
+        svc.close()

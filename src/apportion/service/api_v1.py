@@ -108,12 +108,14 @@ async def snapshot(request: Request) -> Response:
 
 @router.get("/status")
 async def status(request: Request) -> Response:
-    """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration (ms),
-    while ticks fail why (one line); and the writer: batches committed and jobs run in them."""
+    """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration and the
+    last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed and
+    jobs run in them."""
     svc = _svc(request)
     loop = svc.loop
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
                                "lastTickMs": loop.last_tick_ms, "maxTickMs": loop.max_tick_ms,
+                               "lastTickCpuMs": loop.last_tick_cpu_ms,
                                "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run}})
 
 

@@ -83,6 +83,16 @@ async def read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+def parse_json_body(raw: bytes) -> Any:
+    """A request body as JSON: None when empty, INVALID when it is not JSON (the handlers answer 400)."""
+    if not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return INVALID
+
+
 class _Invalid:
     """A body that is not JSON: the handlers answer it as a body that is not an object."""
 

@@ -140,7 +140,10 @@ class LiveView:
         want = {q["metadata"]["name"]: q for q in queues}
         for name in sorted(self.generated - set(want)):
             self._sync("Queue", name, None, f"plan follower: {name} expired")
-        for name, q in sorted(want.items()):
+        # a reservation queue unchanged since the last tick is the very object the cache holds
+        # (loop.reservation_queues keeps them): only the others are compared and sent, in name order
+        held = self.cache.get
+        for name, q in sorted((n, q) for n, q in want.items() if held("Queue", n) is not q):
             self._sync("Queue", name, q, f"plan follower: {name}")
         self.generated = set(want)
         before = dict(self.hidden)

@@ -1,7 +1,8 @@
 """The scheduling loop: every schedulePeriod, the plan followers, then one session on the live cache.
 
-A tick, on the writer (so it is one of the ordered changes, never racing a request), as two jobs so
-that requests waiting meanwhile run between them (1-3, `follow`; 4-5, `schedule`):
+A tick, on the writer (so it is one of the ordered changes, never racing a request), as three jobs so
+that requests waiting meanwhile run between them (1-2, `follow`; 3, `publish`; 4-5, `schedule`): at
+thousands of active reservations each is tens of milliseconds, and a request waits for at most one:
 
 1. pods whose `apportion.io/duration` (seconds) elapsed since they were bound complete (Succeeded);
 2. each plan's follower synchronises at the clock (YARN's step); reservations it archives or the
@@ -24,7 +25,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apportion.engine import dispatch, run_cache_session
@@ -195,8 +196,9 @@ def _end_ms(obj: dict[str, Any]) -> float | None:
 
 
 
-#: a reservation queue object as last made, by reservation id: (what it was made from, the object)
-QueueMemo = dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]
+#: a reservation queue object as last made, by queue (reservation id) name: (what it was made from,
+#: the object); keyed by the name, whose hash a str keeps, not by the ReservationId
+QueueMemo = dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
 
 
 def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: QueueMemo | None = None
@@ -217,19 +219,20 @@ def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: Qu
             name = str(share.id)
             active.add(name)
             v = share.resources
-            for i, x in enumerate(v):
-                used[i] += x
+            if any(v):  # most active reservations hold nothing at this instant
+                for i, x in enumerate(v):
+                    used[i] += x
             made = (qname, v, dims, share.gang, overuse, cap)
-            old = memo.get(share.id) if memo is not None else None
+            old = memo.get(name) if memo is not None else None
             if old is not None and old[0] == made:
-                seen[share.id] = old
+                seen[name] = old
                 out.append(old[1])
                 continue
             spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": vector_json(v, dims)},
                                     "deserved": vector_json(v, dims)}
             spec["capability"] = cap if (overuse and cap and not share.gang) else vector_json(v, dims)
             obj = {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
-            seen[share.id] = (made, obj)
+            seen[name] = (made, obj)
             out.append(obj)
         rest = tuple(max(c - u, 0) for c, u in zip(st.plan_capacity, used))
         dspec: dict[str, Any] = {"parent": qname, "deserved": vector_json(rest, dims)}
@@ -256,6 +259,17 @@ class LoopBackend(Protocol):
         """The Binder, Evictor and StatusUpdater of one session (its edits are committed after)."""
 
 
+@dataclass(frozen=True)
+class Followed:
+    """What a tick's first part leaves for the others: its clock, each plan's follower state, and the
+    time and CPU time the tick took so far (ms)."""
+
+    now: int
+    states: dict[str, FollowerState]
+    ms: float
+    cpu_ms: float
+
+
 class SchedulingLoop:
     """Runs a tick every period on the writer; keeps what the last session said."""
 
@@ -275,6 +289,9 @@ class SchedulingLoop:
         #: the last tick's duration and the longest so far, ms (served by /api/v1/status)
         self.last_tick_ms = 0.0
         self.max_tick_ms = 0.0
+        #: the CPU time the last tick took (ms, the writer thread's): unlike the duration, it does not
+        #: grow when other processes take the machine's cores
+        self.last_tick_cpu_ms = 0.0
         self._queue_memo: QueueMemo = {}
         self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
@@ -282,14 +299,14 @@ class SchedulingLoop:
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session on the cache, everything committed."""
-        self.schedule(self.follow())
+        self.schedule(self.publish(self.follow()))
 
-    def follow(self) -> tuple[int, float]:
-        """A tick's first half: pods whose duration elapsed complete, a real backend's news is taken in,
-        the plan followers step, and their queues and routing reach the cache. Returns the tick's clock
-        and the time this half took (ms)."""
+    def follow(self) -> Followed:
+        """A tick's first part: pods whose duration elapsed complete, a real backend's news is taken in,
+        the plan followers step. Returns the tick's clock, the followers' states, and the time and CPU
+        time this part took (ms)."""
         svc = self.svc
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         now = svc.clock()
         svc.set_now(now)
         done = ObjectBackend(svc.objects.objects, now, ends=self._ends)
@@ -300,15 +317,26 @@ class SchedulingLoop:
         # the followers' archiving and replanning delete reservations: one transaction for them
         states: dict[str, FollowerState] = svc.committed(
             lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
+        return Followed(now, states, (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000)
+
+    def publish(self, followed: Followed) -> Followed:
+        """A tick's second part: the followers' queues and the routing of podgroups in reservable
+        queues reach the cache. A plan dropped since its follower stepped (an apply in between made its
+        queue not reservable) is left out; one re-created (its settings changed) is published from the
+        step of the plan it replaced, which held the same reservations."""
+        svc = self.svc
+        t0, c0 = time.perf_counter(), time.thread_time()
+        states = {name: st for name, st in followed.states.items() if name in svc.reservations.plans}
         queues, active = reservation_queues(svc, states, self._queue_memo)
         svc.live.follow(svc.objects.objects, states, active, queues)
-        return now, (time.perf_counter() - t0) * 1000
+        return replace(followed, ms=followed.ms + (time.perf_counter() - t0) * 1000,
+                       cpu_ms=followed.cpu_ms + (time.thread_time() - c0) * 1000)
 
-    def schedule(self, followed: tuple[int, float]) -> None:
-        """A tick's second half: one session on the cache, its decisions dispatched and committed."""
+    def schedule(self, followed: Followed) -> None:
+        """A tick's last part: one session on the cache, its decisions dispatched and committed."""
         svc = self.svc
-        now, first_ms = followed
-        t0 = time.perf_counter()
+        now, first_ms, first_cpu_ms = followed.now, followed.ms, followed.cpu_ms
+        t0, c0 = time.perf_counter(), time.thread_time()
         # the conf as Volcano reloads it: `--conf`'s file if it changed, else the stored ConfigMap's;
         # a change of enableHierarchy re-renders the reservable queues before the session
         file_conf, conf = svc.confs.effective(svc.objects.objects)
@@ -340,6 +368,7 @@ class SchedulingLoop:
         took = first_ms + (time.perf_counter() - t0) * 1000
         self.last_tick_ms = round(took, 1)
         self.max_tick_ms = max(self.max_tick_ms, self.last_tick_ms)
+        self.last_tick_cpu_ms = round(first_cpu_ms + (time.thread_time() - c0) * 1000, 1)
         svc.metrics.session(result, took, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
@@ -349,11 +378,12 @@ class SchedulingLoop:
         while True:
             started = time.monotonic()
             try:
-                # two writer jobs, so that requests waiting meanwhile run between the halves instead of
+                # three writer jobs, so that requests waiting meanwhile run between the parts instead of
                 # after the whole tick; with a real backend a tick starts tasks and must never run twice,
                 # so it is not grouped with other jobs
                 alone = self.backend is not None
                 followed = await self.svc.writer.run(self.follow, alone=alone)
+                followed = await self.svc.writer.run(functools.partial(self.publish, followed), alone=alone)
                 await self.svc.writer.run(functools.partial(self.schedule, followed), alone=alone)
             except asyncio.CancelledError:
                 raise
