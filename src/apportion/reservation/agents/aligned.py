@@ -48,7 +48,9 @@ class LowCostAlignedAllocator:
         if avail_arrays is not None:
             load_arrays = job.load_arrays()
             if load_arrays is not None:
-                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, self._ratio_cache(job))
+                # a candidate's cost is asked for with 0, per_step, 2 per_step, ... gangs on it
+                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, per_step,
+                                       -(-to_place // per_step))
         if ev is None:
             ev = WalkWindows(job, self._ratio_cache(job), s, d, lo, dur, windows, gang)
         placed = place_gangs(ev, job, to_place, per_step)
@@ -94,8 +96,9 @@ class Windows(Protocol):
         """The stage places n more gangs on candidate k."""
         ...
 
-    def cost(self, k: int) -> float:
-        """Candidate k's cost now."""
+    def cost(self, k: int, every: int = 1, asks: int = 1) -> float:
+        """Candidate k's cost now. A hint: the stage may ask again up to `asks` times, each
+        after `every` more gangs on k."""
         ...
 
     def fit(self, k: int) -> int:
@@ -156,7 +159,7 @@ def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> l
                 raise PlanningException(NEGATIVE_MERGE)
             f = ev.fit(k)
             if f > 0 and to_place > 0:
-                heapq.heappush(heap, (ev.cost(k), b if left else -b, k, k + 1, f))
+                heapq.heappush(heap, (ev.cost(k, per_step, to_place // per_step + 1), b if left else -b, k, k + 1, f))
     finally:
         # trunk takes a failed stage's placements back out of planModifications, but the merge
         # leaves its first time behind, which keeps the check above on from there
@@ -235,8 +238,8 @@ class WalkWindows:
         self.mine[k] = self.mine.get(k, 0) + n
         self._read_placed()
 
-    def cost(self, k: int) -> float:
-        """See `Windows.cost`."""
+    def cost(self, k: int, every: int = 1, asks: int = 1) -> float:
+        """See `Windows.cost` (the hint is not used)."""
         return self._cost(self.lo + k * self.dur)
 
     def fit(self, k: int) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,8 +34,17 @@ if TYPE_CHECKING:
 Interval = tuple[int, int, Res]
 
 #: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
-#: position by position across all of them at once
+#: position by position across all of them at once; a stage of this many candidates or fewer is
+#: evaluated on one grid, a candidate a run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
+#: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
+_AHEAD = 16
+_AHEAD_CELLS = 16_384
+
+_NO_TIMES = np.zeros(0, dtype=np.int64)
+_NO_ROWS = np.zeros((0, 2), dtype=np.int64)
+_NO_FLOATS = np.zeros(0, dtype=np.float64)
+_ZERO_ROW = np.zeros((1, 2), dtype=np.int64)
 
 
 class ArrayWindows:
@@ -42,40 +52,49 @@ class ArrayWindows:
 
     def __init__(
         self, lo: int, dur: int, count: int, gang: Res, step: int, dominant: bool, cap: Res,
-        ratio: Callable[[Res], float] | None = None, ratios: dict[Res, float] | None = None,
+        ratio: Callable[[Res], float] | None = None,
     ) -> None:
         self.lo, self.dur, self.count, self.gang, self.step = lo, dur, count, gang, step
         self.dominant = dominant
-        # calc.ratio against the capacity, and a cache of it, for a candidate summed again in Python
+        # calc.ratio against the capacity, for `cost_of` (the reference of `cost`)
         self.ratio = ratio
-        self.ratios: dict[Res, float] = ratios if ratios is not None else {}
-        self.cap32 = np.array(cap, dtype=np.float32)
-        self.gang_arr = np.array(gang, dtype=np.int64)
+        # how the stage will ask for costs again (see `cost`): after `every` more gangs, up to
+        # `asks` times for one candidate
+        self.every, self.asks = 1, 1
+        self.cap32 = _f32(cap)
+        self.gang_arr = _i64(gang)
         self.counts: dict[int, int] = {}  # gangs the stage placed, per candidate
         # filled by make(): per run, its positions [p0, p1), cost and fit
         self.p0: list[int] = []
         self.p1: list[int] = []
-        self.p0s = self.p1s = np.zeros(0, dtype=np.int64)
-        self.costs = np.zeros(0, dtype=np.float64)
-        self.fits = np.zeros(0, dtype=np.int64)
+        self.p0s = self.p1s = _NO_TIMES
+        self.costs = _NO_FLOATS
+        self.fits = _NO_TIMES
         self.fit_list: list[int] = []
-        # per run, the per-component minimum of (availability - earlier placements) over its first member
-        self.low_free: list[list[int]] = []
-        # per run, its first member's cost pieces as (value, length), made when first asked
-        self.pieces: dict[int, list[tuple[Res, float]]] = {}
+        # (availability - earlier placements) at the pieces of the runs' first members, run r's at
+        # rows bounds[r]:bounds[r + 1]; from it, per run when first asked, the per-component
+        # minimum and the value at the run's start (a run longer than one candidate is constant)
+        self.free = _NO_ROWS
+        self.bounds: list[int] = []
+        self.low: dict[int, tuple[int, int]] = {}
+        self.start: dict[int, tuple[int, int]] = {}
+        # the same at the instant hi (where the last candidate ends), read when first asked
+        self.hi_free: list[int] | None = None
+        # per candidate, its costs with the stage's n, n + s, n + 2s, ... gangs on it: (n, s, costs)
+        self.ahead: dict[int, tuple[int, int, list[float]]] = {}
         # a run of one candidate's cost pieces, to sum again after a placement: cost values and
-        # lengths, rows first[r]:first[r + 1]; a longer run has one piece, its value at run_value[r]
-        self.cv = np.zeros((0, len(gang)), dtype=np.int64)
-        self.lens = np.zeros(0, dtype=np.float64)
+        # lengths, rows first[r]:first[r + 1] (a longer run has one piece)
+        self.cv = _NO_ROWS
+        self.lens = _NO_FLOATS
         self.first: list[int] = []
         # the availability and the job's earlier placements (times, values), read to one past hi
-        self.vt = self.pt = np.zeros(0, dtype=np.int64)
-        self.vv = self.pv = np.zeros((0, len(gang)), dtype=np.int64)
+        self.vt = self.pt = _NO_TIMES
+        self.vv = self.pv = _NO_ROWS
 
     @classmethod
     def make(
         cls, job: JobContext, load: tuple[np.ndarray, np.ndarray], avail: tuple[np.ndarray, np.ndarray], lo: int,
-        dur: int, count: int, gang: Res, ratios: dict[Res, float] | None = None,
+        dur: int, count: int, gang: Res, every: int = 1, asks: int = 1,
     ) -> ArrayWindows | None:
         """The candidates from the breakpoints of the job's load and of the availability (as
         arrays: `job.load_arrays()`, the plan's `available_arrays`); None where the walk has a
@@ -91,22 +110,80 @@ class ArrayWindows:
             return None
         hi = lo + count * dur
         ps, pvals = segments(job.placed, lo, hi + 1)
-        if any(abs(x) > MAX_VALUE for v in pvals for x in v):
+        placed = len(ps) > 1 or any(pvals[0])
+        if placed and any(abs(x) > MAX_VALUE for v in pvals for x in v):
             return None
-        w = cls(lo, dur, count, gang, plan.step, dominant, cap, lambda r: calc.ratio(r, cap), ratios)
+        w = cls(lo, dur, count, gang, plan.step, dominant, cap, lambda r: calc.ratio(r, cap))
+        w.every, w.asks = max(1, every), asks
         w.pt = np.array(ps, dtype=np.int64)
-        w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), len(gang))
-        lt, lv = window(*load, lo, hi)
-        w.vt, w.vv = window(*avail, lo, hi + 1)
-        w._evaluate(lt, lv)
+        w.pv = np.array(pvals, dtype=np.int64).reshape(len(ps), 2) if placed else _ZERO_ROW
+        lt, lv = _read(*load, lo, hi)
+        w.vt, w.vv = _read(*avail, lo, hi + 1)
+        w._evaluate(lt, lv, placed)
         return w
 
-    def _evaluate(self, lt: np.ndarray, lv: np.ndarray) -> None:
-        lo, dur, count, hi = self.lo, self.dur, self.count, self.lo + self.count * self.dur
+    def _evaluate(self, lt: np.ndarray, lv: np.ndarray, placed: bool) -> None:
+        """Every run's cost and fit, from the load's breakpoints over `[lo, hi)` (`lt, lv`), the
+        availability's and the placements' (set before); `placed` when the job has placed
+        something before the stage inside `[lo, hi]`."""
+        hi = self.lo + self.count * self.dur
+        vt, pt = self.vt, self.pt
+        # the availability and the placements are read to hi + 1, so only their last change can
+        # be at hi, which is inside no candidate
+        inner_v = vt[1:-1] if vt[-1] == hi else vt[1:]
+        inner_p = (pt[1:-1] if pt[-1] == hi else pt[1:]) if placed else None
+        if self.count <= _POSITIONS:
+            self._evaluate_each(lt, lv, inner_v, inner_p)
+        else:
+            self._evaluate_runs(lt, lv, inner_v, inner_p)
+
+    def _evaluate_each(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+        """A few candidates, every one a run of its own: one grid of all their change points."""
+        lo, dur, count = self.lo, self.dur, self.count
+        starts = np.arange(lo, lo + count * dur, dur, dtype=np.int64)
+        # (runs() sorts this many runs as a list: p0s and p1s stay unset)
+        self.p0 = list(range(count))
+        self.p1 = list(range(1, count + 1))
+        g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
+        first = g.searchsorted(starts)
+        cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
+        free = self.vv.take(self.vt.searchsorted(g, "right") - 1, axis=0)
+        if inner_p is not None:
+            mine = self.pv.take(self.pt.searchsorted(g, "right") - 1, axis=0)
+            cv = cv + mine
+            free = free - mine
+        self._fits(free, first)
+        # costs: the pieces with equal neighbours inside a candidate joined (as trunk's merge
+        # joins them; a change of the availability alone is no cost piece)
+        join = (cv[1:, 0] == cv[:-1, 0]) & (cv[1:, 1] == cv[:-1, 1])
+        join[first[1:] - 1] = False
+        if join.any():
+            keep = np.concatenate(((True,), ~join))
+            g, cv = g[keep], cv[keep]
+            first = g.searchsorted(starts)
+        # every candidate ends where the next one starts: a piece runs to the next time of g
+        lens = np.empty(len(g), dtype=np.float64)
+        lens[:-1] = g[1:] - g[:-1]
+        lens[-1] = lo + count * dur - int(g[-1])
+        self.cv, self.lens = cv, lens
+        self.first = bounds = [*first.tolist(), len(g)]
+        rows = min(self.asks, _AHEAD)
+        if rows <= 1 or rows * len(g) > _AHEAD_CELLS:
+            self.costs = _sums(self._terms(cv, self.lens), first)
+            return
+        # the costs with 0, every, 2 every, ... gangs on each candidate at once (see `cost`):
+        # row 0 is every candidate's cost now
+        terms = self._row_terms(cv, lens, np.arange(0, rows * self.every, self.every, dtype=np.int64))
+        sums = [np.add.accumulate(terms[:, i:j], axis=1)[:, -1].tolist() for i, j in zip(bounds, bounds[1:])]
+        self.costs = np.array([c[0] for c in sums], dtype=np.float64)
+        self.ahead = {k: (0, self.every, c) for k, c in enumerate(sums)}
+
+    def _evaluate_runs(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+        """Many candidates: those between two change points are runs, evaluated through their
+        first member (every candidate a run of its own when there are no fewer change points)."""
+        lo, dur, count = self.lo, self.dur, self.count
         vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
-        placed = len(pt) > 1 or bool(pv[0].any())
-        inner_p = pt[1:][pt[1:] < hi]
-        changes = _union(lt[1:], vt[1:][vt[1:] < hi], inner_p) if placed else _union(lt[1:], vt[1:][vt[1:] < hi])
+        changes = _union(lt[1:], inner_v) if inner_p is None else _union(lt[1:], inner_v, inner_p)
         if count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
@@ -128,19 +205,14 @@ class ArrayWindows:
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
         cv = lv[lt.searchsorted(g, "right") - 1]
         free = vv[vt.searchsorted(g, "right") - 1]
-        if placed:
+        if inner_p is not None:
             mine = pv[pt.searchsorted(g, "right") - 1]
             cv = cv + mine
             free = free - mine
-        # fits: the fewest gangs over the pieces (a change of the load alone changes no fit)
-        per = free // self.gang_arr
-        self.fits = np.minimum.reduceat(per.min(axis=1) if self.dominant else per[:, 0], first)
-        self.fit_list = self.fits.tolist()
-        self.low_free = np.minimum.reduceat(free, first, axis=0).tolist()
-        # costs: the same pieces with equal neighbours joined (as trunk's merge joins them; a
-        # change of the availability alone is no cost piece)
+        self._fits(free, first)
+        # costs: the same pieces with equal neighbours joined (see _evaluate_each)
         join = np.zeros(len(g), dtype=bool)
-        join[1:] = (cv[1:] == cv[:-1]).all(axis=1) & (win[1:] == win[:-1])
+        join[1:] = (cv[1:, 0] == cv[:-1, 0]) & (cv[1:, 1] == cv[:-1, 1]) & (win[1:] == win[:-1])
         if join.any():
             g, win, cv = g[~join], win[~join], cv[~join]
             first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
@@ -152,20 +224,49 @@ class ArrayWindows:
         self.first = [*first.tolist(), len(g)]
         self.costs = _sums(self._terms(cv, self.lens), first)
 
+    def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
+        """Per run, from (availability - earlier placements) at its first member's pieces (rows
+        first[r]:first[r + 1]): the fewest gangs over the pieces (a change of the load alone
+        changes no fit); the rows are kept for `_low` and `_start`."""
+        per = free[:, 0] // self.gang[0]
+        if self.dominant:
+            per = np.minimum(per, free[:, 1] // self.gang[1])
+        self.fits = np.minimum.reduceat(per, first)
+        self.fit_list = self.fits.tolist()
+        self.free = free
+        self.bounds = [*first.tolist(), len(free)]
+
     def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
         single precision and divided there (the largest share under the dominant calculator),
         the quotient cast to double and multiplied by the length, then divided by the step."""
         q = np.divide(values[:, 0], self.cap32[0], dtype=np.float32)
         if self.dominant:
-            for i in range(1, values.shape[1]):
-                q = np.maximum(q, np.divide(values[:, i], self.cap32[i], dtype=np.float32))
+            q = np.maximum(q, np.divide(values[:, 1], self.cap32[1], dtype=np.float32))
+        t = np.multiply(q, lens, dtype=np.float64)
+        t /= self.step
+        return t
+
+    def _row_terms(self, values: np.ndarray, lens: np.ndarray, ns: np.ndarray) -> np.ndarray:
+        """`_terms(values + n gang, lens)` for every n of ns, a row each: the same elementwise
+        operations, column by column (numpy's broadcast over a third axis is twice as slow)."""
+        g = self.gang
+        q = np.divide(values[:, 0] + (ns * g[0])[:, None], self.cap32[0], dtype=np.float32)
+        if self.dominant:
+            q = np.maximum(q, np.divide(values[:, 1] + (ns * g[1])[:, None], self.cap32[1], dtype=np.float32))
         t = np.multiply(q, lens, dtype=np.float64)
         t /= self.step
         return t
 
     def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
-        """See `Windows.runs` (aligned.py): sorted by cost and end key in numpy."""
+        """See `Windows.runs` (aligned.py): sorted by cost and end key (a few runs as a list,
+        more in numpy; the end keys differ from run to run, so both orders are the same)."""
+        if len(self.p0) <= _POSITIONS:
+            lo, dur = self.lo, self.dur
+            out = [(c, lo + (a + 1) * dur if left else -(lo + b * dur), a, b, f)
+                   for c, a, b, f in zip(self.costs.tolist(), self.p0, self.p1, self.fit_list) if f > 0]
+            out.sort()
+            return out
         fit = self.fits > 0
         costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
         key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
@@ -180,14 +281,60 @@ class ArrayWindows:
         """See `Windows.negative`: the availability minus the placements (the job's earlier
         ones and this stage's, a constant per candidate) at every time in [x, y] where one of
         them changes. One candidate `[x, x + dur]` is answered from its run's minima and the
-        value at its end instant."""
+        value where it ends (the start of the next run member, or hi), the whole stage window
+        before anything is placed from every run's minima and hi, the instant hi alone from its
+        value; `negative_walk` is the general form and the reference."""
         lo, dur = self.lo, self.dur
         k, off = divmod(x - lo, dur)
         if off == 0 and y == x + dur and 0 <= k < self.count:
+            g0, g1 = self.gang
             n = self.counts.get(k, 0)
-            if any(f < g * n for f, g in zip(self.low_free[self._run(k)], self.gang)):
+            f0, f1 = self._low(self._run(k))
+            if f0 < g0 * n or f1 < g1 * n:
                 return True
-            return self._negative_at(y, self.counts.get(k + 1, 0) if k + 1 < self.count else 0)
+            if k + 1 < self.count:
+                f0, f1 = self._start(self._run(k + 1))
+                n = self.counts.get(k + 1, 0)
+                return f0 < g0 * n or f1 < g1 * n
+            f0, f1 = self._hi_free()
+            return f0 < 0 or f1 < 0
+        hi = lo + self.count * dur
+        if x == y == hi:
+            # the instant where the stage window ends (an earlier stage's placements start there,
+            # allocating right): no candidate covers it
+            return any(f < 0 for f in self._hi_free())
+        if x == lo and y == hi and not self.counts:
+            return bool((self.free < 0).any()) or any(f < 0 for f in self._hi_free())
+        return self.negative_walk(x, y)
+
+    def _low(self, r: int) -> tuple[int, int]:
+        """Run r's per-component minimum of (availability - earlier placements)."""
+        got = self.low.get(r)
+        if got is None:
+            i, j = self.bounds[r], self.bounds[r + 1]
+            m = self.free[i:j].min(axis=0).tolist() if j - i > 1 else self.free[i].tolist()
+            got = self.low[r] = (m[0], m[1])
+        return got
+
+    def _start(self, r: int) -> tuple[int, int]:
+        """(availability - earlier placements) where run r starts."""
+        got = self.start.get(r)
+        if got is None:
+            m = self.free[self.bounds[r]].tolist()
+            got = self.start[r] = (m[0], m[1])
+        return got
+
+    def _hi_free(self) -> list[int]:
+        if self.hi_free is None:
+            hi = self.lo + self.count * self.dur
+            a = self.vv[int(self.vt.searchsorted(hi, "right")) - 1].tolist()
+            p = self.pv[int(self.pt.searchsorted(hi, "right")) - 1].tolist()
+            self.hi_free = [u - v for u, v in zip(a, p)]
+        return self.hi_free
+
+    def negative_walk(self, x: int, y: int) -> bool:
+        """`negative` at every change point in [x, y], on arrays."""
+        lo, dur = self.lo, self.dur
         vt, pt = self.vt, self.pt
         pts = [np.array((x,), dtype=np.int64), vt[vt.searchsorted(x, "right"):vt.searchsorted(y, "right")],
                pt[pt.searchsorted(x, "right"):pt.searchsorted(y, "right")]]
@@ -203,40 +350,45 @@ class ArrayWindows:
             free = free - many[:, None] * self.gang_arr
         return bool((free < 0).any())
 
-    def _negative_at(self, t: int, n: int) -> bool:
-        """Whether (availability - earlier placements - n gangs) is negative at the instant t."""
-        a = self.vv[int(self.vt.searchsorted(t, "right")) - 1].tolist()
-        p = self.pv[int(self.pt.searchsorted(t, "right")) - 1].tolist()
-        return any(x - y < g * n for x, y, g in zip(a, p, self.gang))
-
     def add(self, k: int, n: int) -> None:
         """See `Windows.add`."""
         self.counts[k] = self.counts.get(k, 0) + n
 
-    def cost(self, k: int) -> float:
+    def cost(self, k: int, every: int = 1, asks: int = 1) -> float:
         """See `Windows.cost`: the run's pieces (one, for a longer run) with the stage's gangs on
-        top, summed in time order (a few in Python as the walk sums them, more on arrays)."""
-        r = self._run(k)
+        top, summed in time order. The stage may ask again up to `asks` times, each after `every`
+        more gangs, so the costs with those counts are summed at once, a row each (`cost_of` is
+        one row)."""
         n = self.counts.get(k, 0)
+        got = self.ahead.get(k)
+        if got is not None:
+            n0, s, sums = got
+            j, off = divmod(n - n0, s)
+            if off == 0 and 0 <= j < len(sums):
+                return sums[j]
+        r = self._run(k)
         i = self.first[r]
         j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
-        if j - i > _POSITIONS:
-            extra = self.gang_arr * n
-            return float(np.add.accumulate(self._terms(self.cv[i:j] + extra, self.lens[i:j]))[-1])
-        pieces = self.pieces.get(r)
-        if pieces is None:
-            length = [float(self.dur)] if j == i + 1 and self.p1[r] - self.p0[r] > 1 else self.lens[i:j].tolist()
-            pieces = self.pieces[r] = list(zip(map(tuple, self.cv[i:j].tolist()), length))
-        extra_r = [g * n for g in self.gang]
-        ratios, ratio, step = self.ratios, self.ratio, self.step
-        assert ratio is not None
+        every = max(1, every)
+        rows = max(1, min(asks, _AHEAD, _AHEAD_CELLS // (j - i), -(-(self.fit_list[r] - n) // every)))
+        if rows == 1:
+            sums = [float(np.add.accumulate(self._terms(self.cv[i:j] + self.gang_arr * n, self.lens[i:j]))[-1])]
+        else:
+            ns = np.arange(n, n + rows * every, every, dtype=np.int64)
+            sums = np.add.accumulate(self._row_terms(self.cv[i:j], self.lens[i:j], ns), axis=1)[:, -1].tolist()
+        self.ahead[k] = (n, every, sums)
+        return sums[0]
+
+    def cost_of(self, k: int, n: int) -> float:
+        """Candidate k's cost with n of the stage's gangs on it: the reference for `cost`'s rows,
+        its pieces summed one after the other in Python from calc.ratio."""
+        assert self.ratio is not None
+        r = self._run(k)
+        i = self.first[r]
+        j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
         total = 0.0
-        for v, length_ in pieces:
-            key = tuple(a + b for a, b in zip(v, extra_r))
-            q = ratios.get(key)
-            if q is None:
-                q = ratios[key] = ratio(key)
-            total += q * length_ / step
+        for v, length in zip(self.cv[i:j].tolist(), self.lens[i:j].tolist()):
+            total += self.ratio(tuple(a + g * n for a, g in zip(v, self.gang))) * length / self.step
         return total
 
     def fit(self, k: int) -> int:
@@ -247,6 +399,32 @@ class ArrayWindows:
         """See `Windows.placed`."""
         lo, dur = self.lo, self.dur
         return [(lo + k * dur, lo + (k + 1) * dur, rmul(self.gang, n)) for k, n in sorted(self.counts.items())]
+
+
+@lru_cache(maxsize=256)
+def _f32(r: Res) -> np.ndarray:
+    """r as a float32 array, read-only (shared: a capacity recurs from stage to stage)."""
+    a = np.array(r, dtype=np.float32)
+    a.flags.writeable = False
+    return a
+
+
+@lru_cache(maxsize=256)
+def _i64(r: Res) -> np.ndarray:
+    """r as an int64 array, read-only (shared: a gang recurs from stage to stage)."""
+    a = np.array(r, dtype=np.int64)
+    a.flags.writeable = False
+    return a
+
+
+def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """`steparrays.window(t, v, s, e)` as views where a breakpoint lies at or before s, whose
+    time then stands first in place of s (the value there is the value at s): what the windows
+    read of it, the breakpoints inside (s, e) and the value at any time from s, is the same."""
+    if len(t) and t[0] <= s:
+        i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
+        return t[i - 1:j], v[i - 1:j]
+    return window(t, v, s, e)
 
 
 def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray, np.ndarray]:

@@ -285,6 +285,8 @@ class IterativePlanner(ReservationAgent):
 
 def _java_long(x: int) -> int:
     """x wrapped to a signed 64-bit integer, as Java's long arithmetic wraps."""
+    if -(1 << 63) <= x < (1 << 63):
+        return x  # nothing to wrap (the common case; the modulo below costs big-integer arithmetic)
     return (x + (1 << 63)) % (1 << 64) - (1 << 63)
 
 

@@ -1,0 +1,131 @@
+"""The array form of a stage's candidates (`ArrayWindows`) against the walks it replaces, piece by piece.
+
+A candidate's cost with n of the stage's gangs on it (read from rows summed ahead, or summed
+again when the rows run out) must be the walk's float sum to the last bit, and the check after a
+placement (from the runs' minima and the value where the candidate ends) must refuse exactly where
+the walk over (availability - placements) finds a negative component. Random load, availability
+(negative in places) and earlier placements; stages of a few candidates (one grid) and of many
+(runs between change points).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apportion.reservation.agents import aligned, aligned_arrays
+from apportion.reservation.agents.aligned_arrays import ArrayWindows
+from apportion.reservation.resmath import Calculator
+from apportion.reservation.steparrays import arrays_of, window
+from apportion.reservation.stepfn import StepFunction, segments
+
+CAP = (8 * 512, 8)
+pieces = st.lists(st.tuples(st.integers(0, 300), st.integers(1, 60), st.integers(-2, 6), st.integers(-2, 6)),
+                  max_size=8)
+# the availability: often negative, and often changing at the candidates' bounds
+free = st.lists(st.tuples(st.integers(0, 60).map(lambda t: t * 5), st.integers(1, 12).map(lambda n: n * 5),
+                          st.integers(-3, 4), st.integers(-3, 4)), max_size=10)
+
+
+def _fn(ps: list[tuple[int, int, int, int]], scale: int = 512) -> StepFunction:
+    return StepFunction.from_intervals([(a, a + n, (m * scale, v)) for a, n, m, v in ps])
+
+
+def _windows(kind, load, avail, placed, lo, dur, count, gang, step, every, asks):
+    calc = Calculator(kind)
+    hi = lo + count * dur
+    lf, vf, pf = _fn(load), _fn(avail, 1024), _fn([p for p in placed if p[2] >= 0 and p[3] >= 0])
+    la, va = arrays_of(lf), arrays_of(vf)
+    assert la is not None and va is not None
+    w = ArrayWindows(lo, dur, count, gang, step, kind != "default", CAP, lambda r: calc.ratio(r, CAP))
+    w.every, w.asks = every, asks
+    ps, pv = segments(pf, lo, hi + 1)
+    placed_before = len(ps) > 1 or any(pv[0])
+    w.pt = np.array(ps, dtype=np.int64)
+    w.pv = np.array(pv, dtype=np.int64).reshape(len(ps), 2)
+    # as make() reads them (views from the first breakpoint at or before lo), or as window() does
+    read = aligned_arrays._read if (lo + dur) % 2 else window
+    lt, lv = read(*la, lo, hi)
+    w.vt, w.vv = read(*va, lo, hi + 1)
+    w._evaluate(lt, lv, placed_before)
+    return w, calc, lf, vf, pf
+
+
+common = dict(
+    kind=st.sampled_from(["default", "dominant"]),
+    load=pieces, avail=free, placed=pieces,
+    lo=st.sampled_from([0, 10, 20, 35]), dur=st.sampled_from([5, 10, 20, 30]), count=st.sampled_from([1, 2, 3, 5, 8, 17, 25]),
+    gang=st.tuples(st.integers(1, 3).map(lambda k: k * 256), st.integers(1, 2)),
+    step=st.sampled_from([1, 7]),
+    every=st.integers(1, 3), asks=st.integers(1, 6),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(**common, gangs=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 12)), min_size=1, max_size=6))
+def test_costs_ahead_are_the_walks_sum(kind, load, avail, placed, lo, dur, count, gang, step, every, asks, gangs):
+    w, calc, lf, _vf, pf = _windows(kind, load, avail, placed, lo, dur, count, gang, step, every, asks)
+    lt, lv = segments(lf, lo, lo + count * dur)
+    lt.append(aligned._PAST_END)
+    for k, n in gangs:
+        k %= count
+        a = lo + k * dur
+        # the reference: the walk over the load and the placements with n gangs on [a, a + dur)
+        mine = pf.copy()
+        if n:
+            mine.add(a, a + dur, (gang[0] * n, gang[1] * n))
+        pt, pv = segments(mine, lo, lo + count * dur)
+        pt.append(aligned._PAST_END)
+        want = aligned.window_cost(lt, lv, pt, pv, a, a + dur, step, {}, lambda r: calc.ratio(r, CAP))
+        w.counts = {k: n}
+        assert w.cost(k, every, asks) == want
+        assert w.cost_of(k, n) == want
+
+
+@settings(max_examples=250, deadline=None)
+@given(**common, gangs=st.lists(st.tuples(st.integers(0, 29), st.integers(1, 4)), max_size=8))
+def test_the_check_after_a_placement_is_the_walks(kind, load, avail, placed, lo, dur, count, gang, step, every, asks,
+                                                  gangs):
+    w, _calc, _lf, vf, pf = _windows(kind, load, avail, placed, lo, dur, count, gang, step, every, asks)
+    hi = lo + count * dur
+    mine = pf.copy()
+    counts: dict[int, int] = {}
+
+    def walk(x: int, y: int) -> bool:
+        vt, vv = segments(vf, lo, hi + 1)
+        pt, pv = segments(mine, lo, hi + 1)
+        vt.append(aligned._PAST_END)
+        pt.append(aligned._PAST_END)
+        return aligned.window_negative(vt, vv, pt, pv, x, y)
+
+    # before anything is placed: the whole stage window, and its end instant alone (where an
+    # earlier stage's placements start, allocating right)
+    assert w.negative(lo, hi) == walk(lo, hi) == w.negative_walk(lo, hi)
+    assert w.negative(hi, hi) == walk(hi, hi) == w.negative_walk(hi, hi)
+    for k, n in gangs:
+        k %= count
+        a = lo + k * dur
+        counts[k] = counts.get(k, 0) + n
+        w.add(k, n)
+        mine.add(a, a + dur, (gang[0] * n, gang[1] * n))
+        assert w.counts == counts
+        assert w.negative(a, a + dur) == walk(a, a + dur) == w.negative_walk(a, a + dur)
+        assert w.negative(hi, hi) == walk(hi, hi) == w.negative_walk(hi, hi)
+
+
+def test_the_check_after_a_placement_reads_the_instant_where_the_candidate_ends():
+    """Trunk's merge over a candidate [a, b] includes the instant b: a negative availability
+    there refuses the stage, on the last candidate (b = hi) as on any other, where the next
+    candidate's own gangs count too."""
+    # negative availability exactly at hi = 20, after the last candidate [10, 20)
+    w, *_ = _windows("default", [], [(0, 20, 4, 4), (20, 5, -1, 0)], [], 0, 10, 2, (512, 1), 1, 1, 1)
+    w.add(1, 1)
+    assert w.negative(10, 20)
+    assert not w.negative(0, 10)
+    # candidate 1's gangs make the instant 10 (where candidate 0 ends) negative
+    w, *_ = _windows("default", [], [(0, 20, 1, 4)], [], 0, 10, 2, (512, 1), 1, 1, 1)
+    w.add(1, 3)
+    assert w.negative(10, 20)
+    w.add(0, 1)
+    assert w.negative(0, 10)
