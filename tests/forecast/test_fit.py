@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+from unittest import mock
 
 from dumps import T0, running
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import apportion.forecast.sim as fsim
 from apportion.engine import prepare, resolve_conf, run_cycle
 from apportion.forecast.apply import apply_change
 from apportion.forecast.start import start_state
@@ -130,7 +132,9 @@ def test_every_suggestion_applied_starts_the_job(case: tuple[list[dict[str, Any]
     snap = snap_of(objs)
     conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
     assume(not starts(objs, "ns/t", conf))
-    found, conf = suggestions(objs, "ns/t", conf_text)
+    # a dump whose decisions never settle (test_a_forward_run_that_never_settles_...) stops sooner here
+    with mock.patch.object(fsim, "FORWARD_SESSION_LIMIT", 2_000):
+        found, conf = suggestions(objs, "ns/t", conf_text)
     for s in found:
         if s.kind == "reservation" and s.change["start"] > 0:
             continue  # a later booking: checked forward in time (test_reserve.py)
@@ -165,3 +169,25 @@ def test_reservation_planned_now_and_checked() -> None:
     held["metadata"]["annotations"] = {"apportion.io/reservation": "r1"}
     found, _ = suggestions(objs + [held], "ns/t", HIER)
     assert all(s.change["start"] >= 7 * 86400 for s in found if s.kind == "reservation")
+
+
+def _never_settles() -> list[dict[str, Any]]:
+    """Two queues over their deserved with pods that never end, and a job that reclaim makes room for
+    and takes back every period: the decisions never settle (found by the property test above, where it
+    simulated to the 7-day edge of the booking window one second at a time)."""
+    objs = [node("n0", cpu=8), node("n1", cpu=4), node("n2", cpu=4),
+            queue("q0", weight=2, deserved={"cpu": 4, "memory": "64Gi"}),
+            queue("q1", weight=2, deserved={"cpu": 7, "memory": "64Gi"})]
+    for name, q, pods in (("r0", "q0", [(1, "n0"), (1, "n0")]), ("r1", "q1", [(3, "n0"), (3, "n0"), (3, "n1")]),
+                          ("r2", "q0", [(4, "n2")]), ("r3", "q0", [(1, "n1")])):
+        objs.append(podgroup(name, queue=q, phase="Running", created=T0))
+        objs += [running(pod(f"{name}-{i}", name, cpu=c, node_name=n)) for i, (c, n) in enumerate(pods)]
+    objs += [podgroup("t", queue="q0", phase="Pending", created=T0), pod("t-0", "t", cpu=2)]
+    return objs
+
+
+def test_a_forward_run_that_never_settles_stops_at_the_session_limit() -> None:
+    conf_text = CAPACITY.replace("  - name: conformance\n", "")
+    with mock.patch.object(fsim, "FORWARD_SESSION_LIMIT", 300):
+        found, _ = suggestions(_never_settles(), "ns/t", conf_text)  # returns (it used to run for hours)
+    assert all(s.kind != "reservation" or s.change["start"] < 7 * 86400 for s in found)

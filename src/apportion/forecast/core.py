@@ -151,7 +151,7 @@ def _pct(xs: list[float], q: float) -> float | None:
 def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assumed | None = None,
              runs: int = DEFAULT_RUNS, seed: int = 0, horizon: float | None = None) -> Forecast:
     """Forecast the start of each job named (default: every pending job) from `state`."""
-    from apportion.forecast.sim import forecast_simulator
+    from apportion.forecast.sim import FORWARD_SESSION_LIMIT, forecast_simulator
 
     targets = select_jobs(state, names)
     basis = basis_of(state, assumed)
@@ -161,9 +161,11 @@ def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assu
     uids = [j.uid for j in targets]
     starts: dict[str, list[float]] = {u: [] for u in uids}
     warnings: list[str] = list(state.warnings)
+    limited = False
     for r in range(n_runs):
         sim = forecast_simulator(state, assumed=assumed, seed=seed + r, targets=uids, horizon=horizon)
         sim.run()
+        limited = limited or sim.stopped_at_limit
         for w in sim.warnings:
             if w not in warnings:
                 warnings.append(w)
@@ -175,7 +177,10 @@ def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assu
         xs = starts[js.uid]
         med = _pct(xs, 50)
         reason = ""
-        if med is None:
+        if med is None and limited:
+            reason = (f"no start found within {FORWARD_SESSION_LIMIT} simulated sessions: the scheduler's "
+                      "decisions keep changing (e.g. reclaim evicting and placing pods again every period)")
+        elif med is None:
             reason = ("does not start within the horizon" if horizon is not None
                       else "does not start while the pods ahead of it run (some have no known end)"
                       if basis["pods"].get(UNKNOWN) else "does not start with the cluster as it is")

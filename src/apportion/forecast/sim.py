@@ -163,7 +163,15 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
                      reservation_accepted=dict(state.reservation_accepted), objects=objects,
                      wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
                      stop_when_started=frozenset(targets))
-    return Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
+    sim = Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
+    # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
+    # period) would otherwise be simulated to the horizon one period at a time
+    sim.max_sessions = FORWARD_SESSION_LIMIT
+    return sim
+
+
+#: the most sessions a forecast's forward run simulates; the job's start is then unknown (None)
+FORWARD_SESSION_LIMIT = 20_000
 
 
 def draws_needed(state: StartState) -> int:

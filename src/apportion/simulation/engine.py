@@ -124,6 +124,9 @@ class Simulator(PlanFollower):
         self.children: dict[str, list[QueueInfo]] = {}
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         self.sessions = 0
+        #: stop after this many sessions (None: no limit); `stopped_at_limit` says whether it did
+        self.max_sessions: int | None = None
+        self.stopped_at_limit = False
         self.events = 0
         #: told before and after every scheduling step (simulation/observer.py)
         self.observers: list[SessionObserver] = []
@@ -233,6 +236,9 @@ class Simulator(PlanFollower):
                 t_sess = self._grid(t_ev) if math.isfinite(t_ev) else math.inf
             if min(t_ev, t_sess) == math.inf:
                 break  # nothing left that could change anything
+            if self.max_sessions is not None and self.sessions >= self.max_sessions:
+                self.stopped_at_limit = True
+                break
             if min(t_ev, t_sess) > horizon and (not drain or not self.active):
                 break
             if not self.active and not self.dirty and all(k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
