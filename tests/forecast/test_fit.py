@@ -191,3 +191,14 @@ def test_a_forward_run_that_never_settles_stops_at_the_session_limit() -> None:
     with mock.patch.object(fsim, "FORWARD_SESSION_LIMIT", 300):
         found, _ = suggestions(_never_settles(), "ns/t", conf_text)  # returns (it used to run for hours)
     assert all(s.kind != "reservation" or s.change["start"] < 7 * 86400 for s in found)
+
+
+def test_a_long_list_of_jobs_to_free_is_named_in_short() -> None:
+    from apportion.forecast.fit import FREE_NAMED, _free_text
+
+    uids = [f"ns/j{i:02d}" for i in range(12)]
+    text = _free_text(uids, {u: f"q{i % 3}" for i, u in enumerate(uids)}, "cpu 12")
+    assert text.startswith("free running 12 jobs in 3 queue(s): ns/j00 (queue q0)")
+    assert text.count("(queue ") == FREE_NAMED and "and 7 more (-o json lists them all): cpu 12" in text
+    short = _free_text(uids[:2], {u: "q0" for u in uids}, "cpu 2")
+    assert short == "free running ns/j00 (queue q0), ns/j01 (queue q0): cpu 2"

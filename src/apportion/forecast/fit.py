@@ -182,6 +182,19 @@ def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Call
     return patch
 
 
+#: the most jobs a "free running" suggestion names in its text (its change lists every one)
+FREE_NAMED = 5
+
+
+def _free_text(chosen: list[str], queue_of: dict[str, str], freed: str) -> str:
+    named = ", ".join(f"{u} (queue {queue_of[u]})" for u in chosen[:FREE_NAMED])
+    if len(chosen) > FREE_NAMED:
+        queues = len({queue_of[u] for u in chosen})
+        named = (f"{len(chosen)} jobs in {queues} queue(s): {named} and {len(chosen) - FREE_NAMED} more "
+                 "(-o json lists them all)")
+    return f"free running {named}: {freed}"
+
+
 def free_jobs(uids: list[str]) -> Callable[[Snapshot], None]:
     """A patch: these jobs are gone (their pods free their nodes)."""
     def patch(snap: Snapshot) -> None:
@@ -414,8 +427,7 @@ class Search:
             queue_of = {js.uid: js.template.queue for js in self.state.jobs}
             cand = Suggestion(
                 kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
-                text="free running " + ", ".join(f"{u} (queue {queue_of[u]})" for u in sorted(chosen))
-                     + f": {fmt_res(natural(freed))}",
+                text=_free_text(sorted(chosen), queue_of, fmt_res(natural(freed))),
                 change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
                         "frees": natural(freed)})
             if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
