@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.cluster.model import JobInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.build import (
     KNOWN_KINDS,
@@ -309,12 +309,13 @@ class SchedulerCache:
         session).
 
         `keep=True` (a caller that runs session after session) hands out again the job objects of the
-        last snapshot whose every task runs, when nothing about them changed since: no event touched the
-        PodGroup, its pods or the PriorityClasses, the last session changed no task status
-        (`allocated_as_added` holds) nor the phase, and every node they run on is still there. What a
-        session records for itself on such a job (conditions, fit errors, the per-session task fields)
-        is cleared first; what plugins derived from it (`JobInfo.derive`) stays valid. At full load
-        nine jobs in ten qualify, and building them was most of a snapshot's cost.
+        last snapshot whose every task runs or waits, when nothing about them changed since: no event
+        touched the PodGroup, its pods or the PriorityClasses, the last session changed no task status
+        (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every node they run
+        on is still there. What a session records for itself on such a job (conditions, fit errors, the
+        per-session task fields, a waiting task's node-table row) is cleared first; what plugins derived
+        from it (`JobInfo.derive`) stays valid. At full load nine running jobs in ten qualify, and so
+        does a backlog that waits session after session; building them was most of a snapshot's cost.
         """
         rec = self.records
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
@@ -333,8 +334,9 @@ class SchedulerCache:
             podgroups = rec.podgroups
             for uid, ji in snap.jobs.items():
                 pg = podgroups.get(uid)
-                if (pg is not None and pg[1].phase is PodGroupPhase.RUNNING and ji.tasks
-                        and ji.counts.get(TaskStatus.RUNNING, 0) == len(ji.tasks)):
+                counts = ji.counts
+                if (pg is not None and ji.tasks and ji.phase is pg[1].phase
+                        and counts.get(TaskStatus.RUNNING, 0) + counts.get(TaskStatus.PENDING, 0) == len(ji.tasks)):
                     kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
@@ -346,7 +348,8 @@ class SchedulerCache:
         ji, stamp, pcv, removed = hit
         if stamp != self._stamp.get(uid, 0) or pcv != self._pc_version or not ji.allocated_as_added:
             return None
-        if ji.phase is not PodGroupPhase.RUNNING:
+        rec = self.records.podgroups.get(uid)
+        if rec is None or ji.phase is not rec[1].phase:
             return None
         if removed != self._node_deletions:
             for t in ji.tasks.values():
@@ -363,6 +366,9 @@ class SchedulerCache:
         for t in ji.tasks.values():
             if t.cols is not None:
                 t.cols = None
+            if t.status is TaskStatus.PENDING:
+                # a waiting task's row was made for the last table's columns; nothing rewrites it at open
+                t.vec = None
         return ji
 
     def pod_index(self) -> tuple[dict[str, list[str]], list[str], dict[str, int], int]:
