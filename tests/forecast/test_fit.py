@@ -187,10 +187,19 @@ def _never_settles() -> list[dict[str, Any]]:
 
 
 def test_a_forward_run_that_never_settles_stops_at_the_session_limit() -> None:
-    conf_text = CAPACITY.replace("  - name: conformance\n", "")
+    snap = snap_of(_never_settles())
+    conf = resolve_conf(snap, parse_conf(CAPACITY))
+    prepare(snap, conf)
+    state = start_state(snap, conf, NOW)
     with mock.patch.object(fsim, "FORWARD_SESSION_LIMIT", 300):
-        found, _ = suggestions(_never_settles(), "ns/t", conf_text)  # returns (it used to run for hours)
-    assert all(s.kind != "reservation" or s.change["start"] < 7 * 86400 for s in found)
+        sim = fsim.forecast_simulator(state, targets=("ns/t",), horizon=7 * 86400)
+        sim.run()
+        # the run stops at the limit, long before the horizon, without the job starting
+        assert sim.stopped_at_limit and sim.sessions == 300 and sim.now < 600
+        assert sim.jobs["ns/t"].first_start is None
+        # and the fit search that used to run for hours here returns
+        found, _ = suggestions(_never_settles(), "ns/t", CAPACITY)
+    assert found
 
 
 def test_a_long_list_of_jobs_to_free_is_named_in_short() -> None:
