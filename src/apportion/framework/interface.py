@@ -19,10 +19,9 @@ this module sits below `session.py` and the framework has no import cycle.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -31,6 +30,9 @@ from apportion.errors import InternalError
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
 from apportion.framework.queue_status import QueueStatus
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 #: entry-point groups another distribution can declare plugins and actions in
 PLUGIN_ENTRY_POINTS: Final = "apportion.plugins"
@@ -265,6 +267,10 @@ class _Registry(Generic[T]):
 
     def _entry_point(self, name: str) -> importlib.metadata.EntryPoint | None:
         if self.entry_points is None:
+            # imported here: reading installed distributions' metadata costs about a tenth of a
+            # second at start, and only a name nobody registered needs it
+            import importlib.metadata
+
             found = importlib.metadata.entry_points(group=self.group)
             # sorted so that two distributions offering one name resolve the same way every run
             self.entry_points = {}
