@@ -2,8 +2,9 @@
 jobs): every job's outcome and every series the recorder keeps, so a change that must not change what
 the simulator decides can be checked on a run of a minute or two.
 
-`python -m benchmarks.outcome_hash [JOBS]` (default 1,000) prints the hash, the sessions and events,
-and the wall and CPU seconds.
+`python -m benchmarks.outcome_hash [JOBS] [VARIANT]` (default 1,000 jobs, the benchmark's conf) prints
+the hash, the sessions and events, and the wall and CPU seconds; VARIANT names one of bench_simulation's
+RECLAIM_VARIANTS (`reclaim`, `reclaim+gangAtomic`, ...) to hash a run with reclaim on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 
 from apportion.cluster.model import TaskStatus
 from apportion.simulation.engine import simulate
-from benchmarks.bench_simulation import load
+from benchmarks.bench_simulation import RECLAIM_VARIANTS, load
 
 #: the task states as the hash has always spelt them (the simulator's own strings before they became
 #: TaskStatus), so hashes stay comparable across that change
@@ -23,9 +24,11 @@ _AS_HASHED = {TaskStatus.PENDING: "pending", TaskStatus.RUNNING: "running", Task
               TaskStatus.SUCCEEDED: "done"}
 
 
-def outcome_hash(jobs: int = 1000) -> dict[str, object]:
-    """Run the shape with `jobs` jobs; the first 16 hex digits of the SHA-256 of its outcome."""
-    sc = load(dict(jobs=jobs, queues=1000, parents=32, nodes=240, interarrival=0.5))
+def outcome_hash(jobs: int = 1000, variant: str = "no-reclaim") -> dict[str, object]:
+    """Run the shape with `jobs` jobs (and a RECLAIM_VARIANTS conf); the first 16 hex digits of the
+    SHA-256 of its outcome."""
+    sc = load(dict(jobs=jobs, queues=1000, parents=32, nodes=240, interarrival=0.5,
+                   variant=RECLAIM_VARIANTS[variant]))
     t0, c0 = time.perf_counter(), time.process_time()
     res = simulate(sc)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -44,4 +47,5 @@ def outcome_hash(jobs: int = 1000) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(outcome_hash(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)))
+    print(json.dumps(outcome_hash(int(sys.argv[1]) if len(sys.argv) > 1 else 1000,
+                                  sys.argv[2] if len(sys.argv) > 2 else "no-reclaim")))

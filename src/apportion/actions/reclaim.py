@@ -38,9 +38,12 @@ def execute(ssn: Session) -> None:
 
     # A popped queue serves all its starving jobs, in job order, before the next queue is popped (the
     # inner loop of Volcano's Execute). Volcano also pushes the queue back while jobs remain; those
-    # entries later pop with no job left and do nothing, so they are not made here.
-    while queues:
-        queue = pop_best(queues, ssn.queue_compare)
+    # entries later pop with no job left and do nothing, so they are not made here. Every queue with a
+    # running job is popped once: the picker (capacity's tree picker in tree mode) gives what the
+    # scan gives without comparing each pop against every queue left.
+    picker = ssn.queue_picker(queues)
+    while len(picker):
+        queue = picker.pop()
         if ssn.overused(queue):
             continue
         jobs = preemptors[queue.name]
