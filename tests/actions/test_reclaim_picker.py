@@ -1,6 +1,6 @@
-"""reclaim pops its queues through the session's picker (capacity's tree picker in tree mode): the same
-queues in the same order as the reference scan, so the same evictions and pipelines, on random trees
-where reclaim evicts across queues."""
+"""reclaim and preempt pop their queues through the session's picker (capacity's tree picker in tree
+mode): the same queues in the same order as the reference scan, so the same evictions and pipelines, on
+random trees where reclaim evicts across queues and preempt within them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 from apportion.framework.session import Session
 from apportion.plugins.capacity.picker import TreePicker
 
-from k8s import cycle, node, pod, podgroup, queue
+from k8s import cycle, node, pod, podgroup, priority_class, queue
 
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""
 CONF = """
 actions: "enqueue, allocate, reclaim, backfill"
 tiers:
@@ -29,7 +35,7 @@ def contended_trees(draw: Any) -> list[dict]:
     leaves run gangs that fill the nodes, others wait with gangs that can only start by reclaiming."""
     n_nodes = draw(st.integers(1, 4))
     objs: list[dict] = [node(f"n{i}", cpu=8, memory="32Gi") for i in range(n_nodes)]
-    objs.append(queue("root"))
+    objs += [queue("root"), priority_class("low", 10), priority_class("high", 1000)]
     interleave = draw(st.booleans())
     leaves: list[str] = []
     for p in range(draw(st.integers(1, 3))):
@@ -46,6 +52,7 @@ def contended_trees(draw: Any) -> list[dict]:
         q = draw(st.sampled_from(leaves))
         size = draw(st.integers(1, 3))
         cpu = draw(st.sampled_from([1, 2]))
+        pc = draw(st.sampled_from(["", "low", "high"]))
         if draw(st.booleans()):
             # running, where it fits (the dump must be a cluster that could exist)
             spots = []
@@ -60,12 +67,12 @@ def contended_trees(draw: Any) -> list[dict]:
                     free[at] += cpu
                 continue
             objs.append(podgroup(f"g{g}", queue=q, min_member=size, phase="Running",
-                                 min_resources={"cpu": str(size * cpu)}))
+                                 min_resources={"cpu": str(size * cpu)}, priority_class=pc))
             objs += [pod(f"g{g}-{t}", f"g{g}", cpu=cpu, memory="1Gi", node_name=f"n{at}")
                      for t, at in enumerate(spots)]
         else:
             objs.append(podgroup(f"g{g}", queue=q, min_member=size, phase="Inqueue",
-                                 min_resources={"cpu": str(size * cpu)}))
+                                 min_resources={"cpu": str(size * cpu)}, priority_class=pc))
             objs += [pod(f"g{g}-{t}", f"g{g}", cpu=cpu, memory="1Gi") for t in range(size)]
     return objs
 
@@ -79,6 +86,17 @@ def test_reclaim_with_the_tree_picker_decides_as_with_the_scan(objs: list[dict],
     fast = cycle(objs, CONF).to_json()
     monkeypatch.setattr(Session, "fast_queue_pickers", False)
     assert fast == cycle(objs, CONF).to_json()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(objs=contended_trees())
+def test_preempt_with_the_tree_picker_decides_as_with_the_scan(objs: list[dict],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Session, "fast_queue_pickers", True)
+    fast = cycle(objs, PREEMPT_CONF).to_json()
+    monkeypatch.setattr(Session, "fast_queue_pickers", False)
+    assert fast == cycle(objs, PREEMPT_CONF).to_json()
 
 
 def test_reclaim_pops_its_queues_from_the_tree_picker(monkeypatch: pytest.MonkeyPatch) -> None:

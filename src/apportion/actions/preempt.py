@@ -42,8 +42,10 @@ def execute(ssn: Session) -> None:
         tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
         task_lists[job.uid] = tasks
 
-    while queues:
-        queue = pop_best(queues, ssn.queue_compare)
+    # each queue with a starving job popped once, through the picker (see reclaim)
+    picker = ssn.queue_picker(queues)
+    while len(picker):
+        queue = picker.pop()
         # between jobs
         jobs = preemptors[queue.name]
         while jobs:
