@@ -34,8 +34,8 @@ SHAPES = {
 }
 SMOKE = {"simulation-smoke": dict(jobs=100, queues=10, parents=2, nodes=12, interarrival=10)}
 #: the reclaim comparison's shape: the benchmark's at 1/25 (jobs, queues, nodes; 4 parents) and the same
-#: load (interarrival x 25), because the machine the numbers come from is shared and the full shape
-#: takes about 440 s without reclaim, and far longer with it (the oscillation multiplies the sessions)
+#: load (interarrival x 25): small enough to run every variant on a shared machine, and a shape where
+#: reclaim oscillates (at the full shape it evicts nothing)
 RECLAIM_SHAPE = {"simulation-600-jobs-40-queues": dict(jobs=600, queues=40, parents=4, nodes=10,
                                                         interarrival=12.5)}
 #: the reclaim variants compared: the benchmark's conf, with reclaim as Volcano does it, and with
@@ -48,11 +48,10 @@ RECLAIM_VARIANTS = {
     "reclaim+both": "reclaim|minRuntime: 600|gangAtomicVictims: true",
 }
 
-# No reclaim: with 1,000 leaves each deserves ~2 GPUs, less than one gang, so every gang makes its
-# queue reclaimable, and because an empty gang verdict passes the decision to the next tier (as in
-# Volcano) gangs get reclaimed and restart whole, back and forth between queues. That oscillation is
-# worth seeing in a what-if run, but a throughput benchmark dominated by it measures the
-# oscillation. Kueue's comparable test runs without preemption too.
+# No reclaim, as Kueue's comparable test runs without preemption. At this shape Volcano's reclaim
+# evicts nothing (measured on the full run, benchmarks/README.md): it would only add its pass to every
+# session. Where a few leaves share a parent (RECLAIM_SHAPE) gangs do get reclaimed and restart
+# whole, back and forth between queues; `--reclaim` measures that.
 CONF = """actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
