@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from apportion import resources
 from apportion.errors import InputError, QuantityError
+from apportion.kube import pods as pod_module
 from apportion.kube.fields import Fields
 from apportion.kube.pods import parse_pod
 from apportion.resources import Resource
@@ -80,3 +81,57 @@ def test_the_resource_memo_gives_a_fresh_parse(rl: dict[str, str], allow_negativ
     assert parse() == warm
     resources._PARSED.clear()
     assert parse() == warm
+
+
+_QTY = st.sampled_from(["1", "250m", "2Gi", "x", "-1", 3, 1.5, True])
+_SPECS = st.fixed_dictionaries({}, optional={
+    "containers": st.lists(st.fixed_dictionaries({"name": st.just("c")}, optional={
+        "resources": st.fixed_dictionaries({}, optional={"requests": st.dictionaries(
+            st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), _QTY, max_size=3)}),
+        "restartPolicy": st.just("Always")}), max_size=2),
+    "initContainers": st.lists(st.fixed_dictionaries({"resources": st.just({"requests": {"cpu": "2"}})}), max_size=1),
+    "priority": st.sampled_from([0, 7, 2**40, "high", True, 1.0]),
+    "priorityClassName": st.sampled_from(["", "pc", 5]),
+    "preemptionPolicy": st.sampled_from(["Never", "PreemptLowerPriority"]),
+    "nodeSelector": st.dictionaries(st.sampled_from(["zone", "gpu"]), st.sampled_from(["a", "b", 1]), max_size=2),
+    "tolerations": st.lists(st.fixed_dictionaries({"key": st.just("k")}, optional={
+        "operator": st.sampled_from(["Exists", "Equal", "Maybe"]), "effect": st.just("NoSchedule")}), max_size=2),
+    "schedulingGates": st.lists(st.just({"name": "g"}), max_size=1),
+    "schedulerName": st.sampled_from(["volcano", "default-scheduler"]),
+    "affinity": st.just({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}),
+})
+
+
+def _parsed(obj: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        ps = parse_pod(Fields(obj, "d.json"))
+    except InputError as e:
+        return "error", str(e)
+    t = ps.task
+    return "ok", (ps.key, ps.scheduler, ps.group, t.resreq.cpu, t.resreq.memory, sorted(t.resreq.scalars.items()),
+                  t.priority, t.raw_priority, t.priority_class_name, t.preempt_never, t.gated, t.node_name,
+                  t.node_selector, t.required_terms, t.preferred_terms, t.tolerations, t.nonzero_cpu, t.nonzero_memory)
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=_SPECS, others=st.lists(_SPECS, max_size=3),
+       nodes=st.lists(st.sampled_from(["", "n1", "n2"]), min_size=2, max_size=3))
+def test_the_spec_memo_gives_a_fresh_parse(base: dict[str, Any], others: list[dict[str, Any]],
+                                           nodes: list[str]) -> None:
+    """Pods of a few specs (each on different nodes, under different names) parse as each would alone,
+    errors named for each pod, and no two tasks share what a task may change. The other specs are the
+    first with one field changed: a memo blind to that field would hand out the first's parts."""
+    specs = [base] + [{**base, k: v} for other in others for k, v in list(other.items())[:1]]
+    pods_ = [{"kind": "Pod", "metadata": {"name": f"p{si}-{i}", "namespace": "n"},
+              "spec": {**spec, **({"nodeName": n} if n else {})}}
+             for si, spec in enumerate(specs) for i, n in enumerate(nodes)]
+    cold = []
+    for p in pods_:
+        pod_module._SPEC_MEMO.clear()
+        cold.append(_parsed(p))
+    pod_module._SPEC_MEMO.clear()
+    assert [_parsed(p) for p in pods_] == cold  # later pods of a spec read the memo
+    if cold[0][0] == "ok":
+        a, b = (parse_pod(Fields(p, "d.json")).task for p in pods_[:2])
+        assert a.resreq is not b.resreq and a.node_selector is not b.node_selector

@@ -4,7 +4,9 @@ pod without a group)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from apportion.cluster.model import (
     NodeSelectorRequirement,
@@ -178,6 +180,71 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
+class _SpecParts(NamedTuple):
+    """What a task takes from its pod's `spec`, nodeName aside."""
+
+    request: Resource
+    nonzero_cpu: float
+    nonzero_memory: float
+    raw_priority: int | None
+    priority: int
+    preempt_never: bool
+    required: tuple[NodeSelectorTerm, ...] | None
+    preferred: tuple[PreferredTerm, ...]
+    gated: bool
+    priority_class_name: str
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
+    scheduler: str
+
+
+#: parsed specs by their bytes (nodeName left out). The pods of one job share a spec, so a dump's pods
+#: parse a spec per job; bounded, should a stream bring ever new specs.
+_SPEC_MEMO: dict[bytes, _SpecParts] = {}
+SPEC_MEMO_MAX = 4096
+
+
+def _spec_parts(spec: Fields) -> _SpecParts:
+    """The spec's parts, parsed (InputError naming the field when one is malformed)."""
+    req, nz_cpu, nz_mem = _spec_request(spec)
+    prio_raw = spec.get("priority")
+    if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
+        raise spec.fail("priority", f"expected an integer, got {shown(prio_raw)}")
+    priority = 1 if prio_raw is None else spec.int32("priority", prio_raw)
+    required, preferred = _affinity(spec)
+    return _SpecParts(req, nz_cpu, nz_mem, prio_raw, priority, spec.str_("preemptionPolicy", "") == "Never",
+                      required, preferred, bool(spec.list_("schedulingGates")), spec.str_("priorityClassName", ""),
+                      spec.str_map("nodeSelector"), _tolerations(spec), spec.str_("schedulerName", ""))
+
+
+def _spec_key(raw: Any) -> bytes | None:
+    """The bytes a spec is memoised by (orjson keeps 1, 1.0 and true apart, as parsing does), or None
+    when it cannot be told by them (then it is parsed)."""
+    if type(raw) is not dict:
+        return None
+    if "nodeName" in raw:
+        raw = {k: v for k, v in raw.items() if k != "nodeName"}
+    try:
+        return orjson.dumps(raw)
+    except (TypeError, orjson.JSONEncodeError):  # a key that is not a string, an integer past 64 bits
+        return None
+
+
+def spec_parts(spec: Fields) -> _SpecParts:
+    """`_spec_parts`, through the memo. Only a spec that parsed is kept, so a malformed one is reported
+    for every pod that carries it, each under its own name."""
+    key = _spec_key(spec.data)
+    if key is None:
+        return _spec_parts(spec)
+    parts = _SPEC_MEMO.get(key)
+    if parts is None:
+        parts = _spec_parts(spec)
+        if len(_SPEC_MEMO) >= SPEC_MEMO_MAX:
+            _SPEC_MEMO.clear()
+        _SPEC_MEMO[key] = parts
+    return parts
+
+
 def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     """A Pod into its task. With `node_names`, a pod on a node not among them is an error (a dump must
     be whole; for a stream, assembly leaves such a pod out)."""
@@ -194,11 +261,8 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     status = _task_status(phase, deleting, node)
     annotations = meta.str_map("annotations")
     labels = meta.str_map("labels")
-    req, nz_cpu, nz_mem = _spec_request(spec)
-    prio_raw = spec.get("priority")
-    if prio_raw is not None and (isinstance(prio_raw, bool) or not isinstance(prio_raw, int)):
-        raise spec.fail("priority", f"expected an integer, got {shown(prio_raw)}")
-    priority = 1 if prio_raw is None else spec.int32("priority", prio_raw)
+    parts = spec_parts(spec)
+    priority = parts.priority
     tp = annotations.get(TASK_PRIORITY_KEY)
     if tp is not None:
         try:
@@ -209,34 +273,32 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
             pass
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
     preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
-    policy = spec.str_("preemptionPolicy", "")
-    required, preferred = _affinity(spec)
-    gates = spec.list_("schedulingGates")
     task = TaskInfo(
         uid=uid,
         name=name,
         namespace=ns,
         job="",
-        resreq=req,
+        # the memo's objects are shared by every pod of the spec: what a task may change is its own
+        resreq=parts.request.clone(),
         status=status,
         node_name=node,
         priority=priority,
-        raw_priority=0 if prio_raw is None else int(prio_raw),
-        priority_class_name=spec.str_("priorityClassName", ""),
+        raw_priority=0 if parts.raw_priority is None else int(parts.raw_priority),
+        priority_class_name=parts.priority_class_name,
         preemptable=preemptable,
-        preempt_never=policy == "Never",
+        preempt_never=parts.preempt_never,
         role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
         creation=meta.str_("creationTimestamp", ""),
         start_time=st.str_("startTime", ""),
-        gated=bool(gates),
+        gated=parts.gated,
         labels=labels,
         annotations=annotations,
-        node_selector=spec.str_map("nodeSelector"),
-        required_terms=required,
-        preferred_terms=preferred,
-        tolerations=_tolerations(spec),
-        nonzero_cpu=nz_cpu,
-        nonzero_memory=nz_mem,
+        node_selector=dict(parts.node_selector),
+        required_terms=parts.required,
+        preferred_terms=parts.preferred,
+        tolerations=parts.tolerations,
+        nonzero_cpu=parts.nonzero_cpu,
+        nonzero_memory=parts.nonzero_memory,
     )
-    return PodSpec(key=key, task=task, scheduler=spec.str_("schedulerName", ""),
+    return PodSpec(key=key, task=task, scheduler=parts.scheduler,
                    group=annotations.get(GROUP_KEY) or "")
