@@ -358,6 +358,6 @@ def fits_under(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray
     gt, gv = window(*g, s, e)
     # every piece of the union starts at a time of f or of g (both start at s): g at f's times,
     # then f at g's times, cover all of them
-    if bool((gv[gt.searchsorted(ft, "right") - 1] < fv).any()):
+    if bool((gv.take(gt.searchsorted(ft, "right") - 1, axis=0) < fv).any()):
         return False
-    return not bool((gv < fv[ft.searchsorted(gt, "right") - 1]).any())
+    return not bool((gv < fv.take(ft.searchsorted(gt, "right") - 1, axis=0)).any())
