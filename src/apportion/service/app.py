@@ -78,6 +78,8 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc.collector.start()
+        svc.loop.between_ticks = svc.collector.settle
         tasks = [asyncio.create_task(svc.loop.run_forever())] if svc.config.loop else []
         if player is not None:
             tasks.append(asyncio.create_task(player.run()))
@@ -89,6 +91,7 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             svc.close()
+            svc.collector.stop()
 
     app = FastAPI(title="apportion", summary="Volcano's queue scheduling and YARN's reservation system",
                  lifespan=lifespan)
