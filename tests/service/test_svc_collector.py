@@ -28,7 +28,7 @@ def test_settle_freezes_then_collects_once_the_frozen_objects_grew(monkeypatch):
     try:
         c.start()
         base = c.alive_after_full
-        assert base == gc.get_freeze_count() > 0
+        assert base == c.frozen == gc.get_freeze_count() > 0
         gone = _garbage_cycle()
         c.settle()  # not grown enough: the cycle is frozen with everything else, not collected
         assert gone() is not None
@@ -37,7 +37,7 @@ def test_settle_freezes_then_collects_once_the_frozen_objects_grew(monkeypatch):
         c.settle()
         assert c.full_collections == 1
         assert gone() is None
-        assert c.alive_after_full == gc.get_freeze_count() > 2 * base
+        assert c.alive_after_full == c.frozen == gc.get_freeze_count() > 2 * base
         assert len(kept) == base + 10
     finally:
         c.stop()

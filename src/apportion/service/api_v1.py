@@ -112,7 +112,7 @@ async def status(request: Request) -> Response:
     """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration and the
     last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed and
     jobs run in them; and the cycle collector: full collections (Python's own, and those the server's
-    schedule ran) and the objects frozen out of collections."""
+    schedule ran)."""
     svc = _svc(request)
     loop = svc.loop
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
@@ -120,8 +120,7 @@ async def status(request: Request) -> Response:
                                "lastTickCpuMs": loop.last_tick_cpu_ms,
                                "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run},
                                "gc": {"fullCollections": gc.get_stats()[2]["collections"],
-                                      "scheduledFullCollections": svc.collector.full_collections,
-                                      "frozen": gc.get_freeze_count()}})
+                                      "scheduledFullCollections": svc.collector.full_collections}})
 
 
 # -- reservations (read-only here; YARN's endpoints write them) --------------------------------------

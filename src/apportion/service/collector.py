@@ -22,32 +22,43 @@ FLOOR = 200_000
 
 
 class Collector:
-    """Freezes what the server holds between ticks; a full collection when it has doubled."""
+    """Freezes what the server holds between ticks; a full collection when it has doubled.
+
+    The frozen objects are counted as they are frozen (the objects the collections still track,
+    `gc.get_objects()`, a tick's worth), never by `gc.get_freeze_count()`, which walks the whole
+    frozen list (13 ms for 300,000 objects on an idle core). Frozen objects freed
+    by reference counting stay in the count until the next full collection counts again, so a
+    full collection comes at the latest after as many objects as were alive after the last
+    one have been frozen."""
 
     def __init__(self) -> None:
+        #: objects alive after the last full collection, and frozen since (an upper bound)
         self.alive_after_full = 0
+        self.frozen = 0
         #: full collections run (the status reports it)
         self.full_collections = 0
         self.running = False
 
     def start(self) -> None:
         """Once the state is loaded: collect, then freeze everything (modules, app, plans)."""
-        gc.collect()
-        gc.freeze()
-        self.alive_after_full = gc.get_freeze_count()
+        self._full()
         self.running = True
 
     def settle(self) -> None:
         """Between ticks: freeze what is alive now, after a full collection if it is due."""
         if not self.running:
             return
+        self.frozen += len(gc.get_objects())
         gc.freeze()
-        if gc.get_freeze_count() > GROWTH * max(self.alive_after_full, FLOOR):
+        if self.frozen > GROWTH * max(self.alive_after_full, FLOOR):
             gc.unfreeze()
-            gc.collect()
+            self._full()
             self.full_collections += 1
-            gc.freeze()
-            self.alive_after_full = gc.get_freeze_count()
+
+    def _full(self) -> None:
+        gc.collect()
+        gc.freeze()
+        self.alive_after_full = self.frozen = gc.get_freeze_count()
 
     def stop(self) -> None:
         """At shutdown: the frozen objects go back to the collector."""
