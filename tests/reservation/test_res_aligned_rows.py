@@ -172,3 +172,15 @@ def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
             total += x
         want.append(total)
     assert aligned_arrays._sums(terms, first).tolist() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.lists(st.integers(-20, 60), max_size=25).map(sorted), min_size=1, max_size=4))
+def test_the_grid_counts_each_parts_times_as_a_search_does(parts):
+    """`_grid` (one stable merge) against the union of the parts and a binary search per part."""
+    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    g, at = aligned_arrays._grid(*arrays)
+    want = np.unique(np.concatenate(arrays))
+    assert g.tolist() == want.tolist()
+    for a, counts in zip(arrays, at):
+        assert counts.tolist() == a.searchsorted(want, "right").tolist()

@@ -33,10 +33,13 @@ if TYPE_CHECKING:
 
 Interval = tuple[int, int, Res]
 
-#: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
-#: position by position across all of them at once; a stage of this many candidates or fewer is
-#: evaluated on one grid, a candidate a run, and this many runs or fewer are sorted as a list
+#: this many windows or fewer are summed one by one (np.add.accumulate), more position by
+#: position; a stage of this many candidates or fewer is evaluated on one grid, a candidate a
+#: run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
+#: `_sums` goes on position by position while more than this many windows have a piece there,
+#: then sums those left one by one
+_FEW = 8
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -182,14 +185,15 @@ class ArrayWindows:
         first member (every candidate a run of its own when there are no fewer change points)."""
         lo, dur, count = self.lo, self.dur, self.count
         vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
-        changes = _union(lt[1:], inner_v) if inner_p is None else _union(lt[1:], inner_v, inner_p)
+        inner = (lt[1:], inner_v) if inner_p is None else (lt[1:], inner_v, inner_p)
+        changes = _union(*inner)
         if count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
             p0 = np.arange(count, dtype=np.int64)
             p1 = p0 + 1
             starts = lo + p0 * dur
-            g = _union(starts, changes)
+            g, at = _grid(starts, *inner)
             win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
@@ -198,14 +202,19 @@ class ArrayWindows:
             p0, p1 = edges[:-1], edges[1:]
             starts = lo + p0 * dur
             # one grid for both: every change point inside each run's first member, and its start
-            g, win = _inside(_union(starts, changes), starts, dur)
+            g, at = _grid(starts, *inner)
+            win = at[0] - 1
+            keep = np.flatnonzero((win >= 0) & (g < starts[np.maximum(win, 0)] + dur))
+            g, win, at = g[keep], win[keep], [a[keep] for a in at]
         self.p0s, self.p1s = p0, p1
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
-        # rows gathered with take: fancy indexing of a two-column array is many times slower
-        cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
-        free = vv.take(vt.searchsorted(g, "right") - 1, axis=0)
+        # every time of g lies in [lo, hi): the load's, the availability's and the placements' rows
+        # there are the count of their inner times at or before it (their first row is at or
+        # before lo); rows gathered with take: fancy indexing of a two-column array is many times slower
+        cv = lv.take(at[1], axis=0)
+        free = vv.take(at[2], axis=0)
         if inner_p is not None:
-            mine = pv.take(pt.searchsorted(g, "right") - 1, axis=0)
+            mine = pv.take(at[3], axis=0)
             cv = cv + mine
             free = free - mine
         self._fits(free, first)
@@ -430,19 +439,29 @@ def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.
     return window(t, v, s, e)
 
 
-def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray, np.ndarray]:
-    """The times (sorted, every start among them) that fall inside a window `[start, start + dur)`,
-    and the index of that window for each."""
-    win = starts.searchsorted(times, "right") - 1
-    keep = (win >= 0) & (times < starts[np.maximum(win, 0)] + dur)
-    return times[keep], win[keep]
+def _grid(*parts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The sorted distinct times of sorted parts, and for each part how many of its times lie at
+    or before each of them (`part.searchsorted(grid, "right")`, the reference): one stable merge
+    of the parts, where a binary search per time and part cost several times more. The counts
+    are int32 running sums (a part of over 2**31 times is not a stage's)."""
+    x = np.concatenate(parts)
+    tag = np.repeat(np.arange(len(parts), dtype=np.int8), [len(p) for p in parts])
+    order = np.argsort(x, kind="stable")
+    x = x[order]
+    tag = tag[order]
+    # the last of equal times: every part's times there are counted
+    last = np.empty(len(x), dtype=bool)
+    last[-1:] = True
+    np.not_equal(x[1:], x[:-1], out=last[:-1])
+    keep = np.flatnonzero(last)
+    return x[keep], [np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
 
 
 def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
     from 0.0, as a walk adds them: a few windows each with np.add.accumulate (which never
-    regroups), many position by position across the windows that have that many pieces, and
-    there a window with very many pieces again with np.add.accumulate."""
+    regroups), many position by position across the windows that have a piece there, until
+    only a few are left, which go on each with np.add.accumulate."""
     n = len(first)
     if n <= _POSITIONS:
         b = [*first.tolist(), len(terms)]
@@ -450,20 +469,18 @@ def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     bounds = np.append(first, len(terms))
     total = np.zeros(n, dtype=np.float64)
     sizes = np.diff(bounds)
-    longest = int(sizes.max())
     # every window has a first piece; the windows with more than j pieces are found among those
     # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
-    # time cost more than the additions)
+    # time cost more than the additions), and the last few go on one by one
     total += terms[first]
     has = np.flatnonzero(sizes > 1)
     j = 1
-    while len(has) and j < _POSITIONS:
+    while len(has) > _FEW:
         total[has] += terms[first[has] + j]
         j += 1
         has = has[sizes[has] > j]
-    if longest > _POSITIONS:
-        for w in np.flatnonzero(sizes > _POSITIONS).tolist():
-            total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + _POSITIONS:bounds[w + 1]])))[-1]
+    for w in has.tolist():
+        total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + j:bounds[w + 1]])))[-1]
     return total
 
 
