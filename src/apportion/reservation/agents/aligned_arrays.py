@@ -184,7 +184,7 @@ class ArrayWindows:
         """Many candidates: those between two change points are runs, evaluated through their
         first member (every candidate a run of its own when there are no fewer change points)."""
         lo, dur, count = self.lo, self.dur, self.count
-        vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
+        vv, pv = self.vv, self.pv
         inner = (lt[1:], inner_v) if inner_p is None else (lt[1:], inner_v, inner_p)
         changes = _union(*inner)
         if count <= len(changes):
