@@ -93,8 +93,10 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
             svc.close()
             svc.collector.stop()
 
+    # FastAPI's native OpenTelemetry asks the global providers on every request; the service's
+    # metrics are Prometheus' (/metrics), and nothing here configures OpenTelemetry
     app = FastAPI(title="apportion", summary="Volcano's queue scheduling and YARN's reservation system",
-                 lifespan=lifespan)
+                 lifespan=lifespan, telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.service = svc
     app.state.signer = CookieSigner(_secret(svc))
 
