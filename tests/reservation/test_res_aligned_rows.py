@@ -11,11 +11,13 @@ the walk over (availability - placements) finds a negative component. Random loa
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apportion.reservation.agents import aligned, aligned_arrays
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
+from apportion.reservation.agents.sorted_runs import SortedRuns
 from apportion.reservation.resmath import Calculator
 from apportion.reservation.steparrays import arrays_of, window
 from apportion.reservation.stepfn import StepFunction, segments
@@ -129,3 +131,56 @@ def test_the_check_after_a_placement_reads_the_instant_where_the_candidate_ends(
     assert w.negative(10, 20)
     w.add(0, 1)
     assert w.negative(0, 10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 3).map(lambda c: c / 4), st.integers(-50, 50), st.integers(0, 9),
+                               st.integers(1, 4)), max_size=80),
+       reads=st.lists(st.integers(-100, 100), max_size=12))
+def test_sorted_runs_hand_out_the_sorted_list(rows, reads):
+    """`SortedRuns` (tuples made a chunk at a time when read) against the list it replaces."""
+    costs = np.array([c for c, _k, _p, _f in rows], dtype=np.float64)
+    key = np.array([k for _c, k, _p, _f in rows], dtype=np.int64)
+    p0 = np.array([p for _c, _k, p, _f in rows], dtype=np.int64)
+    fits = np.array([f for _c, _k, _p, f in rows], dtype=np.int64)
+    order = np.lexsort((key, costs))
+    want = list(zip(costs[order].tolist(), key[order].tolist(), p0[order].tolist(), (p0 + 1)[order].tolist(),
+                    fits[order].tolist()))
+    runs = SortedRuns(order, costs, key, p0, p0 + 1, fits)
+    assert len(runs) == len(want)
+    for i in reads:
+        if -len(want) <= i < len(want):
+            assert runs[i] == want[i]
+        else:
+            with pytest.raises(IndexError):
+                runs[i]
+    assert list(runs) == want
+    assert runs[1:7] == want[1:7]
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=60), seed=st.integers(0, 1000))
+def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
+    """`_sums` against each window's terms added one after the other from 0.0 in Python."""
+    rng = np.random.default_rng(seed)
+    terms = rng.random(sum(sizes)) * 10.0 ** rng.integers(-8, 8, sum(sizes))
+    first = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+    want = []
+    for i, n in zip(first.tolist(), sizes):
+        total = 0.0
+        for x in terms[i:i + n].tolist():
+            total += x
+        want.append(total)
+    assert aligned_arrays._sums(terms, first).tolist() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.lists(st.integers(-20, 60), max_size=25).map(sorted), min_size=1, max_size=4))
+def test_the_grid_counts_each_parts_times_as_a_search_does(parts):
+    """`_grid` (one stable merge) against the union of the parts and a binary search per part."""
+    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    g, at = aligned_arrays._grid(*arrays)
+    want = np.unique(np.concatenate(arrays))
+    assert g.tolist() == want.tolist()
+    for a, counts in zip(arrays, at):
+        assert counts.tolist() == a.searchsorted(want, "right").tolist()

@@ -33,7 +33,8 @@ window = st.tuples(st.integers(-5, 50), st.integers(0, 25))
 
 
 def _plan(policy: str, calc: str) -> InMemoryPlan:
-    pol = {"cot": CapacityOverTimePolicy(0.5, 1.0, T), "noc": NoOverCommitPolicy(), "none": NoPolicy()}[policy]
+    pol = {"cot": CapacityOverTimePolicy(0.5, 1.0, T), "cot-full": CapacityOverTimePolicy(1.0, 1.0, T),
+           "cot-over": CapacityOverTimePolicy(1.5, 1.0, T), "noc": NoOverCommitPolicy(), "none": NoPolicy()}[policy]
     return InMemoryPlan("dedicated", (8 * 1024, 8), step=1000, calculator=Calculator(calc), policy=pol,
                         max_periodicity=T)
 
@@ -72,7 +73,9 @@ def _reference(plan: InMemoryPlan, user: str, old, s: int, e: int, period: int):
         plan._avail_cache = None
 
 
-@pytest.mark.parametrize("policy", ["cot", "noc", "none"])
+# cot-full and cot-over: a per-user cap at or above the capacity, which the mirrored pass does not
+# read (it can never be below the free capacity while every load is non-negative)
+@pytest.mark.parametrize("policy", ["cot", "cot-full", "cot-over", "noc", "none"])
 @pytest.mark.parametrize("calc", ["default", "dominant"])
 @pytest.mark.parametrize("vector_min", [0, availability_module._VECTOR_MIN])
 @pytest.mark.parametrize("mirrors", [True, False])
@@ -114,6 +117,24 @@ def _check(policy, calc, res, outer, inner, period, mirrors=True) -> None:
             assert _answer_arrays(plan, user, old, s, e, period) == want_outer
             if si <= ei:
                 assert _answer_arrays(plan, user, old, si, ei, period) == want_inner
+
+
+@pytest.mark.parametrize("policy", ["cot-full", "cot-over"])
+def test_a_cap_at_the_capacity_is_read_once_a_load_was_negative(policy):
+    """A user's load above the plan's total (another user's negative load) makes the cap bind
+    even at the capacity: the mirrored pass must read the user's load then."""
+    plan = _plan(policy, "default")
+    plan._mirrored, plan._mirrors_off = True, False
+    plan.add_reservation(alloc(1, [(0, 10_000, (6 * 1024, 2))], user="alice"), is_recovering=True)
+    plan.add_reservation(alloc(2, [(2_000, 8_000, (-4 * 1024, -1))], user="bob"), is_recovering=True)
+    assert not plan._nonnegative
+    want = _reference(plan, "alice", None, 0, 12_000, 0)
+    assert _answer(plan, "alice", None, 0, 12_000, 0) == want
+    plan._avail_cache = None
+    assert _answer_arrays(plan, "alice", None, 0, 12_000, 0) == want
+    if policy == "cot-full":
+        # where bob's load is negative alice's cap (8 GiB - 6 GiB) is below the free memory (6 GiB)
+        assert want == [(0, (2048, 6)), (10_000, (8192, 8)), (12_001, (0, 0))]
 
 
 @pytest.mark.parametrize("vector_min", [0, availability_module._VECTOR_MIN])

@@ -29,6 +29,9 @@ from apportion.reservation.steparrays import (
     StepArrays,
     arrays_of,
     fits_under,
+    running,
+    running_merged,
+    running_one,
 )
 from apportion.reservation.stepfn import StepFunction, merge_pieces, segments
 
@@ -273,3 +276,18 @@ def _grow(bookings, threshold) -> None:
         assert (got is not None) == plan._mirrored
         if plan._mirrored:
             _in_sync(plan)
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=edits, s=st.integers(-80, 200), n=st.integers(0, 150))
+def test_one_source_sums_are_the_merged_sums(edits, s, n):
+    """`running_one` (one function read in one block: no merge) against `running_merged`."""
+    a = StepArrays()
+    for ps, _undo in edits:
+        a.add_pieces([(x, x + ln, (m, c)) for x, ln, m, c in ps], 1)
+    read = a.read(s, s + n)
+    want_t, want_v = running_merged(s, [(read, 0)], 2)
+    got_t, got_v = running_one(s, read)
+    assert got_t.tolist() == want_t.tolist()
+    assert got_v.tolist() == want_v.tolist()
+    assert running(s, [(read, 0)], 2)[1].tolist() == want_v.tolist()

@@ -51,6 +51,7 @@ class PlanAvailability:
     _version: int
     _avail_cache: _Availability | None
     _committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None
+    _nonnegative: bool
     _load_arrays: StepArrays
     _periodic_arrays: PeriodicStepArrays
     _user_arrays: dict[str, StepArrays]
@@ -147,6 +148,11 @@ class PlanAvailability:
         limit = self.policy.instantaneous_limit(cast("PlanView", self))
         if max(map(abs, cap + (limit or ZERO))) > MAX_VALUE:
             return None
+        if limit is not None and limit[0] >= cap[0] and self._nonnegative:
+            # limit - used >= capacity - committed wherever the user's load is part of a total
+            # of non-negative loads: the quota never wins the memory comparison below, so the
+            # user's load is not read (the service's default, instantaneousMaxCapacity 1.0)
+            limit = None
         end = e + 1
         sources = [(self._load_arrays.read(s, end), 0)]
         if not self._periodic_arrays.is_empty():

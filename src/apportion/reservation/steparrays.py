@@ -266,6 +266,31 @@ def running(s: int, sources: list[tuple[Read, int]], width: int) -> tuple[np.nda
     """Sums of functions read from the same s (`read`), source by source into columns
     `col, col + 1` of `width`: the distinct times where some value may change, and the running
     sums there (the changes summed in time order, as the scalar pass sums them)."""
+    if width == 2 and len(sources) == 1 and len(sources[0][0][1]) <= 1:
+        return running_one(s, sources[0][0])
+    return running_merged(s, sources, width)
+
+
+def running_one(s: int, read: Read) -> tuple[np.ndarray, np.ndarray]:
+    """`running` of one function read in one block (a plain `StepArrays.read`): its times are
+    already sorted and distinct, so the sums need neither a sort nor a merge of equal times. The
+    sums are taken along each component's own contiguous row (numpy's cumulative sum down the
+    columns of an (n, 2) array is several times slower); the answer is that array's transpose."""
+    first, blocks = read
+    t, d = blocks[0] if blocks else (_NO_TIMES, _NO_VALUES)
+    times = np.empty(len(t) + 1, dtype=np.int64)
+    times[0] = s
+    times[1:] = t
+    run = np.empty((2, len(t) + 1), dtype=np.int64)
+    run[:, 0] = first
+    run[:, 1:] = d.T
+    np.cumsum(run, axis=1, out=run)
+    return times, run.T
+
+
+def running_merged(s: int, sources: list[tuple[Read, int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`running` of any sources: their times merged (a stable sort), the changes summed in time
+    order, one row kept per distinct time (the reference for `running_one`)."""
     row = [0] * width
     parts = [np.array((s,), dtype=np.int64)]
     for (first, blocks), col in sources:
@@ -297,8 +322,10 @@ def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndar
     change[0] = bool(a[0, 0] != 0 or a[0, 1] != 0)
     # column by column: .any(axis=1) over two columns is three times slower
     np.logical_or(a[1:, 0] != a[:-1, 0], a[1:, 1] != a[:-1, 1], out=change[1:])
-    kt = t[change]
-    kv = a[change]
+    # rows taken by index: a boolean mask over the rows of a two-column array is several times slower
+    keep = np.flatnonzero(change)
+    kt = t[keep]
+    kv = a.take(keep, axis=0)
     if len(kv) and (kv[-1, 0] != 0 or kv[-1, 1] != 0):
         kt = np.append(kt, np.int64(end))
         kv = np.concatenate((kv, _ZERO_ROW))
@@ -331,6 +358,6 @@ def fits_under(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray
     gt, gv = window(*g, s, e)
     # every piece of the union starts at a time of f or of g (both start at s): g at f's times,
     # then f at g's times, cover all of them
-    if bool((gv[gt.searchsorted(ft, "right") - 1] < fv).any()):
+    if bool((gv.take(gt.searchsorted(ft, "right") - 1, axis=0) < fv).any()):
         return False
-    return not bool((gv < fv[ft.searchsorted(gt, "right") - 1]).any())
+    return not bool((gv < fv.take(ft.searchsorted(gt, "right") - 1, axis=0)).any())

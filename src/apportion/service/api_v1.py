@@ -12,6 +12,7 @@ ACLs on, a PodGroup or Pod needs `acl_submit_applications` on its queue, a Queue
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -110,13 +111,16 @@ async def snapshot(request: Request) -> Response:
 async def status(request: Request) -> Response:
     """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration and the
     last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed and
-    jobs run in them."""
+    jobs run in them; and the cycle collector: full collections (Python's own, and those the server's
+    schedule ran)."""
     svc = _svc(request)
     loop = svc.loop
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
                                "lastTickMs": loop.last_tick_ms, "maxTickMs": loop.max_tick_ms,
                                "lastTickCpuMs": loop.last_tick_cpu_ms,
-                               "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run}})
+                               "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run},
+                               "gc": {"fullCollections": gc.get_stats()[2]["collections"],
+                                      "scheduledFullCollections": svc.collector.full_collections}})
 
 
 # -- reservations (read-only here; YARN's endpoints write them) --------------------------------------

@@ -78,6 +78,8 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc.collector.start()
+        svc.loop.between_ticks = svc.collector.settle
         tasks = [asyncio.create_task(svc.loop.run_forever())] if svc.config.loop else []
         if player is not None:
             tasks.append(asyncio.create_task(player.run()))
@@ -89,9 +91,12 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             svc.close()
+            svc.collector.stop()
 
+    # FastAPI's native OpenTelemetry asks the global providers on every request; the service's
+    # metrics are Prometheus' (/metrics), and nothing here configures OpenTelemetry
     app = FastAPI(title="apportion", summary="Volcano's queue scheduling and YARN's reservation system",
-                 lifespan=lifespan)
+                 lifespan=lifespan, telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.service = svc
     app.state.signer = CookieSigner(_secret(svc))
 

@@ -27,6 +27,7 @@ from apportion.reservation.api import Response
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
 from apportion.service.auth import Acls, QueueMeta, Refusal, Refused
+from apportion.service.collector import Collector
 from apportion.service.confwatch import ConfWatch, hierarchical
 from apportion.service.db import default_url, make_engine, migrate
 from apportion.service.live import LiveView
@@ -137,6 +138,8 @@ class Service:
         # agreeing (a tick whose session refused the conf): they never undo the jobs grouped with it
         self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError))
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
+        #: the cycle collector's schedule while the server runs (started by the app's lifespan)
+        self.collector = Collector()
 
     # -- loading and recovery -------------------------------------------------------------------
     def _load(self) -> None:

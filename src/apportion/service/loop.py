@@ -296,6 +296,8 @@ class SchedulingLoop:
         self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
+        #: run on the event loop after every tick (the server sets its cycle collector's schedule)
+        self.between_ticks: Callable[[], None] = lambda: None
 
     def tick(self) -> None:
         """One period: completions, plan followers, one session on the cache, everything committed."""
@@ -393,6 +395,7 @@ class SchedulingLoop:
                 if self.last_error is not None:
                     log.warning("scheduling ticks succeed again")
                     self.last_error = None
+            self.between_ticks()
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))
 
     def failed(self, e: Exception) -> None:

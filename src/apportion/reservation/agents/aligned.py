@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
@@ -79,7 +79,7 @@ class Windows(Protocol):
     dur: int
     count: int
 
-    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+    def runs(self, left: bool) -> Sequence[tuple[float, int, int, int, int]]:
         """(cost, end key, p0, p1, fit), ascending: the candidates cut into runs `[p0, p1)` whose
         members have the same cost and fit (evaluated as trunk evaluates every candidate when the
         stage starts), only those that fit a gang. The end key is that of the run's member taken

@@ -17,13 +17,13 @@ term by term here as the walk does); fits are exact integer floor divisions.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from apportion.reservation.agents.sorted_runs import RunEntry, SortedRuns
 from apportion.reservation.resmath import Res, rmul
 from apportion.reservation.steparrays import MAX_VALUE, window
 from apportion.reservation.stepfn import segments
@@ -33,10 +33,13 @@ if TYPE_CHECKING:
 
 Interval = tuple[int, int, Res]
 
-#: windows with more cost pieces than this are summed one by one (np.add.accumulate), the others
-#: position by position across all of them at once; a stage of this many candidates or fewer is
-#: evaluated on one grid, a candidate a run, and this many runs or fewer are sorted as a list
+#: this many windows or fewer are summed one by one (np.add.accumulate), more position by
+#: position; a stage of this many candidates or fewer is evaluated on one grid, a candidate a
+#: run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
+#: `_sums` goes on position by position while more than this many windows have a piece there,
+#: then sums those left one by one
+_FEW = 8
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -64,18 +67,16 @@ class ArrayWindows:
         self.cap32 = _f32(cap)
         self.gang_arr = _i64(gang)
         self.counts: dict[int, int] = {}  # gangs the stage placed, per candidate
-        # filled by make(): per run, its positions [p0, p1), cost and fit
-        self.p0: list[int] = []
-        self.p1: list[int] = []
+        # filled by make(): per run, its positions [p0, p1), cost and fit (arrays: a stage reads
+        # a few runs of thousands, so they are never made Python lists)
         self.p0s = self.p1s = _NO_TIMES
         self.costs = _NO_FLOATS
         self.fits = _NO_TIMES
-        self.fit_list: list[int] = []
         # (availability - earlier placements) at the pieces of the runs' first members, run r's at
         # rows bounds[r]:bounds[r + 1]; from it, per run when first asked, the per-component
         # minimum and the value at the run's start (a run longer than one candidate is constant)
         self.free = _NO_ROWS
-        self.bounds: list[int] = []
+        self.bounds = _NO_TIMES
         self.low: dict[int, tuple[int, int]] = {}
         self.start: dict[int, tuple[int, int]] = {}
         # the same at the instant hi (where the last candidate ends), read when first asked
@@ -86,7 +87,7 @@ class ArrayWindows:
         # lengths, rows first[r]:first[r + 1] (a longer run has one piece)
         self.cv = _NO_ROWS
         self.lens = _NO_FLOATS
-        self.first: list[int] = []
+        self.first = _NO_TIMES
         # the availability and the job's earlier placements (times, values), read to one past hi
         self.vt = self.pt = _NO_TIMES
         self.vv = self.pv = _NO_ROWS
@@ -141,9 +142,9 @@ class ArrayWindows:
         """A few candidates, every one a run of its own: one grid of all their change points."""
         lo, dur, count = self.lo, self.dur, self.count
         starts = np.arange(lo, lo + count * dur, dur, dtype=np.int64)
-        # (runs() sorts this many runs as a list: p0s and p1s stay unset)
-        self.p0 = list(range(count))
-        self.p1 = list(range(1, count + 1))
+        # (runs() sorts this many runs as a list)
+        self.p0s = np.arange(count, dtype=np.int64)
+        self.p1s = self.p0s + 1
         g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
         first = g.searchsorted(starts)
         cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
@@ -166,7 +167,8 @@ class ArrayWindows:
         lens[:-1] = g[1:] - g[:-1]
         lens[-1] = lo + count * dur - int(g[-1])
         self.cv, self.lens = cv, lens
-        self.first = bounds = [*first.tolist(), len(g)]
+        self.first = np.append(first, len(g))
+        bounds = self.first.tolist()
         rows = min(self.asks, _AHEAD)
         if rows <= 1 or rows * len(g) > _AHEAD_CELLS:
             self.costs = _sums(self._terms(cv, self.lens), first)
@@ -182,15 +184,16 @@ class ArrayWindows:
         """Many candidates: those between two change points are runs, evaluated through their
         first member (every candidate a run of its own when there are no fewer change points)."""
         lo, dur, count = self.lo, self.dur, self.count
-        vt, vv, pt, pv = self.vt, self.vv, self.pt, self.pv
-        changes = _union(lt[1:], inner_v) if inner_p is None else _union(lt[1:], inner_v, inner_p)
+        vv, pv = self.vv, self.pv
+        inner = (lt[1:], inner_v) if inner_p is None else (lt[1:], inner_v, inner_p)
+        changes = _union(*inner)
         if count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
             p0 = np.arange(count, dtype=np.int64)
             p1 = p0 + 1
             starts = lo + p0 * dur
-            g = _union(starts, changes)
+            g, at = _grid(starts, *inner)
             win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
@@ -199,14 +202,19 @@ class ArrayWindows:
             p0, p1 = edges[:-1], edges[1:]
             starts = lo + p0 * dur
             # one grid for both: every change point inside each run's first member, and its start
-            g, win = _inside(_union(starts, changes), starts, dur)
+            g, at = _grid(starts, *inner)
+            win = at[0] - 1
+            keep = np.flatnonzero((win >= 0) & (g < starts[np.maximum(win, 0)] + dur))
+            g, win, at = g[keep], win[keep], [a[keep] for a in at]
         self.p0s, self.p1s = p0, p1
-        self.p0, self.p1 = p0.tolist(), p1.tolist()
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
-        cv = lv[lt.searchsorted(g, "right") - 1]
-        free = vv[vt.searchsorted(g, "right") - 1]
+        # every time of g lies in [lo, hi): the load's, the availability's and the placements' rows
+        # there are the count of their inner times at or before it (their first row is at or
+        # before lo); rows gathered with take: fancy indexing of a two-column array is many times slower
+        cv = lv.take(at[1], axis=0)
+        free = vv.take(at[2], axis=0)
         if inner_p is not None:
-            mine = pv[pt.searchsorted(g, "right") - 1]
+            mine = pv.take(at[3], axis=0)
             cv = cv + mine
             free = free - mine
         self._fits(free, first)
@@ -214,14 +222,15 @@ class ArrayWindows:
         join = np.zeros(len(g), dtype=bool)
         join[1:] = (cv[1:, 0] == cv[:-1, 0]) & (cv[1:, 1] == cv[:-1, 1]) & (win[1:] == win[:-1])
         if join.any():
-            g, win, cv = g[~join], win[~join], cv[~join]
+            kept = np.flatnonzero(~join)
+            g, win, cv = g[kept], win[kept], cv.take(kept, axis=0)
             first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
         ends = starts[win] + dur
         nxt = np.empty(len(g), dtype=np.int64)
         nxt[:-1] = np.where(win[1:] == win[:-1], g[1:], ends[:-1])
         nxt[-1:] = ends[-1:]
         self.cv, self.lens = cv, (nxt - g).astype(np.float64)
-        self.first = [*first.tolist(), len(g)]
+        self.first = np.append(first, len(g))
         self.costs = _sums(self._terms(cv, self.lens), first)
 
     def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
@@ -232,9 +241,8 @@ class ArrayWindows:
         if self.dominant:
             per = np.minimum(per, free[:, 1] // self.gang[1])
         self.fits = np.minimum.reduceat(per, first)
-        self.fit_list = self.fits.tolist()
         self.free = free
-        self.bounds = [*first.tolist(), len(free)]
+        self.bounds = np.append(first, len(free))
 
     def _terms(self, values: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """calc.ratio(value, capacity) * length / step for every piece: each component cast to
@@ -258,24 +266,25 @@ class ArrayWindows:
         t /= self.step
         return t
 
-    def runs(self, left: bool) -> list[tuple[float, int, int, int, int]]:
+    def runs(self, left: bool) -> Sequence[RunEntry]:
         """See `Windows.runs` (aligned.py): sorted by cost and end key (a few runs as a list,
-        more in numpy; the end keys differ from run to run, so both orders are the same)."""
-        if len(self.p0) <= _POSITIONS:
+        more in numpy, handed out as `SortedRuns`; the end keys differ from run to run, so both
+        orders are the same)."""
+        if len(self.p0s) <= _POSITIONS:
             lo, dur = self.lo, self.dur
             out = [(c, lo + (a + 1) * dur if left else -(lo + b * dur), a, b, f)
-                   for c, a, b, f in zip(self.costs.tolist(), self.p0, self.p1, self.fit_list) if f > 0]
+                   for c, a, b, f in zip(self.costs.tolist(), self.p0s.tolist(), self.p1s.tolist(), self.fits.tolist())
+                   if f > 0]
             out.sort()
             return out
-        fit = self.fits > 0
+        fit = np.flatnonzero(self.fits > 0)
         costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
         key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
         order = np.lexsort((key, costs))
-        return list(zip(costs[order].tolist(), key[order].tolist(), p0[order].tolist(), p1[order].tolist(),
-                        self.fits[fit][order].tolist()))
+        return SortedRuns(order, costs, key, p0, p1, self.fits[fit])
 
     def _run(self, k: int) -> int:
-        return bisect_right(self.p0, k) - 1
+        return int(self.p0s.searchsorted(k, "right")) - 1
 
     def negative(self, x: int, y: int) -> bool:
         """See `Windows.negative`: the availability minus the placements (the job's earlier
@@ -311,7 +320,7 @@ class ArrayWindows:
         """Run r's per-component minimum of (availability - earlier placements)."""
         got = self.low.get(r)
         if got is None:
-            i, j = self.bounds[r], self.bounds[r + 1]
+            i, j = self.bounds[r:r + 2].tolist()
             m = self.free[i:j].min(axis=0).tolist() if j - i > 1 else self.free[i].tolist()
             got = self.low[r] = (m[0], m[1])
         return got
@@ -367,10 +376,9 @@ class ArrayWindows:
             if off == 0 and 0 <= j < len(sums):
                 return sums[j]
         r = self._run(k)
-        i = self.first[r]
-        j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
+        i, j = self._pieces(r)
         every = max(1, every)
-        rows = max(1, min(asks, _AHEAD, _AHEAD_CELLS // (j - i), -(-(self.fit_list[r] - n) // every)))
+        rows = max(1, min(asks, _AHEAD, _AHEAD_CELLS // (j - i), -(-(int(self.fits[r]) - n) // every)))
         if rows == 1:
             sums = [float(np.add.accumulate(self._terms(self.cv[i:j] + self.gang_arr * n, self.lens[i:j]))[-1])]
         else:
@@ -379,13 +387,17 @@ class ArrayWindows:
         self.ahead[k] = (n, every, sums)
         return sums[0]
 
+    def _pieces(self, r: int) -> tuple[int, int]:
+        """The rows of run r's first member's cost pieces (one for a run longer than one candidate)."""
+        i, j = self.first[r:r + 2].tolist()
+        return (i, i + 1) if int(self.p1s[r]) - int(self.p0s[r]) > 1 else (i, j)
+
     def cost_of(self, k: int, n: int) -> float:
         """Candidate k's cost with n of the stage's gangs on it: the reference for `cost`'s rows,
         its pieces summed one after the other in Python from calc.ratio."""
         assert self.ratio is not None
         r = self._run(k)
-        i = self.first[r]
-        j = i + 1 if self.p1[r] - self.p0[r] > 1 else self.first[r + 1]
+        i, j = self._pieces(r)
         total = 0.0
         for v, length in zip(self.cv[i:j].tolist(), self.lens[i:j].tolist()):
             total += self.ratio(tuple(a + g * n for a, g in zip(v, self.gang))) * length / self.step
@@ -393,7 +405,7 @@ class ArrayWindows:
 
     def fit(self, k: int) -> int:
         """See `Windows.fit`: floor((f - g n) / g) = floor(f / g) - n, piece by piece."""
-        return self.fit_list[self._run(k)] - self.counts.get(k, 0)
+        return int(self.fits[self._run(k)]) - self.counts.get(k, 0)
 
     def placed(self) -> list[Interval]:
         """See `Windows.placed`."""
@@ -427,19 +439,29 @@ def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.
     return window(t, v, s, e)
 
 
-def _inside(times: np.ndarray, starts: np.ndarray, dur: int) -> tuple[np.ndarray, np.ndarray]:
-    """The times (sorted, every start among them) that fall inside a window `[start, start + dur)`,
-    and the index of that window for each."""
-    win = starts.searchsorted(times, "right") - 1
-    keep = (win >= 0) & (times < starts[np.maximum(win, 0)] + dur)
-    return times[keep], win[keep]
+def _grid(*parts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The sorted distinct times of sorted parts, and for each part how many of its times lie at
+    or before each of them (`part.searchsorted(grid, "right")`, the reference): one stable merge
+    of the parts, where a binary search per time and part cost several times more. The counts
+    are int32 running sums (a part of over 2**31 times is not a stage's)."""
+    x = np.concatenate(parts)
+    tag = np.repeat(np.arange(len(parts), dtype=np.int8), [len(p) for p in parts])
+    order = np.argsort(x, kind="stable")
+    x = x[order]
+    tag = tag[order]
+    # the last of equal times: every part's times there are counted
+    last = np.empty(len(x), dtype=bool)
+    last[-1:] = True
+    np.not_equal(x[1:], x[:-1], out=last[:-1])
+    keep = np.flatnonzero(last)
+    return x[keep], [np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
 
 
 def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
     from 0.0, as a walk adds them: a few windows each with np.add.accumulate (which never
-    regroups), many position by position across the windows that have that many pieces, and
-    there a window with very many pieces again with np.add.accumulate."""
+    regroups), many position by position across the windows that have a piece there, until
+    only a few are left, which go on each with np.add.accumulate."""
     n = len(first)
     if n <= _POSITIONS:
         b = [*first.tolist(), len(terms)]
@@ -447,13 +469,18 @@ def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     bounds = np.append(first, len(terms))
     total = np.zeros(n, dtype=np.float64)
     sizes = np.diff(bounds)
-    longest = int(sizes.max())
-    for j in range(min(longest, _POSITIONS)):
-        has = np.flatnonzero(sizes > j)
+    # every window has a first piece; the windows with more than j pieces are found among those
+    # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
+    # time cost more than the additions), and the last few go on one by one
+    total += terms[first]
+    has = np.flatnonzero(sizes > 1)
+    j = 1
+    while len(has) > _FEW:
         total[has] += terms[first[has] + j]
-    if longest > _POSITIONS:
-        for w in np.flatnonzero(sizes > _POSITIONS).tolist():
-            total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + _POSITIONS:bounds[w + 1]])))[-1]
+        j += 1
+        has = has[sizes[has] > j]
+    for w in has.tolist():
+        total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + j:bounds[w + 1]])))[-1]
     return total
 
 
