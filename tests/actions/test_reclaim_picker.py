@@ -77,26 +77,16 @@ def contended_trees(draw: Any) -> list[dict]:
     return objs
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
-@given(objs=contended_trees())
-def test_reclaim_with_the_tree_picker_decides_as_with_the_scan(objs: list[dict],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Session, "fast_queue_pickers", True)
-    fast = cycle(objs, CONF).to_json()
-    monkeypatch.setattr(Session, "fast_queue_pickers", False)
-    assert fast == cycle(objs, CONF).to_json()
-
-
+@pytest.mark.parametrize("conf", [CONF, PREEMPT_CONF], ids=["reclaim", "preempt"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=contended_trees())
-def test_preempt_with_the_tree_picker_decides_as_with_the_scan(objs: list[dict],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evicting_actions_with_the_tree_picker_decide_as_with_the_scan(conf: str, objs: list[dict],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Session, "fast_queue_pickers", True)
-    fast = cycle(objs, PREEMPT_CONF).to_json()
+    fast = cycle(objs, conf).to_json()
     monkeypatch.setattr(Session, "fast_queue_pickers", False)
-    assert fast == cycle(objs, PREEMPT_CONF).to_json()
+    assert fast == cycle(objs, conf).to_json()
 
 
 def test_reclaim_pops_its_queues_from_the_tree_picker(monkeypatch: pytest.MonkeyPatch) -> None:
