@@ -41,6 +41,7 @@ from apportion.cluster.model import (
 )
 from apportion.framework.session import EventHandler, Session
 from apportion.resources import GPU
+from apportion.state import check
 
 #: the only field a node selector's matchFields may name.
 NODE_NAME_FIELD = "metadata.name"
@@ -150,6 +151,12 @@ class NodeIndex:
         self._taint_groups = [
             _TaintGroup(first[k], np.array(rows, dtype=np.int64)) for k, rows in groups.items()
         ]
+
+    def same_nodes(self, nodes: list[NodeInfo]) -> bool:
+        """Whether these nodes have the names, labels, taints and schedulability of the index's own."""
+        return len(nodes) == self.n and all(
+            (a.name, a.labels, a.taints, a.unschedulable) == (b.name, b.labels, b.taints, b.unschedulable)
+            for a, b in zip(self.nodes, nodes))
 
     # ------------------------------------------------------------------ labels
     def _key(self, key: str) -> _LabelKey:
@@ -325,13 +332,22 @@ class NodeView:
     _placed: dict[str, int] = field(init=False)
     _vectors: dict[str, np.ndarray] = field(init=False)
 
+    #: the node's rows by name, when the caller has them already (the node table's index)
+    row_of: dict[str, int] | None = None
+    #: (count, sums) to start from instead of adding up every node's tasks (see `session_node_view`)
+    start: tuple[np.ndarray, np.ndarray] | None = None
+
     def __post_init__(self) -> None:
         n = len(self.nodes)
-        self.count = np.zeros(n, dtype=np.int64)
-        self.sums = np.zeros((n, 5))
-        self._row_of = {node.name: i for i, node in enumerate(self.nodes)}
+        self._row_of = self.row_of if self.row_of is not None else {node.name: i for i, node in enumerate(self.nodes)}
         self._placed = {}
         self._vectors = {}
+        if self.start is not None:
+            self.count, self.sums = self.start
+            self.start = None
+            return
+        self.count = np.zeros(n, dtype=np.int64)
+        self.sums = np.zeros((n, 5))
         # what _apply(i, t, 1) does task by task, in one step (add.at sums a repeated row in order)
         rows = [i for i, node in enumerate(self.nodes) for _ in node.tasks]
         if rows:
@@ -375,15 +391,101 @@ class NodeView:
         self._apply(row, task, -1)
 
 
+#: the memo's entries: the last open's node view (`_CarriedView`) and node index (nodes key, index)
+VIEW_MEMO = "k8s.node-view"
+INDEX_MEMO = "k8s.node-index"
+_EXACT = float(2**53)
+
+
+@dataclass
+class _CarriedView:
+    """A node view as a session opened with it, before any event changed it (arrays never edited)."""
+
+    generation: int
+    count: np.ndarray
+    sums: np.ndarray
+
+
+def _exact(arr: np.ndarray) -> bool:
+    return bool(np.all(np.abs(arr) < _EXACT) and np.all(arr == np.floor(arr)))
+
+
+def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray] | None:
+    """The last open's view updated by the placements that changed since (`Session.open_delta`), or
+    None when it cannot be exact: no carried view of the open the delta starts from, a request that is
+    not an integer below 2**53, or a node whose task map holds fewer tasks than were placed on it (two
+    tasks with one key: the map keeps one)."""
+    delta = ssn.open_delta
+    memo = ssn.memo
+    held = memo.get(VIEW_MEMO) if memo is not None else None
+    if delta is None or not isinstance(held, _CarriedView) or held.generation != delta.since:
+        return None
+    count, sums = held.count.copy(), held.sums.copy()
+    for entries, sign in ((delta.removed, -1), (delta.added, 1)):
+        if not entries:
+            continue
+        rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+        reqs = np.array([view_of.requests(e[1]) for e in entries])
+        if not _exact(reqs):
+            return None
+        np.add.at(count, rows, sign)
+        np.add.at(sums, rows, reqs * sign)
+    if not np.array_equal(count, ssn.table.pod_count):
+        return None
+    return count, sums
+
+
 def session_node_view(ssn: Session) -> NodeView:
-    """The session's one NodeView, shared by predicates and nodeorder and kept current by one handler."""
+    """The session's one NodeView, shared by predicates and nodeorder and kept current by one handler.
+
+    A caller that carries a memo keeps the view as each session opened it; the next session starts
+    from it and the placements that changed (docs/semantics.md, cluster-state K10). The sums are
+    integers below 2**53, so their order cannot matter; anything else is added up in full. Under
+    `APPORTION_CHECK_STATE=1` a view so started is compared with one added up in full."""
     view = ssn.shared.get("node_view")
     if view is None:
-        view = NodeView(ssn.nodes)
+        start = _view_start(ssn, NodeView([], row_of={}))
+        view = NodeView(ssn.nodes, row_of=ssn.table.index, start=start)
+        if start is not None and check.enabled():
+            full = NodeView(ssn.nodes)
+            if not (np.array_equal(full.count, view.count) and np.array_equal(full.sums, view.sums)):
+                raise check.StateCheckError(f"{check.ENV}: a node view carried from the last session differs "
+                                            "from one added up in full")
+        generation = ssn.open_generation
+        if ssn.memo is not None:
+            if generation is not None and _exact(view.sums):
+                ssn.memo[VIEW_MEMO] = _CarriedView(generation, view.count.copy(), view.sums.copy())
+            else:
+                ssn.memo.pop(VIEW_MEMO, None)
         ssn.shared["node_view"] = view
         ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
     assert isinstance(view, NodeView)
     return view
+
+
+def session_node_index(ssn: Session) -> NodeIndex:
+    """The session's NodeIndex, shared by predicates and nodeorder; a caller that carries a memo keeps
+    it while the nodes are those of the last snapshot (`Snapshot.nodes_key`): it reads only the nodes'
+    names, labels, taints and schedulability, and the masks it caches are never written to."""
+    index = ssn.shared.get("node_index")
+    if index is None:
+        key = ssn.snapshot.nodes_key if ssn.memo is not None else None
+        held = ssn.memo.get(INDEX_MEMO) if ssn.memo is not None and key is not None else None
+        if held is not None and held[0] == key:
+            index = held[1]
+            if check.enabled() and not index.same_nodes(ssn.nodes):
+                raise check.StateCheckError(f"{check.ENV}: a node index carried from the last session reads "
+                                            "other nodes than this session's")
+        else:
+            index = NodeIndex(ssn.nodes)
+            if ssn.memo is not None:
+                if key is not None:
+                    ssn.memo[INDEX_MEMO] = (key, index)
+                else:
+                    ssn.memo.pop(INDEX_MEMO, None)
+        ssn.shared["node_index"] = index
+    assert isinstance(index, NodeIndex)
+    return index
 
 
 def pod_requests(t: TaskInfo) -> tuple[float, float, float, float, float]:
@@ -451,6 +553,7 @@ __all__ = [
     "floor_div",
     "go_div",
     "pod_requests",
+    "session_node_index",
     "session_node_view",
     "required_key",
     "selector_key",

@@ -111,6 +111,10 @@ class SchedulerCache:
         self._kept: dict[str, tuple[JobInfo, int, int, int]] = {}
         #: bumped by every Node deleted (a kept job is checked against the nodes only after one)
         self._node_deletions = 0
+        #: bumped by every change to a Node record (added, changed, deleted): with this cache's own
+        #: token, the snapshots' `nodes_key`
+        self._node_version = 0
+        self._token = object()
         #: the pods' index for `assemble_indexed`: per pod its arrival number (the order a full assembly
         #: visits pods in), the pods of this scheduler by the PodGroup they name, the other pods, and
         #: how many pods carry each uid (a shared uid needs `assemble`'s warnings)
@@ -147,6 +151,7 @@ class SchedulerCache:
             self._index_pod(key, ps)
         self.version += 1
         self.changes += 1
+        self._node_version += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -231,6 +236,8 @@ class SchedulerCache:
             self._stamp[key] = v
         elif kind == "PriorityClass":
             self._pc_version += 1
+        elif kind == "Node":
+            self._node_version += 1
 
     def _remove(self, kind: str, key: str, where: str) -> None:
         self._touch(kind, key, None)
@@ -329,6 +336,7 @@ class SchedulerCache:
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
+        snap.nodes_key = (self._token, self._node_version)
         if keep:
             kept: dict[str, tuple[JobInfo, int, int, int]] = {}
             podgroups = rec.podgroups
