@@ -1,6 +1,6 @@
-"""Property: a session opened from the last open's node side (framework/open_state.py) and the last
-node view (plugins/k8s_matching.py) has the node table, task maps, node view and nodeorder facts of a
-session opened in full, whatever the events and sessions in between (jobs kept, changed, gone; nodes
+"""Property: a session opened from the last open's node side (framework/open_state.py), the last node
+view (plugins/k8s_matching.py) and drf's last shares has the node table, task maps, node view, nodeorder
+facts and drf shares of a session opened in full, whatever the events and sessions in between (jobs kept, changed, gone; nodes
 added, changed, deleted; other schedulers' pods; GPUs; amounts that are not integers)."""
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ def _assert_as_full(ssn) -> None:  # type: ignore[no-untyped-def]
     for job in ssn.jobs.values():
         for t in job.tasks.values():
             assert t.initial_status is t.status
+    drf = next(p for o, p in ssn.plugins if o.name == "drf")
+    want = {uid: drf._sum_and_share(job) for uid, job in ssn.jobs.items()}
+    assert drf.shares == {uid: share for uid, (_, share) in want.items()}
+    assert {u: (a.cpu, a.memory, a.scalars) for u, a in drf.allocated.items()} == {
+        u: (a.cpu, a.memory, a.scalars) for u, (a, _) in want.items()}
 
 
 def _run(steps: list, monkeypatch: pytest.MonkeyPatch) -> int:

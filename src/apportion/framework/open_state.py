@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.node_table import NodeTable
 from apportion.resources import Resource
 from apportion.state import check
@@ -43,6 +43,10 @@ _EXACT = float(2**53)
 #: one placement: (row, task, kind, vector, job uid or None for an orphan, position of the task in its
 #: job or among the orphans)
 Entry = tuple[int, TaskInfo, str, np.ndarray, str | None, int]
+
+
+#: what the base holds of one job: the job, its version, its placements, its scalar names, its phase
+_Held = tuple[JobInfo, int, list[Entry], frozenset[str], PodGroupPhase]
 
 
 def node_kind(status: TaskStatus) -> str | None:
@@ -69,6 +73,11 @@ class OpenDelta:
     generation: int
     removed: list[Entry]
     added: list[Entry]
+    #: uids of the jobs of the last open that are not handed out unchanged (gone or changed), and of
+    #: this open's jobs that are new or changed; every other job is the last open's object, with the
+    #: task statuses (`JobInfo.version`) and phase it had then
+    gone: list[str]
+    changed: list[str]
 
 
 @dataclass
@@ -86,8 +95,8 @@ class OpenBase:
     #: per row, the placements in the full order, and the task map built from them
     rows: list[list[Entry]]
     node_tasks: list[dict[str, TaskInfo]]
-    #: per job uid: the job, its version at open, its placements and its scalar names
-    jobs: dict[str, tuple[JobInfo, int, list[Entry], frozenset[str]]]
+    #: per job uid: the job, its version and phase at open, its placements and its scalar names
+    jobs: dict[str, _Held]
     orphans: list[Entry]
     #: how many jobs list each scalar name
     scalar_counts: Counter[str]
@@ -156,8 +165,9 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     """Every task that occupies a node joins it, in job then task order, the orphans last; the node
     table takes them all in one vectorised step. Returns the base a next open may start from.
 
-    A task's node-table row (`vec`) depends only on its request and the table's columns; a kept task's
-    row from the last session over the memo is taken as it is while the columns are the same."""
+    A task's node-table row (`vec`) and compared columns (`cols`) depend only on its request and the
+    table's columns: those of a task handed out again are taken as they are while the columns are the
+    last session's over the memo, and cleared otherwise."""
     jobs = ssn.jobs
     names = {uid: job_scalar_names(j) for uid, j in jobs.items()}
     counts: Counter[str] = Counter()
@@ -172,6 +182,11 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     reuse_rows = memo is not None and memo.get(COLUMNS_MEMO) == columns
     if memo is not None:
         memo[COLUMNS_MEMO] = columns
+    if not reuse_rows:
+        # a task handed out again may carry a row and compared columns made for other columns
+        for job in jobs.values():
+            for t in job.tasks.values():
+                t.vec = t.cols = None
     node_by_name = ssn.node_by_name
     entries: list[Entry] = []
     per_job: dict[str, list[Entry]] = {}
@@ -202,10 +217,10 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         total.add(n.allocatable)
     # rebuild the per-job entries with their vectors
     at = 0
-    kept_jobs: dict[str, tuple[JobInfo, int, list[Entry], frozenset[str]]] = {}
+    kept_jobs: dict[str, _Held] = {}
     for uid, job in jobs.items():
         k = len(per_job[uid])
-        kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid])
+        kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid], job.phase)
         at += k
     base = OpenBase(nodes_key, columns, generation, table, total, node_scalars, rows, node_tasks, kept_jobs,
                     entries[at:], counts, list(jobs))
@@ -242,7 +257,7 @@ def _classify(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | Non
     kept: list[str] = []
     for uid, job in ssn.jobs.items():
         c = carried.get(uid)
-        if c is None or c[0] is not job or c[1] != job.version:
+        if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
             changed.append(uid)
         else:
             kept.append(uid)
@@ -330,11 +345,11 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             by_uid.setdefault(e[4], []).append(e)
     for uid in changed:
         job = ssn.jobs[uid]
-        jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid])
+        jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
     orphans = [e for e in added if e[4] is None]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, +counts, list(ssn.jobs))
-    return nxt, OpenDelta(base.generation, generation, removed, added)
+    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
 
 
 def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:

@@ -367,16 +367,11 @@ class SchedulerCache:
         ji.nodes_fit_errors.clear()
         ji.failed_roles.clear()
         ji.job_fit_errors = ""
-        # A session fills in vec and initial_status at open for every task of a kept job (each runs on a
-        # node it holds) and cols only for a task it compares, which the next table's columns may not
-        # fit; the rest a session writes to a task belongs to tasks it placed, evicted or pipelined,
-        # which would have cleared allocated_as_added
-        for t in ji.tasks.values():
-            if t.cols is not None:
-                t.cols = None
-            if t.status is TaskStatus.PENDING:
-                # a waiting task's row was made for the last table's columns; nothing rewrites it at open
-                t.vec = None
+        # A session fills in vec and initial_status at open for every task that holds a node, and vec
+        # and cols lazily for a task it compares: both follow from the request and the node table's
+        # columns, and session open clears them when the columns are not the last session's
+        # (framework/open_state.place_full). The rest a session writes to a task belongs to tasks it
+        # placed, evicted or pipelined, which would have cleared allocated_as_added.
         return ji
 
     def pod_index(self) -> tuple[dict[str, list[str]], list[str], dict[str, int], int]:
