@@ -46,6 +46,9 @@ NODE_DELETED_WITH_PODS = "node-deleted-with-pods"
 UNKNOWN_KIND = "unknown-kind"
 
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+#: a job whose every task is in one of these is handed out again while nothing changed it: a session
+#: changes no such task but by placing, evicting or pipelining it, which clears `allocated_as_added`
+_KEPT_STATUSES = (TaskStatus.RUNNING, TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 #: the metadata a pod's record is parsed from (kube.pods.parse_pod); of its status, phase and startTime
@@ -316,12 +319,12 @@ class SchedulerCache:
         session).
 
         `keep=True` (a caller that runs session after session) hands out again the job objects of the
-        last snapshot whose every task runs or waits, when nothing about them changed since: no event
-        touched the PodGroup, its pods or the PriorityClasses, the last session changed no task status
-        (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every node they run
-        on is still there. What a session records for itself on such a job (conditions, fit errors, the
-        per-session task fields, a waiting task's node-table row) is cleared first; what plugins derived
-        from it (`JobInfo.derive`) stays valid. At full load nine running jobs in ten qualify, and so
+        last snapshot whose every task runs, waits or has finished, when nothing about them changed
+        since: no event touched the PodGroup, its pods or the PriorityClasses, the last session changed
+        no task status (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every
+        node they run on is still there. What a session records for itself on such a job (conditions,
+        fit errors) is cleared first; the tasks' node-table rows stay (session open clears them when the
+        table's columns change), and what plugins derived from it (`JobInfo.derive`) stays valid. At full load nine running jobs in ten qualify, and so
         does a backlog that waits session after session; building them was most of a snapshot's cost.
         """
         rec = self.records
@@ -344,7 +347,7 @@ class SchedulerCache:
                 pg = podgroups.get(uid)
                 counts = ji.counts
                 if (pg is not None and ji.tasks and ji.phase is pg[1].phase
-                        and counts.get(TaskStatus.RUNNING, 0) + counts.get(TaskStatus.PENDING, 0) == len(ji.tasks)):
+                        and sum(counts.get(st, 0) for st in _KEPT_STATUSES) == len(ji.tasks)):
                     kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
