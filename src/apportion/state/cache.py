@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from apportion.cluster.model import JobInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.build import (
     KNOWN_KINDS,
@@ -118,6 +118,9 @@ class SchedulerCache:
         #: token, the snapshots' `nodes_key`
         self._node_version = 0
         self._token = object()
+        #: the NodeInfo objects of the last session-after-session snapshot, with the node version they
+        #: were built at: handed out again while no Node changed
+        self._node_infos: tuple[int, list[NodeInfo]] | None = None
         #: the pods' index for `assemble_indexed`: per pod its arrival number (the order a full assembly
         #: visits pods in), the pods of this scheduler by the PodGroup they name, the other pods, and
         #: how many pods carry each uid (a shared uid needs `assemble`'s warnings)
@@ -334,8 +337,11 @@ class SchedulerCache:
             for group in self._group_pods.keys() - rec.podgroups.keys():
                 loose.extend(self._group_pods[group].items())
             loose.sort(key=lambda kv: kv[1])
+            held = self._node_infos
+            nodes = held[1] if held is not None and held[0] == self._node_version else None
             snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
-                                    scheduler_names=self.scheduler_names, reuse=self._reuse)
+                                    scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
+            self._node_infos = (self._node_version, snap.nodes)
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
@@ -343,11 +349,13 @@ class SchedulerCache:
         if keep:
             kept: dict[str, tuple[JobInfo, int, int, int]] = {}
             podgroups = rec.podgroups
+            running, pending, succeeded, failed = _KEPT_STATUSES
             for uid, ji in snap.jobs.items():
                 pg = podgroups.get(uid)
                 counts = ji.counts
                 if (pg is not None and ji.tasks and ji.phase is pg[1].phase
-                        and sum(counts.get(st, 0) for st in _KEPT_STATUSES) == len(ji.tasks)):
+                        and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
+                        + counts.get(failed, 0) == len(ji.tasks)):
                     kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
