@@ -72,7 +72,7 @@ class DrfPlugin(Plugin):
         """Start from the last open's allocated sums and shares (a caller that carries a memo), taking
         out the jobs that left or changed and deriving those that are new or changed
         (`Session.open_delta`); every other job is the last open's object with its task statuses and
-        phase, so its derived value is the one held. False when there is no such last open or the
+        phase, so its derived value is the one held (docs/semantics.md, cluster state K11). False when there is no such last open or the
         cluster total differs."""
         delta = ssn.open_delta
         held = ssn.memo.get(MEMO) if ssn.memo is not None else None

@@ -114,6 +114,8 @@ class SchedulerCache:
         self._kept: dict[str, tuple[JobInfo, int, int, int]] = {}
         #: bumped by every Node deleted (a kept job is checked against the nodes only after one)
         self._node_deletions = 0
+        #: the uids `_reuse` handed out again in the snapshot being assembled
+        self._hits: list[str] = []
         #: bumped by every change to a Node record (added, changed, deleted): with this cache's own
         #: token, the snapshots' `nodes_key`
         self._node_version = 0
@@ -327,11 +329,15 @@ class SchedulerCache:
         no task status (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every
         node they run on is still there. What a session records for itself on such a job (conditions,
         fit errors) is cleared first; the tasks' node-table rows stay (session open clears them when the
-        table's columns change), and what plugins derived from it (`JobInfo.derive`) stays valid. At full load nine running jobs in ten qualify, and so
-        does a backlog that waits session after session; building them was most of a snapshot's cost.
+        table's columns change), and what plugins derived from it (`JobInfo.derive`) stays valid. At full
+        load nine running jobs in ten qualify, and so does a backlog that waits session after session;
+        building them was most of a snapshot's cost.
         """
         rec = self.records
+        self._hits = []
+        indexed = False
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
+            indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
             for group in self._group_pods.keys() - rec.podgroups.keys():
@@ -347,15 +353,28 @@ class SchedulerCache:
                             reuse=self._reuse if keep else None)
         snap.nodes_key = (self._token, self._node_version)
         if keep:
-            kept: dict[str, tuple[JobInfo, int, int, int]] = {}
-            podgroups = rec.podgroups
+            jobs = snap.jobs
+            if indexed:
+                # a job handed out again still qualifies (its task statuses are those it was built
+                # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
+                # jobs built now are tested
+                prev = self._kept
+                kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
+                candidates: Iterable[str] = jobs.keys() - kept.keys()
+            else:
+                kept = {}
+                candidates = jobs.keys()
+            podgroups, group_pods = rec.podgroups, self._group_pods
             running, pending, succeeded, failed = _KEPT_STATUSES
-            for uid, ji in snap.jobs.items():
+            for uid in candidates:
+                ji = jobs[uid]
                 pg = podgroups.get(uid)
                 counts = ji.counts
+                # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
+                # would have to take it in once that changes, which no stamp records
                 if (pg is not None and ji.tasks and ji.phase is pg[1].phase
                         and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
-                        + counts.get(failed, 0) == len(ji.tasks)):
+                        + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
                     kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
@@ -370,14 +389,18 @@ class SchedulerCache:
         rec = self.records.podgroups.get(uid)
         if rec is None or ji.phase is not rec[1].phase:
             return None
+        if self._shared_uids and any(self._uids[t.uid] > 1 for t in ji.tasks.values()):
+            return None  # a pod that arrived since with one of its uids may come first in a full assembly
         if removed != self._node_deletions:
             for t in ji.tasks.values():
                 if t.node_name not in nodes:
                     return None
+            self._kept[uid] = (ji, stamp, pcv, self._node_deletions)
         ji.conditions.clear()
         ji.nodes_fit_errors.clear()
         ji.failed_roles.clear()
         ji.job_fit_errors = ""
+        self._hits.append(uid)
         # A session fills in vec and initial_status at open for every task that holds a node, and vec
         # and cols lazily for a task it compares: both follow from the request and the node table's
         # columns, and session open clears them when the columns are not the last session's
