@@ -1,5 +1,5 @@
 """Property: a session opened from the last open's node side (framework/open_state.py), the last node
-view (plugins/k8s_matching.py) and drf's last shares has the node table, task maps, node view, nodeorder
+view (plugins/k8s_view.py) and drf's last shares has the node table, task maps, node view, nodeorder
 facts and drf shares of a session opened in full, whatever the events and sessions in between (jobs kept, changed, gone; nodes
 added, changed, deleted; other schedulers' pods; GPUs; amounts that are not integers)."""
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.open_state import OPEN_MEMO, differences
-from apportion.plugins.k8s_matching import NodeIndex, NodeView
+from apportion.plugins.k8s_matching import NodeIndex
+from apportion.plugins.k8s_view import NodeView
 from apportion.plugins.nodeorder import _NodeFacts
 from apportion.state import check
 from apportion.state.cache import SchedulerCache

@@ -38,17 +38,15 @@ from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
-from apportion.plugins.k8s_matching import (
+from apportion.plugins.k8s_matching import default_normalize, floor_div, take_rows
+from apportion.plugins.k8s_view import (
     NZ_CPU,
     NZ_MEM,
     REQ_CPU,
     REQ_GPU,
     REQ_MEM,
-    default_normalize,
-    floor_div,
     session_node_index,
     session_node_view,
-    take_rows,
 )
 from apportion.resources import GPU
 from apportion.state import check

@@ -39,11 +39,10 @@ from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
     required_key,
     selector_key,
-    session_node_index,
-    session_node_view,
     tolerated,
     tolerations_key,
 )
+from apportion.plugins.k8s_view import session_node_index, session_node_view
 
 REASON_POD_COUNT = "had too many pods (pods allocatable reached)"
 REASON_UNSCHEDULABLE = "were unschedulable"
