@@ -59,9 +59,6 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
-_node_kind = node_kind
-
-
 class Session(NodeChoice):
     """One scheduling session over one snapshot. A snapshot is consumed by the session that opens it."""
 
@@ -159,7 +156,7 @@ class Session(NodeChoice):
 
     def _move(self, task: TaskInfo, new: TaskStatus, node_name: str) -> None:
         """Change status and node placement together, keeping the node table and job counts current."""
-        old_kind = _node_kind(task.status)
+        old_kind = node_kind(task.status)
         if old_kind is not None and task.node_name:
             node = self.node_by_name[task.node_name]
             self.table.remove(node.index, self.task_vec(task), old_kind)
@@ -167,7 +164,7 @@ class Session(NodeChoice):
         job = self.jobs[task.job]
         job.set_status(task, new)
         task.node_name = node_name
-        new_kind = _node_kind(new)
+        new_kind = node_kind(new)
         if new_kind is not None and node_name:
             node = self.node_by_name[node_name]
             self.table.add(node.index, self.task_vec(task), new_kind)
