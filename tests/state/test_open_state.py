@@ -158,3 +158,35 @@ def test_a_changed_job_keeps_its_place_in_a_node_task_map(monkeypatch: pytest.Mo
              (ADDED, k8s.pod("b1", "g1", node_name="n0")), ("SESSION", None), ("SESSION", None),
              (ADDED, k8s.pod("a1", "g0", node_name="n0")), ("SESSION", None)]
     assert _run(steps, monkeypatch) == 2
+
+
+def test_state_kept_from_an_older_open_is_not_taken_for_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions without the node view after a full open lost the base: the view kept from before the
+    loss must not be taken for the last open's (generations are unique in the process)."""
+    monkeypatch.delenv(check.ENV, raising=False)
+    cache = SchedulerCache(report=lambda line: None)
+    _base(cache)
+    no_view = k8s.conf("enqueue, allocate", ["priority", "gang"], ["drf", "proportion"])
+    for i in range(4):
+        cache.apply(WatchEvent(ADDED, k8s.pod(f"p{i}", GROUPS[i], node_name=NODES[i])))
+
+    def session(conf, n: int, nodes_key: bool = True):  # type: ignore[no-untyped-def]
+        snap = cache.snapshot(keep=True)
+        snap.memo = cache.memo
+        if not nodes_key:
+            snap.nodes_key = None
+        ssn = open_session(snap, conf, session_id=f"s{n}")
+        if "node_view" in ssn.shared:
+            _assert_as_full(ssn)
+        run_session(ssn)
+
+    session(CONF, 1)
+    session(CONF, 2)  # the node view is kept from here
+    # as many pods on n0 as before, with other requests: only the sums tell the views apart
+    cache.apply(WatchEvent(DELETED, k8s.pod("p0", "g0", node_name="n0")))
+    cache.apply(WatchEvent(ADDED, k8s.pod("p7", "g2", node_name="n0", cpu=3)))
+    session(no_view, 3, nodes_key=False)  # the base is lost, the view is not rebuilt
+    session(no_view, 4)  # a full open again
+    session(no_view, 5)
+    cache.apply(WatchEvent(ADDED, k8s.pod("p9", "g1", node_name="n2")))
+    session(CONF, 6)  # starts from open 5, for which no view was kept

@@ -19,6 +19,7 @@ change reached; the relative order of the kept jobs is checked to be the last op
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +40,9 @@ OPEN_MEMO = "session.open"
 #: the memo's entry: the node table's columns of the last session over it (rows of kept tasks are kept)
 COLUMNS_MEMO = "session.node-columns"
 _EXACT = float(2**53)
+#: every open's generation, unique in the process: state kept from an open is matched to the open a
+#: delta starts from by it, also across memos and after a memo lost its base
+_GENERATIONS = itertools.count(1)
 
 #: one placement: (row, task, kind, vector, job uid or None for an orphan, position of the task in its
 #: job or among the orphans)
@@ -383,7 +387,7 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     memo = ssn.memo
     nodes_key = ssn.snapshot.nodes_key if memo is not None else None
     base: OpenBase | None = memo.get(OPEN_MEMO) if memo is not None else None
-    generation = base.generation + 1 if base is not None else 1
+    generation = next(_GENERATIONS)
     delta: OpenDelta | None = None
     step = None
     if base is not None and nodes_key is not None and base.nodes_key == nodes_key:
