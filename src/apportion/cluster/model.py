@@ -170,7 +170,7 @@ class TaskInfo:
     last_tx_status: TaskStatus | None = None
     #: set for the immutable predicate signature cache.
     predicate_key: Any = None
-    #: kube-scheduler's integer requests of the pod (k8s_matching.pod_requests), computed on first use:
+    #: kube-scheduler's integer requests of the pod (k8s_view.pod_requests), computed on first use:
     #: they follow from resreq and the non-zero requests, which a task never changes
     kube_requests: tuple[float, float, float, float, float] | None = None
 

@@ -49,6 +49,10 @@ class Snapshot:
     #: A caller that passes a memo replaces a QueueInfo that changes and never edits one in place:
     #: entries may be keyed by the object itself.
     memo: dict[str, Any] | None = None
+    #: with a memo: a value equal to the last snapshot's while the nodes (names, allocatable, labels,
+    #: taints, schedulability) are those of the last snapshot over the memo; None: unknown. Whoever
+    #: changes `nodes` after the snapshot was taken sets it to None.
+    nodes_key: Any = None
 
     def newest_time(self) -> datetime | None:
         """The newest creation or start time among the objects: the clock of a dump, which has none."""

@@ -103,7 +103,7 @@ class DumpObjects:
             ji.job_fit_errors = ""
             for ti in ji.tasks.values():
                 # a running task keeps its node-table row: session open places it and recomputes the
-                # row when the table's columns changed (Session._place_initial_tasks); any other task
+                # row when the table's columns changed (framework/open_state.place_full); any other task
                 # computes its row lazily, so it must not carry one from other columns
                 if ti.status is not TaskStatus.RUNNING or not ti.node_name:
                     ti.vec = None

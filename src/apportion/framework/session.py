@@ -13,10 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from apportion.cluster.model import (
-    ON_NODE_STATUSES,
     FitError,
     JobInfo,
     NodeInfo,
@@ -31,6 +28,7 @@ from apportion.framework.arguments import Arguments
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.node_choice import NodeChoice
+from apportion.framework.open_state import OpenDelta, node_kind, open_nodes
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
 from apportion.framework.queue_status import QueueStatus
@@ -61,27 +59,6 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
-def _scalar_names(job: JobInfo) -> frozenset[str]:
-    # kept on the job (JobInfo.derive): its tasks' requests do not change while it is kept
-    return frozenset(n for t in job.tasks.values() for n in t.resreq.scalars)
-
-
-def _node_kind(status: TaskStatus) -> str | None:
-    if status is TaskStatus.RELEASING:
-        return "releasing"
-    if status is TaskStatus.PIPELINED:
-        return "pipelined"
-    if status in ON_NODE_STATUSES:
-        return "used"
-    return None
-
-
-#: `_node_kind` of every status, for the loop over every task at open
-_KIND_OF = {st: _node_kind(st) for st in TaskStatus}
-#: the memo's entry: the node table's columns of the last session over it (see _place_initial_tasks)
-_COLUMNS_MEMO = "session.node-columns"
-
-
 class Session(NodeChoice):
     """One scheduling session over one snapshot. A snapshot is consumed by the session that opens it."""
 
@@ -107,15 +84,15 @@ class Session(NodeChoice):
         self.simulation_state_needed = "preempt" in self.enabled_actions and bool(
             conf.action_arguments("preempt").get("enableTopologyAwarePreemption", False)
         )
-        extra: set[str] = set()
-        for j in self.jobs.values():
-            extra.update(j.derive("scalar-names", None, functools.partial(_scalar_names, j)))
-        extra.update(n for t in snapshot.orphan_tasks for n in t.resreq.scalars)
-        self.table = NodeTable([n.name for n in self.nodes], [n.allocatable for n in self.nodes], extra)
-        self.total_resource = Resource()
-        for n in self.nodes:
-            self.total_resource.add(n.allocatable)
-        self._place_initial_tasks()
+        #: True while the nodes' task maps are shared with the memo's open state (copied before a change)
+        self.shared_node_tasks = False
+        self._own_rows: set[int] = set()
+        self.table: NodeTable
+        self.total_resource: Resource
+        #: the generation of the open state kept in the memo for this session (None: none kept), and
+        #: what changed since the last open over the memo (None: the node side was placed in full)
+        self.open_generation: int | None = None
+        self.open_delta: OpenDelta | None = open_nodes(self)
 
         ExtensionPoints.__init__(self)
         #: per point, the (tier, option, fn) list dispatchers walk; rebuilt when a plugin registers.
@@ -165,48 +142,6 @@ class Session(NodeChoice):
                 if t.status is TaskStatus.PENDING and not t.gated:
                     self.cycle_states[t.uid] = {}
 
-    # ================================================================= set-up
-    def _place_initial_tasks(self) -> None:
-        """Every task that occupies a node joins it, in job then task order, and the node table takes
-        them all in one vectorised step.
-
-        A task's node-table row (`vec`) depends only on its request and the table's columns. A caller
-        that carries a memo across sessions hands out unchanged jobs again with their tasks' rows from
-        the last session (SchedulerCache.snapshot(keep=True)); while the columns are those of the last
-        session over the memo, those rows are taken as they are."""
-        placed: list[TaskInfo] = []
-        rows: list[int] = []
-        kinds: list[str] = []
-        columns = tuple(self.table.columns)
-        memo = self.memo
-        rows_valid = memo is not None and memo.get(_COLUMNS_MEMO) == columns
-        if memo is not None:
-            memo[_COLUMNS_MEMO] = columns
-        node_by_name = self.node_by_name
-        kind_of = _KIND_OF
-        fresh: list[TaskInfo] = []
-        tasks = [t for job in self.jobs.values() for t in job.tasks.values()]
-        for t in tasks:
-            t.initial_status = t.status
-        for t in (*tasks, *self.snapshot.orphan_tasks):
-            kind = kind_of[t.status]
-            if kind is None or not t.node_name:
-                continue
-            node = node_by_name.get(t.node_name)
-            if node is None:
-                continue
-            node.tasks[t.key] = t
-            placed.append(t)
-            rows.append(node.index)
-            kinds.append(kind)
-            if not rows_valid or t.vec is None:
-                fresh.append(t)
-        if fresh:
-            for t, v in zip(fresh, self.table.vectors([t.resreq for t in fresh])):
-                t.vec = v
-        vecs = np.array([t.vec for t in placed]) if placed else np.zeros((0, len(columns)))
-        self.table.add_many(rows, vecs, kinds)
-
     # ================================================================= event handlers
     def add_event_handler(self, handler: EventHandler) -> None:
         """AddEventHandler: call the handler on every allocation and deallocation of this session."""
@@ -221,19 +156,26 @@ class Session(NodeChoice):
 
     def _move(self, task: TaskInfo, new: TaskStatus, node_name: str) -> None:
         """Change status and node placement together, keeping the node table and job counts current."""
-        old_kind = _node_kind(task.status)
+        old_kind = node_kind(task.status)
         if old_kind is not None and task.node_name:
             node = self.node_by_name[task.node_name]
             self.table.remove(node.index, self.task_vec(task), old_kind)
-            node.tasks.pop(task.key, None)
+            self._own_tasks(node).pop(task.key, None)
         job = self.jobs[task.job]
         job.set_status(task, new)
         task.node_name = node_name
-        new_kind = _node_kind(new)
+        new_kind = node_kind(new)
         if new_kind is not None and node_name:
             node = self.node_by_name[node_name]
             self.table.add(node.index, self.task_vec(task), new_kind)
-            node.tasks[task.key] = task
+            self._own_tasks(node)[task.key] = task
+
+    def _own_tasks(self, node: NodeInfo) -> dict[str, TaskInfo]:
+        """The node's task map, copied first while it is the memo's (framework/open_state.py)."""
+        if self.shared_node_tasks and node.index not in self._own_rows:
+            node.tasks = dict(node.tasks)
+            self._own_rows.add(node.index)
+        return node.tasks
 
     def do_allocate(self, task: TaskInfo, row: int) -> None:
         """Allocate the task on the row's node inside the session (Allocated; event handlers told)."""

@@ -163,14 +163,17 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
 
 def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], loose: Iterable[str], *,
                      scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
-                     reuse: Callable[[str, NodeNames], JobInfo | None]) -> Snapshot:
+                     reuse: Callable[[str, NodeNames], JobInfo | None],
+                     nodes: list[NodeInfo] | None = None) -> Snapshot:
     """What `assemble(rec, strict=False, reuse=reuse)` gives, visiting only the pods of the jobs that are
     not reused. The caller keeps the index: `group_pods[job uid]` holds, with their arrival numbers, the
     keys of the pods of this scheduler that name that PodGroup, and `loose` every other pod key (no
     PodGroup, another scheduler, a PodGroup the records lack). It promises that no two pods share a uid
     and that no pod that occupies a node names a node the records lack (the warnings of those cases are
-    `assemble`'s); the self-check compares the two (state/check.py)."""
-    snap, global_default = _begin(rec, False)
+    `assemble`'s); the self-check compares the two (state/check.py). `nodes`: the NodeInfo objects of
+    the last snapshot, handed out again (their task maps emptied) when the caller knows that the
+    records' nodes have not changed since."""
+    snap, global_default = _begin(rec, False, nodes)
     node_set = frozenset(n.name for n in snap.nodes)
     pods = rec.pods
     for uid, (_, pg) in rec.podgroups.items():
@@ -193,9 +196,9 @@ def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], 
     return snap
 
 
-def _begin(rec: Records, strict: bool) -> tuple[Snapshot, int | None]:
-    """A snapshot holding the records' priority classes, conf, nodes and queues; the global default
-    priority."""
+def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None) -> tuple[Snapshot, int | None]:
+    """A snapshot holding the records' priority classes, conf, nodes (`nodes` when given: the records'
+    nodes as built before) and queues; the global default priority."""
     snap = Snapshot()
     snap.warnings.extend(rec.warnings)
     global_default: int | None = None
@@ -215,10 +218,15 @@ def _begin(rec: Records, strict: bool) -> tuple[Snapshot, int | None]:
                                  f"the first ({texts[0][0]}) is used")
         where, text = texts[0]
         snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
-    specs = sorted((n for _, n in rec.nodes.values()), key=lambda n: n.name)
-    for i, n in enumerate(specs):
-        snap.nodes.append(NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
-                                   taints=n.taints, unschedulable=n.unschedulable))
+    if nodes is not None:
+        for node in nodes:
+            node.tasks = {}
+        snap.nodes = list(nodes)
+    else:
+        specs = sorted((n for _, n in rec.nodes.values()), key=lambda n: n.name)
+        for i, n in enumerate(specs):
+            snap.nodes.append(NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
+                                       taints=n.taints, unschedulable=n.unschedulable))
     for name, (_, q) in rec.queues.items():
         snap.queues[name] = q
     snap.ensure_queue(DEFAULT_QUEUE)

@@ -7,18 +7,34 @@ on drf's entry the plugin warns and runs flat (see docs/semantics.md).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import Any
 
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import EventHandler, Session
 from apportion.resources import Resource, dominant_share, share_terms
+from apportion.state import check
 
 SHARE_DELTA = 1e-6
 
 
 #: JobInfo.derive key: the job's allocated sum and dominant share, for the cluster total's share terms
 DERIVED = "drf.share"
+#: the memo's entry: the last open's sums and shares (`_Held`)
+MEMO = "drf.shares"
+
+
+@dataclass
+class _Held:
+    """drf's sums and shares as a session opened with them (dictionaries never edited afterwards; the
+    sums are the jobs' derived values, which drf copies before it changes one)."""
+
+    generation: int
+    terms: Any
+    allocated: dict[str, Resource]
+    shares: dict[str, float]
 
 
 class DrfPlugin(Plugin):
@@ -41,13 +57,51 @@ class DrfPlugin(Plugin):
         #: jobs whose `allocated` entry is drf's own: the others share the sum kept on the job (see
         #: JobInfo.derive) and are copied before the first change
         self._own: set[str] = set()
-        for uid, job in ssn.jobs.items():
-            a, share = job.derive(DERIVED, self._terms, functools.partial(self._sum_and_share, job))
-            self.allocated[uid] = a
-            self.shares[uid] = share
+        if not self._from_memo(ssn):
+            for uid, job in ssn.jobs.items():
+                self.allocated[uid], self.shares[uid] = self._derived(job)
+            self._to_memo(ssn)
         ssn.add_fn(ep.PREEMPTABLE, self.name, self.preemptable)
         ssn.add_fn(ep.JOB_ORDER, self.name, self.job_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def _derived(self, job: JobInfo) -> tuple[Resource, float]:
+        return job.derive(DERIVED, self._terms, functools.partial(self._sum_and_share, job))
+
+    def _from_memo(self, ssn: Session) -> bool:
+        """Start from the last open's allocated sums and shares (a caller that carries a memo), taking
+        out the jobs that left or changed and deriving those that are new or changed
+        (`Session.open_delta`); every other job is the last open's object with its task statuses and
+        phase, so its derived value is the one held (docs/semantics.md, cluster state K11). False when there is no such last open or the
+        cluster total differs."""
+        delta = ssn.open_delta
+        held = ssn.memo.get(MEMO) if ssn.memo is not None else None
+        if delta is None or not isinstance(held, _Held) or held.generation != delta.since or held.terms != self._terms:
+            return False
+        allocated, shares = dict(held.allocated), dict(held.shares)
+        for uid in delta.gone:
+            allocated.pop(uid, None)
+            shares.pop(uid, None)
+        for uid in delta.changed:
+            allocated[uid], shares[uid] = self._derived(ssn.jobs[uid])
+        if check.enabled():
+            want = {uid: self._derived(job) for uid, job in ssn.jobs.items()}
+            if {u: (a.cpu, a.memory, a.scalars, shares[u]) for u, a in allocated.items()} != {
+                    u: (a.cpu, a.memory, a.scalars, sh) for u, (a, sh) in want.items()}:
+                raise check.StateCheckError(f"{check.ENV}: drf's shares carried from the last session differ "
+                                            "from shares derived for every job")
+        # read by uid only: their order is not a full open's, and need not be
+        self.allocated, self.shares = allocated, shares
+        self._to_memo(ssn)
+        return True
+
+    def _to_memo(self, ssn: Session) -> None:
+        if ssn.memo is None:
+            return
+        if ssn.open_generation is None:
+            ssn.memo.pop(MEMO, None)
+        else:
+            ssn.memo[MEMO] = _Held(ssn.open_generation, self._terms, dict(self.allocated), dict(self.shares))
 
     def _sum_and_share(self, job: JobInfo) -> tuple[Resource, float]:
         a = job.allocated_sum()

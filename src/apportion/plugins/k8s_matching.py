@@ -1,4 +1,4 @@
-"""kube-scheduler's node matching and node view, vectorised over the session's nodes.
+"""kube-scheduler's node matching, vectorised over the session's nodes (the node view is in k8s_view.py).
 
 Used by the `predicates` and `nodeorder` plugins:
 
@@ -7,9 +7,6 @@ Used by the `predicates` and `nodeorder` plugins:
   during a session, so the plugins cache these masks per *signature* of a pod's constraints; the index
   itself caches per label key, per distinct label value and per distinct taint list, so even the first
   evaluation of a signature costs a few numpy operations rather than a Python loop over nodes.
-- `NodeView` is the per-node pod view kube-scheduler's plugins read (`GenerateNodeMapAndSlice`, semantics
-  guide §6.5): every task on the node, updated by the session's allocate/deallocate events, so a pod
-  evicted in the session stops counting and a pipelined one counts.
 
 Matching follows `k8s.io/component-helpers/scheduling/corev1/nodeaffinity` and `corev1` toleration rules:
 
@@ -23,7 +20,6 @@ Matching follows `k8s.io/component-helpers/scheduling/corev1/nodeaffinity` and `
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,11 +32,8 @@ from apportion.cluster.model import (
     NodeSelectorTerm,
     PreferredTerm,
     Taint,
-    TaskInfo,
     Toleration,
 )
-from apportion.framework.session import EventHandler, Session
-from apportion.resources import GPU
 
 #: the only field a node selector's matchFields may name.
 NODE_NAME_FIELD = "metadata.name"
@@ -150,6 +143,12 @@ class NodeIndex:
         self._taint_groups = [
             _TaintGroup(first[k], np.array(rows, dtype=np.int64)) for k, rows in groups.items()
         ]
+
+    def same_nodes(self, nodes: list[NodeInfo]) -> bool:
+        """Whether these nodes have the names, labels, taints and schedulability of the index's own."""
+        return len(nodes) == self.n and all(
+            (a.name, a.labels, a.taints, a.unschedulable) == (b.name, b.labels, b.taints, b.unschedulable)
+            for a, b in zip(self.nodes, nodes))
 
     # ------------------------------------------------------------------ labels
     def _key(self, key: str) -> _LabelKey:
@@ -300,107 +299,6 @@ class NodeIndex:
         return not names
 
 
-# ---------------------------------------------------------------------- the node view
-#: columns of NodeView.sums
-NZ_CPU, NZ_MEM, REQ_CPU, REQ_MEM, REQ_GPU = range(5)
-
-
-@dataclass
-class NodeView:
-    """kube-scheduler's per-node pod view: pod count and requested sums, kept current by session events.
-
-    `sums` holds, per node, what kube-scheduler's NodeInfo keeps: the non-zero requests (NonZeroRequested,
-    for LeastAllocated/MostAllocated: columns NZ_CPU, NZ_MEM) and the actual requests (Requested, for
-    BalancedAllocation: REQ_CPU, REQ_MEM, REQ_GPU). cpu is in millicores and memory in bytes, rounded up
-    to integers per pod as resource.Quantity's MilliValue/Value do; the GPU sum stays in Volcano's
-    milli-units (only ratios of it are used). One matrix so a score call gathers its rows in one step.
-    The sums are float64 holding integers: exact up to 2**53 (8 PiB of memory), and an absurd snapshot
-    quantity cannot overflow them as it would an int64.
-    """
-
-    nodes: list[NodeInfo]
-    count: np.ndarray = field(init=False)
-    sums: np.ndarray = field(init=False)
-    _row_of: dict[str, int] = field(init=False)
-    _placed: dict[str, int] = field(init=False)
-    _vectors: dict[str, np.ndarray] = field(init=False)
-
-    def __post_init__(self) -> None:
-        n = len(self.nodes)
-        self.count = np.zeros(n, dtype=np.int64)
-        self.sums = np.zeros((n, 5))
-        self._row_of = {node.name: i for i, node in enumerate(self.nodes)}
-        self._placed = {}
-        self._vectors = {}
-        # what _apply(i, t, 1) does task by task, in one step (add.at sums a repeated row in order)
-        rows = [i for i, node in enumerate(self.nodes) for _ in node.tasks]
-        if rows:
-            reqs = np.array([self.requests(t) for node in self.nodes for t in node.tasks.values()])
-            np.add.at(self.count, rows, 1)
-            np.add.at(self.sums, rows, reqs)
-
-    def requests(self, t: TaskInfo) -> tuple[float, float, float, float, float]:
-        """pod_requests(t), computed once per task (kept on it: a task's requests never change)."""
-        r = t.kube_requests
-        if r is None:
-            r = t.kube_requests = pod_requests(t)
-        return r
-
-    def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
-        self.count[row] += sign
-        v = self._vectors.get(t.uid)
-        if v is None:
-            v = self._vectors[t.uid] = np.array(self.requests(t))
-        self.sums[row] += v * sign
-
-    def on_allocate(self, task: TaskInfo) -> None:
-        """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""
-        row = self._row_of.get(task.node_name)
-        if row is None:
-            return
-        self._placed[task.uid] = row
-        self._apply(row, task, 1)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        """DeallocateFunc: the pod leaves its node's view (eviction, undone allocation).
-
-        The row is remembered from the allocate event because an undone allocation has already cleared
-        `task.node_name` when the event fires; tasks placed before the session use their node name.
-        """
-        row = self._placed.pop(task.uid, None)
-        if row is None:
-            row = self._row_of.get(task.node_name)
-        if row is None:
-            return
-        self._apply(row, task, -1)
-
-
-def session_node_view(ssn: Session) -> NodeView:
-    """The session's one NodeView, shared by predicates and nodeorder and kept current by one handler."""
-    view = ssn.shared.get("node_view")
-    if view is None:
-        view = NodeView(ssn.nodes)
-        ssn.shared["node_view"] = view
-        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
-    assert isinstance(view, NodeView)
-    return view
-
-
-def pod_requests(t: TaskInfo) -> tuple[float, float, float, float, float]:
-    """(non-zero cpu, non-zero memory, cpu, memory, gpu) of a pod, in kube-scheduler's integer units.
-
-    cpu and memory are rounded up as MilliValue/Value round a quantity; they are returned as floats
-    holding integers (see NodeView).
-    """
-    return (
-        float(math.ceil(t.nonzero_cpu)),
-        float(math.ceil(t.nonzero_memory)),
-        float(math.ceil(t.resreq.cpu)),
-        float(math.ceil(t.resreq.memory)),
-        float(t.resreq.scalars.get(GPU, 0.0)),
-    )
-
-
 def take_rows(arr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """arr[rows] for sorted, distinct candidate rows; a view without copying when they are every node."""
     n = len(rows)
@@ -439,19 +337,11 @@ def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:
 
 
 __all__ = [
-    "NZ_CPU",
-    "NZ_MEM",
-    "REQ_CPU",
-    "REQ_GPU",
-    "REQ_MEM",
     "UNSCHEDULABLE_TAINT",
     "NodeIndex",
-    "NodeView",
     "default_normalize",
     "floor_div",
     "go_div",
-    "pod_requests",
-    "session_node_view",
     "required_key",
     "selector_key",
     "take_rows",

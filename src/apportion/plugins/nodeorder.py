@@ -38,21 +38,69 @@ from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
-from apportion.plugins.k8s_matching import (
+from apportion.plugins.k8s_matching import default_normalize, floor_div, take_rows
+from apportion.plugins.k8s_view import (
     NZ_CPU,
     NZ_MEM,
     REQ_CPU,
     REQ_GPU,
     REQ_MEM,
-    NodeIndex,
-    default_normalize,
-    floor_div,
+    session_node_index,
     session_node_view,
-    take_rows,
 )
 from apportion.resources import GPU
+from apportion.state import check
 
 MAX_NODE_SCORE = 100
+#: the memo's entry: the last session's _NodeFacts with the nodes key they were read for
+FACTS_MEMO = "nodeorder.node-facts"
+
+
+@dataclass(frozen=True)
+class _NodeFacts:
+    """What the score reads of the nodes alone: allocatable in kube-scheduler's integer units
+    (MilliValue / Value round up) as exact floats, columns cpu, memory, gpu so a score call gathers its
+    rows in one step (and as lists, for one-node answers); whether every node has cpu and memory; whether
+    no node has a PreferNoSchedule taint. Never written to once read."""
+
+    alloc: np.ndarray
+    alloc_rows: list[list[float]]
+    cpu_mem_everywhere: bool
+    no_soft_taints: bool
+
+    @classmethod
+    def read(cls, ssn: Session) -> _NodeFacts:
+        """The facts of the session's nodes."""
+        table = ssn.table
+        gpu_col = table.col.get(GPU)
+        # a node without GPUs has 0 in the GPU column, as it has when there is no such column
+        alloc = np.stack([
+            np.ceil(table.allocatable[:, table.col["cpu"]]),
+            np.ceil(table.allocatable[:, table.col["memory"]]),
+            table.allocatable[:, gpu_col] if gpu_col is not None else np.zeros(len(ssn.nodes)),
+        ], axis=1)
+        no_soft = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
+        return cls(alloc, alloc.tolist(), bool(np.all(alloc[:, :2] > 0)), no_soft)
+
+
+def _node_facts(ssn: Session) -> _NodeFacts:
+    """The nodes' facts, kept in the memo while the nodes are those of the last snapshot."""
+    key = ssn.snapshot.nodes_key if ssn.memo is not None else None
+    held = ssn.memo.get(FACTS_MEMO) if ssn.memo is not None and key is not None else None
+    if held is not None and held[0] == key:
+        facts: _NodeFacts = held[1]
+        if check.enabled():
+            fresh = _NodeFacts.read(ssn)
+            if not (np.array_equal(fresh.alloc, facts.alloc) and fresh.alloc_rows == facts.alloc_rows
+                    and (fresh.cpu_mem_everywhere, fresh.no_soft_taints)
+                    == (facts.cpu_mem_everywhere, facts.no_soft_taints)):
+                raise check.StateCheckError(f"{check.ENV}: nodeorder's node facts carried from the last "
+                                            "session differ from this session's nodes")
+        return facts
+    facts = _NodeFacts.read(ssn)
+    if key is not None and ssn.memo is not None:
+        ssn.memo[FACTS_MEMO] = (key, facts)
+    return facts
 
 
 @dataclass(frozen=True)
@@ -151,24 +199,18 @@ class NodeOrderPlugin(Plugin):
             image_locality=a.get_int("imagelocality.weight", d.image_locality),
             pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
         )
-        table = ssn.table
-        gpu_col = table.col.get(GPU)
-        # Allocatable in kube-scheduler's integer units (MilliValue / Value round up), as exact floats;
-        # columns cpu, memory, gpu so a score call gathers its rows in one step.
-        self.alloc = np.stack([
-            np.ceil(table.allocatable[:, table.col["cpu"]]),
-            np.ceil(table.allocatable[:, table.col["memory"]]),
-            table.allocatable[:, gpu_col] if gpu_col is not None else np.zeros(len(ssn.nodes)),
-        ], axis=1)
+        facts = _node_facts(ssn)
+        #: allocatable in kube-scheduler's integer units, columns cpu, memory, gpu (see _NodeFacts)
+        self.alloc = facts.alloc
         #: every node has cpu and memory allocatable: the common case, scored without per-node branches.
-        self.cpu_mem_everywhere = bool(np.all(self.alloc[:, :2] > 0))
-        self.index = NodeIndex(ssn.nodes)
+        self.cpu_mem_everywhere = facts.cpu_mem_everywhere
+        self.index = session_node_index(ssn)
         self.view = session_node_view(ssn)
         self._affinity: dict[Any, np.ndarray] = {}
         self._prefer_taints: dict[Any, np.ndarray] = {}
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
-        self.no_soft_taints = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
-        self._alloc_rows: list[list[float]] = self.alloc.tolist()
+        self.no_soft_taints = facts.no_soft_taints
+        self._alloc_rows: list[list[float]] = facts.alloc_rows
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
 

@@ -37,13 +37,12 @@ from apportion.framework.interface import NodeFilter, Plugin
 from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
-    NodeIndex,
     required_key,
     selector_key,
-    session_node_view,
     tolerated,
     tolerations_key,
 )
+from apportion.plugins.k8s_view import session_node_index, session_node_view
 
 REASON_POD_COUNT = "had too many pods (pods allocatable reached)"
 REASON_UNSCHEDULABLE = "were unschedulable"
@@ -92,7 +91,7 @@ class PredicatesPlugin(Plugin):
         # An equivalence cache changes speed, not results; the signature cache below plays its role.
         args.get_bool("predicate.CacheEnable", False)
 
-        self.index = NodeIndex(ssn.nodes)
+        self.index = session_node_index(ssn)
         self.view = session_node_view(ssn)
         self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
         self._by_uid: dict[str, _Signature] = {}

@@ -361,6 +361,7 @@ class Simulator(PlanFollower):
         snap.memo = self._memo
         if self.objects is not None:
             self.objects.adjust(snap, self.now, self.nodes)
+            snap.nodes_key = None  # the start state's nodes, not the cache's
         return snap
 
     def snapshot(self) -> Snapshot:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from apportion.cluster.model import JobInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.build import (
     KNOWN_KINDS,
@@ -46,6 +46,9 @@ NODE_DELETED_WITH_PODS = "node-deleted-with-pods"
 UNKNOWN_KIND = "unknown-kind"
 
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+#: a job whose every task is in one of these is handed out again while nothing changed it: a session
+#: changes no such task but by placing, evicting or pipelining it, which clears `allocated_as_added`
+_KEPT_STATUSES = (TaskStatus.RUNNING, TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 #: the metadata a pod's record is parsed from (kube.pods.parse_pod); of its status, phase and startTime
@@ -111,6 +114,15 @@ class SchedulerCache:
         self._kept: dict[str, tuple[JobInfo, int, int, int]] = {}
         #: bumped by every Node deleted (a kept job is checked against the nodes only after one)
         self._node_deletions = 0
+        #: the uids `_reuse` handed out again in the snapshot being assembled
+        self._hits: list[str] = []
+        #: bumped by every change to a Node record (added, changed, deleted): with this cache's own
+        #: token, the snapshots' `nodes_key`
+        self._node_version = 0
+        self._token = object()
+        #: the NodeInfo objects of the last session-after-session snapshot, with the node version they
+        #: were built at: handed out again while no Node changed
+        self._node_infos: tuple[int, list[NodeInfo]] | None = None
         #: the pods' index for `assemble_indexed`: per pod its arrival number (the order a full assembly
         #: visits pods in), the pods of this scheduler by the PodGroup they name, the other pods, and
         #: how many pods carry each uid (a shared uid needs `assemble`'s warnings)
@@ -147,6 +159,7 @@ class SchedulerCache:
             self._index_pod(key, ps)
         self.version += 1
         self.changes += 1
+        self._node_version += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -231,6 +244,8 @@ class SchedulerCache:
             self._stamp[key] = v
         elif kind == "PriorityClass":
             self._pc_version += 1
+        elif kind == "Node":
+            self._node_version += 1
 
     def _remove(self, kind: str, key: str, where: str) -> None:
         self._touch(kind, key, None)
@@ -309,34 +324,57 @@ class SchedulerCache:
         session).
 
         `keep=True` (a caller that runs session after session) hands out again the job objects of the
-        last snapshot whose every task runs or waits, when nothing about them changed since: no event
-        touched the PodGroup, its pods or the PriorityClasses, the last session changed no task status
-        (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every node they run
-        on is still there. What a session records for itself on such a job (conditions, fit errors, the
-        per-session task fields, a waiting task's node-table row) is cleared first; what plugins derived
-        from it (`JobInfo.derive`) stays valid. At full load nine running jobs in ten qualify, and so
-        does a backlog that waits session after session; building them was most of a snapshot's cost.
+        last snapshot whose every task runs, waits or has finished, when nothing about them changed
+        since: no event touched the PodGroup, its pods or the PriorityClasses, the last session changed
+        no task status (`allocated_as_added` holds) and left the phase as the PodGroup has it, and every
+        node they run on is still there. What a session records for itself on such a job (conditions,
+        fit errors) is cleared first; the tasks' node-table rows stay (session open clears them when the
+        table's columns change), and what plugins derived from it (`JobInfo.derive`) stays valid. At full
+        load nine running jobs in ten qualify, and so does a backlog that waits session after session;
+        building them was most of a snapshot's cost.
         """
         rec = self.records
+        self._hits = []
+        indexed = False
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
+            indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
             for group in self._group_pods.keys() - rec.podgroups.keys():
                 loose.extend(self._group_pods[group].items())
             loose.sort(key=lambda kv: kv[1])
+            held = self._node_infos
+            nodes = held[1] if held is not None and held[0] == self._node_version else None
             snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
-                                    scheduler_names=self.scheduler_names, reuse=self._reuse)
+                                    scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
+            self._node_infos = (self._node_version, snap.nodes)
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
+        snap.nodes_key = (self._token, self._node_version)
         if keep:
-            kept: dict[str, tuple[JobInfo, int, int, int]] = {}
-            podgroups = rec.podgroups
-            for uid, ji in snap.jobs.items():
+            jobs = snap.jobs
+            if indexed:
+                # a job handed out again still qualifies (its task statuses are those it was built
+                # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
+                # jobs built now are tested
+                prev = self._kept
+                kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
+                candidates: Iterable[str] = jobs.keys() - kept.keys()
+            else:
+                kept = {}
+                candidates = jobs.keys()
+            podgroups, group_pods = rec.podgroups, self._group_pods
+            running, pending, succeeded, failed = _KEPT_STATUSES
+            for uid in candidates:
+                ji = jobs[uid]
                 pg = podgroups.get(uid)
                 counts = ji.counts
+                # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
+                # would have to take it in once that changes, which no stamp records
                 if (pg is not None and ji.tasks and ji.phase is pg[1].phase
-                        and counts.get(TaskStatus.RUNNING, 0) + counts.get(TaskStatus.PENDING, 0) == len(ji.tasks)):
+                        and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
+                        + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
                     kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
             self._kept = kept
         return snap
@@ -351,24 +389,23 @@ class SchedulerCache:
         rec = self.records.podgroups.get(uid)
         if rec is None or ji.phase is not rec[1].phase:
             return None
+        if self._shared_uids and any(self._uids[t.uid] > 1 for t in ji.tasks.values()):
+            return None  # a pod that arrived since with one of its uids may come first in a full assembly
         if removed != self._node_deletions:
             for t in ji.tasks.values():
                 if t.node_name not in nodes:
                     return None
+            self._kept[uid] = (ji, stamp, pcv, self._node_deletions)
         ji.conditions.clear()
         ji.nodes_fit_errors.clear()
         ji.failed_roles.clear()
         ji.job_fit_errors = ""
-        # A session fills in vec and initial_status at open for every task of a kept job (each runs on a
-        # node it holds) and cols only for a task it compares, which the next table's columns may not
-        # fit; the rest a session writes to a task belongs to tasks it placed, evicted or pipelined,
-        # which would have cleared allocated_as_added
-        for t in ji.tasks.values():
-            if t.cols is not None:
-                t.cols = None
-            if t.status is TaskStatus.PENDING:
-                # a waiting task's row was made for the last table's columns; nothing rewrites it at open
-                t.vec = None
+        self._hits.append(uid)
+        # A session fills in vec and initial_status at open for every task that holds a node, and vec
+        # and cols lazily for a task it compares: both follow from the request and the node table's
+        # columns, and session open clears them when the columns are not the last session's
+        # (framework/open_state.place_full). The rest a session writes to a task belongs to tasks it
+        # placed, evicted or pipelined, which would have cleared allocated_as_added.
         return ji
 
     def pod_index(self) -> tuple[dict[str, list[str]], list[str], dict[str, int], int]:

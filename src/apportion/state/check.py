@@ -151,9 +151,10 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
 
 def _same_task(a: Any, b: Any) -> bool:
     # kube_requests is derived and carried; started_at is the simulator's clock, set after assembly;
-    # vec and initial_status are written by every session at open (cache.SchedulerCache._reuse)
+    # initial_status is written at open; vec and cols follow from the request and the node table's
+    # columns, and session open clears them when the columns change (framework/open_state.place_full)
     return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
                if f.name not in _CARRIED)
 
 
-_CARRIED = ("kube_requests", "started_at", "vec", "initial_status")
+_CARRIED = ("kube_requests", "started_at", "vec", "cols", "initial_status")

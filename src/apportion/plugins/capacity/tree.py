@@ -8,6 +8,7 @@ Follows `buildQueueAttrs` (flat mode, §6.10), `buildHierarchicalQueueAttrs`, `u
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ from apportion.state import check
 
 TREE_MEMO = "capacity.tree"
 QUEUE_KEYS_MEMO = "capacity.queue-keys"
+#: the memo's entry: the queue names and objects of the last `_tree_inputs`, and their keys
+QUEUE_TUPLE_MEMO = "capacity.queue-tuple"
 
 
 def _res_key(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
@@ -328,6 +331,21 @@ class TreeSetup(CapacityBase):
         snapshot holds that same object: a memo's snapshots replace a queue that changes, never edit
         it in place (see Snapshot.memo)."""
         assert ssn.memo is not None
+        # the same QueueInfo objects under the same names as last time (compared in C, by identity
+        # first): the queues' part is the last one
+        names, queues = tuple(ssn.queues), tuple(ssn.queues.values())
+        last = ssn.memo.get(QUEUE_TUPLE_MEMO)
+        if last is not None and last[0] == names and len(last[1]) == len(queues) and all(
+                map(operator.is_, last[1], queues)):
+            keys_part: tuple[Any, ...] = last[2]
+        else:
+            keys_part = self._queue_keys(ssn)
+            ssn.memo[QUEUE_TUPLE_MEMO] = (names, queues, keys_part)
+        return self.guarantee_enabled, self.root_mode, _res_key(self.total), keys_part
+
+    def _queue_keys(self, ssn: Session) -> tuple[Any, ...]:
+        """Each queue's part of `_tree_inputs`, in name order."""
+        assert ssn.memo is not None
         known: dict[str, tuple[QueueInfo, tuple[Any, ...]]] = ssn.memo.setdefault(QUEUE_KEYS_MEMO, {})
         keys = []
         for name, q in sorted(ssn.queues.items()):
@@ -339,7 +357,7 @@ class TreeSetup(CapacityBase):
         if len(known) > 2 * len(ssn.queues):  # queues come and go (reservations): forget the gone ones
             for name in [n for n in known if n not in ssn.queues]:
                 del known[name]
-        return self.guarantee_enabled, self.root_mode, _res_key(self.total), tuple(keys)
+        return tuple(keys)
 
     def build_tree(self, ssn: Session) -> str | None:
         """updateAncestors for every queue: parent links, children, ancestors; the error text, or None.

@@ -1,0 +1,482 @@
+"""Session open's node side kept between sessions: the node table after the initial placement, every
+node's task map, and the node-table columns' scalar names, updated by the jobs that changed.
+
+Every task that occupies a node joins that node when a session opens (`place_full`, in job then task
+order, the orphans last). A caller that sessions the same cluster again and again carries a memo
+(`Snapshot.memo`) and hands out again, as the same JobInfo object, every job that nothing changed since
+the last session (`SchedulerCache.snapshot(keep=True)`); a job's `version` moves with every task status
+change and every task added. So while the nodes are those of the last open (`Snapshot.nodes_key`) and
+the columns too, the table and the task maps are the last open's, less the placements of the jobs that
+left or changed, plus those of the jobs that are new or changed (`place_incremental`).
+
+Exactness (docs/semantics.md, cluster-state K9): the table's sums equal a full placement's bit for bit
+because every amount involved is an integer below 2**53, so every partial sum is exact and the order of
+additions cannot matter; a base holding any other amount is not kept, and a delta holding one falls back
+to the full placement. A node's task map is rebuilt, in the full placement's order, on every node a
+change reached; the relative order of the kept jobs is checked to be the last open's. Under
+`APPORTION_CHECK_STATE=1` every incremental open is compared with a full placement.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.node_table import NodeTable
+from apportion.resources import Resource
+from apportion.state import check
+
+if TYPE_CHECKING:
+    from apportion.framework.session import Session
+
+#: the memo's entry: the last open's OpenBase
+OPEN_MEMO = "session.open"
+#: the memo's entry: the node table's columns of the last session over it (rows of kept tasks are kept)
+COLUMNS_MEMO = "session.node-columns"
+_EXACT = float(2**53)
+#: every open's generation, unique in the process: state kept from an open is matched to the open a
+#: delta starts from by it, also across memos and after a memo lost its base
+_GENERATIONS = itertools.count(1)
+
+#: one placement: (row, task, kind, vector, job uid or None for an orphan, position of the task in its
+#: job or among the orphans)
+Entry = tuple[int, TaskInfo, str, np.ndarray, str | None, int]
+
+
+#: what the base holds of one job: the job, its version, its placements, its scalar names, its phase
+_Held = tuple[JobInfo, int, list[Entry], frozenset[str], PodGroupPhase]
+
+
+def node_kind(status: TaskStatus) -> str | None:
+    """How a task of this status occupies a node's row: releasing, pipelined, used, or not at all."""
+    if status is TaskStatus.RELEASING:
+        return "releasing"
+    if status is TaskStatus.PIPELINED:
+        return "pipelined"
+    if status in ON_NODE_STATUSES:
+        return "used"
+    return None
+
+
+#: `node_kind` of every status, for the loops over tasks at open
+KIND_OF = {st: node_kind(st) for st in TaskStatus}
+
+
+@dataclass
+class OpenDelta:
+    """What changed between the last open (`since`) and this one: placements gone and placements new.
+    Per-node views kept by plugins apply it to their own state of generation `since`."""
+
+    since: int
+    generation: int
+    removed: list[Entry]
+    added: list[Entry]
+    #: uids of the jobs of the last open that are not handed out unchanged (gone or changed), and of
+    #: this open's jobs that are new or changed; every other job is the last open's object, with the
+    #: task statuses (`JobInfo.version`) and phase it had then
+    gone: list[str]
+    changed: list[str]
+
+
+@dataclass
+class OpenBase:
+    """The node side of the last open, before its session changed anything (never edited afterwards:
+    the next open builds new arrays and new task maps for the rows it changes)."""
+
+    nodes_key: Any
+    columns: tuple[str, ...]
+    generation: int
+    table: NodeTable
+    total: Resource
+    #: the scalar names the nodes' allocatable lists (the columns are these, the jobs' and cpu, memory)
+    node_scalars: frozenset[str]
+    #: per row, the placements in the full order, and the task map built from them
+    rows: list[list[Entry]]
+    node_tasks: list[dict[str, TaskInfo]]
+    #: per job uid: the job, its version and phase at open, its placements and its scalar names
+    jobs: dict[str, _Held]
+    orphans: list[Entry]
+    #: how many jobs list each scalar name
+    scalar_counts: Counter[str]
+    #: the job uids in the order of that open
+    order: list[str]
+
+
+def _scalar_names(job: JobInfo) -> frozenset[str]:
+    # kept on the job (JobInfo.derive): its tasks' requests do not change while it is kept
+    return frozenset(n for t in job.tasks.values() for n in t.resreq.scalars)
+
+
+def job_scalar_names(job: JobInfo) -> frozenset[str]:
+    """The scalar names the job's tasks request (derived once per job version)."""
+    return job.derive("scalar-names", None, lambda: _scalar_names(job))
+
+
+def _exact(arr: np.ndarray) -> bool:
+    return bool(np.all(np.abs(arr) < _EXACT) and np.all(arr == np.floor(arr)))
+
+
+def _table_exact(t: NodeTable) -> bool:
+    """Whether every amount of the table is an integer below 2**53 (then any order of sums is exact)."""
+    return all(_exact(a) for a in (t.allocatable, t.idle, t.used, t.releasing, t.pipelined, t.future))
+
+
+def _job_entries(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], entries: list[Entry]) -> list[Entry]:
+    """The job's placements, in task order, added to `entries` too (vectors filled in later); every
+    task's status at open is recorded on it."""
+    mine: list[Entry] = []
+    kind_of = KIND_OF
+    for i, t in enumerate(job.tasks.values()):
+        t.initial_status = t.status
+        kind = kind_of[t.status]
+        if kind is None or not t.node_name:
+            continue
+        node = node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        mine.append((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
+    entries.extend(mine)
+    return mine
+
+
+def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> list[Entry]:
+    fresh = [e[1] for e in entries if not reuse_rows or e[1].vec is None]
+    if fresh:
+        for t, v in zip(fresh, table.vectors([t.resreq for t in fresh])):
+            t.vec = v
+    return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries]
+
+
+def _table_for(ssn: Session, node_scalars: frozenset[str], extra: Iterable[str]) -> NodeTable:
+    return NodeTable([n.name for n in ssn.nodes], [n.allocatable for n in ssn.nodes], set(extra) | node_scalars)
+
+
+def _node_scalars(nodes: list[NodeInfo]) -> frozenset[str]:
+    return frozenset(n for node in nodes for n in node.allocatable.scalars)
+
+
+def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
+    return {e[1].key: e[1] for e in entries}
+
+
+def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
+    """Every task that occupies a node joins it, in job then task order, the orphans last; the node
+    table takes them all in one vectorised step. Returns the base a next open may start from.
+
+    A task's node-table row (`vec`) and compared columns (`cols`) depend only on its request and the
+    table's columns: those of a task handed out again are taken as they are while the columns are the
+    last session's over the memo, and cleared otherwise."""
+    jobs = ssn.jobs
+    names = {uid: job_scalar_names(j) for uid, j in jobs.items()}
+    counts: Counter[str] = Counter()
+    for ns in names.values():
+        counts.update(ns)
+    extra = set(counts)
+    extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
+    node_scalars = _node_scalars(ssn.nodes)
+    table = _table_for(ssn, node_scalars, extra)
+    columns = tuple(table.columns)
+    memo = ssn.memo
+    reuse_rows = memo is not None and memo.get(COLUMNS_MEMO) == columns
+    if memo is not None:
+        memo[COLUMNS_MEMO] = columns
+    if not reuse_rows:
+        # a task handed out again may carry a row and compared columns made for other columns
+        for job in jobs.values():
+            for t in job.tasks.values():
+                t.vec = t.cols = None
+    node_by_name = ssn.node_by_name
+    entries: list[Entry] = []
+    per_job: dict[str, list[Entry]] = {}
+    for uid, job in jobs.items():
+        per_job[uid] = _job_entries(job, uid, node_by_name, entries)
+    orphan_entries: list[Entry] = []
+    kind_of = KIND_OF
+    for i, t in enumerate(ssn.snapshot.orphan_tasks):
+        kind = kind_of[t.status]
+        if kind is None or not t.node_name:
+            continue
+        node = node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        orphan_entries.append((node.index, t, kind, None, None, i))  # type: ignore[arg-type]
+    entries.extend(orphan_entries)
+    entries = _with_vectors(entries, table, reuse_rows)
+    rows: list[list[Entry]] = [[] for _ in ssn.nodes]
+    for e in entries:
+        rows[e[0]].append(e)
+    vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
+    table.add_many([e[0] for e in entries], vecs, [e[2] for e in entries])
+    node_tasks = [_tasks_map(r) for r in rows]
+    for node, tasks in zip(ssn.nodes, node_tasks):
+        node.tasks = tasks
+    total = Resource()
+    for n in ssn.nodes:
+        total.add(n.allocatable)
+    # rebuild the per-job entries with their vectors
+    at = 0
+    kept_jobs: dict[str, _Held] = {}
+    for uid, job in jobs.items():
+        k = len(per_job[uid])
+        kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid], job.phase)
+        at += k
+    base = OpenBase(nodes_key, columns, generation, table, total, node_scalars, rows, node_tasks, kept_jobs,
+                    entries[at:], counts, list(jobs))
+    ssn.table = _fork(table)
+    ssn.total_resource = total.clone()
+    if nodes_key is not None and not (_table_exact(table) and (not len(vecs) or _exact(vecs))):
+        base.nodes_key = None  # not exact: never a base
+    return base
+
+
+def _fork(base: NodeTable) -> NodeTable:
+    """A table for one session: the base's state, in arrays of its own (the static ones shared)."""
+    t = NodeTable.__new__(NodeTable)
+    t.columns = base.columns
+    t.col = base.col
+    t.names = base.names
+    t.index = base.index
+    t.allocatable = base.allocatable
+    t.max_pods = base.max_pods
+    t.idle = base.idle.copy()
+    t.used = base.used.copy()
+    t.releasing = base.releasing.copy()
+    t.pipelined = base.pipelined.copy()
+    t.future = base.future.copy()
+    t.pod_count = base.pod_count.copy()
+    t.touched = []
+    return t
+
+
+def _classify(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | None:
+    """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved."""
+    carried = base.jobs
+    changed: list[str] = []
+    kept: list[str] = []
+    for uid, job in ssn.jobs.items():
+        c = carried.get(uid)
+        if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
+            changed.append(uid)
+        else:
+            kept.append(uid)
+    if len(kept) != len(carried):
+        keep = set(kept)
+        if [u for u in base.order if u in keep] != kept:
+            return None
+        gone = [u for u in base.order if u not in keep]
+    else:
+        if base.order != kept:
+            return None
+        gone = []
+    return gone, changed
+
+
+def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
+    """`place_full`'s outcome from the last open's base and the jobs that changed; None when it cannot
+    be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer)."""
+    split = _classify(ssn, base)
+    if split is None:
+        return None
+    gone, changed = split
+    counts = Counter(base.scalar_counts)
+    for uid in gone:
+        counts.subtract(base.jobs[uid][3])
+    names = {uid: job_scalar_names(ssn.jobs[uid]) for uid in changed}
+    for ns in names.values():
+        counts.update(ns)
+    extra = {n for n, c in counts.items() if c > 0}
+    extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
+    if _columns(base.node_scalars, extra) != base.columns:
+        return None
+    table = base.table
+    node_by_name = ssn.node_by_name
+    removed: list[Entry] = []
+    for uid in gone:
+        removed.extend(base.jobs[uid][2])
+    removed.extend(base.orphans)
+    added: list[Entry] = []
+    for uid in changed:
+        _job_entries(ssn.jobs[uid], uid, node_by_name, added)
+    kind_of = KIND_OF
+    for i, t in enumerate(ssn.snapshot.orphan_tasks):
+        kind = kind_of[t.status]
+        if kind is None or not t.node_name:
+            continue
+        node = node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        added.append((node.index, t, kind, None, None, i))  # type: ignore[arg-type]
+    added = _with_vectors(added, table, True)
+    if added and not _exact(np.array([e[3] for e in added])):
+        return None
+    new = _fork(table)
+    if removed:
+        _apply(new, removed, -1)
+    if added:
+        _apply(new, added, 1)
+    if not _table_exact(new):
+        return None
+    # the rows a change reached get new task maps, in the full placement's order
+    rows = list(base.rows)
+    node_tasks = list(base.node_tasks)
+    gone_set = set(gone)
+    touched: dict[int, list[Entry]] = {}
+    for e in removed:
+        touched.setdefault(e[0], [])
+    for e in added:
+        touched.setdefault(e[0], []).append(e)
+    if touched:
+        pos = {uid: i for i, uid in enumerate(ssn.jobs)}
+        big = len(pos)
+        for row, new_entries in touched.items():
+            keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
+            merged = keep_entries + new_entries
+            merged.sort(key=lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5]))
+            rows[row] = merged
+            node_tasks[row] = _tasks_map(merged)
+    jobs = dict(base.jobs)
+    for uid in gone:
+        del jobs[uid]
+    by_uid: dict[str, list[Entry]] = {}
+    for e in added:
+        if e[4] is not None:
+            by_uid.setdefault(e[4], []).append(e)
+    for uid in changed:
+        job = ssn.jobs[uid]
+        jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
+    orphans = [e for e in added if e[4] is None]
+    nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
+                   node_tasks, jobs, orphans, +counts, list(ssn.jobs))
+    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
+
+
+def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
+    # NodeTable's columns for these names (cpu, memory, then the scalars sorted; pods always listed)
+    scalars = sorted((set(node_scalars) | extra | {"pods"}) - {"cpu", "memory"})
+    return ("cpu", "memory", *scalars)
+
+
+def _apply(table: NodeTable, entries: list[Entry], sign: int) -> None:
+    """`add_many` (sign 1) or its undoing (sign -1) of these placements."""
+    at = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+    vecs = np.array([e[3] for e in entries]) * sign
+    kinds = [e[2] for e in entries]
+    pipelined = np.fromiter((k == "pipelined" for k in kinds), dtype=bool, count=len(kinds))
+    releasing = np.fromiter((k == "releasing" for k in kinds), dtype=bool, count=len(kinds))
+    on_node = ~pipelined
+    if pipelined.any():
+        np.add.at(table.pipelined, at[pipelined], vecs[pipelined])
+    np.subtract.at(table.idle, at[on_node], vecs[on_node])
+    np.add.at(table.used, at[on_node], vecs[on_node])
+    if releasing.any():
+        np.add.at(table.releasing, at[releasing], vecs[releasing])
+    np.subtract.at(table.future, at[~releasing], vecs[~releasing])
+    np.add.at(table.pod_count, at, sign)
+
+
+def open_nodes(ssn: Session) -> OpenDelta | None:
+    """Fill in the session's node table, total resource and every node's task map: from the last
+    open's base when that is exact, else by a full placement. Returns the delta from the last open
+    (None after a full placement)."""
+    memo = ssn.memo
+    nodes_key = ssn.snapshot.nodes_key if memo is not None else None
+    base: OpenBase | None = memo.get(OPEN_MEMO) if memo is not None else None
+    generation = next(_GENERATIONS)
+    delta: OpenDelta | None = None
+    step = None
+    if base is not None and nodes_key is not None and base.nodes_key == nodes_key:
+        step = place_incremental(ssn, base, generation)
+    if step is None:
+        nxt = place_full(ssn, nodes_key, generation)
+    else:
+        nxt, delta = step
+        ssn.table = _fork(nxt.table)
+        ssn.total_resource = nxt.total.clone()
+        for node, tasks in zip(ssn.nodes, nxt.node_tasks):
+            node.tasks = tasks
+        ssn.shared_node_tasks = True
+        if check.enabled():
+            check_against_full(ssn, nxt)
+    ssn.open_generation = None
+    if memo is not None:
+        if nxt.nodes_key is None:
+            memo.pop(OPEN_MEMO, None)
+        else:
+            memo[OPEN_MEMO] = nxt
+            ssn.shared_node_tasks = True
+            ssn.open_generation = nxt.generation
+    return delta
+
+
+def full_reference(ssn: Session) -> tuple[NodeTable, list[list[str]], Resource]:
+    """What a full placement gives for this session's jobs and nodes (the reference of the self-check
+    and the tests): the table, each node's task keys in order, the total; tasks are not written to."""
+    jobs = ssn.jobs
+    extra: set[str] = set()
+    for j in jobs.values():
+        extra.update(_scalar_names(j))
+    extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
+    table = _table_for(ssn, _node_scalars(ssn.nodes), extra)
+    keys: list[list[str]] = [[] for _ in ssn.nodes]
+    seen: list[dict[str, None]] = [{} for _ in ssn.nodes]
+    for t in [t for j in jobs.values() for t in j.tasks.values()] + list(ssn.snapshot.orphan_tasks):
+        kind = KIND_OF[t.status]
+        if kind is None or not t.node_name:
+            continue
+        node = ssn.node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        seen[node.index][t.key] = None
+        table.add(node.index, table.vector(t.resreq), kind)
+    for i, s in enumerate(seen):
+        keys[i] = list(s)
+    total = Resource()
+    for n in ssn.nodes:
+        total.add(n.allocatable)
+    return table, keys, total
+
+
+#: the table's arrays the self-check compares
+TABLE_ARRAYS = ("allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count", "max_pods")
+
+
+def differences(ssn: Session) -> list[str]:
+    """Where the session's node side (as opened) differs from a full placement's: empty when equal."""
+    ref, keys, total = full_reference(ssn)
+    out: list[str] = []
+    if list(ref.columns) != list(ssn.table.columns):
+        return [f"columns {ssn.table.columns} != {ref.columns}"]
+    for name in TABLE_ARRAYS:
+        if not np.array_equal(getattr(ref, name), getattr(ssn.table, name)):
+            out.append(f"table.{name}")
+    for node, want in zip(ssn.nodes, keys):
+        if list(node.tasks) != want:
+            out.append(f"node {node.name}: tasks {list(node.tasks)} != {want}")
+            break
+    if (total.cpu, total.memory, list(total.scalars.items())) != (
+            ssn.total_resource.cpu, ssn.total_resource.memory, list(ssn.total_resource.scalars.items())):
+        out.append("total_resource")
+    return out
+
+
+def check_against_full(ssn: Session, base: OpenBase) -> None:
+    """The self-check: raise StateCheckError unless the incremental open equals a full placement."""
+    diff = differences(ssn)
+    for job in ssn.jobs.values():
+        for t in job.tasks.values():
+            if t.initial_status is not t.status:
+                diff.append(f"task {t.key}: initial_status {t.initial_status} at open, status {t.status}")
+                break
+    if diff:
+        raise check.StateCheckError(f"{check.ENV}: an incremental session open differs from a full "
+                                    f"placement: {'; '.join(diff[:5])}")
+
+
+__all__: list[str] = ["OPEN_MEMO", "OpenBase", "OpenDelta", "differences", "full_reference", "open_nodes",
+                      "place_full", "place_incremental", "node_kind", "KIND_OF", "job_scalar_names"]

@@ -1,0 +1,227 @@
+"""kube-scheduler's per-node pod view for the `predicates` and `nodeorder` plugins, and the session's
+shared node index, both carried between sessions over a memo.
+
+`NodeView` is the per-node pod view kube-scheduler's plugins read (`GenerateNodeMapAndSlice`, semantics
+guide §6.5): every task on the node, updated by the session's allocate/deallocate events, so a pod
+evicted in the session stops counting and a pipelined one counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apportion.cluster.model import NodeInfo, TaskInfo
+from apportion.framework.session import EventHandler, Session
+from apportion.plugins.k8s_matching import NodeIndex
+from apportion.resources import GPU
+from apportion.state import check
+
+#: columns of NodeView.sums
+NZ_CPU, NZ_MEM, REQ_CPU, REQ_MEM, REQ_GPU = range(5)
+
+
+@dataclass
+class NodeView:
+    """kube-scheduler's per-node pod view: pod count and requested sums, kept current by session events.
+
+    `sums` holds, per node, what kube-scheduler's NodeInfo keeps: the non-zero requests (NonZeroRequested,
+    for LeastAllocated/MostAllocated: columns NZ_CPU, NZ_MEM) and the actual requests (Requested, for
+    BalancedAllocation: REQ_CPU, REQ_MEM, REQ_GPU). cpu is in millicores and memory in bytes, rounded up
+    to integers per pod as resource.Quantity's MilliValue/Value do; the GPU sum stays in Volcano's
+    milli-units (only ratios of it are used). One matrix so a score call gathers its rows in one step.
+    The sums are float64 holding integers: exact up to 2**53 (8 PiB of memory), and an absurd snapshot
+    quantity cannot overflow them as it would an int64.
+    """
+
+    nodes: list[NodeInfo]
+    count: np.ndarray = field(init=False)
+    sums: np.ndarray = field(init=False)
+    _row_of: dict[str, int] = field(init=False)
+    _placed: dict[str, int] = field(init=False)
+    _vectors: dict[str, np.ndarray] = field(init=False)
+
+    #: the node's rows by name, when the caller has them already (the node table's index)
+    row_of: dict[str, int] | None = None
+    #: (count, sums) to start from instead of adding up every node's tasks (see `session_node_view`)
+    start: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.nodes)
+        self._row_of = self.row_of if self.row_of is not None else {node.name: i for i, node in enumerate(self.nodes)}
+        self._placed = {}
+        self._vectors = {}
+        if self.start is not None:
+            self.count, self.sums = self.start
+            self.start = None
+            return
+        self.count = np.zeros(n, dtype=np.int64)
+        self.sums = np.zeros((n, 5))
+        # what _apply(i, t, 1) does task by task, in one step (add.at sums a repeated row in order)
+        rows = [i for i, node in enumerate(self.nodes) for _ in node.tasks]
+        if rows:
+            reqs = np.array([self.requests(t) for node in self.nodes for t in node.tasks.values()])
+            np.add.at(self.count, rows, 1)
+            np.add.at(self.sums, rows, reqs)
+
+    def requests(self, t: TaskInfo) -> tuple[float, float, float, float, float]:
+        """pod_requests(t), computed once per task (kept on it: a task's requests never change)."""
+        r = t.kube_requests
+        if r is None:
+            r = t.kube_requests = pod_requests(t)
+        return r
+
+    def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
+        self.count[row] += sign
+        v = self._vectors.get(t.uid)
+        if v is None:
+            v = self._vectors[t.uid] = np.array(self.requests(t))
+        self.sums[row] += v * sign
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""
+        row = self._row_of.get(task.node_name)
+        if row is None:
+            return
+        self._placed[task.uid] = row
+        self._apply(row, task, 1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """DeallocateFunc: the pod leaves its node's view (eviction, undone allocation).
+
+        The row is remembered from the allocate event because an undone allocation has already cleared
+        `task.node_name` when the event fires; tasks placed before the session use their node name.
+        """
+        row = self._placed.pop(task.uid, None)
+        if row is None:
+            row = self._row_of.get(task.node_name)
+        if row is None:
+            return
+        self._apply(row, task, -1)
+
+
+#: the memo's entries: the last open's node view (`_CarriedView`) and node index (nodes key, index)
+VIEW_MEMO = "k8s.node-view"
+INDEX_MEMO = "k8s.node-index"
+_EXACT = float(2**53)
+
+
+@dataclass
+class _CarriedView:
+    """A node view as a session opened with it, before any event changed it (arrays never edited)."""
+
+    generation: int
+    count: np.ndarray
+    sums: np.ndarray
+
+
+def _exact(arr: np.ndarray) -> bool:
+    return bool(np.all(np.abs(arr) < _EXACT) and np.all(arr == np.floor(arr)))
+
+
+def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray] | None:
+    """The last open's view updated by the placements that changed since (`Session.open_delta`), or
+    None when it cannot be exact: no carried view of the open the delta starts from, a request that is
+    not an integer below 2**53, or a node whose task map holds fewer tasks than were placed on it (two
+    tasks with one key: the map keeps one)."""
+    delta = ssn.open_delta
+    memo = ssn.memo
+    held = memo.get(VIEW_MEMO) if memo is not None else None
+    if delta is None or not isinstance(held, _CarriedView) or held.generation != delta.since:
+        return None
+    count, sums = held.count.copy(), held.sums.copy()
+    for entries, sign in ((delta.removed, -1), (delta.added, 1)):
+        if not entries:
+            continue
+        rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+        reqs = np.array([view_of.requests(e[1]) for e in entries])
+        if not _exact(reqs):
+            return None
+        np.add.at(count, rows, sign)
+        np.add.at(sums, rows, reqs * sign)
+    if not np.array_equal(count, ssn.table.pod_count):
+        return None
+    return count, sums
+
+
+def session_node_view(ssn: Session) -> NodeView:
+    """The session's one NodeView, shared by predicates and nodeorder and kept current by one handler.
+
+    A caller that carries a memo keeps the view as each session opened it; the next session starts
+    from it and the placements that changed (docs/semantics.md, cluster-state K10). The sums are
+    integers below 2**53, so their order cannot matter; anything else is added up in full. Under
+    `APPORTION_CHECK_STATE=1` a view so started is compared with one added up in full."""
+    view = ssn.shared.get("node_view")
+    if view is None:
+        start = _view_start(ssn, NodeView([], row_of={}))
+        view = NodeView(ssn.nodes, row_of=ssn.table.index, start=start)
+        if start is not None and check.enabled():
+            full = NodeView(ssn.nodes)
+            if not (np.array_equal(full.count, view.count) and np.array_equal(full.sums, view.sums)):
+                raise check.StateCheckError(f"{check.ENV}: a node view carried from the last session differs "
+                                            "from one added up in full")
+        generation = ssn.open_generation
+        if ssn.memo is not None:
+            if generation is not None and _exact(view.sums):
+                ssn.memo[VIEW_MEMO] = _CarriedView(generation, view.count.copy(), view.sums.copy())
+            else:
+                ssn.memo.pop(VIEW_MEMO, None)
+        ssn.shared["node_view"] = view
+        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
+    assert isinstance(view, NodeView)
+    return view
+
+
+def session_node_index(ssn: Session) -> NodeIndex:
+    """The session's NodeIndex, shared by predicates and nodeorder; a caller that carries a memo keeps
+    it while the nodes are those of the last snapshot (`Snapshot.nodes_key`): it reads only the nodes'
+    names, labels, taints and schedulability, and the masks it caches are never written to."""
+    index = ssn.shared.get("node_index")
+    if index is None:
+        key = ssn.snapshot.nodes_key if ssn.memo is not None else None
+        held = ssn.memo.get(INDEX_MEMO) if ssn.memo is not None and key is not None else None
+        if held is not None and held[0] == key:
+            index = held[1]
+            if check.enabled() and not index.same_nodes(ssn.nodes):
+                raise check.StateCheckError(f"{check.ENV}: a node index carried from the last session reads "
+                                            "other nodes than this session's")
+        else:
+            index = NodeIndex(ssn.nodes)
+            if ssn.memo is not None:
+                if key is not None:
+                    ssn.memo[INDEX_MEMO] = (key, index)
+                else:
+                    ssn.memo.pop(INDEX_MEMO, None)
+        ssn.shared["node_index"] = index
+    assert isinstance(index, NodeIndex)
+    return index
+
+
+def pod_requests(t: TaskInfo) -> tuple[float, float, float, float, float]:
+    """(non-zero cpu, non-zero memory, cpu, memory, gpu) of a pod, in kube-scheduler's integer units.
+
+    cpu and memory are rounded up as MilliValue/Value round a quantity; they are returned as floats
+    holding integers (see NodeView).
+    """
+    return (
+        float(math.ceil(t.nonzero_cpu)),
+        float(math.ceil(t.nonzero_memory)),
+        float(math.ceil(t.resreq.cpu)),
+        float(math.ceil(t.resreq.memory)),
+        float(t.resreq.scalars.get(GPU, 0.0)),
+    )
+
+
+__all__ = [
+    "NZ_CPU",
+    "NZ_MEM",
+    "REQ_CPU",
+    "REQ_GPU",
+    "REQ_MEM",
+    "NodeView",
+    "pod_requests",
+    "session_node_index",
+    "session_node_view",
+]
