@@ -34,7 +34,7 @@ from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_bu
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
-from apportion.framework.queue_status import QueueStatus
+from apportion.framework.queue_status import QueueStatuses
 from apportion.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -376,13 +376,16 @@ class Session(NodeChoice):
             if t.status is TaskStatus.PIPELINED
         }
 
-    def queue_reports(self) -> dict[str, QueueStatus]:
+    def queue_reports(self) -> QueueStatuses:
         """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue
-        wins)."""
-        out: dict[str, QueueStatus] = {}
-        for _, plugin in self.plugins:
-            rep = plugin.queue_report(self)
-            if rep:
-                for name, attrs in rep.items():
-                    out.setdefault(name, attrs)
+        wins). When one plugin alone reports, its report as it gave it (a copy, with what it says
+        changed since its last one)."""
+        reports = [rep for rep in (plugin.queue_report(self) for _, plugin in self.plugins) if rep]
+        if len(reports) == 1:
+            only = reports[0]
+            return only.copy_as() if isinstance(only, QueueStatuses) else QueueStatuses(only)
+        out = QueueStatuses()
+        for rep in reports:
+            for name, attrs in rep.items():
+                out.setdefault(name, attrs)
         return out

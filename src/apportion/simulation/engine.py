@@ -403,7 +403,7 @@ class Simulator(PlanFollower):
         changed = bool(result.binds or result.evictions or result.pipelined)
         outlet = _Outlet(self)
         # a job closed as in the last session has the phase and message that session gave it
-        dispatch(result, outlet, outlet, outlet, recomputed_only=True)
+        dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False)
         changed = changed or outlet.phase_changed
         closes = ssn.closes.jobs
         for job in ssn.closing:
@@ -480,7 +480,7 @@ class _Outlet:
         """Pipelined tasks stay pending; a later session places them once the victims are gone."""
 
     def update_queue(self, name: str, status: QueueReport) -> None:
-        """Queue status is read from the session report by the metrics instead."""
+        """Queue status is read from the session report by the metrics instead (dispatch sends none)."""
 
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apportion.cluster.model import NodeInfo, QueueInfo, TaskStatus
-from apportion.framework.queue_status import QueueStatus
+from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
 from apportion.simulation.jobs import SimJob, SimTask
 
@@ -125,6 +125,8 @@ class Recorder:
         #: what reclaim oscillation looks like)
         self.evicted_jobs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.reported: dict[str, Resource] = {}
+        #: the token of the last session report taken (QueueStatuses), if it had one
+        self._last_report: object | None = None
         self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
         self._static_leaves: list[str] | None = None
         #: bumped whenever `reported` changes: _leaf_queues rebuilds its answer only then (or when the
@@ -168,9 +170,19 @@ class Recorder:
         self.evicted_jobs[job.uid][reason] += 1
 
     def session_report(self, t: float, queues: Mapping[str, QueueStatus]) -> None:
-        """Take each queue's `deserved` from the queue plugin's status of a session (every session)."""
+        """Take each queue's `deserved` from the queue plugin's status of a session (every session). A
+        report that names what changed since the one taken last time (QueueStatuses) is read for those
+        queues only: the others hold the status objects taken then."""
         reported = self.reported
-        for name, status in queues.items():
+        names: Iterable[str] = queues
+        if isinstance(queues, QueueStatuses):
+            if queues.since is not None and queues.since is self._last_report:
+                names = sorted(n for n in queues.changed if n in queues)
+            self._last_report = queues.token
+        else:
+            self._last_report = None
+        for name in names:
+            status = queues[name]
             des = status.deserved
             if math.isinf(des.cpu) or math.isinf(des.memory) or any(map(math.isinf, des.scalars.values())):
                 des = _finite_part(des)
