@@ -163,7 +163,12 @@ class TreePicker:
                     yield self.order[unit]
                 continue
             # What the pops do once the scan is down to the group: a winner by descent, else the scan
-            # over the group's leaves in list order; a leaf worked on is pushed back to the end.
+            # over the group's leaves in list order; a leaf worked on is pushed back to the end. The
+            # comparison is total and antisymmetric (leaf names break every tie) and no key moves here,
+            # so a leaf the scan returns, pushed back, is returned again while the group's set of
+            # queues is unchanged: the last leaves it beats are the ones it beat (if x does not beat
+            # it, it beats x). So it is worked on until its work runs out, then popped once more and
+            # dropped; the next scan resumes where it stood (the leaves before it scan as before).
             home = {leaf: m for m in unit for leaf in self._leaves_of(m)}
             listed = sorted(home, key=self.seq.__getitem__)  # the group's leaves in list order
             waiting = sum(1 for leaf in listed if has_work(leaf))
@@ -174,18 +179,15 @@ class TreePicker:
                     best = self._scan_group(listed, home, bests)
                 at = listed.index(best)
                 del listed[at]
-                del bests[at:]  # the leaves before it scan as before
+                del bests[at:]
                 queue = self.order[best]
-                self._deactivate(queue)
-                if not has_work(best):
-                    del home[best]
-                    continue
-                self._check(log, start)
-                yield queue
-                self.push(queue)
-                listed.append(best)
-                if not has_work(best):
+                if has_work(best):
+                    while has_work(best):
+                        self._check(log, start)
+                        yield queue
                     waiting -= 1
+                self._deactivate(queue)
+                del home[best]
 
     def _leaves_of(self, name: str) -> list[str]:
         """The active leaves at or below an active queue."""
