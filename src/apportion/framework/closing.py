@@ -100,6 +100,10 @@ def _per_job(plugin: Any) -> bool:
     return hook is None or hook is _NO_HOOK or bool(getattr(plugin, "closes_per_job", False))
 
 
+def _explained(msgs: list[str] | None) -> tuple[str, ...]:
+    return tuple(msgs) if msgs else ()
+
+
 def _tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]]) -> tuple[tuple[str, ...], ...]:
     """The explanations of the job's pending tasks, in task order (empty when none is pending)."""
     if not job.counts.get(TaskStatus.PENDING):
@@ -137,7 +141,7 @@ class Close:
             e = before.get(uid)
             if (e is not None and e.job is job and e.version == job.version and e.phase_in is job.phase
                     and e.fit_errors == job.job_fit_errors
-                    and e.explained == tuple(explanations.get(uid, ()))
+                    and e.explained == _explained(explanations.get(uid))
                     and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations))):
                 carried.append(e)
             else:
@@ -160,15 +164,15 @@ class Close:
             msg = job_event(ssn, job)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
-                explained=tuple(explanations.get(job.uid, ())), tasks_explained=_tasks_explained(job, explanations),
+                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations),
                 session=sid, phase=job.phase, conditions=tuple((t, *c) for t, c in job.conditions.items()),
                 event=None if msg is None else make_event(job.uid, msg))
+        # A carried job's phase is set; its JobInfo.conditions are left as the snapshot gave them (empty):
+        # writing this session's id into each would visit every job. The session's conditions are read
+        # from `closes` (ClosedConditions).
         for e in self.carried:
-            job = e.job
-            conds = job.conditions
-            for t, status, reason, message, tid in e.conditions:
-                conds[t] = (status, reason, message, sid if tid == e.session else tid)
-            job.phase = e.phase
+            if e.job.phase is not e.phase:
+                e.job.phase = e.phase
         if check.enabled() and self.carried:
             _check(ssn, self.carried, phase_of)
         if self.memo is not None:
@@ -188,7 +192,9 @@ class Close:
 def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], PodGroupPhase]) -> None:
     """The self-check: every carried close computed in full, as if nothing were carried."""
     jobs = [e.job for e in carried]
-    got = {job.uid: (job.phase, dict(job.conditions)) for job in jobs}
+    sid = ssn.uid
+    got = {e.job.uid: (e.job.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
+                                     for t, st, reason, msg, tid in e.conditions}) for e in carried}
     for e in carried:
         e.job.conditions.clear()
         e.job.phase = e.phase_in
@@ -208,6 +214,7 @@ def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], 
             raise check.StateCheckError(
                 f"{check.ENV}: the close of job {job.uid} carried over from the last session ({got[job.uid]}, "
                 f"event {e.event!r}) differs from the close computed in full ({want}, event {msg!r})")
+        job.conditions.clear()  # as the carried close leaves them
 
 
 def job_event(ssn: Session, job: JobInfo) -> str | None:
