@@ -28,6 +28,7 @@ from apportion.state import check
 #: the hook a plugin without its own close hook inherits
 _NO_HOOK = Plugin.on_session_close
 
+
 class Session(Protocol):
     """What closing reads and writes of the session (framework/session.py's Session)."""
 

@@ -418,19 +418,16 @@ class Simulator(PlanFollower):
         ssn.release()
         self.dirty = changed
 
-
     def _check_carried(self, result: CycleResult) -> None:
-        """The self-check: what the session carried over from the last close is what the jobs hold."""
+        """The self-check: a job the session closed as the last one did holds that phase and message."""
         recomputed = {j.uid for j in result.recomputed or ()}
         messages = {ev.object: ev.message for ev in result.events}
         for uid, phase in result.podgroups.items():
             sj = self.active.get(uid)
-            if uid in recomputed or sj is None:
-                continue
-            if sj.phase.value != phase or (uid in messages and sj.message != messages[uid]):
-                raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session, but it holds "
-                                            f"phase {sj.phase.value} and message {sj.message!r}, not {phase} "
-                                            f"and {messages.get(uid)!r}")
+            if uid not in recomputed and sj is not None and (
+                    sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
+                raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
+                                            f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
 
 
 class _Outlet:
