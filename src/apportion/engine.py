@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import apportion.actions  # noqa: F401 - importing the package registers the built-in actions
 import apportion.plugins  # noqa: F401 - and the built-in plugins
+from apportion.cluster.model import JobInfo
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.errors import InternalError
+from apportion.framework.closing import ClosedConditions, RawCondition
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.framework.interface import get_action
 from apportion.framework.queue_status import QueueStatus
@@ -41,6 +43,10 @@ class CycleResult:
     conditions: Mapping[str, list[Condition]] = field(default_factory=dict)
     #: binds the Binder refused, pod key -> error (the pod stays pending); filled by `dispatch`
     bind_errors: dict[str, str] = field(default_factory=dict)
+    #: the jobs whose close this session computed (None: every job's); every other job closed as it did
+    #: in the last session over the same memo: the same phase, and the same conditions but for their
+    #: transition id (framework/closing.py)
+    recomputed: Sequence[JobInfo] | None = None
     _queues_view: dict[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -113,10 +119,6 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
     pipelined = ssn.pipelined()
     queues = ssn.queue_reports() if queue_report else {}
     ssn.close()
-    conditions = {
-        uid: [Condition(t, c[0], c[1], c[2], c[3]) for t, c in j.conditions.items()]
-        for uid, j in ssn.jobs.items() if j.conditions
-    }
     return CycleResult(
         binds=dict(ssn.binds),
         pipelined=pipelined,
@@ -127,8 +129,13 @@ def run_session(ssn: Session, *, queue_report: bool = True) -> CycleResult:
         warnings=ssn.warnings,
         session=ssn,
         evict_reasons=dict(ssn.evict_reasons),
-        conditions=conditions,
+        conditions=ClosedConditions(ssn.closes, _condition),
+        recomputed=ssn.closing,
     )
+
+
+def _condition(raw: RawCondition) -> Condition:
+    return Condition(*raw)
 
 
 def run_cycle(snapshot: Snapshot, conf: SchedulerConf | None = None) -> CycleResult:
@@ -178,7 +185,7 @@ def _replayed(last: _LastSession, session_id: str) -> CycleResult:
         binds=dict(r.binds), pipelined=dict(r.pipelined), evictions=list(r.evictions),
         podgroups=dict(r.podgroups), queue_status=dict(r.queue_status), events=list(r.events),
         warnings=list(r.warnings), session=r.session, evict_reasons=dict(r.evict_reasons),
-        conditions=_Renamed(r.conditions, last.session_id, session_id),
+        conditions=_Renamed(r.conditions, last.session_id, session_id), recomputed=r.recomputed,
     )
 
 
@@ -223,15 +230,20 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
         check.check_cache(cache)
     if copy:
         kept = _replayed(_LastSession(0, conf, session_id, result), session_id)
-        kept.conditions = dict(kept.conditions)  # the session's own, once
         cache.last_session = _LastSession(cache.changes, conf, session_id, kept)
     return result
 
 
-def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: StatusUpdater) -> Dispatched:
+def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: StatusUpdater, *,
+             recomputed_only: bool = False, queues: bool = True) -> Dispatched:
     """Send a session's decisions out: evictions first (they free what binds may use), then binds in pod
     order, nominated nodes, PodGroup phases and conditions, and queue status. Refused binds are
-    recorded on the result (`bind_errors`) and left out of its binds."""
+    recorded on the result (`bind_errors`) and left out of its binds.
+
+    `recomputed_only` sends only the PodGroups whose close the session computed (`result.recomputed`),
+    for an updater that took the last session's over the same memo and reads no transition id: the
+    others' phase and conditions are what it was sent then. `queues=False` sends no queue status, for an
+    updater that keeps none."""
     out = Dispatched()
     for key in result.evictions:
         err = evictor.evict(key, result.evict_reasons.get(key, "evict"))
@@ -243,10 +255,15 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
     result.bind_errors.update(out.bind_errors)
     for key, node in sorted(result.pipelined.items()):
         updater.nominate(key, node)
-    for uid, phase in sorted(result.podgroups.items()):
+    if recomputed_only and result.recomputed is not None:
+        sent = sorted((j.uid, result.podgroups[j.uid]) for j in result.recomputed)
+    else:
+        sent = sorted(result.podgroups.items())
+    for uid, phase in sent:
         updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
-    for name, status in sorted(result.queue_status.items()):
-        updater.update_queue(name, status)
+    if queues:
+        for name, status in sorted(result.queue_status.items()):
+            updater.update_queue(name, status)
     return out
 
 

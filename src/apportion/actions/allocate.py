@@ -29,6 +29,8 @@ def execute(ssn: Session) -> None:
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
+        if not job.counts.get(TaskStatus.PENDING):
+            continue  # most jobs run whole: no task of theirs to visit
         tasks = [
             t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated
         ]

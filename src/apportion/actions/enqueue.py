@@ -25,10 +25,12 @@ def execute(ssn: Session) -> None:
     # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
     waiting = sum(1 for jobs in pending.values() if jobs)
+    if not waiting:
+        return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
-    steps = picker.drain_order(lambda name: bool(pending[name])) if waiting else None
+    steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
         for queue in steps:
             _admit(ssn, pop_best(pending[queue.name], ssn.job_compare))

@@ -231,7 +231,9 @@ class JobInfo:
     creation: str = ""
     annotations: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    #: condition type -> (status, reason, message, session id)
+    #: condition type -> (status, reason, message, session id), as close hooks write them; a job whose
+    #: close a session carried over from the last one is not visited (framework/closing.py): the
+    #: session's conditions are those of `Session.closes`
     conditions: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
     #: per task uid: the fit errors recorded in this session.
     nodes_fit_errors: dict[str, list[FitError]] = field(default_factory=dict)

@@ -64,7 +64,12 @@ class Plugin(Protocol[SessionT]):
         raise NotImplementedError(f"plugin {self.name!r} does not implement on_session_open")
 
     def on_session_close(self, ssn: SessionT) -> None:
-        """OnSessionClose: write back what the session decided (gang's conditions, for one)."""
+        """OnSessionClose: write back what the session decided (gang's conditions, for one).
+
+        A hook visits the jobs of `ssn.closing`, not every job, and writes to a job only what follows
+        from that job (its tasks, phase, minimums, fit errors) and the session id: the close of a job
+        that reached this close as it reached the last one over the same memo is carried over without
+        visiting it (framework/closing.py)."""
         return None
 
     def queue_report(self, ssn: SessionT) -> dict[str, QueueStatus] | None:

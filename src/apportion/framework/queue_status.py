@@ -9,6 +9,7 @@ holds them; `apportion cycle`'s `queues` map (docs/snapshot-format.md) is `to_js
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,3 +59,23 @@ class QueueStatus:
 
 def _natural(r: Resource | None) -> dict[str, float | str]:
     return {} if r is None else r.to_natural()
+
+
+class QueueStatuses(dict[str, QueueStatus]):
+    """Queue name -> status, as a session reports its queues, with what differs from an earlier report:
+    every queue not named in `changed` has the very status object (and the same key set) that the report
+    whose `token` is `since` had. `since` None: no such report is known, read every queue."""
+
+    def __init__(self, statuses: dict[str, QueueStatus] | None = None, *, since: object | None = None,
+                 changed: Collection[str] = ()) -> None:
+        super().__init__(statuses or {})
+        #: this report's identity, for a later report's `since`
+        self.token = object()
+        self.since = since
+        self.changed = changed
+
+    def copy_as(self) -> QueueStatuses:
+        """A copy that is the same report: the same token, `since` and `changed`."""
+        out = QueueStatuses(self, since=self.since, changed=self.changed)
+        out.token = self.token
+        return out

@@ -25,13 +25,14 @@ from apportion.cluster.model import (
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
 from apportion.framework.arguments import Arguments
+from apportion.framework.closing import Close, Closes
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.open_state import OpenDelta, node_kind, open_nodes
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
-from apportion.framework.queue_status import QueueStatus
+from apportion.framework.queue_status import QueueStatuses
 from apportion.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ class Session(NodeChoice):
 
     #: tests switch this off to compare plugins' queue pickers against the reference scan
     fast_queue_pickers = True
+    #: at close, the jobs whose close is computed in full: what close hooks visit (framework/closing.py)
+    closing: list[JobInfo]
+    #: after close, every job's close (framework/closing.py)
+    closes: Closes
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, session_id: str = "session-1") -> None:
         self.uid = session_id
@@ -251,14 +256,22 @@ class Session(NodeChoice):
 
     # ================================================================= close
     def close(self) -> None:
-        """CloseSession: plugin close hooks (gang writes conditions), then PodGroup phases."""
+        """CloseSession: plugin close hooks (gang writes conditions), then PodGroup phases and the
+        why-pending events. A job closed as it was last time over the same memo is not visited again
+        (framework/closing.py)."""
         if self.closed:
             return
+        closing = Close(self)
+        self.closing = closing.split()
         for _, plugin in self.plugins:
             plugin.on_session_close(self)
-        for job in self.jobs.values():
-            job.phase = self._pod_group_phase(job)
-        self._build_events()
+        closing.finish(self._pod_group_phase, lambda uid, msg: Event(uid, "Unschedulable", msg))
+        self.closes = closing.closes
+        events: list[Event] = []
+        if self.queue_decisions_blocked:
+            events.append(Event("session", "QueueDecisionsBlocked", self.queue_decisions_blocked))
+        events.extend(closing.events())
+        self.events = events
         self.closed = True
 
     def release(self) -> None:
@@ -295,53 +308,26 @@ class Session(NodeChoice):
             return PodGroupPhase.PENDING
         return PodGroupPhase.INQUEUE
 
-    def _build_events(self) -> None:
-        events: list[Event] = []
-        if self.queue_decisions_blocked:
-            events.append(Event("session", "QueueDecisionsBlocked", self.queue_decisions_blocked))
-        for uid in sorted(self.jobs):
-            job = self.jobs[uid]
-            pending = sorted(
-                (t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
-                key=functools.cmp_to_key(self.task_compare),
-            ) if job.counts.get(TaskStatus.PENDING) else []
-            job_msgs = self.explanations.get(uid, [])
-            if job.phase is PodGroupPhase.PENDING and job.tasks:
-                msg = "; ".join(job_msgs) or "podgroup is Pending: not admitted by enqueue in this session"
-                events.append(Event(uid, "Unschedulable", msg))
-                continue
-            if not pending:
-                continue
-            msgs = list(job_msgs)
-            for t in pending:
-                for m in self.explanations.get(t.key, []):
-                    tm = f"{t.name}: {m}"
-                    if not any(m in known for known in msgs):
-                        msgs.append(tm)
-                if len(msgs) >= 6:
-                    break
-            if not msgs:
-                msgs = [f"{len(pending)} task(s) left pending: no action of this session reached them"]
-            events.append(Event(uid, "Unschedulable", "; ".join(msgs)))
-        self.events = events
-
     # ================================================================= results
     def pipelined(self) -> dict[str, str]:
         """Task key -> node of every task the session left Pipelined."""
         return {
             t.key: t.node_name
-            for j in self.jobs.values()
+            for j in self.jobs.values() if j.counts.get(TaskStatus.PIPELINED)
             for t in j.tasks.values()
             if t.status is TaskStatus.PIPELINED
         }
 
-    def queue_reports(self) -> dict[str, QueueStatus]:
+    def queue_reports(self) -> QueueStatuses:
         """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue
-        wins)."""
-        out: dict[str, QueueStatus] = {}
-        for _, plugin in self.plugins:
-            rep = plugin.queue_report(self)
-            if rep:
-                for name, attrs in rep.items():
-                    out.setdefault(name, attrs)
+        wins). When one plugin alone reports, its report as it gave it (a copy, with what it says
+        changed since its last one)."""
+        reports = [rep for rep in (plugin.queue_report(self) for _, plugin in self.plugins) if rep]
+        if len(reports) == 1:
+            only = reports[0]
+            return only.copy_as() if isinstance(only, QueueStatuses) else QueueStatuses(only)
+        out = QueueStatuses()
+        for rep in reports:
+            for name, attrs in rep.items():
+                out.setdefault(name, attrs)
         return out

@@ -20,6 +20,8 @@ class GangPlugin(Plugin):
     """Volcano's gang (`plugins/gang/gang.go`): a job runs only with minMember tasks at once."""
 
     name = "gang"
+    #: its close hook writes per job (Plugin.on_session_close)
+    closes_per_job = True
 
     def on_session_open(self, ssn: Session) -> None:
         """Register job validity, order, readiness, pipelining and starving, and the gang-aware victim filters."""
@@ -96,8 +98,9 @@ class GangPlugin(Plugin):
         return victims, ep.PERMIT
 
     def on_session_close(self, ssn: Session) -> None:
-        """Write the Unschedulable / Scheduled conditions that the phase write-back reads."""
-        for job in ssn.jobs.values():
+        """Write the Unschedulable / Scheduled conditions that the phase write-back reads (for the jobs
+        closed in full: the others carry last session's over, Plugin.on_session_close)."""
+        for job in ssn.closing:
             if not job.tasks:
                 continue
             if self.job_ready(job):

@@ -37,7 +37,7 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
-from apportion.engine import dispatch, open_session, run_session
+from apportion.engine import CycleResult, dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.resources import PODS
 from apportion.simulation.follower import PlanFollower
@@ -403,15 +403,32 @@ class Simulator(PlanFollower):
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
         outlet = _Outlet(self)
-        dispatch(result, outlet, outlet, outlet)
+        # a job closed as in the last session has the phase and message that session gave it
+        dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False)
         changed = changed or outlet.phase_changed
-        for ev in result.events:
-            sj3 = self.active.get(ev.object)
-            if sj3 is not None:
-                sj3.message = ev.message
+        closes = ssn.closes.jobs
+        for job in ssn.closing:
+            ev = closes[job.uid].event
+            if ev is not None:
+                sj3 = self.active.get(job.uid)
+                if sj3 is not None:
+                    sj3.message = ev.message
+        if check.enabled():
+            self._check_carried(result)
         self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
+
+    def _check_carried(self, result: CycleResult) -> None:
+        """The self-check: a job the session closed as the last one did holds that phase and message."""
+        recomputed = {j.uid for j in result.recomputed or ()}
+        messages = {ev.object: ev.message for ev in result.events}
+        for uid, phase in result.podgroups.items():
+            sj = self.active.get(uid)
+            if uid not in recomputed and sj is not None and (
+                    sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
+                raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
+                                            f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
 
 
 class _Outlet:
@@ -461,7 +478,7 @@ class _Outlet:
         """Pipelined tasks stay pending; a later session places them once the victims are gone."""
 
     def update_queue(self, name: str, status: QueueReport) -> None:
-        """Queue status is read from the session report by the metrics instead."""
+        """Queue status is read from the session report by the metrics instead (dispatch sends none)."""
 
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apportion.cluster.model import NodeInfo, QueueInfo, TaskStatus
-from apportion.framework.queue_status import QueueStatus
+from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
 from apportion.simulation.jobs import SimJob, SimTask
+from apportion.state import check
 
 
 class Observed(Protocol):
@@ -125,6 +126,8 @@ class Recorder:
         #: what reclaim oscillation looks like)
         self.evicted_jobs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.reported: dict[str, Resource] = {}
+        #: the token of the last session report taken (QueueStatuses), if it had one
+        self._last_report: object | None = None
         self._des_cache: dict[str, tuple[Resource, tuple[float, ...], list[str]]] = {}
         self._static_leaves: list[str] | None = None
         #: bumped whenever `reported` changes: _leaf_queues rebuilds its answer only then (or when the
@@ -145,6 +148,12 @@ class Recorder:
         self._work: dict[str, tuple[list[float], list[float]]] = {}
         #: per queue, as last sampled: its share and whether its deserved names any dimension
         self._shares: dict[str, tuple[float, bool]] = {}
+        #: the cluster's use: the queues' allocated summed (kept as integers while that is exact)
+        self._use = _Use(len(self.dims))
+        #: per queue with work whose deserved names a dimension: its share (Jain's index is over these)
+        self._busy: dict[str, float] = {}
+        #: (busy queues, Jain's index) of the last sample, until a busy queue's share changes
+        self._fair: tuple[int, float] | None = None
         self.final_time = 0.0
 
     # ----------------------------------------------------------------- hooks
@@ -168,9 +177,19 @@ class Recorder:
         self.evicted_jobs[job.uid][reason] += 1
 
     def session_report(self, t: float, queues: Mapping[str, QueueStatus]) -> None:
-        """Take each queue's `deserved` from the queue plugin's status of a session (every session)."""
+        """Take each queue's `deserved` from the queue plugin's status of a session (every session). A
+        report that names what changed since the one taken last time (QueueStatuses) is read for those
+        queues only: the others hold the status objects taken then."""
         reported = self.reported
-        for name, status in queues.items():
+        names: Iterable[str] = queues
+        if isinstance(queues, QueueStatuses):
+            if queues.since is not None and queues.since is self._last_report:
+                names = sorted(n for n in queues.changed if n in queues)
+            self._last_report = queues.token
+        else:
+            self._last_report = None
+        for name in names:
+            status = queues[name]
             des = status.deserved
             if math.isinf(des.cpu) or math.isinf(des.memory) or any(map(math.isinf, des.scalars.values())):
                 des = _finite_part(des)
@@ -268,40 +287,41 @@ class Recorder:
             self._drop_last()
         self.times.append(t)
         zero = [0.0] * nd
-        used = [0.0] * nd
-        xs = []
         t0 = self.times[0]
-        # A queue without work now or at the last sample, whose deserved did not change, would record
-        # the same values again (Series.put drops them): with 1,000 mostly idle queues, skip it. So is
-        # a queue whose work and deserved did not change; it still counts towards the cluster's use.
+        # Only a queue whose work or deserved changed (or seen for the first time, or gone) records new
+        # values; the rest would record the same again (Series.put drops them): with 1,000 mostly idle
+        # queues, they are not visited.
         known = self.queues.keys()
         recount = dirty | changed | (leaves.keys() - known) | (known - leaves.keys())
-        todo = work.keys() | self._had_work | recount
-        self._had_work = set(work)
         shares = self._shares
-        for q in sorted(todo):  # sorted: `used` adds up in the same order whatever the history
+        puts = recount | ((work.keys() | self._had_work) - shares.keys())
+        self._had_work = set(work)
+        busy_moved = False
+        for q in sorted(puts):
             a, p = work.get(q, (zero, zero))
-            if q in recount or q not in shares:
-                d_nat, keys = des.get(q, (tuple(zero), []))
-                sh = 0.0
-                for d in keys:
-                    i = dims.index(d)
-                    sh = max(sh, _nat(d, a[i]) / d_nat[i])
-                shares[q] = (sh, bool(keys))
-                values = (*(_nat(d, a[i]) for i, d in enumerate(dims)), *d_nat,
-                          *(_nat(d, p[i]) for i, d in enumerate(dims)), sh)
-                s = self.queues.get(q)
-                if s is None:
-                    s = self.queues[q] = Series()
-                    if t > t0:  # a queue first seen late was empty before
-                        s.put(t0, dims, (0.0,) * (3 * nd + 1))
-                s.put(t, dims, values)
-            if a is not zero:
-                for i in range(nd):
-                    used[i] += a[i]
-                sh, named = shares[q]
-                if named:
-                    xs.append((q, sh))
+            d_nat, keys = des.get(q, (tuple(zero), []))
+            sh = 0.0
+            for d in keys:
+                i = dims.index(d)
+                sh = max(sh, _nat(d, a[i]) / d_nat[i])
+            shares[q] = (sh, bool(keys))
+            values = (*(_nat(d, a[i]) for i, d in enumerate(dims)), *d_nat,
+                      *(_nat(d, p[i]) for i, d in enumerate(dims)), sh)
+            s = self.queues.get(q)
+            if s is None:
+                s = self.queues[q] = Series()
+                if t > t0:  # a queue first seen late was empty before
+                    s.put(t0, dims, (0.0,) * (3 * nd + 1))
+            s.put(t, dims, values)
+            self._use.change(q, work[q][0] if q in work else None)
+            in_busy = q in work and bool(keys)
+            if in_busy != (q in self._busy) or (in_busy and self._busy[q] != sh):
+                busy_moved = True
+                if in_busy:
+                    self._busy[q] = sh
+                else:
+                    del self._busy[q]
+        used = self._use.total(work)
         total = self._cluster_total
         if total is None:
             total = self._cluster_total = Resource()
@@ -310,9 +330,32 @@ class Recorder:
         for i, d in enumerate(dims):
             self.used[d].append(_nat(d, used[i]))
             self.total[d].append(_nat(d, total.get(d)))
+        if busy_moved or self._fair is None:
+            busy = [self._busy[q] for q in sorted(self._busy)]  # by name: Jain's sums in the same order
+            self._fair = (len(busy), jain(busy) if busy else float("nan"))
+        self.busy.append(self._fair[0])
+        self.fairness.append(self._fair[1])
+        if check.enabled():
+            self._check_sample(work, used)
+
+    def _check_sample(self, work: dict[str, tuple[list[float], list[float]]], used: list[float]) -> None:
+        """The self-check: the cluster's use and fairness as a pass over every queue with work gives them."""
+        want = [0.0] * len(self.dims)
+        xs = []
+        for q in sorted(work):
+            a = work[q][0]
+            for i in range(len(want)):
+                want[i] += a[i]
+            sh, named = self._shares[q]
+            if named:
+                xs.append((q, sh))
         busy = [x for _, x in sorted(xs)]
-        self.busy.append(len(busy))
-        self.fairness.append(jain(busy) if busy else float("nan"))
+        fair = jain(busy) if busy else float("nan")
+        got = self.fairness[-1]
+        if want != used or len(busy) != self.busy[-1] or not (fair == got or (fair != fair and got != got)):
+            raise check.StateCheckError(f"{check.ENV}: the recorder's kept sums ({used}, {self.busy[-1]} busy, "
+                                        f"fairness {got}) differ from a pass over every queue ({want}, "
+                                        f"{len(busy)}, {fair})")
 
     def _drop_last(self) -> None:
         # a second sample at the same instant replaces the first (queues' Series do that in put)
@@ -326,6 +369,49 @@ class Recorder:
     def finish(self, t: float) -> None:
         """The run ended at t."""
         self.final_time = max(t, self.times[-1] if self.times else 0.0)
+
+
+class _Use:
+    """The cluster's use per dimension: the sum, over the queues with work in name order, of each
+    queue's allocated. Kept between samples as Python integers per queue and in total while every
+    queue's amount is a non-negative integer below 2**53 (millicores, bytes, milli-units), the total
+    too: then every partial float sum of the ordered pass is exact, the order cannot matter, and a
+    changed queue costs its own change only (docs/semantics.md K12). Any other amount: the ordered pass
+    over every queue."""
+
+    def __init__(self, dims: int) -> None:
+        self.by_queue: dict[str, tuple[int, ...]] = {}
+        self.sums = [0] * dims
+        self.inexact: set[str] = set()
+
+    def change(self, q: str, a: list[float] | None) -> None:
+        """Queue q's allocated is now `a` (None: no work)."""
+        old = self.by_queue.pop(q, None)
+        if old is not None:
+            self.sums = [s - x for s, x in zip(self.sums, old)]
+        self.inexact.discard(q)
+        if a is None:
+            return
+        if all(v.is_integer() and 0 <= v < _EXACT for v in a):
+            exact = tuple(int(v) for v in a)
+            self.by_queue[q] = exact
+            self.sums = [s + x for s, x in zip(self.sums, exact)]
+        else:
+            self.inexact.add(q)
+
+    def total(self, work: dict[str, tuple[list[float], list[float]]]) -> list[float]:
+        """The use, as the ordered pass over `work` (the queues with work and their amounts) gives it."""
+        if not self.inexact and all(s < _EXACT for s in self.sums):
+            return [float(s) for s in self.sums]
+        used = [0.0] * len(self.sums)
+        for q in sorted(work):
+            a = work[q][0]
+            for i in range(len(used)):
+                used[i] += a[i]
+        return used
+
+
+_EXACT = float(2**53)
 
 
 def jain(xs: list[float]) -> float:

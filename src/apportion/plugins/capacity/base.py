@@ -39,6 +39,8 @@ class CapacityBase(Plugin):
     _pair_plans: dict[tuple[str, str], tuple[int, str, str, bool, bool]]
     #: queues whose attributes are the ledger's, shared with later sessions: copied before any change
     _shared: set[str]
+    #: the shared queues copied this session (the queue report recomputes these)
+    _owned: list[str]
     #: the ledger the attributes came from this session (None: counted afresh)
     _ledger: Ledger | None
 
@@ -68,6 +70,7 @@ class CapacityBase(Plugin):
             if name in self._shared:
                 a = self.attrs[name] = a.own_copy()
                 self._shared.discard(name)
+                self._owned.append(name)
             out.append(a)
         return out
 

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
-from apportion.framework.queue_status import QueueStatus
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskStatus
+from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.queue_common import JobContribution
 from apportion.resources import Resource
@@ -81,6 +81,16 @@ class _Sum:
 
 
 @dataclass
+class LedgerReport:
+    """A queue report made from a ledger's attributes: the report, the session's queues it read the
+    states from (a copy), and the queues whose attributes that session had copied (owned)."""
+
+    statuses: QueueStatuses
+    queues: dict[str, QueueInfo]
+    owned: list[str]
+
+
+@dataclass
 class _Entry:
     job: JobInfo
     path: tuple[str, ...]
@@ -104,6 +114,10 @@ class Ledger:
         self.status: dict[str, tuple[QueueAttr, str, QueueStatus]] = {}
         #: queues whose sums changed since their `base` was built (every queue at first)
         self.dirty: set[str] = set(tree.limits)
+        #: queues whose `base` was built again since the last queue report (the report takes it)
+        self.rebuilt: set[str] = set()
+        #: the last queue report made from this ledger's attributes (capacity's queue_report)
+        self.report: LedgerReport | None = None
 
     @staticmethod
     def keeps(job: JobInfo) -> bool:
@@ -185,6 +199,7 @@ class Ledger:
                         setattr(a, name, r)
                 a.update_share()
             self.base[q] = a
+        self.rebuilt |= self.dirty
         self.dirty.clear()
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:

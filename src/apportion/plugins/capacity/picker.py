@@ -163,7 +163,12 @@ class TreePicker:
                     yield self.order[unit]
                 continue
             # What the pops do once the scan is down to the group: a winner by descent, else the scan
-            # over the group's leaves in list order; a leaf worked on is pushed back to the end.
+            # over the group's leaves in list order; a leaf worked on is pushed back to the end. The
+            # comparison is total and antisymmetric (leaf names break every tie) and no key moves here,
+            # so a leaf the scan returns, pushed back, is returned again while the group's set of
+            # queues is unchanged: the last leaves it beats are the ones it beat (if x does not beat
+            # it, it beats x). So it is worked on until its work runs out, then popped once more and
+            # dropped; the next scan resumes where it stood (the leaves before it scan as before).
             home = {leaf: m for m in unit for leaf in self._leaves_of(m)}
             listed = sorted(home, key=self.seq.__getitem__)  # the group's leaves in list order
             waiting = sum(1 for leaf in listed if has_work(leaf))
@@ -174,18 +179,15 @@ class TreePicker:
                     best = self._scan_group(listed, home, bests)
                 at = listed.index(best)
                 del listed[at]
-                del bests[at:]  # the leaves before it scan as before
+                del bests[at:]
                 queue = self.order[best]
-                self._deactivate(queue)
-                if not has_work(best):
-                    del home[best]
-                    continue
-                self._check(log, start)
-                yield queue
-                self.push(queue)
-                listed.append(best)
-                if not has_work(best):
+                if has_work(best):
+                    while has_work(best):
+                        self._check(log, start)
+                        yield queue
                     waiting -= 1
+                self._deactivate(queue)
+                del home[best]
 
     def _leaves_of(self, name: str) -> list[str]:
         """The active leaves at or below an active queue."""
@@ -304,19 +306,39 @@ class TreePicker:
         the end (the same contents: a SortedList holds its items in order however they arrived)."""
         below: dict[str, list[tuple[str, str]]] = {}
         kids: dict[str, list[tuple[Key, str]]] = {}
+        # `_enter` and `_file` inlined (every queue with a job, every session): the same entries in
+        # the same order
+        order, seq, cn_of, key_of, get_attr = self.order, self.seq, self.cn, self.key_of, self.attrs.get
+        priorities: dict[int, int] = {}
+        pushes = self.pushes
+        non_leaves = 0
         for queue in queues:
-            attr = self._enter(queue)
-            if attr is None:
+            name = queue.name
+            order[name] = queue
+            seq[name] = pushes
+            pushes += 1
+            attr = get_attr(name)
+            if attr is None or attr.children or not attr.ancestors:
+                non_leaves += 1
                 continue
-            cn = self.cn[queue.name]
-            for parent in attr.ancestors:
-                below.setdefault(parent, []).append(cn)
-            child = queue.name
-            for parent in reversed(attr.ancestors):
+            priorities[queue.priority] = priorities.get(queue.priority, 0) + 1
+            cn = cn_of[name] = (queue.creation, name)
+            ancestors = attr.ancestors
+            for parent in ancestors:
+                got = below.get(parent)
+                if got is None:
+                    below[parent] = [cn]
+                else:
+                    got.append(cn)
+            child = name
+            for parent in reversed(ancestors):
                 kids.setdefault(parent, []).append((self._file(child), child))
-                if parent in self.key_of:
+                if parent in key_of:
                     break
                 child = parent
+        self.pushes = pushes
+        self.non_leaves += non_leaves
+        self.priorities.update(priorities)
         for parent, leaves in below.items():
             self.below[parent] = SortedList(leaves)
         for parent, keyed in kids.items():

@@ -68,6 +68,7 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         self.total_guarantee = Resource()
         self.attrs: dict[str, QueueAttr] = {}
         self._shared: set[str] = set()
+        self._owned: list[str] = []
         self._ledger = None
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
