@@ -7,7 +7,6 @@ simulate points; `session_plugins.go`) and framework/node_choice.py (predicates 
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
