@@ -23,17 +23,31 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.node_table import NodeTable
+from apportion.cluster.snapshot import Snapshot
 from apportion.resources import Resource
 from apportion.state import check
 
-if TYPE_CHECKING:
-    from apportion.framework.session import Session
+
+class Session(Protocol):
+    """What the open state reads and sets on the session being opened (the session implements it;
+    naming the members here rather than importing the session keeps the framework free of import
+    cycles, as `placement.PlacementSession` does)."""
+
+    snapshot: Snapshot
+    jobs: dict[str, JobInfo]
+    nodes: list[NodeInfo]
+    node_by_name: dict[str, NodeInfo]
+    memo: dict[str, Any] | None
+    table: NodeTable
+    total_resource: Resource
+    shared_node_tasks: bool
+    open_generation: int | None
 
 #: the memo's entry: the last open's OpenBase
 OPEN_MEMO = "session.open"
