@@ -19,6 +19,7 @@ kept in sorted maps keyed as the full step sorts.
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 from typing import TYPE_CHECKING
 
@@ -89,13 +90,15 @@ class IncrementalFollower(PlanFollower):
         self._now = 0
         self._cap: Res = plan.capacity
         self._live: dict[str, _Row] = {}
-        #: reservations not active yet: (start, name, allocation); stale entries are skipped when popped
-        self._pending: list[tuple[int, str, ReservationAllocation]] = []
-        #: active rows by when their resources next change or they end: (hi, name, allocation)
-        self._due: list[tuple[int, str, ReservationAllocation]] = []
-        #: every non-periodic reservation by its end, for archiving: (end, name, allocation)
-        self._ends: list[tuple[int, str, ReservationAllocation]] = []
+        #: reservations not active yet: (start, name, tie, allocation); stale entries are skipped when popped
+        self._pending: list[tuple[int, str, int, ReservationAllocation]] = []
+        #: active rows by when their resources next change or they end: (hi, name, tie, allocation)
+        self._due: list[tuple[int, str, int, ReservationAllocation]] = []
+        #: every non-periodic reservation by its end, for archiving: (end, name, tie, allocation)
+        self._ends: list[tuple[int, str, int, ReservationAllocation]] = []
         self._periodic: set[str] = set()
+        #: orders heap entries of the same time and name (an edited reservation's versions)
+        self._tie = itertools.count()
         self._reserved: Res = plan.zero
         #: every active row by the full step's sort key, and those with a capacity above 0 (their
         #: targets summed in this order make the default queue's share)
@@ -182,16 +185,16 @@ class IncrementalFollower(PlanFollower):
         if r.period > 0:
             self._periodic.add(name)
             return
-        heapq.heappush(self._ends, (r.end, name, r))
+        heapq.heappush(self._ends, (r.end, name, next(self._tie), r))
         if now < r.start:
-            heapq.heappush(self._pending, (r.start, name, r))
+            heapq.heappush(self._pending, (r.start, name, next(self._tie), r))
         elif now < r.end:
             self._activate(r, name, now)
 
     def _activate(self, r: ReservationAllocation, name: str, now: int) -> _Row:
         _, hi, v = self._piece(r, now)
         row = self._live[name] = _Row(r, name, hi, v)
-        heapq.heappush(self._due, (hi, name, r))
+        heapq.heappush(self._due, (hi, name, next(self._tie), r))
         return row
 
     def _key(self, row: _Row) -> Key:
@@ -342,12 +345,12 @@ class IncrementalFollower(PlanFollower):
             touched.clear()
         pending, due, rows = self._pending, self._due, self._live
         while pending and pending[0][0] <= now:
-            _, name, r = heapq.heappop(pending)
+            _, name, _, r = heapq.heappop(pending)
             if plan.reservations.get(r.id) is r and name not in rows and now < r.end:
                 self._activate(r, name, now)
                 changed.add(name)
         while due and due[0][0] <= now:
-            _, name, r = heapq.heappop(due)
+            _, name, _, r = heapq.heappop(due)
             row = rows.get(name)
             if row is None or row.r is not r:
                 continue
@@ -376,7 +379,7 @@ class IncrementalFollower(PlanFollower):
         ends = self._ends
         gone: list[ReservationId] = []
         while ends and ends[0][0] <= limit:
-            _, _, r = heapq.heappop(ends)
+            _, _, _, r = heapq.heappop(ends)
             if plan.reservations.get(r.id) is r:
                 gone.append(r.id)
         gone.sort()
