@@ -252,7 +252,7 @@ class IncrementalFollower(PlanFollower):
         # expired reservation queues, in the queue dict's order (the full step walks the dict)
         moved: list[str] = []
         default = queues[self.default_queue]
-        self._lingering.difference_update(self._live)
+        self._lingering.difference_update([n for n in self._lingering if n in self._live])
         for name in sorted(self._lingering, key=self._seq.__getitem__):
             q = queues[name]
             q.capacity = 0.0
@@ -406,11 +406,16 @@ class IncrementalFollower(PlanFollower):
         if not dirty and self._queues_out is not None:
             return self._queues_out
         views = self._views
+        same = self._queues_out is not None
         for name in dirty:
             q = self.queues.get(name)
             if q is None:
+                same = same and name not in views
                 views.pop(name, None)
             else:
-                views[name] = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
-        self._queues_out = dict(zip(views, map(views.__getitem__, views)))
+                view = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
+                same = same and views.get(name) == view
+                views[name] = view
+        if not same or self._queues_out is None:
+            self._queues_out = dict(zip(views, map(views.__getitem__, views)))
         return self._queues_out
