@@ -102,6 +102,9 @@ class InMemoryPlan(PlanAvailability):
         self.now = now
         self.move_on_expiry = move_on_expiry
         self.reservations: dict[ReservationId, ReservationAllocation] = {}
+        #: every reservation added or removed since its reader last emptied it, or None when nothing
+        #: reads it (an incremental plan follower does, to step over what changed only)
+        self.touched: list[ReservationAllocation] | None = None
         self.load = StepFunction(zero=self.zero)
         self.periodic_load = PeriodicStepFunction(max_periodicity, self.zero)
         self.user_load: dict[str, StepFunction] = {}
@@ -354,6 +357,8 @@ class InMemoryPlan(PlanAvailability):
         elif res.acceptance_time < 0:
             res.acceptance_time = self.now
         self.reservations[res.id] = res
+        if self.touched is not None:
+            self.touched.append(res)
         self._apply(res, +1)
         if not is_recovering:
             self._persist(res)
@@ -390,6 +395,8 @@ class InMemoryPlan(PlanAvailability):
 
     def _remove(self, res: ReservationAllocation) -> None:
         del self.reservations[res.id]
+        if self.touched is not None:
+            self.touched.append(res)
         self._apply(res, -1)
         if self.store is not None:
             self.store.delete_reservation(self.queue, res.id)
@@ -409,9 +416,13 @@ class InMemoryPlan(PlanAvailability):
         w = self.policy.valid_window() if valid_window is None else valid_window
         limit = tick - w
         gone = sorted(r.id for r in self.reservations.values() if r.period <= 0 and r.end <= limit)
+        self.archive(gone)
+        return gone
+
+    def archive(self, gone: list[ReservationId]) -> None:
+        """Drop these reservations, in this order, as archiving does (the caller chose them)."""
         for rid in gone:
             self._remove(self.reservations[rid])
-        return gone
 
     def set_capacity(self, capacity: Res) -> None:
         """setTotalCapacity: no check and no repair of over-commitment (the replanner's job)."""

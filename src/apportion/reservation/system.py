@@ -20,6 +20,7 @@ from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.api import RestHandlers
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.follower import PlanFollower
+from apportion.reservation.follower_inc import IncrementalFollower
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.resmath import Res
@@ -78,7 +79,7 @@ class ReservationSystem(RestHandlers):
         if plan.queue in self.plans:
             raise ValueError(f"queue {plan.queue} already has a plan")
         plan.store = self.store
-        entry = PlanEntry(plan, agent, replanner, PlanFollower(plan, replanner, cluster), cluster)
+        entry = PlanEntry(plan, agent, replanner, IncrementalFollower(plan, replanner, cluster), cluster)
         self.plans[plan.queue] = entry
         return entry
 

@@ -1,0 +1,123 @@
+"""The incremental plan follower publishes, step after step, exactly what the full step does: the same
+`FollowerState` (queues, capacities, shares in the same order, moves, archives, replans) and the same
+child queues, over random submit / update / delete / application / capacity / clock sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from res_helpers import alloc, make_plan
+
+from apportion.reservation.follower import PlanFollower
+from apportion.reservation.follower_inc import IncrementalFollower
+from apportion.reservation.plan import InMemoryPlan
+from apportion.reservation.policies import NoPolicy
+from apportion.reservation.replanner import SimpleCapacityReplanner
+
+CAP = (10240, 10)
+
+#: a reservation: start (s), length, memory, vCores, gang, gap and length of a second piece (0: none),
+#: and a periodic one now and then
+shape = st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(1, 4000), st.integers(1, 4), st.booleans(),
+                  st.integers(0, 5), st.integers(0, 8))
+op = st.one_of(
+    st.tuples(st.just("add"), shape),
+    st.tuples(st.just("update"), st.integers(0, 1000), shape),
+    st.tuples(st.just("delete"), st.integers(0, 1000)),
+    st.tuples(st.just("step"), st.integers(0, 4)),
+    st.tuples(st.just("jump"), st.integers(0, 60)),
+    st.tuples(st.just("app"), st.integers(0, 1000)),
+    st.tuples(st.just("finish"), st.integers(0, 1000)),
+    st.tuples(st.just("capacity"), st.sampled_from([CAP, (8192, 8), (20480, 10), (0, 0)])),
+    st.tuples(st.just("periodic"), shape),
+)
+
+
+def _pieces(s: tuple[int, int, int, int, bool, int, int]) -> list[tuple[int, int, tuple[int, int]]]:
+    start, length, mem, vc, _gang, gap, second = s
+    out = [(start * 1000, (start + length) * 1000, (mem, vc))]
+    if second:
+        s2 = (start + length + gap) * 1000
+        out.append((s2, s2 + second * 1000, (mem // 2 + 1, vc)))
+    return out
+
+
+def _queues(f: PlanFollower) -> dict[str, tuple[Any, ...]]:
+    return {n: (q.capacity, q.max_capacity, tuple(q.apps), q.expired) for n, q in f.queues.items()}
+
+
+def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
+    plans: list[InMemoryPlan] = [make_plan(CAP, NoPolicy(), move_on_expiry=move, max_periodicity=120_000) for _ in range(2)]
+    ref = PlanFollower(plans[0], SimpleCapacityReplanner() if replan else None)
+    inc = IncrementalFollower(plans[1], SimpleCapacityReplanner() if replan else None)
+    n, t, apps, incremental = 0, 0, 0, 0
+    for o in ops:
+        kind = o[0]
+        if kind in ("add", "periodic"):
+            n += 1
+            for plan in plans:
+                if kind == "add":
+                    plan.add_reservation(alloc(n, _pieces(o[1]), gang=o[1][4]))
+                else:
+                    start, length, mem, vc, gang, _, _ = o[1]
+                    plan.add_reservation(alloc(n, [(0, length * 1000, (mem, vc))], start=start * 1000,
+                                               end=start * 1000 + 120_000,
+                                               period=(20_000, 30_000, 40_000, 60_000)[length % 4]))
+        elif kind in ("update", "delete"):
+            ids = sorted(plans[0].reservations)
+            if not ids:
+                continue
+            rid = ids[o[1] % len(ids)]
+            for plan in plans:
+                if kind == "delete":
+                    plan.delete_reservation(rid)
+                else:
+                    r = alloc(rid.seq, _pieces(o[2]), gang=o[2][4])
+                    plan.update_reservation(r)
+        elif kind == "capacity":
+            for plan in plans:
+                plan.set_capacity(o[1])
+        elif kind == "app":
+            names = sorted(ref.queues)
+            apps += 1
+            q = names[o[1] % len(names)]
+            assert ref.submit_app(f"app{apps}", q) == inc.submit_app(f"app{apps}", q)
+        elif kind == "finish":
+            if apps:
+                a = f"app{o[1] % apps + 1}"
+                assert ref.app_finished(a) == inc.app_finished(a)
+        else:
+            t = t + o[1] * 1000 if kind == "step" else o[1] * 1000
+            synced = inc._synced
+            a, b = ref.step(t), inc.step(t)
+            assert a == b
+            assert list(a.active) == list(b.active)  # the order too
+            assert list(a.queues) == list(b.queues)
+            assert _queues(ref) == _queues(inc)
+            assert sorted(plans[0].reservations) == sorted(plans[1].reservations)
+            incremental += synced and inc._now == b.now and not inc._periodic
+    return incremental
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(op, min_size=1, max_size=60), replan=st.booleans(), move=st.booleans())
+def test_the_incremental_step_publishes_what_the_full_step_does(ops: list[tuple[Any, ...]], replan: bool,
+                                                               move: bool) -> None:
+    _run(ops, replan, move)
+
+
+def test_steps_without_change_are_incremental_and_equal() -> None:
+    """A long run of ordinary steps (no periodic reservation, no capacity change) is served by the
+    incremental step, and still equals the full one."""
+    ops: list[tuple[Any, ...]] = []
+    for i in range(60):
+        ops.append(("add", (i % 30, 3 + i % 7, 500 + 37 * i, 1 + i % 3, i % 4 == 0, i % 3, i % 5)))
+        if i % 5 == 0:
+            ops.append(("update", i * 7, (i % 20 + 5, 4, 800, 2, False, 1, 2)))
+        if i % 9 == 0:
+            ops.append(("delete", i * 3))
+        ops.append(("step", 1))
+        ops.append(("app", i))
+    assert _run(ops, replan=False, move=True) > 40
