@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 import click
 
@@ -20,6 +19,9 @@ def register(group: click.Group) -> None:
 
 def installed_version() -> str:
     """apportion's version as installed (the package's own when run from a source tree)."""
+    # imported here: reading the installed distributions' metadata costs every command's start
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("apportion")
     except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
