@@ -5,7 +5,8 @@
   pods (seeded runtimes as `apportion.io/duration` with start times), the rest left waiting;
 * (`--fits`, apart) the same job's fit suggestions, what `apportion forecast DUMP JOB` adds to the
   forecast: the checked sessions and forward runs they take, given the forecast's start
-  (`--unknown`: searched without it, as before it was handed over);
+  (`--unknown`: searched without it, as before it was handed over; `--reference`: each reservation
+  try simulated from now, as before one forward run served them all);
 * forecast error on the Philly 30-day scenario (docs/examples/philly-30d.yaml, the trace read from
   ../shared/traces): forecasts made at 20 instants from the simulation's own state (exact runtimes),
   with and without the future arrivals, against the starts the simulation then gives.
@@ -102,11 +103,13 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[st
             "running_pods": sum(1 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))}
 
 
-def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
+def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = False) -> dict[str, Any]:
     """The fit suggestions for the job `measure` forecasts (what `apportion forecast DUMP JOB` adds),
-    given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it."""
+    given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it;
+    `reference`: each reservation try simulated from now rather than copied from one forward run."""
     from apportion.forecast import fit, reserve
     from apportion.forecast.fit import KnownStart
+    from apportion.forecast.forward import ForwardRun
     from apportion.forecast.suggest import suggest
 
     objs = busy_objects(shape)
@@ -121,8 +124,8 @@ def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
     sim.run()
     start = sim.jobs[target].first_start
     forecast_cpu = time.process_time() - t0
-    counts = {"check_sessions": 0, "forward_runs": 0}
-    starts, first = fit.Checker.starts, reserve.first_start
+    counts = {"check_sessions": 0, "forward_runs": 0, "copies": 0, "copy_cpu_s": 0.0}
+    starts, first, copy_at = fit.Checker.starts, reserve.first_start, ForwardRun._copy_at
 
     def counted_starts(self: Any, *a: Any) -> bool:
         counts["check_sessions"] += 1
@@ -132,16 +135,26 @@ def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
         counts["forward_runs"] += 1
         return first(*a, **k)
 
+    def counted_copy(self: Any, *a: Any) -> Any:
+        counts["copies"] += 1
+        c0 = time.process_time()
+        try:
+            return copy_at(self, *a)
+        finally:
+            counts["copy_cpu_s"] += time.process_time() - c0
+
     fit.Checker.starts = counted_starts  # type: ignore[method-assign,assignment]
     reserve.first_start = counted_first
+    ForwardRun._copy_at = counted_copy  # type: ignore[method-assign]
     try:
         t0 = time.process_time()
         found = suggest(state, target, known=KnownStart(None if start is None else start - state.t0)
-                        if known else None)
+                        if known else None, reference=reference)
         cpu = time.process_time() - t0
     finally:
         fit.Checker.starts = starts  # type: ignore[method-assign]
         reserve.first_start = first
+        ForwardRun._copy_at = copy_at  # type: ignore[method-assign]
     return {"target": target, "starts_in_s": start, "forecast_cpu_s": forecast_cpu, "fits_cpu_s": cpu, **counts,
             "fits": [f.text for f in found]}
 
@@ -239,8 +252,9 @@ if __name__ == "__main__":
     import sys
 
     if "--fits" in sys.argv:
-        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv) for k, shape in
-                          (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
+        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv,
+                                          reference="--reference" in sys.argv)
+                          for k, shape in (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
     elif "--philly-only" in sys.argv:
         n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
         print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))
