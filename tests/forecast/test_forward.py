@@ -17,7 +17,7 @@ from test_reserve import gpu_dumps, gpu_jobs, gpu_node, reservable_gpu_cluster
 from apportion.forecast import reserve
 from apportion.forecast.core import forecast
 from apportion.forecast.fit import KnownStart, natural
-from apportion.forecast.forward import ForwardRun
+from apportion.forecast.forward import COPY_AFTER, ForwardRun
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.suggest import suggest
 from apportion.resources import Resource
@@ -96,6 +96,18 @@ def test_a_start_before_the_run_is_simulated_from_now() -> None:
     run = ForwardRun(state, "ns/t")
     assert run.starts_at(1800.0, patch)
     assert not run.starts_at(600.0, patch) and run.copies == 1
+    assert not run.starts_at(0.0, patch) and run.copies == 1
+
+
+def test_a_start_near_now_is_simulated_from_now() -> None:
+    objs = [gpu_node("n1"), gpu_node("n2"), queue("a"), *gpu_jobs("a")]
+    state = state_of(objs, None)
+    patch = booking(state, "ns/t", None)
+    run = ForwardRun(state, "ns/t")
+    for s in (0.0, 1.0, COPY_AFTER - 1.0):
+        assert run.starts_at(s, patch) == reserve.starts_at(state, "ns/t", s, patch)
+    assert run.copies == 0 and run.sim.sessions == 0
+    assert run.starts_at(1800.0, patch) and run.copies == 1
 
 
 def test_future_arrivals_after_the_horizon_stay_out() -> None:

@@ -6,7 +6,8 @@ booking is in force from then on; the reference answers it by simulating from no
 with it is the run without it, plus a wake-up at the start (a no-op event). So one run without a
 booking goes to each try's start in turn (`Simulator.run_until`, the tries' starts increase), is
 copied there, and only the copy gets the booking, its wake-up and the try's horizon and runs on
-(a session or two). The run itself goes on to the next try's start unchanged.
+(a session or two). The run itself goes on to the next try's start unchanged. A try within a few
+periods of now is simulated from now instead: that is cheaper than a copy.
 
 The copy is `copy.deepcopy` of the simulator, except what no session changes, which the copies
 share: the scenario's nodes, queues and conf, and the start state's objects (the job and task
@@ -25,6 +26,11 @@ from apportion.forecast.sim import DumpObjects, forecast_simulator
 from apportion.forecast.start import StartState
 from apportion.simulation.engine import Simulator
 from apportion.simulation.jobs import EV_ARRIVAL, EV_WAKE
+
+#: a try starting at most this many periods from now is simulated from now, not copied: a copy of a
+#: 1,000-node, 10,000-pod simulator costs about as much CPU as 15 of its sessions (benchmarks/README.md),
+#: and a run to such a start has at most one session a period
+COPY_AFTER = 16
 
 
 class ForwardRun:
@@ -69,9 +75,13 @@ class ForwardRun:
                     bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> float | None:
         """`reserve.first_start(state, uid, horizon, bookings)` for bookings from `start` on (seconds
         from now), or None."""
-        if start < self.at - 1e-9:
-            # the run is past that start (a planner that went back): a run of its own from now
-            return ForwardRun(self.state, self.uid).first_start(start, horizon, bookings)
+        if start < self.at - 1e-9 or start < COPY_AFTER * self.state.period:
+            # near now (or, should the planner go back, before where the run is): a run of its own from
+            # now with the bookings, which is what the copy would be
+            sim = forecast_simulator(self.state, targets=(self.uid,), horizon=horizon, bookings=bookings)
+            sim.run()
+            first = sim.jobs[self.uid].first_start
+            return None if first is None else first - self.state.t0
         self.sim.run_until(self.state.t0 + start)
         self.at = start
         first = self.sim.jobs[self.uid].first_start
