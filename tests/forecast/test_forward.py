@@ -106,7 +106,7 @@ def test_a_start_near_now_is_simulated_from_now() -> None:
     run = ForwardRun(state, "ns/t")
     for s in (0.0, 1.0, COPY_AFTER - 1.0):
         assert run.starts_at(s, patch) == reserve.starts_at(state, "ns/t", s, patch)
-    assert run.copies == 0 and run.sim.sessions == 0
+    assert run.copies == 0 and run._sim is None
     assert run.starts_at(1800.0, patch) and run.copies == 1
 
 

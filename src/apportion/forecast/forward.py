@@ -39,11 +39,18 @@ class ForwardRun:
     def __init__(self, state: StartState, uid: str) -> None:
         self.state = state
         self.uid = uid
-        self.sim = forecast_simulator(state, targets=(uid,))
+        self._sim: Simulator | None = None
         #: how far the run has gone (seconds from now): a later try must not ask for an earlier start
         self.at = 0.0
         #: copies made (for the benchmark and tests)
         self.copies = 0
+
+    @property
+    def sim(self) -> Simulator:
+        """The run without a booking (made when a try is first copied from it)."""
+        if self._sim is None:
+            self._sim = forecast_simulator(self.state, targets=(self.uid,))
+        return self._sim
 
     def _copy_at(self, horizon: float, bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> Simulator:
         """A copy of the run (stopped before a booking's start) as the forecast simulator with these
