@@ -5,7 +5,9 @@
   pods (seeded runtimes as `apportion.io/duration` with start times), the rest left waiting;
 * (`--fits`, apart) the same job's fit suggestions, what `apportion forecast DUMP JOB` adds to the
   forecast: the checked sessions and forward runs they take, given the forecast's start
-  (`--unknown`: searched without it, as before it was handed over);
+  (`--unknown`: searched without it, as before it was handed over; `--reference`: each reservation
+  try simulated from now, as before one forward run served them all; `--start-in=S`: the forecast's
+  answer from an earlier run, its forecast not run again);
 * forecast error on the Philly 30-day scenario (docs/examples/philly-30d.yaml, the trace read from
   ../shared/traces): forecasts made at 20 instants from the simulation's own state (exact runtimes),
   with and without the future arrivals, against the starts the simulation then gives.
@@ -102,11 +104,20 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[st
             "running_pods": sum(1 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))}
 
 
-def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
+def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = False,
+                 start_in: float | None = None) -> dict[str, Any]:
     """The fit suggestions for the job `measure` forecasts (what `apportion forecast DUMP JOB` adds),
-    given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it."""
+    given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it;
+    `reference`: each reservation try simulated from now rather than copied from one forward run.
+    `start_in`: the forecast's answer (seconds from now) from an earlier run, whose forecast is then
+    not run again (the fits are measured alone)."""
     from apportion.forecast import fit, reserve
     from apportion.forecast.fit import KnownStart
+
+    try:
+        from apportion.forecast.forward import ForwardRun
+    except ImportError:  # a tree from before it (measured against)
+        ForwardRun = None  # type: ignore[assignment,misc]
     from apportion.forecast.suggest import suggest
 
     objs = busy_objects(shape)
@@ -117,12 +128,16 @@ def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
     pending = sorted(j.uid for j in state.jobs if j.pending)
     target = pending[len(pending) // 2]
     t0 = time.process_time()
-    sim = forecast_simulator(state, targets=[target])
-    sim.run()
-    start = sim.jobs[target].first_start
+    if start_in is None:
+        sim = forecast_simulator(state, targets=[target])
+        sim.run()
+        start = sim.jobs[target].first_start
+    else:
+        start = state.t0 + start_in
     forecast_cpu = time.process_time() - t0
-    counts = {"check_sessions": 0, "forward_runs": 0}
+    counts = {"check_sessions": 0, "forward_runs": 0, "copies": 0, "copy_cpu_s": 0.0}
     starts, first = fit.Checker.starts, reserve.first_start
+    copy_at = ForwardRun._copy_at if ForwardRun is not None else None
 
     def counted_starts(self: Any, *a: Any) -> bool:
         counts["check_sessions"] += 1
@@ -132,16 +147,29 @@ def measure_fits(shape: dict[str, int], known: bool = True) -> dict[str, Any]:
         counts["forward_runs"] += 1
         return first(*a, **k)
 
+    def counted_copy(self: Any, *a: Any) -> Any:
+        counts["copies"] += 1
+        c0 = time.process_time()
+        try:
+            return copy_at(self, *a)  # type: ignore[misc]
+        finally:
+            counts["copy_cpu_s"] += time.process_time() - c0
+
     fit.Checker.starts = counted_starts  # type: ignore[method-assign,assignment]
     reserve.first_start = counted_first
+    if ForwardRun is not None:
+        ForwardRun._copy_at = counted_copy  # type: ignore[method-assign]
     try:
         t0 = time.process_time()
+        kw = {"reference": True} if reference else {}
         found = suggest(state, target, known=KnownStart(None if start is None else start - state.t0)
-                        if known else None)
+                        if known else None, **kw)
         cpu = time.process_time() - t0
     finally:
         fit.Checker.starts = starts  # type: ignore[method-assign]
         reserve.first_start = first
+        if ForwardRun is not None:
+            ForwardRun._copy_at = copy_at  # type: ignore[method-assign]
     return {"target": target, "starts_in_s": start, "forecast_cpu_s": forecast_cpu, "fits_cpu_s": cpu, **counts,
             "fits": [f.text for f in found]}
 
@@ -239,8 +267,10 @@ if __name__ == "__main__":
     import sys
 
     if "--fits" in sys.argv:
-        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv) for k, shape in
-                          (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
+        given = next((float(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--start-in=")), None)
+        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv,
+                                          reference="--reference" in sys.argv, start_in=given)
+                          for k, shape in (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
     elif "--philly-only" in sys.argv:
         n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
         print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))

@@ -20,6 +20,7 @@ from apportion.forecast import fit, reserve
 from apportion.forecast.api import forecast_snapshot
 from apportion.forecast.core import forecast
 from apportion.forecast.fit import KnownStart
+from apportion.forecast.forward import ForwardRun
 from apportion.forecast.start import start_state
 from apportion.forecast.suggest import suggest
 from apportion.framework.conf import parse_conf
@@ -53,14 +54,17 @@ class Counted:
 
 
 def runs(monkeypatch: pytest.MonkeyPatch, state: Any, known: KnownStart | None) -> tuple[list[Any], int, int]:
-    """The suggestions, the sessions the checks ran, and the forward simulations the booking ran."""
+    """The suggestions, the sessions the checks ran, and the forward simulations the booking ran (from
+    now, or copies of the shared forward run)."""
     sessions = Counted(fit.Checker.starts)
     forward = Counted(reserve.first_start)
+    copies = Counted(ForwardRun._copy_at)
     monkeypatch.setattr(fit.Checker, "starts", lambda self, *a: sessions(self, *a))
     monkeypatch.setattr(reserve, "first_start", forward)
+    monkeypatch.setattr(ForwardRun, "_copy_at", lambda self, *a: copies(self, *a))
     found = suggest(state, "ns/t", known=known)
     monkeypatch.undo()
-    return [s.to_json() for s in found], sessions.calls, forward.calls
+    return [s.to_json() for s in found], sessions.calls, forward.calls + copies.calls
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

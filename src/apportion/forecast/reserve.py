@@ -33,6 +33,7 @@ from typing import Any
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.forecast.fit import Search, Suggestion, natural
+from apportion.forecast.forward import ForwardRun
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.forecast.text import seconds
@@ -175,8 +176,27 @@ def _plan(search: Search, parent: QueueInfo | None, per: Resource, step: float) 
     return sp
 
 
-def reservation_suggestion(js: JobStart, search: Search) -> list[Suggestion]:
-    """The earliest booking of the job's gang the planner accepts that the simulation confirms."""
+class Rerun:
+    """The reference for `ForwardRun` (forecast/forward.py): every try simulated from now."""
+
+    def __init__(self, state: StartState, uid: str) -> None:
+        self.state = state
+        self.uid = uid
+
+    def first_start(self, start: float, horizon: float,
+                    bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> float | None:
+        """`first_start` (`start`: where the bookings begin, unused here)."""
+        return first_start(self.state, self.uid, horizon, bookings)
+
+    def starts_at(self, start: float, patch: Callable[[Snapshot], None]) -> bool:
+        """`starts_at`."""
+        return starts_at(self.state, self.uid, start, patch)
+
+
+def reservation_suggestion(js: JobStart, search: Search, *, reference: bool = False) -> list[Suggestion]:
+    """The earliest booking of the job's gang the planner accepts that the simulation confirms.
+
+    The tries share one forward run (`ForwardRun`); `reference=True` simulates each from now."""
     state = search.state
     if not search.pending:
         return []
@@ -193,6 +213,7 @@ def reservation_suggestion(js: JobStart, search: Search) -> list[Suggestion]:
     held = _held(state, search, parent)
     ends = sorted({e for _s, e, _r in held if 0 < e < WINDOW})
     arrival = 0.0
+    tries: Rerun | ForwardRun | None = None
     for _ in range(TRIES):
         sp = _plan(search, parent, per, step)
         for s, e, r in held:
@@ -217,8 +238,10 @@ def reservation_suggestion(js: JobStart, search: Search) -> list[Suggestion]:
         anyway = search.known.by(start) if search.known is not None and start > 0 else None
         if anyway:
             return []
-        if starts_at(state, search.uid, start, patch):
-            if anyway is None and start > 0 and first_start(state, search.uid, start, []) is not None:
+        if tries is None:  # made once a try needs simulating: its simulator costs a start state's set-up
+            tries = Rerun(state, search.uid) if reference else ForwardRun(state, search.uid)
+        if tries.starts_at(start, patch):
+            if anyway is None and start > 0 and tries.first_start(start, start, []) is not None:
                 return []
             return [_suggestion(js, search, change, patch, per.clone().multi(m))]
         later = [e for e in ends if e > start]

@@ -9,10 +9,12 @@ from apportion.forecast.reserve import reservation_suggestion
 from apportion.forecast.start import StartState
 
 
-def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart | None = None) -> list[Suggestion]:
+def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart | None = None,
+            reference: bool = False) -> list[Suggestion]:
     """The `keep` cheapest single changes that let job `uid` start in the next session, or at a
     reservation's booked start (checked). `known`: the job's start in the forecast simulator as it is
-    (no assumed runtimes), which spares running it again."""
+    (no assumed runtimes), which spares running it again. `reference`: every reservation try
+    simulated from now (`reserve.Rerun`) rather than from one shared forward run."""
     js = state.job(uid)
     if js is None or not js.pending:
         return []
@@ -28,6 +30,6 @@ def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart 
     found += search.min_member()
     found += search.request()
     found += search.free()
-    found += reservation_suggestion(js, search)
+    found += reservation_suggestion(js, search, reference=reference)
     found.sort(key=lambda s: (s.cost, s.kind, s.text))
     return found[:keep]

@@ -219,40 +219,27 @@ class Simulator(PlanFollower):
         with _collector_for_long_runs():
             return self._run(progress)
 
+    def run_until(self, until: float) -> bool:
+        """Run every scheduling step before the instant `until` (with the events up to each) and stop
+        before the first at or after it (within 1e-9, the tolerance of a booking's start), so that a
+        caller can copy the simulator there and go on differently (the forecast's reservation tries,
+        forecast/forward.py). False when the run ended before `until` (nothing left to change, the
+        horizon, the session limit). `run_until` and `run` may follow; each goes on from here."""
+        with _collector_for_long_runs():
+            while (t_sess := self._next_session()) is not None:
+                if t_sess >= until - 1e-9:
+                    return True
+                self._step(t_sess)
+        return False
+
     def _run(self, progress: Callable[[float, float], None] | None) -> SimulationResult:
         wall0 = time.perf_counter()
         horizon = self.sc.run.horizon if self.sc.run.horizon is not None else math.inf
-        drain = self.sc.run.drain
         last_arrival = max((j.spec.arrival for j in self.jobs.values()), default=0.0)
         goal = horizon if math.isfinite(horizon) else max(last_arrival, 1.0)
         self.recorder.sample(0.0)
-        while True:
-            t_ev = self.heap[0][0] if self.heap else math.inf
-            if self.dirty:
-                t_sess = self._grid(self.now)
-                if self.last_session is not None and t_sess <= self.last_session:
-                    t_sess = self.last_session + self.period
-            else:
-                t_sess = self._grid(t_ev) if math.isfinite(t_ev) else math.inf
-            if min(t_ev, t_sess) == math.inf:
-                break  # nothing left that could change anything
-            if self.max_sessions is not None and self.sessions >= self.max_sessions:
-                self.stopped_at_limit = True
-                break
-            if min(t_ev, t_sess) > horizon and (not drain or not self.active):
-                break
-            if not self.active and not self.dirty and all(k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
-                break  # the workload is over; only cluster or plan boundaries remain
-            # events up to and including the session instant come first: a job arriving at t is
-            # seen by the session at t, and a task finishing at t has freed its node by then
-            while self.heap and self.heap[0][0] <= t_sess:
-                t, kind, _name, _seq, payload = heapq.heappop(self.heap)
-                self.now = t
-                self._event(kind, payload)
-                self.events += 1
-            self.now = t_sess
-            self._session()
-            self.recorder.sample(self.now)
+        while (t_sess := self._next_session()) is not None:
+            self._step(t_sess)
             if progress is not None:
                 progress(self.now, goal)
         self.recorder.finish(self.now)
@@ -262,6 +249,39 @@ class Simulator(PlanFollower):
             events=self.events, end_time=self.now, wall_seconds=time.perf_counter() - wall0,
             warnings=self.warnings, label=self.label, seed=self.seed,
         )
+
+    def _next_session(self) -> float | None:
+        """The instant of the next scheduling step, or None when the run is over."""
+        horizon = self.sc.run.horizon if self.sc.run.horizon is not None else math.inf
+        t_ev = self.heap[0][0] if self.heap else math.inf
+        if self.dirty:
+            t_sess = self._grid(self.now)
+            if self.last_session is not None and t_sess <= self.last_session:
+                t_sess = self.last_session + self.period
+        else:
+            t_sess = self._grid(t_ev) if math.isfinite(t_ev) else math.inf
+        if min(t_ev, t_sess) == math.inf:
+            return None  # nothing left that could change anything
+        if self.max_sessions is not None and self.sessions >= self.max_sessions:
+            self.stopped_at_limit = True
+            return None
+        if min(t_ev, t_sess) > horizon and (not self.sc.run.drain or not self.active):
+            return None
+        if not self.active and not self.dirty and all(k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
+            return None  # the workload is over; only cluster or plan boundaries remain
+        return t_sess
+
+    def _step(self, t_sess: float) -> None:
+        """The events up to and including the session instant, then the session: a job arriving at t
+        is seen by the session at t, and a task finishing at t has freed its node by then."""
+        while self.heap and self.heap[0][0] <= t_sess:
+            t, kind, _name, _seq, payload = heapq.heappop(self.heap)
+            self.now = t
+            self._event(kind, payload)
+            self.events += 1
+        self.now = t_sess
+        self._session()
+        self.recorder.sample(self.now)
 
     # ================================================================= events
     def _event(self, kind: int, payload: Any) -> None:
