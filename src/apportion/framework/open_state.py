@@ -144,10 +144,17 @@ def _table_exact(t: NodeTable) -> bool:
 def _job_entries(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], entries: list[Entry]) -> list[Entry]:
     """The job's placements, in task order, added to `entries` too (vectors filled in later); every
     task's status at open is recorded on it."""
+    return _task_entries(job.tasks.values(), uid, node_by_name, entries, record_status=True)
+
+
+def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict[str, NodeInfo],
+                  entries: list[Entry], *, record_status: bool) -> list[Entry]:
+    """The placements of the tasks that occupy a node, in their order, added to `entries` too."""
     mine: list[Entry] = []
     kind_of = KIND_OF
-    for i, t in enumerate(job.tasks.values()):
-        t.initial_status = t.status
+    for i, t in enumerate(tasks):
+        if record_status:
+            t.initial_status = t.status
         kind = kind_of[t.status]
         if kind is None or not t.node_name:
             continue
@@ -177,6 +184,13 @@ def _node_scalars(nodes: list[NodeInfo]) -> frozenset[str]:
 
 def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
     return {e[1].key: e[1] for e in entries}
+
+
+
+def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
+    """Append the entries of the tasks on nodes that belong to no job (other schedulers' pods), in
+    the snapshot's order."""
+    _task_entries(ssn.snapshot.orphan_tasks, None, node_by_name, out, record_status=False)
 
 
 def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
@@ -210,17 +224,7 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     per_job: dict[str, list[Entry]] = {}
     for uid, job in jobs.items():
         per_job[uid] = _job_entries(job, uid, node_by_name, entries)
-    orphan_entries: list[Entry] = []
-    kind_of = KIND_OF
-    for i, t in enumerate(ssn.snapshot.orphan_tasks):
-        kind = kind_of[t.status]
-        if kind is None or not t.node_name:
-            continue
-        node = node_by_name.get(t.node_name)
-        if node is None:
-            continue
-        orphan_entries.append((node.index, t, kind, None, None, i))  # type: ignore[arg-type]
-    entries.extend(orphan_entries)
+    _orphan_entries(ssn, node_by_name, entries)
     entries = _with_vectors(entries, table, reuse_rows)
     rows: list[list[Entry]] = [[] for _ in ssn.nodes]
     for e in entries:
@@ -317,15 +321,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     added: list[Entry] = []
     for uid in changed:
         _job_entries(ssn.jobs[uid], uid, node_by_name, added)
-    kind_of = KIND_OF
-    for i, t in enumerate(ssn.snapshot.orphan_tasks):
-        kind = kind_of[t.status]
-        if kind is None or not t.node_name:
-            continue
-        node = node_by_name.get(t.node_name)
-        if node is None:
-            continue
-        added.append((node.index, t, kind, None, None, i))  # type: ignore[arg-type]
+    _orphan_entries(ssn, node_by_name, added)
     added = _with_vectors(added, table, True)
     if added and not _exact(np.array([e[3] for e in added])):
         return None

@@ -160,11 +160,15 @@ class PlanFollower:
 
     def app_finished(self, app_id: str) -> bool:
         """Remove a finished application from its child queue; False if no queue holds it."""
+        return self._remove_app(app_id) is not None
+
+    def _remove_app(self, app_id: str) -> str | None:
+        """Take the application out of the child queue holding it; that queue's name, or None."""
         for q in self.queues.values():
             if app_id in q.apps:
                 q.apps.remove(app_id)
-                return True
-        return False
+                return q.name
+        return None
 
     # -- synchronisation ----------------------------------------------------------------------
     def _sum_children(self) -> float:

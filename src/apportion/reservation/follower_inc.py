@@ -129,12 +129,10 @@ class IncrementalFollower(PlanFollower):
 
     def app_finished(self, app_id: str) -> bool:
         """Remove a finished application from its child queue; False if no queue holds it."""
-        for q in self.queues.values():
-            if app_id in q.apps:
-                q.apps.remove(app_id)
-                self._dirty.add(q.name)
-                return True
-        return False
+        name = self._remove_app(app_id)
+        if name is not None:
+            self._dirty.add(name)
+        return name is not None
 
     # -- the full step, and the state rebuilt from it ---------------------------------------------
     def _full(self, clock: int) -> FollowerState:
