@@ -223,14 +223,19 @@ class PlanFollower:
         self._pieces = pieces
         return rows
 
-    def step(self, clock: int) -> FollowerState:
-        """One synchronisation at `clock` (contract §11)."""
-        plan = self.plan
-        now = round_up(clock, plan.step)
+    def _start_step(self, clock: int) -> int:
+        """The step's instant (the clock rounded up to the plan's step), with the plan's capacity first
+        set from the cluster when the follower follows one."""
         if self.cluster is not None:
             res, frac = self.cluster
             f = f32(frac)
-            plan.set_capacity(tuple(int(x * f) for x in res))
+            self.plan.set_capacity(tuple(int(x * f) for x in res))
+        return round_up(clock, self.plan.step)
+
+    def step(self, clock: int) -> FollowerState:
+        """One synchronisation at `clock` (contract §11)."""
+        plan = self.plan
+        now = self._start_step(clock)
         cap = plan.capacity
         calc = plan.calc
         zero = plan.zero

@@ -34,7 +34,7 @@ from apportion.reservation.follower import (
     ReservationShare,
     _ChildSums,
 )
-from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
+from apportion.reservation.resmath import Res, f32, radd, rsub
 
 if TYPE_CHECKING:
     from apportion.reservation.definition import ReservationId
@@ -229,11 +229,7 @@ class IncrementalFollower(PlanFollower):
     def step(self, clock: int) -> FollowerState:
         """One synchronisation at `clock`, as `PlanFollower.step` makes it (contract §11)."""
         plan = self.plan
-        now = round_up(clock, plan.step)
-        if self.cluster is not None:
-            res, frac = self.cluster
-            f = f32(frac)
-            plan.set_capacity(tuple(int(x * f) for x in res))
+        now = self._start_step(clock)
         if not self._synced or now < self._now or plan.capacity != self._cap:
             return self._full(clock)
         changed = self._advance(now)
