@@ -109,7 +109,13 @@ class NodeTable:
         that repeats in sequence, and every array sees its rows in the order given."""
         if not rows:
             return
-        at = np.asarray(rows, dtype=np.int64)
+        self.apply_placements(np.asarray(rows, dtype=np.int64), reqs, kinds, 1)
+        self.touched.extend(rows)
+
+    def apply_placements(self, at: np.ndarray, reqs: np.ndarray, kinds: list[str], sign: int) -> None:
+        """The sums of `add_many` (sign 1, `reqs` as given) or of their undoing (sign -1, `reqs`
+        already negated), without recording the rows as touched (a session open that carries the last
+        open's table applies what changed since)."""
         pipelined = np.fromiter((kind == "pipelined" for kind in kinds), dtype=bool, count=len(kinds))
         releasing = np.fromiter((kind == "releasing" for kind in kinds), dtype=bool, count=len(kinds))
         on_node = ~pipelined
@@ -120,8 +126,7 @@ class NodeTable:
         if releasing.any():
             np.add.at(self.releasing, at[releasing], reqs[releasing])
         np.subtract.at(self.future, at[~releasing], reqs[~releasing])
-        np.add.at(self.pod_count, at, 1)
-        self.touched.extend(rows)
+        np.add.at(self.pod_count, at, sign)
 
     def vectors(self, resources: list[Resource]) -> np.ndarray:
         """`vector` of each resource, as the rows of one array."""

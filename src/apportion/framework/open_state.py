@@ -375,19 +375,7 @@ def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
 def _apply(table: NodeTable, entries: list[Entry], sign: int) -> None:
     """`add_many` (sign 1) or its undoing (sign -1) of these placements."""
     at = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-    vecs = np.array([e[3] for e in entries]) * sign
-    kinds = [e[2] for e in entries]
-    pipelined = np.fromiter((k == "pipelined" for k in kinds), dtype=bool, count=len(kinds))
-    releasing = np.fromiter((k == "releasing" for k in kinds), dtype=bool, count=len(kinds))
-    on_node = ~pipelined
-    if pipelined.any():
-        np.add.at(table.pipelined, at[pipelined], vecs[pipelined])
-    np.subtract.at(table.idle, at[on_node], vecs[on_node])
-    np.add.at(table.used, at[on_node], vecs[on_node])
-    if releasing.any():
-        np.add.at(table.releasing, at[releasing], vecs[releasing])
-    np.subtract.at(table.future, at[~releasing], vecs[~releasing])
-    np.add.at(table.pod_count, at, sign)
+    table.apply_placements(at, np.array([e[3] for e in entries]) * sign, [e[2] for e in entries], sign)
 
 
 def open_nodes(ssn: Session) -> OpenDelta | None:
