@@ -33,6 +33,16 @@ from apportion.simulation.jobs import EV_ARRIVAL, EV_WAKE
 COPY_AFTER = 16
 
 
+def run_from_now(state: StartState, uid: str, horizon: float,
+                 bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> float | None:
+    """Job `uid`'s first start (seconds from now) in the forecast simulator run from now to `horizon`
+    with these bookings, or None: the reference every try of `ForwardRun` answers as."""
+    sim = forecast_simulator(state, targets=(uid,), horizon=horizon, bookings=bookings)
+    sim.run()
+    first = sim.jobs[uid].first_start
+    return None if first is None else first - state.t0
+
+
 class ForwardRun:
     """The forecast simulator without a booking, advanced to each try's start and copied there."""
 
@@ -85,10 +95,7 @@ class ForwardRun:
         if start < self.at - 1e-9 or start < COPY_AFTER * self.state.period:
             # near now (or, should the planner go back, before where the run is): a run of its own from
             # now with the bookings, which is what the copy would be
-            sim = forecast_simulator(self.state, targets=(self.uid,), horizon=horizon, bookings=bookings)
-            sim.run()
-            first = sim.jobs[self.uid].first_start
-            return None if first is None else first - self.state.t0
+            return run_from_now(self.state, self.uid, horizon, bookings)
         self.sim.run_until(self.state.t0 + start)
         self.at = start
         first = self.sim.jobs[self.uid].first_start

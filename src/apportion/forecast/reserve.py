@@ -33,7 +33,7 @@ from typing import Any
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.forecast.fit import Search, Suggestion, natural
-from apportion.forecast.forward import ForwardRun
+from apportion.forecast.forward import ForwardRun, run_from_now
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.forecast.text import seconds
@@ -150,12 +150,7 @@ def first_start(state: StartState, uid: str, horizon: float,
                 bookings: list[tuple[float, Callable[[Snapshot], None]]]) -> float | None:
     """Job `uid`'s first start (seconds from now) in the forecast simulator run to `horizon` with these
     bookings, or None."""
-    from apportion.forecast.sim import forecast_simulator
-
-    sim = forecast_simulator(state, targets=(uid,), horizon=horizon, bookings=bookings)
-    sim.run()
-    first = sim.jobs[uid].first_start
-    return None if first is None else first - state.t0
+    return run_from_now(state, uid, horizon, bookings)
 
 
 def starts_at(state: StartState, uid: str, start: float, patch: Callable[[Snapshot], None]) -> bool:
