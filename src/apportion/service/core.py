@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 from apportion.cluster.model import QueueInfo
 from apportion.engine import snapshot_conf
 from apportion.errors import InputError
+from apportion.kube.build import parse_object
 from apportion.kube.documents import read_documents
+from apportion.kube.fields import Fields
 from apportion.reservation.api import Response
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
@@ -121,6 +123,7 @@ class Service:
         self.acls = Acls(config.acls, config.admins)
         self.metrics = ServiceMetrics()
         self._queue_cache: tuple[int, dict[str, QueueMeta]] | None = None
+        self._dry_queues: dict[str, QueueInfo] = {}
         self.lock = RWLock()
         self.live = LiveView(False)  # _load sets whether the conf is hierarchical
         self.objects = ClusterObjects()
@@ -355,7 +358,23 @@ class Service:
             for j in result.session.jobs.values():
                 apps[j.queue] = apps.get(j.queue, 0) + 1
             parents = {q.name: q.parent for q in result.session.queues.values()}
+            self._dry_queues = dict(result.session.queues)
         return result.queues, cluster, apps, parents
+
+    def queue_specs(self) -> dict[str, QueueInfo]:
+        """Every queue of the session `queue_report` answers from, as configured (call it after
+        `queue_report`: before the loop's first tick it is the dry session's)."""
+        specs = self.loop.last_queues if self.loop.last_report is not None else self._dry_queues
+        if self.live.hierarchical or not self.live.reservable:
+            return specs
+        # a flat session sees a reservable queue without its guarantee (its children carry it):
+        # YARN's view of the plan queue is the queue as configured
+        out = dict(specs)
+        for name in self.live.reservable:
+            obj = self.objects.objects.get(("Queue", "", name))
+            if obj is not None:
+                out[name] = parse_object("Queue", Fields(obj, f"Queue {name}"))
+        return out
 
     # -- readers --------------------------------------------------------------------------------
     def read(self, fn: Callable[[], Any]) -> Any:

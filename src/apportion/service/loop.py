@@ -40,6 +40,7 @@ from apportion.state.decisions import Condition, QueueReport
 from apportion.state.memory import pod_group_status
 
 if TYPE_CHECKING:
+    from apportion.cluster.model import QueueInfo
     from apportion.reservation.system import ReservationSystem
     from apportion.service.confwatch import ConfWatch
     from apportion.service.live import LiveView
@@ -285,6 +286,8 @@ class SchedulingLoop:
         self.last_apps: dict[str, int] = {}
         #: every queue of the last session and its parent (reservation queues included)
         self.last_parents: dict[str, str] = {}
+        #: every queue of the last session as configured (the scheduler info of a queue with no job)
+        self.last_queues: dict[str, QueueInfo] = {}
         self.ticks = 0
         #: the last tick's duration and the longest so far, ms (served by /api/v1/status)
         self.last_tick_ms = 0.0
@@ -364,6 +367,7 @@ class SchedulingLoop:
             for j in ssn.jobs.values():
                 self.last_apps[j.queue] = self.last_apps.get(j.queue, 0) + 1
             self.last_parents = {q.name: q.parent for q in ssn.queues.values()}
+            self.last_queues = dict(ssn.queues)
         self.last_report = result.queues
         self.last_cluster = cluster
         self.ticks += 1
