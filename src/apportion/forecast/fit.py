@@ -25,6 +25,7 @@ from typing import Any
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, run_session
+from apportion.forecast import freeing
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
@@ -33,8 +34,6 @@ from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
 KEEP = 3
 #: halvings per search: the amount found is within 1/2**STEPS of the smallest that works
 STEPS = 6
-#: most jobs tried one by one when shrinking a set of jobs to free
-PRUNE_LIMIT = 16
 _UNIT = {CPU: 100.0, MEMORY: 256.0 * 2**20}
 
 
@@ -224,8 +223,11 @@ def _bisect(lo: float, hi: float, works: Callable[[float], bool], *, smallest: b
 class Search:
     """The suggestions for one job."""
 
-    def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None) -> None:
+    def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None,
+                 reference: bool = False) -> None:
         self.state = state
+        #: the reference searches (`freeing.choose_reference`, each held pod planned apart)
+        self.reference = reference
         self.known = known
         self.js = js
         self.uid = js.uid
@@ -390,7 +392,8 @@ class Search:
 
     # ----------------------------------------------------------------- other jobs
     def free(self) -> list[Suggestion]:
-        """The cheapest set of running jobs to stop, found smallest-first and largest-first."""
+        """The cheapest set of running jobs to stop, found smallest-first and largest-first
+        (`freeing.choose`; `freeing.choose_reference` when the search is the reference)."""
         running = []
         for js in self.state.jobs:
             if js.uid == self.uid:
@@ -403,33 +406,23 @@ class Search:
                 running.append((self.cost(held), js.uid, held))
         if not running:
             return []
-        best: Suggestion | None = None
-        for order in (sorted(running), sorted(running, key=lambda r: (-r[0], r[1]))):
-            names = [u for _, u, _ in order]
-            if not self.works(free_jobs(names)):
-                break  # freeing every running job does not help: neither order will
-            lo, hi = 1, len(names)  # the shortest prefix that works
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self.works(free_jobs(names[:mid])):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            chosen = names[:lo]
-            for u in list(reversed(chosen))[:PRUNE_LIMIT]:
-                trial = [x for x in chosen if x != u]
-                if trial and self.works(free_jobs(trial)):
-                    chosen = trial
-            held_by = {u: h for _, u, h in running}
-            freed = Resource()
-            for u in chosen:
-                freed.add(held_by[u])
-            queue_of = {js.uid: js.template.queue for js in self.state.jobs}
-            cand = Suggestion(
-                kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
-                text=_free_text(sorted(chosen), queue_of, fmt_res(natural(freed))),
-                change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
-                        "frees": natural(freed)})
-            if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
-                best = cand
-        return [best] if best is not None else []
+
+        def works(uids: list[str]) -> bool:
+            return self.works(free_jobs(uids))
+
+        if self.reference:
+            chosen = freeing.choose_reference(running, works, self.cost)
+        else:
+            chosen = freeing.choose(running, works, self.cost)
+        if chosen is None:
+            return []
+        held_by = {u: h for _, u, h in running}
+        freed = Resource()
+        for u in chosen:
+            freed.add(held_by[u])
+        queue_of = {js.uid: js.template.queue for js in self.state.jobs}
+        return [Suggestion(
+            kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
+            text=_free_text(sorted(chosen), queue_of, fmt_res(natural(freed))),
+            change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
+                    "frees": natural(freed)})]
