@@ -26,6 +26,7 @@ from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, run_session
 from apportion.forecast import freeing
+from apportion.forecast.sim import task_copy
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
@@ -99,18 +100,22 @@ class KnownStart:
 
 
 class Checker:
-    """Runs the next session of a start state with one change applied."""
+    """Runs the next session of a start state with one change applied.
 
-    def __init__(self, state: StartState) -> None:
+    The sessions see the forecast simulator's objects, handed out again from check to check while no
+    session changed them (waiting jobs too, as in a forecast), which the patches below allow: they
+    replace a job, queue or task, never change one in place. `keep=False` builds every job that is
+    not wholly running again for each check (the reference)."""
+
+    def __init__(self, state: StartState, keep: bool = True) -> None:
         from apportion.forecast.sim import forecast_simulator
 
-        # the checks' patches change jobs of a snapshot in place (their tasks are shared with the copy):
-        # the next check must start from the dump's objects again
-        self.sim = forecast_simulator(state, keep_waiting=False)
+        self.sim = forecast_simulator(state, keep_waiting=keep)
         self.sessions = 0
 
     def snapshot(self) -> Snapshot:
-        """The objects the next session would see (fresh per call; queue objects shared: replace them)."""
+        """The objects the next session would see (a fresh snapshot whose jobs may be the last
+        check's, untouched by it; queue objects shared: replace them, as jobs)."""
         snap = self.sim.snapshot()
         snap.queues = dict(snap.queues)
         return snap
@@ -143,9 +148,11 @@ def set_queue(name: str, fld: str, to: Resource) -> Callable[[Snapshot], None]:
 
 
 def _job_copy(snap: Snapshot, uid: str, **changes: Any) -> JobInfo:
+    """A new job object for the job (its tasks to be added): what a session writes is its own."""
     old = snap.jobs[uid]
     job = replace(old, tasks={}, counts={}, allocated=Resource(), pending_be=0, allocated_as_added=True,
-                  gated_tasks=0, version=0, derived={}, **changes)
+                  gated_tasks=0, version=0, derived={}, conditions={}, nodes_fit_errors={}, failed_roles=set(),
+                  annotations=dict(old.annotations), **changes)
     return job
 
 
@@ -156,7 +163,7 @@ def set_min_member(uid: str, m: int, min_resources: Resource | None) -> Callable
         job = _job_copy(snap, uid, min_available=m, min_resources=None if min_resources is None
                         else min_resources.clone())
         for t in old.tasks.values():
-            job.add_task(t)
+            job.add_task(task_copy(t))
         snap.jobs[uid] = job
     return patch
 
@@ -176,7 +183,7 @@ def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Call
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_resources=None if min_resources is None else min_resources.clone())
         for t in old.tasks.values():
-            job.add_task(_with_request(t, req) if t.status is TaskStatus.PENDING else t)
+            job.add_task(_with_request(t, req) if t.status is TaskStatus.PENDING else task_copy(t))
         snap.jobs[uid] = job
     return patch
 
