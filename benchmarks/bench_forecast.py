@@ -5,9 +5,10 @@
   pods (seeded runtimes as `apportion.io/duration` with start times), the rest left waiting;
 * (`--fits`, apart) the same job's fit suggestions, what `apportion forecast DUMP JOB` adds to the
   forecast: the checked sessions and forward runs they take, given the forecast's start
-  (`--unknown`: searched without it, as before it was handed over; `--reference`: each reservation
-  try simulated from now, as before one forward run served them all; `--start-in=S`: the forecast's
-  answer from an earlier run, its forecast not run again);
+  (`--unknown`: searched without it, as before it was handed over; `--reference`: the reference
+  searches, `suggest(..., reference=True)`: each reservation try simulated from now and each held
+  pod planned apart, the jobs to free by `freeing.choose_reference`, every check's jobs built again;
+  `--start-in=S`: the forecast's answer from an earlier run, its forecast not run again);
 * forecast error on the Philly 30-day scenario (docs/examples/philly-30d.yaml, the trace read from
   ../shared/traces): forecasts made at 20 instants from the simulation's own state (exact runtimes),
   with and without the future arrivals, against the starts the simulation then gives.
@@ -108,16 +109,18 @@ def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = Fa
                  start_in: float | None = None) -> dict[str, Any]:
     """The fit suggestions for the job `measure` forecasts (what `apportion forecast DUMP JOB` adds),
     given the forecast's start (`known`) as `forecast_snapshot` gives it, or searched without it;
-    `reference`: each reservation try simulated from now rather than copied from one forward run.
+    `reference`: the reference searches (`suggest(..., reference=True)`).
     `start_in`: the forecast's answer (seconds from now) from an earlier run, whose forecast is then
     not run again (the fits are measured alone)."""
     from apportion.forecast import fit, reserve
     from apportion.forecast.fit import KnownStart
 
     try:
+        from apportion.forecast import forward
         from apportion.forecast.forward import ForwardRun
     except ImportError:  # a tree from before it (measured against)
         ForwardRun = None  # type: ignore[assignment,misc]
+        forward = None  # type: ignore[assignment]
     from apportion.forecast.suggest import suggest
 
     objs = busy_objects(shape)
@@ -135,9 +138,14 @@ def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = Fa
     else:
         start = state.t0 + start_in
     forecast_cpu = time.process_time() - t0
-    counts = {"check_sessions": 0, "forward_runs": 0, "copies": 0, "copy_cpu_s": 0.0}
+    counts = {"check_sessions": 0, "forward_runs": 0, "runs_from_now": 0, "copies": 0, "copy_cpu_s": 0.0}
     starts, first = fit.Checker.starts, reserve.first_start
     copy_at = ForwardRun._copy_at if ForwardRun is not None else None
+    from_now = forward.run_from_now if forward is not None and hasattr(forward, "run_from_now") else None
+
+    def counted_from_now(*a: Any, **k: Any) -> float | None:
+        counts["runs_from_now"] += 1
+        return from_now(*a, **k)  # type: ignore[misc]
 
     def counted_starts(self: Any, *a: Any) -> bool:
         counts["check_sessions"] += 1
@@ -159,6 +167,8 @@ def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = Fa
     reserve.first_start = counted_first
     if ForwardRun is not None:
         ForwardRun._copy_at = counted_copy  # type: ignore[method-assign]
+    if from_now is not None:
+        forward.run_from_now = counted_from_now  # ForwardRun's tries near now (the reference's: forward_runs)
     try:
         t0 = time.process_time()
         kw = {"reference": True} if reference else {}
@@ -170,6 +180,8 @@ def measure_fits(shape: dict[str, int], known: bool = True, reference: bool = Fa
         reserve.first_start = first
         if ForwardRun is not None:
             ForwardRun._copy_at = copy_at  # type: ignore[method-assign]
+        if from_now is not None:
+            forward.run_from_now = from_now
     return {"target": target, "starts_in_s": start, "forecast_cpu_s": forecast_cpu, "fits_cpu_s": cpu, **counts,
             "fits": [f.text for f in found]}
 

@@ -211,3 +211,27 @@ def test_a_long_list_of_jobs_to_free_is_named_in_short() -> None:
     assert text.count("(queue ") == FREE_NAMED and "and 7 more (-o json lists them all): cpu 12" in text
     short = _free_text(uids[:2], {u: "q0" for u in uids}, "cpu 2")
     assert short == "free running ns/j00 (queue q0), ns/j01 (queue q0): cpu 2"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(dumps())
+def test_checks_over_kept_jobs_answer_as_checks_over_fresh_ones(case: tuple[list[dict[str, Any]], str]) -> None:
+    """The checks' sessions see the jobs the last check left untouched (`Checker(keep=True)`): every
+    search finds what it finds when every check builds its jobs again."""
+    from apportion.forecast.fit import Checker, Search
+
+    objs, conf_name = case
+    snap = snap_of(objs)
+    conf = resolve_conf(snap, parse_conf(conf_name) if conf_name != "default" else None)
+    prepare(snap, conf)
+    state = start_state(snap, conf, NOW)
+    js = state.job("ns/t")
+    assert js is not None
+    answers = []
+    for keep in (True, False):
+        search = Search(state, js, Checker(state, keep=keep))
+        found = [*search.queue_raises(), *search.min_member(), *search.request(), *search.free()]
+        # and the job as it is, after those checks
+        answers.append(([s.to_json() for s in found], search.check.starts("ns/t", lambda s: None),
+                        search.check.sessions))
+    assert answers[0] == answers[1]

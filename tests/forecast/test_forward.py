@@ -131,6 +131,18 @@ def test_forward_run_answers_as_the_reference_on_random_dumps(case: tuple[list[d
     both_ways(state, "ns/t", sorted({60.0 * m for m in minutes}), booking(state, "ns/t", "res" if hier else None))
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gpu_dumps(), st.lists(st.integers(0, 2 * COPY_AFTER), min_size=1, max_size=4))
+def test_tries_seconds_apart_answered_as_the_reference(case: tuple[list[dict[str, Any]], str | None],
+                                                       seconds: list[int]) -> None:
+    """Tries a few periods from now (the run stops after the booked start's session, the reference a
+    period later), on either side of COPY_AFTER."""
+    objs, conf_text = case
+    state = state_of(objs, conf_text)
+    hier = conf_text == HIER and any(o["metadata"]["name"] == "res" for o in objs if o["kind"] == "Queue")
+    both_ways(state, "ns/t", sorted({float(s) for s in seconds}), booking(state, "ns/t", "res" if hier else None))
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gpu_dumps(), st.booleans())
 def test_same_suggestions_as_the_reference_on_random_dumps(case: tuple[list[dict[str, Any]], str | None],

@@ -20,6 +20,7 @@ from apportion.forecast.reserve import SUGGESTED
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import SchedulerConf, parse_conf
+from apportion.resources import Resource
 from apportion.simulation.reservations import default_child
 
 from k8s import node, pod, podgroup, queue
@@ -185,3 +186,38 @@ def test_every_booking_applied_starts_the_job_at_its_start(case: tuple[list[dict
         assert s.change["pods"] == max(1, snap.jobs["ns/t"].min_available)
         # applied from its start, the job starts in the session at the booked start and not before
         assert booked_start(objs, conf_text, s) == s.change["start"], s.text
+
+
+@st.composite
+def held_amounts(draw: st.DrawFn) -> list[tuple[float, float, Resource]]:
+    out = []
+    for _ in range(draw(st.integers(0, 30))):
+        s = float(draw(st.sampled_from([0, 0, 0, 1, 60, 600])))
+        e = s + float(draw(st.sampled_from([1, 2, 30, 60, 599, 600, 3600, 7 * 86400])))
+        out.append((s, e, Resource(cpu=1000 * draw(st.integers(0, 8)), memory=2**30 * draw(st.integers(0, 32)),
+                                   scalars={GPU: 1000 * draw(st.integers(0, 4))})))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(held_amounts(), st.integers(1, 4), st.integers(0, 4), st.sampled_from([0.0, 1.0, 30.0, 600.0]))
+def test_held_pods_summed_plan_as_held_one_by_one(held: list[tuple[float, float, Resource]], pods: int, gpus: int,
+                                                  arrival: float) -> None:
+    from apportion.forecast.reserve import WINDOW, empty_plan, held_pieces, hold_one_by_one, hold_summed
+    from apportion.simulation.specs import ReservationSpec, StageSpec
+
+    cap = Resource(cpu=32_000, memory=128 * 2**30, scalars={GPU: 8000})
+    per = Resource(cpu=2000, memory=4 * 2**30, scalars={GPU: 1000 * gpus} if gpus else {})
+    answers = []
+    for summed in (False, True):
+        sp = empty_plan("cluster", cap, per, 1.0)
+        if summed:
+            hold_summed(sp, held_pieces(held, sp.dims))
+        else:
+            hold_one_by_one(sp, held)
+        res = sp.submit(ReservationSpec(name="forecast-t", queue=sp.queue, user="forecast", submit_at=0.0,
+                                        arrival=arrival, deadline=arrival + 3600 + WINDOW, interpreter="R_ALL",
+                                        gang=True, stages=[StageSpec(per, pods, 3600.0, pods)]), 0.0)
+        answers.append((res.accepted, res.reservation.pieces if res.reservation else None,
+                        sp.plan.load.breakpoints()))
+    assert answers[0] == answers[1]

@@ -25,6 +25,8 @@ from typing import Any
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, run_session
+from apportion.forecast import freeing
+from apportion.forecast.sim import task_copy
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
@@ -33,8 +35,6 @@ from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
 KEEP = 3
 #: halvings per search: the amount found is within 1/2**STEPS of the smallest that works
 STEPS = 6
-#: most jobs tried one by one when shrinking a set of jobs to free
-PRUNE_LIMIT = 16
 _UNIT = {CPU: 100.0, MEMORY: 256.0 * 2**20}
 
 
@@ -100,18 +100,22 @@ class KnownStart:
 
 
 class Checker:
-    """Runs the next session of a start state with one change applied."""
+    """Runs the next session of a start state with one change applied.
 
-    def __init__(self, state: StartState) -> None:
+    The sessions see the forecast simulator's objects, handed out again from check to check while no
+    session changed them (waiting jobs too, as in a forecast), which the patches below allow: they
+    replace a job, queue or task, never change one in place. `keep=False` builds every job that is
+    not wholly running again for each check (the reference)."""
+
+    def __init__(self, state: StartState, keep: bool = True) -> None:
         from apportion.forecast.sim import forecast_simulator
 
-        # the checks' patches change jobs of a snapshot in place (their tasks are shared with the copy):
-        # the next check must start from the dump's objects again
-        self.sim = forecast_simulator(state, keep_waiting=False)
+        self.sim = forecast_simulator(state, keep_waiting=keep)
         self.sessions = 0
 
     def snapshot(self) -> Snapshot:
-        """The objects the next session would see (fresh per call; queue objects shared: replace them)."""
+        """The objects the next session would see (a fresh snapshot whose jobs may be the last
+        check's, untouched by it; queue objects shared: replace them, as jobs)."""
         snap = self.sim.snapshot()
         snap.queues = dict(snap.queues)
         return snap
@@ -144,9 +148,11 @@ def set_queue(name: str, fld: str, to: Resource) -> Callable[[Snapshot], None]:
 
 
 def _job_copy(snap: Snapshot, uid: str, **changes: Any) -> JobInfo:
+    """A new job object for the job (its tasks to be added): what a session writes is its own."""
     old = snap.jobs[uid]
     job = replace(old, tasks={}, counts={}, allocated=Resource(), pending_be=0, allocated_as_added=True,
-                  gated_tasks=0, version=0, derived={}, **changes)
+                  gated_tasks=0, version=0, derived={}, conditions={}, nodes_fit_errors={}, failed_roles=set(),
+                  annotations=dict(old.annotations), **changes)
     return job
 
 
@@ -157,7 +163,7 @@ def set_min_member(uid: str, m: int, min_resources: Resource | None) -> Callable
         job = _job_copy(snap, uid, min_available=m, min_resources=None if min_resources is None
                         else min_resources.clone())
         for t in old.tasks.values():
-            job.add_task(t)
+            job.add_task(task_copy(t))
         snap.jobs[uid] = job
     return patch
 
@@ -177,7 +183,7 @@ def set_request(uid: str, req: Resource, min_resources: Resource | None) -> Call
         old = snap.jobs[uid]
         job = _job_copy(snap, uid, min_resources=None if min_resources is None else min_resources.clone())
         for t in old.tasks.values():
-            job.add_task(_with_request(t, req) if t.status is TaskStatus.PENDING else t)
+            job.add_task(_with_request(t, req) if t.status is TaskStatus.PENDING else task_copy(t))
         snap.jobs[uid] = job
     return patch
 
@@ -224,8 +230,11 @@ def _bisect(lo: float, hi: float, works: Callable[[float], bool], *, smallest: b
 class Search:
     """The suggestions for one job."""
 
-    def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None) -> None:
+    def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None,
+                 reference: bool = False) -> None:
         self.state = state
+        #: the reference searches (`freeing.choose_reference`, each held pod planned apart)
+        self.reference = reference
         self.known = known
         self.js = js
         self.uid = js.uid
@@ -390,7 +399,8 @@ class Search:
 
     # ----------------------------------------------------------------- other jobs
     def free(self) -> list[Suggestion]:
-        """The cheapest set of running jobs to stop, found smallest-first and largest-first."""
+        """The cheapest set of running jobs to stop, found smallest-first and largest-first
+        (`freeing.choose`; `freeing.choose_reference` when the search is the reference)."""
         running = []
         for js in self.state.jobs:
             if js.uid == self.uid:
@@ -403,33 +413,23 @@ class Search:
                 running.append((self.cost(held), js.uid, held))
         if not running:
             return []
-        best: Suggestion | None = None
-        for order in (sorted(running), sorted(running, key=lambda r: (-r[0], r[1]))):
-            names = [u for _, u, _ in order]
-            if not self.works(free_jobs(names)):
-                break  # freeing every running job does not help: neither order will
-            lo, hi = 1, len(names)  # the shortest prefix that works
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self.works(free_jobs(names[:mid])):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            chosen = names[:lo]
-            for u in list(reversed(chosen))[:PRUNE_LIMIT]:
-                trial = [x for x in chosen if x != u]
-                if trial and self.works(free_jobs(trial)):
-                    chosen = trial
-            held_by = {u: h for _, u, h in running}
-            freed = Resource()
-            for u in chosen:
-                freed.add(held_by[u])
-            queue_of = {js.uid: js.template.queue for js in self.state.jobs}
-            cand = Suggestion(
-                kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
-                text=_free_text(sorted(chosen), queue_of, fmt_res(natural(freed))),
-                change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
-                        "frees": natural(freed)})
-            if best is None or (cand.cost, len(chosen)) < (best.cost, len(best.change["jobs"])):
-                best = cand
-        return [best] if best is not None else []
+
+        def works(uids: list[str]) -> bool:
+            return self.works(free_jobs(uids))
+
+        if self.reference:
+            chosen = freeing.choose_reference(running, works, self.cost)
+        else:
+            chosen = freeing.choose(running, works, self.cost)
+        if chosen is None:
+            return []
+        held_by = {u: h for _, u, h in running}
+        freed = Resource()
+        for u in chosen:
+            freed.add(held_by[u])
+        queue_of = {js.uid: js.template.queue for js in self.state.jobs}
+        return [Suggestion(
+            kind="free-jobs", cost=self.cost(freed), patch=free_jobs(sorted(chosen)),
+            text=_free_text(sorted(chosen), queue_of, fmt_res(natural(freed))),
+            change={"type": "free", "jobs": [{"job": u, "queue": queue_of[u]} for u in sorted(chosen)],
+                    "frees": natural(freed)})]

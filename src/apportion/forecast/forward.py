@@ -110,6 +110,9 @@ class ForwardRun:
 
     def starts_at(self, start: float, patch: Callable[[Snapshot], None]) -> bool:
         """`reserve.starts_at(state, uid, start, patch)`: does the job start in the session at `start`
-        (seconds from now), and not before, with the booking in force from then?"""
-        first = self.first_start(start, start + self.state.period, [(start, patch)])
+        (seconds from now), and not before, with the booking in force from then?
+
+        The run stops after the session at `start` (the reference goes a period further): a start
+        later than that is a no either way, and the sessions up to `start` see no event after it."""
+        first = self.first_start(start, start, [(start, patch)])
         return first is not None and abs(first - start) < 1e-6

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from apportion.forecast.core import Forecast
 from apportion.forecast.diff import Diff
-from apportion.forecast.text import resources, row, seconds, wrap
+from apportion.forecast.text import resources, row, rows, seconds, wrap
 
 _JOB_W, _QUEUE_W, _START_W = 28, 12, 19
 
@@ -32,9 +32,9 @@ def forecast_lines(fc: Forecast) -> list[str]:
         out.append("No pending jobs.")
         return out
     widths = [_JOB_W, _QUEUE_W, _START_W]
-    out.append(row(["JOB", "QUEUE", "START (UTC)", "IN"], widths))
+    out.append(row(["JOB", "QUEUE", "EST. START (UTC)", "IN"], widths))
     for j in fc.jobs:
-        out.append(row([j.job, j.queue, _stamp(fc.now, j.start_in), seconds(j.start_in)], widths))
+        out += rows([j.job, j.queue, _stamp(fc.now, j.start_in), seconds(j.start_in)], widths)
         if j.runs > 1:
             out += wrap(f"80 % of runs: {_stamp(fc.now, j.low)} to {_stamp(fc.now, j.high)} "
                         f"({j.started_runs} of {j.runs} runs start it)", indent="    ", first="  ")
@@ -61,7 +61,7 @@ def diff_lines(d: Diff) -> list[str]:
         for q in d.queues:
             cur, new = q["current"], q["proposed"]
             fmt = (lambda v: "-" if v is None else f"{v:.3f}") if q["field"] == "share" else resources
-            out.append(row([f"  {q['queue']}", q["field"], fmt(cur), fmt(new)], widths))
+            out += rows([f"  {q['queue']}", q["field"], fmt(cur), fmt(new)], widths)
     else:
         out.append("Queues: no change in deserved, realCapability or share.")
     out.append("")
@@ -72,14 +72,14 @@ def diff_lines(d: Diff) -> list[str]:
         out.append(row(["  JOB", "QUEUE", "CURRENT", "PROPOSED"], widths))
         for j in d.jobs:
             mark = "" if j.changed else " (same)"
-            out.append(row([f"  {j.job}", j.queue, j.current, j.proposed + mark], widths))
+            out += rows([f"  {j.job}", j.queue, j.current, j.proposed + mark], widths)
     out.append("")
     if d.evictions:
         out.append("Evictions under the proposed configuration (eviction preview):")
         widths = [_JOB_W + 10, 10]
         out.append(row(["  POD", "REASON", "ALSO UNDER CURRENT"], widths))
         for e in d.evictions:
-            out.append(row([f"  {e.pod}", e.reason, "yes" if e.also_current else "no"], widths))
+            out += rows([f"  {e.pod}", e.reason, "yes" if e.also_current else "no"], widths)
     else:
         out.append("Evictions under the proposed configuration: none.")
     if d.no_longer_evicted:

@@ -38,6 +38,8 @@ from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
 from apportion.forecast.text import seconds
 from apportion.reservation.plan import ReservationAllocation
+from apportion.reservation.resmath import Res
+from apportion.reservation.stepfn import StepFunction
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, PODS, Resource
 from apportion.simulation.reservations import (
@@ -163,12 +165,49 @@ def starts_at(state: StartState, uid: str, start: float, patch: Callable[[Snapsh
 def _plan(search: Search, parent: QueueInfo | None, per: Resource, step: float) -> SimPlan:
     name = parent.name if parent is not None else CLUSTER_PLAN
     cap = plan_capacity(parent, search.total) if parent is not None else search.total.clone()
+    return empty_plan(name, cap, per, step)
+
+
+def empty_plan(name: str, cap: Resource, per: Resource, step: float) -> SimPlan:
+    """A plan of capacity `cap` for a booking of `per` a pod, nothing in it yet."""
+    cap = cap.clone()
     cap.scalars.pop(PODS, None)
     dims = plan_dims(cap, per)
     spec = PlanSpec(policy="NoOverCommit", step=step, replanner=False, agent="greedy-left")
     sp = SimPlan(ReservationSystem(CLUSTER_TIMESTAMP), name, spec, step, dims)
     sp.set_capacity(cap)
     return sp
+
+
+def hold_one_by_one(sp: SimPlan, held: list[tuple[float, float, Resource]]) -> None:
+    """Record what is held in the plan, each amount as its own allocation (the reference for
+    `hold_summed`: the same loads, one walk of the plan's breakpoints per amount)."""
+    for s, e, r in held:
+        vec, _missing = to_vector(r, sp.dims)
+        if any(vec):
+            # what is held is a fact, not a request: recorded as recovered, past the sharing policy
+            sp.plan.add_reservation(ReservationAllocation(
+                sp.system.new_reservation_id(), "held", None, to_ms(s), to_ms(e), [(to_ms(s), to_ms(e), vec)]),
+                is_recovering=True)
+
+
+def held_pieces(held: list[tuple[float, float, Resource]], dims: tuple[str, ...]) -> list[tuple[int, int, Res]]:
+    """What is held, summed over time in plan units: disjoint pieces, in time order."""
+    vecs = []
+    for s, e, r in held:
+        vec, _missing = to_vector(r, dims)
+        if any(vec):
+            vecs.append((to_ms(s), to_ms(e), vec))
+    return StepFunction.from_intervals(vecs, (0,) * len(dims)).nonzero_pieces() if vecs else []
+
+
+def hold_summed(sp: SimPlan, pieces: list[tuple[int, int, Res]]) -> None:
+    """Record what is held (`held_pieces`) in the plan as one recovered allocation of the user
+    "held": the plan's load and that user's load are the ones `hold_one_by_one` gives, and the
+    agent and the sharing policy read only those (and the booking's own allocation)."""
+    if pieces:
+        sp.plan.add_reservation(ReservationAllocation(
+            sp.system.new_reservation_id(), "held", None, pieces[0][0], pieces[-1][1], pieces), is_recovering=True)
 
 
 class Rerun:
@@ -191,7 +230,8 @@ class Rerun:
 def reservation_suggestion(js: JobStart, search: Search, *, reference: bool = False) -> list[Suggestion]:
     """The earliest booking of the job's gang the planner accepts that the simulation confirms.
 
-    The tries share one forward run (`ForwardRun`); `reference=True` simulates each from now."""
+    The tries share one forward run (`ForwardRun`) and the held pods are summed once for every
+    try's plan; `reference=True` simulates each try from now and records each held pod apart."""
     state = search.state
     if not search.pending:
         return []
@@ -209,15 +249,15 @@ def reservation_suggestion(js: JobStart, search: Search, *, reference: bool = Fa
     ends = sorted({e for _s, e, _r in held if 0 < e < WINDOW})
     arrival = 0.0
     tries: Rerun | ForwardRun | None = None
+    summed: list[tuple[int, int, Res]] | None = None
     for _ in range(TRIES):
         sp = _plan(search, parent, per, step)
-        for s, e, r in held:
-            vec, _missing = to_vector(r, sp.dims)
-            if any(vec):
-                # what is held is a fact, not a request: recorded as recovered, past the sharing policy
-                sp.plan.add_reservation(ReservationAllocation(
-                    sp.system.new_reservation_id(), "held", None, to_ms(s), to_ms(e), [(to_ms(s), to_ms(e), vec)]),
-                    is_recovering=True)
+        if reference:
+            hold_one_by_one(sp, held)
+        else:
+            if summed is None:  # the same for every try: the plans' dimensions are
+                summed = held_pieces(held, sp.dims)
+            hold_summed(sp, summed)
         res = sp.submit(ReservationSpec(name=f"forecast-{search.uid}", queue=sp.queue, user="forecast",
                                         submit_at=0.0, arrival=arrival, deadline=arrival + duration + WINDOW,
                                         interpreter="R_ALL", gang=True,

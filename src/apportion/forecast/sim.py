@@ -53,6 +53,12 @@ def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
     return new
 
 
+def task_copy(t: TaskInfo) -> TaskInfo:
+    """A copy of a session's task for another job object (what a session fills in starts empty), so
+    that a session over the copy leaves the task a kept job holds alone."""
+    return _fresh_task(t, t.status, t.node_name)
+
+
 class DumpObjects:
     """What sessions see of a start state taken from cluster objects (`SessionObjects`)."""
 

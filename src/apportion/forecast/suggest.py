@@ -14,17 +14,19 @@ def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart 
     """The `keep` cheapest single changes that let job `uid` start in the next session, or at a
     reservation's booked start (checked). `known`: the job's start in the forecast simulator as it is
     (no assumed runtimes), which spares running it again. `reference`: every reservation try
-    simulated from now (`reserve.Rerun`) rather than from one shared forward run."""
+    simulated from now (`reserve.Rerun`) rather than from one shared forward run, each held pod
+    planned apart, the jobs to free searched by `freeing.choose_reference`, and every check's jobs
+    built again."""
     js = state.job(uid)
     if js is None or not js.pending:
         return []
-    checker = Checker(state)
+    checker = Checker(state, keep=not reference)
     starts_now = known.by(0.0) if known is not None else None
     if starts_now is None:
         starts_now = checker.starts(uid, lambda s: None)
     if starts_now:
         return []  # it starts as things are
-    search = Search(state, js, checker, known)
+    search = Search(state, js, checker, known, reference=reference)
     found: list[Suggestion] = []
     found += search.queue_raises()
     found += search.min_member()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -25,13 +26,20 @@ def seconds(s: float | None) -> str:
     return f"{d}d{h:02d}h" if h else f"{d}d"
 
 
+def _number(v: float) -> str:
+    """Four significant digits, never an exponent (a count of cores or Gi may be in the thousands)."""
+    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def quantity(name: str, v: float) -> str:
-    """One resource amount in the unit people read it in (memory in Gi/Mi, the rest as numbers)."""
+    """One resource amount in the unit people read it in (memory in Ti/Gi/Mi, the rest as numbers)."""
     if name == "memory" or name.endswith("storage"):
+        if v >= 2**40:
+            return f"{_number(v / 2**40)}Ti"
         if v >= 2**30:
-            return f"{v / 2**30:.4g}Gi"
-        return f"{v / 2**20:.4g}Mi"
-    return f"{v:.4g}"
+            return f"{_number(v / 2**30)}Gi"
+        return f"{_number(v / 2**20)}Mi"
+    return _number(v)
 
 
 def resources(d: dict[str, Any] | None) -> str:
@@ -49,7 +57,7 @@ def clip(text: str, width: int) -> str:
 
 
 def row(cells: list[str], widths: list[int]) -> str:
-    """Cells in fixed columns; the last one takes what is left of the line (clipped)."""
+    """Cells in fixed columns on one line; a cell too wide is clipped (`rows` keeps it whole)."""
     out = ""
     for c, w in zip(cells[:-1], widths):
         out += clip(c, w).ljust(w) + " "
@@ -57,7 +65,49 @@ def row(cells: list[str], widths: list[int]) -> str:
     return (out + clip(cells[-1], rest)).rstrip()
 
 
+#: a cell that overflows where less than this is left of the line starts at this column instead
+_NARROW = 24
+
+
+def rows(cells: list[str], widths: list[int]) -> list[str]:
+    """Cells in fixed columns (the last one takes what is left of the line), nothing cut: a cell
+    wider than its column is written whole from its column (wrapped to the line, names broken only
+    where longer than the line), and the row goes on below it at the next column."""
+    lines: list[str] = []
+    line = ""
+    col = 0
+    for i, c in enumerate(cells):
+        last = i == len(cells) - 1
+        room = WIDTH - col if last else widths[i]
+        if len(c) <= room:
+            line = line.ljust(col) + c
+        else:
+            # a cell's own indent (`  name`) is kept on the lines it wraps to
+            start = col + len(c) - len(c.lstrip(" "))
+            if WIDTH - start < _NARROW:
+                start = 2
+            if start < col and line.strip():
+                lines.append(line.rstrip())
+                line = ""
+            chunks = textwrap.wrap(c.lstrip(" "), width=WIDTH - start, break_on_hyphens=False) or [""]
+            lines.append((line.ljust(start) + chunks[0]).rstrip())
+            lines.extend((" " * start + ch).rstrip() for ch in chunks[1:])
+            line = ""
+        if not last:
+            col += widths[i] + 1
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
+#: a word and the amount after it (`cpu 4`, `memory 16Gi`, `in 30m`) are kept on one line
+_AMOUNT = re.compile(r"(?<=[A-Za-z]) (?=[0-9])")
+
+
 def wrap(text: str, indent: str = "", first: str | None = None) -> list[str]:
-    """Wrap to the terminal width with an indent for the lines after the first."""
-    return textwrap.wrap(text, width=WIDTH, initial_indent=indent if first is None else first,
-                         subsequent_indent=indent, break_on_hyphens=False) or [""]
+    """Wrap to the terminal width with an indent for the lines after the first (a name and its
+    amount kept together)."""
+    glued = _AMOUNT.sub("\u00a0", text)
+    lines = textwrap.wrap(glued, width=WIDTH, initial_indent=indent if first is None else first,
+                          subsequent_indent=indent, break_on_hyphens=False) or [""]
+    return [line.replace("\u00a0", " ") for line in lines]
