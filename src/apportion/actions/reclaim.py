@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+
+import numpy as np
 
 from apportion.actions.common import evict_until_fits, fits_future_idle, pop_best, validate_victims
 from apportion.actions.reclaim_guards import ReclaimGuards, victim_units
@@ -51,6 +54,7 @@ def execute(ssn: Session) -> None:
             job = pop_best(jobs, ssn.job_compare)
             stmt = Statement(ssn)
             tasks = task_lists[job.uid]
+            failed: FailedSearch | None = None
             while ssn.job_starving(job) and tasks:
                 task = tasks.pop(0)
                 if task.preempt_never:
@@ -60,11 +64,89 @@ def execute(ssn: Session) -> None:
                     continue
                 if ssn.pre_predicate(task):
                     continue
-                reclaim_for_task(ssn, job, task, stmt, guards)
+                rows = _rows(ssn, task)
+                if failed is not None and SKIP_REPEATS and failed.repeats(task, rows):
+                    failed.replay(ssn, task)
+                    continue
+                failed = _search_recorded(ssn, job, task, stmt, guards, rows)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
                 stmt.discard()
+
+
+#: skip the search of a task that repeats a failed one (FailedSearch); False: search every task, as
+#: Volcano does (the reference the property tests compare with)
+SKIP_REPEATS = True
+
+
+def _signature(task: TaskInfo) -> tuple[object, ...]:
+    """What the search reads of the reclaimer, besides its rows and its key: its job and its request (the
+    reclaimable votes and the victims' order read nothing else), and the pod fields a plugin could read."""
+    r = task.resreq
+    return (task.job, r.cpu, r.memory, tuple(r.scalars.items()), task.priority, task.raw_priority,
+            task.priority_class_name, task.preemptable, task.role, task.namespace, task.gated)
+
+
+@dataclass
+class FailedSearch:
+    """A task's search for victims that placed nothing and left the session as it found it.
+
+    The next pending task of the same job, in the same session, searches the same session state (reclaim
+    changes nothing between the two: the job loop only asks questions). When it asks the same of the search
+    (the same signature, the same rows) its search fails the same way and says the same things, so it is
+    not run: its explanations are given again under the new task's key. A search whose failure undid
+    evictions (a node statement discarded) never qualifies, so no float round trip can tell the two apart;
+    nor does one whose words name the task itself."""
+
+    signature: tuple[object, ...]
+    rows: np.ndarray
+    #: the explanations the search gave, per object in the order first given (the task's own under None)
+    said: list[tuple[str | None, list[str]]]
+
+    def repeats(self, task: TaskInfo, rows: np.ndarray) -> bool:
+        """Would `task`'s search be this one again?"""
+        return self.signature == _signature(task) and np.array_equal(self.rows, rows)
+
+    def replay(self, ssn: Session, task: TaskInfo) -> None:
+        """Give the search's explanations again, for `task`."""
+        for obj, messages in self.said:
+            for m in messages:
+                ssn.explain(task.key if obj is None else obj, m)
+
+
+def _rows(ssn: Session, task: TaskInfo) -> np.ndarray:
+    return ssn.predicate_for_preempt(task)
+
+
+def _search_recorded(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement, guards: ReclaimGuards,
+                     rows: np.ndarray) -> FailedSearch | None:
+    """Search for `task` as reclaim_for_task does, with its explanations gathered on the side and then
+    given in the order given; a FailedSearch when it may stand for the next task's, else None."""
+    real = ssn.explanations
+    said: dict[str, list[str]] = {}
+    ssn.explanations = said
+    try:
+        placed, undone = _search(ssn, job, task, stmt, guards, rows)
+    finally:
+        ssn.explanations = real
+    for obj, messages in said.items():
+        for m in messages:
+            ssn.explain(obj, m)
+    if placed or undone or not SKIP_REPEATS:
+        return None
+    names = (task.key, task.uid, task.name)
+    if any(n in m for messages in said.values() for m in messages for n in names):
+        return None
+    out: list[tuple[str | None, list[str]]] = []
+    for obj, messages in said.items():
+        if obj in names:
+            if obj != task.key:
+                return None
+            out.append((None, messages))
+        else:
+            out.append((obj, messages))
+    return FailedSearch(_signature(task), rows, out)
 
 
 def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement,
@@ -73,8 +155,16 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
 
     `guards` are the optional minRuntime / gangAtomicVictims switches (reclaim_guards); None or both
     off is Volcano's behaviour."""
+    return _search(ssn, job, task, stmt, guards, _rows(ssn, task))[0]
+
+
+def _search(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement, guards: ReclaimGuards | None,
+            feasible: np.ndarray) -> tuple[bool, bool]:
+    """reclaim_for_task over the given feasible rows: (whether the task was placed, whether some node's
+    evictions were made and undone)."""
     guards = guards if guards is not None and guards.active else None
-    rows = [int(row) for row in ssn.predicate_for_preempt(task)]
+    rows = [int(row) for row in feasible]
+    undone = False
     if guards is not None and guards.gang_atomic:
         # room left by a whole gang evicted for an earlier task is used before anything else is evicted
         for row in rows:
@@ -82,7 +172,7 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
                 node_stmt = Statement(ssn)
                 node_stmt.pipeline(task, row)
                 stmt.merge(node_stmt)
-                return True
+                return True, False
     for row in rows:
         node = ssn.nodes[row]
         candidates = []
@@ -115,5 +205,6 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
             units = [[v] for v in victims]
         if evict_until_fits(ssn, stmt, task, row, units, functools.partial(fits_future_idle, ssn, task, row),
                             "reclaim"):
-            return True
-    return False
+            return True, undone
+        undone = True
+    return False, undone
