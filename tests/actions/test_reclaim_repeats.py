@@ -135,3 +135,32 @@ def test_a_gang_of_alike_tasks_is_searched_once(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(reclaim, "SKIP_REPEATS", False)
     assert _decide(objs, conf) == fast
     assert searched == ["ns/a-0", "ns/a-1", "ns/a-2"]
+
+
+def test_alike_jobs_of_a_queue_are_searched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two waiting gangs of `poor` ask the same (same request, same nodes) while nothing can be
+    reclaimed: only the first job's first task is searched; a gang of `other` asks from another queue
+    and is searched itself."""
+    objs = [node("n0", cpu=8, memory="32Gi"),
+            queue("hog", deserved={"cpu": "8"}), queue("poor", deserved={"cpu": "4"}),
+            queue("other", deserved={"cpu": "4"}),
+            podgroup("h", queue="hog", min_member=4, phase="Running")]
+    objs += [pod(f"h-{i}", "h", cpu=2, memory="1Gi", node_name="n0") for i in range(4)]
+    for g, q in (("a", "poor"), ("b", "poor"), ("c", "other")):
+        objs += [podgroup(g, queue=q, min_member=2, min_resources={"cpu": "4"})]
+        objs += [pod(f"{g}-{i}", g, cpu=2, memory="1Gi") for i in range(2)]
+    conf = _conf(False, "")
+    searched: list[str] = []
+    real = reclaim._search
+
+    def count(ssn: Any, job: Any, task: Any, *args: Any) -> Any:
+        searched.append(task.key)
+        return real(ssn, job, task, *args)
+
+    monkeypatch.setattr(reclaim, "_search", count)
+    fast = _decide(objs, conf)
+    assert sorted(searched) == ["ns/a-0", "ns/c-0"]
+    searched.clear()
+    monkeypatch.setattr(reclaim, "SKIP_REPEATS", False)
+    assert _decide(objs, conf) == fast
+    assert len(searched) == 6

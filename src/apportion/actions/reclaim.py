@@ -32,7 +32,8 @@ def execute(ssn: Session) -> None:
             seen.add(queue.name)
             queues.append(queue)
             preemptors[queue.name] = []
-        if ssn.job_starving(job):
+        # a job with no pending task has no task to reclaim for, whatever the starving vote says
+        if job.counts.get(TaskStatus.PENDING, 0) and ssn.job_starving(job):
             tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.gated]
             if tasks:
                 tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
@@ -45,6 +46,9 @@ def execute(ssn: Session) -> None:
     # running job is popped once: the picker (capacity's tree picker in tree mode) gives what the
     # scan gives without comparing each pop against every queue left.
     picker = ssn.queue_picker(queues)
+    # the failed searches that still stand, by what they asked (FailedSearch); emptied whenever the session
+    # changes
+    failed: dict[tuple[object, ...], FailedSearch] = {}
     while len(picker):
         queue = picker.pop()
         if ssn.overused(queue):
@@ -54,7 +58,6 @@ def execute(ssn: Session) -> None:
             job = pop_best(jobs, ssn.job_compare)
             stmt = Statement(ssn)
             tasks = task_lists[job.uid]
-            failed: FailedSearch | None = None
             while ssn.job_starving(job) and tasks:
                 task = tasks.pop(0)
                 if task.preempt_never:
@@ -65,10 +68,18 @@ def execute(ssn: Session) -> None:
                 if ssn.pre_predicate(task):
                     continue
                 rows = _rows(ssn, task)
-                if failed is not None and SKIP_REPEATS and failed.repeats(task, rows):
-                    failed.replay(ssn, task)
+                signature = _signature(task, queue.name)
+                hit = failed.get(signature) if SKIP_REPEATS else None
+                if hit is not None and np.array_equal(hit.rows, rows):
+                    hit.replay(ssn, task)
                     continue
-                failed = _search_recorded(ssn, job, task, stmt, guards, rows)
+                search = _search_recorded(ssn, job, task, stmt, guards, rows)
+                if search is None:
+                    failed.clear()
+                else:
+                    failed[signature] = search
+            if stmt.ops:
+                failed.clear()
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -80,11 +91,12 @@ def execute(ssn: Session) -> None:
 SKIP_REPEATS = True
 
 
-def _signature(task: TaskInfo) -> tuple[object, ...]:
-    """What the search reads of the reclaimer, besides its rows and its key: its job and its request (the
-    reclaimable votes and the victims' order read nothing else), and the pod fields a plugin could read."""
+def _signature(task: TaskInfo, queue: str) -> tuple[object, ...]:
+    """What the search reads of the reclaimer, besides its rows and its key: its job's queue and its request
+    (the candidates, the reclaimable votes and the victims' order read nothing else of it), and the pod
+    fields a plugin could read."""
     r = task.resreq
-    return (task.job, r.cpu, r.memory, tuple(r.scalars.items()), task.priority, task.raw_priority,
+    return (queue, r.cpu, r.memory, tuple(r.scalars.items()), task.priority, task.raw_priority,
             task.priority_class_name, task.preemptable, task.role, task.namespace, task.gated)
 
 
@@ -92,27 +104,23 @@ def _signature(task: TaskInfo) -> tuple[object, ...]:
 class FailedSearch:
     """A task's search for victims that placed nothing and left the session as it found it.
 
-    The next pending task of the same job, in the same session, searches the same session state (reclaim
-    changes nothing between the two: the job loop only asks questions). When it asks the same of the search
-    (the same signature, the same rows) its search fails the same way and says the same things, so it is
-    not run: its explanations are given again under the new task's key. A search whose failure undid
-    evictions (a node statement discarded) never qualifies, so no float round trip can tell the two apart;
-    nor does one whose words name the task itself."""
+    Until reclaim changes the session (a search that places a task, a job's statement committed or
+    discarded with operations in it), every later search sees the same session state: between searches
+    reclaim only asks questions (starving, preemptive, pre-predicate, job and queue order). A later task
+    that asks the same of the search (the same signature: its queue, its request; and the same feasible
+    rows) fails the same way and says the same things, so it is not searched: the explanations are given
+    again under its key. A search whose failure undid evictions (a node statement discarded) never stands,
+    so no float round trip can tell the two apart; nor does one that explained anything but the task, or
+    whose words name the task or its job."""
 
-    signature: tuple[object, ...]
     rows: np.ndarray
-    #: the explanations the search gave, per object in the order first given (the task's own under None)
-    said: list[tuple[str | None, list[str]]]
-
-    def repeats(self, task: TaskInfo, rows: np.ndarray) -> bool:
-        """Would `task`'s search be this one again?"""
-        return self.signature == _signature(task) and np.array_equal(self.rows, rows)
+    #: the explanations the search gave the task, in order
+    said: list[str]
 
     def replay(self, ssn: Session, task: TaskInfo) -> None:
         """Give the search's explanations again, for `task`."""
-        for obj, messages in self.said:
-            for m in messages:
-                ssn.explain(task.key if obj is None else obj, m)
+        for m in self.said:
+            ssn.explain(task.key, m)
 
 
 def _rows(ssn: Session, task: TaskInfo) -> np.ndarray:
@@ -122,7 +130,7 @@ def _rows(ssn: Session, task: TaskInfo) -> np.ndarray:
 def _search_recorded(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement, guards: ReclaimGuards,
                      rows: np.ndarray) -> FailedSearch | None:
     """Search for `task` as reclaim_for_task does, with its explanations gathered on the side and then
-    given in the order given; a FailedSearch when it may stand for the next task's, else None."""
+    given in the order given; a FailedSearch when it may stand for a later task's, else None."""
     real = ssn.explanations
     said: dict[str, list[str]] = {}
     ssn.explanations = said
@@ -133,20 +141,13 @@ def _search_recorded(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
     for obj, messages in said.items():
         for m in messages:
             ssn.explain(obj, m)
-    if placed or undone or not SKIP_REPEATS:
+    if placed or undone or not SKIP_REPEATS or not said.keys() <= {task.key}:
         return None
-    names = (task.key, task.uid, task.name)
-    if any(n in m for messages in said.values() for m in messages for n in names):
+    messages = said.get(task.key, [])
+    names = (task.key, task.uid, task.name, job.uid)
+    if any(n in m for m in messages for n in names):
         return None
-    out: list[tuple[str | None, list[str]]] = []
-    for obj, messages in said.items():
-        if obj in names:
-            if obj != task.key:
-                return None
-            out.append((None, messages))
-        else:
-            out.append((obj, messages))
-    return FailedSearch(_signature(task), rows, out)
+    return FailedSearch(rows, messages)
 
 
 def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement,
