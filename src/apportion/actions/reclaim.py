@@ -19,11 +19,20 @@ def execute(ssn: Session) -> None:
     guards = ReclaimGuards.of(ssn)
     queues: list[QueueInfo] = []
     seen: set[str] = set()
+    #: the jobs' queue names (snapshot keys) whose queue is listed
+    listed: set[str] = set()
     preemptors: dict[str, list[JobInfo]] = {}
     task_lists: dict[str, list[TaskInfo]] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        if job.is_pending() or not ssn.job_valid(job)[0]:
+        if job.is_pending():
+            continue
+        # a job with no pending task has no task to reclaim for, whatever the starving vote says; once its
+        # queue is listed it adds nothing, and its validity (a question without side effects) is not asked
+        pending = job.counts.get(TaskStatus.PENDING, 0)
+        if not pending and job.queue in listed:
+            continue
+        if not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -32,8 +41,8 @@ def execute(ssn: Session) -> None:
             seen.add(queue.name)
             queues.append(queue)
             preemptors[queue.name] = []
-        # a job with no pending task has no task to reclaim for, whatever the starving vote says
-        if job.counts.get(TaskStatus.PENDING, 0) and ssn.job_starving(job):
+        listed.add(job.queue)
+        if pending and ssn.job_starving(job):
             tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.gated]
             if tasks:
                 tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
