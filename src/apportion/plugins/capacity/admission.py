@@ -36,15 +36,27 @@ def shares_dimension(a: Resource, b: Resource, ignore_pods: bool = True) -> bool
     return False
 
 
-def _spared_texts(spared: list[_Spared]) -> list[str]:
-    """The reasons reclaimable gives for the candidates it spared, in order (each limit formatted once)."""
-    formatted: dict[int, str] = {}
+#: a limit's text by its value (cpu, memory, scalars in order: all that `_fmt` reads); a queue's limits
+#: are few and are formatted again at every failed search
+_FORMATTED: dict[tuple[float, float, tuple[tuple[str, float], ...]], str] = {}
 
-    def fmt(r: Resource) -> str:
-        text = formatted.get(id(r))
-        if text is None:
-            text = formatted[id(r)] = _fmt(r)
-        return text
+
+def _fmt_limit(r: Resource) -> str:
+    """`_fmt(r)`, kept by value (a zero is formatted afresh: -0.0 and 0.0 are one key)."""
+    if not (r.cpu and r.memory and all(r.scalars.values())):
+        return _fmt(r)
+    key = (r.cpu, r.memory, tuple(r.scalars.items()))
+    text = _FORMATTED.get(key)
+    if text is None:
+        if len(_FORMATTED) >= 4096:
+            _FORMATTED.clear()
+        text = _FORMATTED[key] = _fmt(r)
+    return text
+
+
+def _spared_texts(spared: list[_Spared]) -> list[str]:
+    """The reasons reclaimable gives for the candidates it spared, in order."""
+    fmt = _fmt_limit
 
     out = []
     for kind, queue, key, extra in spared:
