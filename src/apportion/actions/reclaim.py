@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+
+import numpy as np
 
 from apportion.actions.common import evict_until_fits, fits_future_idle, pop_best, validate_victims
 from apportion.actions.reclaim_guards import ReclaimGuards, victim_units
@@ -16,11 +19,20 @@ def execute(ssn: Session) -> None:
     guards = ReclaimGuards.of(ssn)
     queues: list[QueueInfo] = []
     seen: set[str] = set()
+    #: the jobs' queue names (snapshot keys) whose queue is listed
+    listed: set[str] = set()
     preemptors: dict[str, list[JobInfo]] = {}
     task_lists: dict[str, list[TaskInfo]] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        if job.is_pending() or not ssn.job_valid(job)[0]:
+        if job.is_pending():
+            continue
+        # a job with no pending task has no task to reclaim for, whatever the starving vote says; once its
+        # queue is listed it adds nothing, and its validity (a question without side effects) is not asked
+        pending = job.counts.get(TaskStatus.PENDING, 0)
+        if SKIP_REPEATS and not pending and job.queue in listed:
+            continue
+        if not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -29,7 +41,8 @@ def execute(ssn: Session) -> None:
             seen.add(queue.name)
             queues.append(queue)
             preemptors[queue.name] = []
-        if ssn.job_starving(job):
+        listed.add(job.queue)
+        if (pending or not SKIP_REPEATS) and ssn.job_starving(job):
             tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.gated]
             if tasks:
                 tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
@@ -42,6 +55,9 @@ def execute(ssn: Session) -> None:
     # running job is popped once: the picker (capacity's tree picker in tree mode) gives what the
     # scan gives without comparing each pop against every queue left.
     picker = ssn.queue_picker(queues)
+    # the failed searches that still stand, by what they asked (FailedSearch); emptied whenever the session
+    # changes
+    failed: dict[tuple[object, ...], FailedSearch] = {}
     while len(picker):
         queue = picker.pop()
         if ssn.overused(queue):
@@ -60,11 +76,91 @@ def execute(ssn: Session) -> None:
                     continue
                 if ssn.pre_predicate(task):
                     continue
-                reclaim_for_task(ssn, job, task, stmt, guards)
+                rows = _rows(ssn, task)
+                if not SKIP_REPEATS:
+                    _search(ssn, job, task, stmt, guards, rows)
+                    continue
+                signature = _signature(task, queue.name)
+                hit = failed.get(signature)
+                if hit is not None and np.array_equal(hit.rows, rows):
+                    hit.replay(ssn, task)
+                    continue
+                search = _search_recorded(ssn, job, task, stmt, guards, rows)
+                if search is None:
+                    failed.clear()
+                else:
+                    failed[signature] = search
+            if stmt.ops:
+                failed.clear()
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
                 stmt.discard()
+
+
+#: skip the search of a task that repeats a failed one (FailedSearch), and the questions whose answers
+#: cannot matter; False: Volcano's loop as written, every job asked and every task searched (the
+#: reference the property tests compare with)
+SKIP_REPEATS = True
+
+
+def _signature(task: TaskInfo, queue: str) -> tuple[object, ...]:
+    """What the search reads of the reclaimer, besides its rows and its key: its job's queue and its request
+    (the candidates, the reclaimable votes and the victims' order read nothing else of it), and the pod
+    fields a plugin could read."""
+    r = task.resreq
+    return (queue, r.cpu, r.memory, tuple(r.scalars.items()), task.priority, task.raw_priority,
+            task.priority_class_name, task.preemptable, task.role, task.namespace, task.gated)
+
+
+@dataclass
+class FailedSearch:
+    """A task's search for victims that placed nothing and left the session as it found it.
+
+    Until reclaim changes the session (a search that places a task, a job's statement committed or
+    discarded with operations in it), every later search sees the same session state: between searches
+    reclaim only asks questions (starving, preemptive, pre-predicate, job and queue order). A later task
+    that asks the same of the search (the same signature: its queue, its request; and the same feasible
+    rows) fails the same way and says the same things, so it is not searched: the explanations are given
+    again under its key. A search whose failure undid evictions (a node statement discarded) never stands,
+    so no float round trip can tell the two apart; nor does one that explained anything but the task, or
+    whose words name the task or its job."""
+
+    rows: np.ndarray
+    #: the explanations the search gave the task, in order
+    said: list[str]
+
+    def replay(self, ssn: Session, task: TaskInfo) -> None:
+        """Give the search's explanations again, for `task`."""
+        for m in self.said:
+            ssn.explain(task.key, m)
+
+
+def _rows(ssn: Session, task: TaskInfo) -> np.ndarray:
+    return ssn.predicate_for_preempt(task)
+
+
+def _search_recorded(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement, guards: ReclaimGuards,
+                     rows: np.ndarray) -> FailedSearch | None:
+    """Search for `task` as reclaim_for_task does, with its explanations gathered on the side and then
+    given in the order given; a FailedSearch when it may stand for a later task's, else None."""
+    real = ssn.explanations
+    said: dict[str, list[str]] = {}
+    ssn.explanations = said
+    try:
+        placed, undone = _search(ssn, job, task, stmt, guards, rows)
+    finally:
+        ssn.explanations = real
+    for obj, messages in said.items():
+        for m in messages:
+            ssn.explain(obj, m)
+    if placed or undone or not said.keys() <= {task.key}:
+        return None
+    messages = said.get(task.key, [])
+    names = (task.key, task.uid, task.name, job.uid)
+    if any(n in m for m in messages for n in names):
+        return None
+    return FailedSearch(rows, messages)
 
 
 def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement,
@@ -73,8 +169,16 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
 
     `guards` are the optional minRuntime / gangAtomicVictims switches (reclaim_guards); None or both
     off is Volcano's behaviour."""
+    return _search(ssn, job, task, stmt, guards, _rows(ssn, task))[0]
+
+
+def _search(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement, guards: ReclaimGuards | None,
+            feasible: np.ndarray) -> tuple[bool, bool]:
+    """reclaim_for_task over the given feasible rows: (whether the task was placed, whether some node's
+    evictions were made and undone)."""
     guards = guards if guards is not None and guards.active else None
-    rows = [int(row) for row in ssn.predicate_for_preempt(task)]
+    rows = [int(row) for row in feasible]
+    undone = False
     if guards is not None and guards.gang_atomic:
         # room left by a whole gang evicted for an earlier task is used before anything else is evicted
         for row in rows:
@@ -82,7 +186,7 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
                 node_stmt = Statement(ssn)
                 node_stmt.pipeline(task, row)
                 stmt.merge(node_stmt)
-                return True
+                return True, False
     for row in rows:
         node = ssn.nodes[row]
         candidates = []
@@ -115,5 +219,6 @@ def reclaim_for_task(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement
             units = [[v] for v in victims]
         if evict_until_fits(ssn, stmt, task, row, units, functools.partial(fits_future_idle, ssn, task, row),
                             "reclaim"):
-            return True
-    return False
+            return True, undone
+        undone = True
+    return False, undone

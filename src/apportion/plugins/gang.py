@@ -45,8 +45,14 @@ class GangPlugin(Plugin):
     def job_valid(self, job: JobInfo) -> tuple[bool, str]:
         """JobValidFn (no switch): enough valid tasks overall and per role. Kept on the job
         (JobInfo.derive): it follows from the task statuses and the job's minimums."""
-        minimums = (job.min_available, dict(job.min_task_member))
-        return job.derive(VALID_KEY, minimums, lambda: self._job_valid(job))
+        # JobInfo.derive's own test for a kept answer, made here first: allocate, reclaim and backfill ask
+        # of every job every session, and most answers are kept (tests/plugins/test_gang_valid.py)
+        hit = job.derived.get(VALID_KEY)
+        if hit is not None and hit[0] == job.version and hit[1] is job.phase:
+            minimums = hit[2]
+            if minimums[0] == job.min_available and minimums[1] == job.min_task_member:
+                return hit[3]
+        return job.derive(VALID_KEY, (job.min_available, dict(job.min_task_member)), lambda: self._job_valid(job))
 
     def _job_valid(self, job: JobInfo) -> tuple[bool, str]:
         valid = job.valid_num()

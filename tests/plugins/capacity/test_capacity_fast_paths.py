@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.capacity.admission import _fmt_limit, shares_dimension
+from apportion.plugins.capacity.attrs import QueueAttr, _fmt
 from apportion.plugins.capacity.tree import _Limits
 from apportion.resources import Resource
 
@@ -63,3 +64,27 @@ def test_skipping_zero_adds_changes_no_bit(parts: list[Resource]) -> None:
         if _adds_anything(part):
             skipping.add(part)
     assert _bits(plain) == _bits(skipping)
+
+
+_amounts = st.sampled_from([0.0, -0.0, 0.05, 0.1, 1.0, 2000.0, 2.0**40])
+
+
+@st.composite
+def _resources(draw: Any) -> Resource:
+    names = draw(st.lists(st.sampled_from(["nvidia.com/gpu", "pods", "example.com/fpga"]), unique=True))
+    return Resource(draw(_amounts), draw(_amounts), {n: draw(_amounts) for n in names})
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=_resources(), b=_resources(), ignore_pods=st.booleans())
+def test_shares_dimension_is_intersection_names(a: Resource, b: Resource, ignore_pods: bool) -> None:
+    """reclaimable's fast dimension test answers as the name sets' intersection."""
+    assert shares_dimension(a, b, ignore_pods=ignore_pods) == bool(a.intersection_names(b, ignore_pods=ignore_pods))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rs=st.lists(_resources(), min_size=1, max_size=6))
+def test_a_kept_limit_text_is_the_fresh_one(rs: list[Resource]) -> None:
+    """reclaimable's limit texts, kept by value, are what _fmt gives (the same values twice included)."""
+    for r in [*rs, *rs]:
+        assert _fmt_limit(r) == _fmt(r)

@@ -10,8 +10,9 @@ seeds and current Volcano disagree, the seeds win by default (semantics guide, t
 - the design doc's `capacity.GuaranteeEnable` / `capacity.ElasticEnable` switches (default true) are
   honoured: off, every guarantee counts as empty / no job is elastic.
 
-This module is `OnSessionOpen`: it reads the arguments, builds the attributes (tree.py) and registers
-each extension point in the order Volcano does (ordering.py, admission.py, simulate.py, report.py).
+This module is `OnSessionOpen`: it reads the arguments, builds the attributes (tree.py; flat mode over a
+memo: flat_ledger.py) and registers each extension point in the order Volcano does (ordering.py,
+admission.py, simulate.py, report.py).
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ from apportion.plugins.capacity.attrs import (
     ROOT_CAPABILITY,
     QueueAttr,
 )
+from apportion.plugins.capacity.flat_ledger import FlatLedgerSetup
 from apportion.plugins.capacity.ordering import Ordering
 from apportion.plugins.capacity.picker import TreePicker
 from apportion.plugins.capacity.report import Report
 from apportion.plugins.capacity.simulate import Simulation
-from apportion.plugins.capacity.tree import TreeSetup
 from apportion.resources import Resource
 
 
-class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
+class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
     """Volcano's capacity plugin (see the module docstring)."""
 
     name = "capacity"
@@ -80,7 +81,7 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         if self.hierarchical:
             self.build_hierarchical_queue_attrs(ssn)
         else:
-            self.build_queue_attrs(ssn)
+            self.build_flat_queue_attrs(ssn)
         if self.blocked:
             ssn.queue_decisions_blocked = (
                 f"{ssn.queue_decisions_blocked}; {self.blocked}" if ssn.queue_decisions_blocked else self.blocked
