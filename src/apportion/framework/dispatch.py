@@ -32,6 +32,9 @@ class Dispatch(ExtensionPoints):
     node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]]
     node_row_fns: dict[str, Callable[[TaskInfo, int], Any]]
     queue_pickers: dict[str, PickerFactory]
+    #: plugins' tests that their JobEnqueueable refuses every job of a backlog (add_enqueue_refusal)
+    enqueue_refusals: dict[str, Callable[[list[JobInfo]], bool]]
+    fast_enqueue_refusals: bool
 
     # ================================================================= registration
     def _fns_changed(self, point: str) -> None:
@@ -54,6 +57,24 @@ class Dispatch(ExtensionPoints):
     def add_queue_picker(self, plugin: str, factory: PickerFactory) -> None:
         """Offer a picker that finds the best queue faster under the plugin's own queue order."""
         self.queue_pickers[plugin] = factory
+
+    def add_enqueue_refusal(self, plugin: str, fn: Callable[[list[JobInfo]], bool]) -> None:
+        """Offer a test of a whole backlog against the plugin's JobEnqueueable: `fn(jobs)` is True only
+        when that function, called now on each job, would REJECT every one, and then it has recorded
+        each job's explanation as that function records it; False (nothing recorded) otherwise."""
+        self.enqueue_refusals[plugin] = fn
+
+    def refuses_all_enqueues(self, jobs: list[JobInfo]) -> bool:
+        """Whether the JobEnqueueable vote refuses every job (each refusal explained), shown by the one
+        plugin consulted there; False when it cannot be shown that way (the caller votes job by job).
+
+        A refusal changes nothing a later vote reads, so when every job is refused the order of the
+        votes (enqueue's queue order) cannot matter, nor can the votes' number."""
+        fns = self._consulted(ep.JOB_ENQUEUEABLE)
+        if len(fns) != 1 or not self.fast_enqueue_refusals:
+            return False
+        test = self.enqueue_refusals.get(fns[0][1].name)
+        return test is not None and test(jobs)
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
         """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""

@@ -15,6 +15,9 @@ from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.resources import Resource
 
+#: a minResources by value: cpu, memory and the scalars in their order (what a level's verdict reads)
+_ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
+
 
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
@@ -134,29 +137,77 @@ class Admission(CapacityBase):
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'
         dimensions (rule b), on the leaf and every ancestor."""
-        if self._refused(job.uid):
-            return ep.REJECT
+        answer, why = self._enqueue_answer(job, None)
+        if why is not None:
+            self.ssn.explain(job.uid, why)
+        return answer
+
+    def refuses_all_enqueues(self, jobs: list[JobInfo]) -> bool:
+        """add_enqueue_refusal's test: whether job_enqueueable, called now on each job, refuses every
+        one; if so each job's explanation is recorded, as job_enqueueable records it.
+
+        A refusal changes no queue's accounting, so while every job is refused each is judged on the
+        accounting the session opened with. One level's verdict for one minResources is then the same
+        for every job that asks it (a backlog's jobs share their parents and root, and a handful of
+        shapes), and is worked out once (`_enqueue_answer`, property-tested against the votes in
+        tests/plugins/capacity/test_capacity_backlog.py)."""
+        levels: dict[tuple[str, _ReqKey], tuple[bool, str]] = {}
+        answers: list[tuple[str, str | None]] = []
+        for job in jobs:
+            answer, why = self._enqueue_answer(job, levels)
+            if answer >= 0:
+                return False
+            answers.append((job.uid, why))
+        explain = self.ssn.explain
+        for uid, why in answers:
+            if why is not None:
+                explain(uid, why)
+        return True
+
+    def _enqueue_answer(self, job: JobInfo,
+                        levels: dict[tuple[str, _ReqKey], tuple[bool, str]] | None) -> tuple[int, str | None]:
+        """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
+        keeps each level's verdict per minResources (see refuses_all_enqueues): the caller must not
+        change any accounting while it holds it."""
+        if self.blocked:
+            return ep.REJECT, self.blocked  # _refused's explanation
         attr = self.attrs.get(job.queue)
         queue = self.ssn.queues.get(job.queue)
         if attr is None or queue is None:
-            return ep.PERMIT
-        if not self._leaf_ok(attr, job.uid):
-            return ep.REJECT
+            return ep.PERMIT, None
+        if self.hierarchical and not attr.is_leaf():
+            return ep.REJECT, self._not_leaf(attr)
         if not queue.is_open():
-            self.ssn.explain(job.uid, f"queue {queue.name} is {queue.state}, not Open")
-            return ep.REJECT
+            return ep.REJECT, f"queue {queue.name} is {queue.state}, not Open"
         if attr.real_capability is None or job.min_resources is None:
-            return ep.PERMIT
+            return ep.PERMIT, None
         min_req = job.min_resources
+        key = None if levels is None else (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
         for a in self._path(attr):
-            need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
-            ok, failed = need.less_equal_with_dimension(a.real_capability, min_req)
+            if key is not None:
+                assert levels is not None
+                hit = levels.get((a.name, key))
+                if hit is None:
+                    hit = levels[(a.name, key)] = self._level_verdict(a, min_req)
+                if hit[0]:
+                    continue
+                return ep.REJECT, f"queue {self._where(attr, a)}: {hit[1]}"
+            ok, tail = self._level_verdict(a, min_req)
             if not ok:
-                self.ssn.explain(job.uid, qc.shortfall(
-                    self._where(attr, a), need, a.real_capability, failed, "realCapability",
-                    "queue resource quota insufficient (minResources + allocated + inqueue - elastic)"))
-                return ep.REJECT
-        return ep.PERMIT
+                return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
+        return ep.PERMIT, None
+
+    @staticmethod
+    def _level_verdict(a: QueueAttr, min_req: Resource) -> tuple[bool, str]:
+        """One level of the admission test: whether it passes, else the shortfall's text after
+        `queue NAME: ` (which names the level as seen from the job's leaf)."""
+        need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
+        ok, failed = need.less_equal_with_dimension(a.real_capability, min_req)
+        if ok:
+            return True, ""
+        text = qc.shortfall("", need, a.real_capability, failed, "realCapability",
+                            "queue resource quota insufficient (minResources + allocated + inqueue - elastic)")
+        return False, text[len("queue : "):]
 
     def job_enqueued(self, job: JobInfo) -> None:
         """JobEnqueuedFn: minResources (less gated pods) join inqueue on the leaf and every ancestor."""

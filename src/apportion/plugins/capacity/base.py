@@ -91,10 +91,13 @@ class CapacityBase(Plugin):
 
     def _leaf_ok(self, attr: QueueAttr, obj: str) -> bool:
         if self.hierarchical and not attr.is_leaf():
-            self.ssn.explain(obj, f"queue {attr.name} is not a leaf queue (children: {', '.join(attr.children)});"
-                                  " only leaf queues take jobs")
+            self.ssn.explain(obj, self._not_leaf(attr))
             return False
         return True
+
+    @staticmethod
+    def _not_leaf(attr: QueueAttr) -> str:
+        return f"queue {attr.name} is not a leaf queue (children: {', '.join(attr.children)}); only leaf queues take jobs"
 
     def _queue_of(self, task: TaskInfo) -> QueueAttr | None:
         job = self.ssn.jobs.get(task.job)
