@@ -1,6 +1,7 @@
 """enqueue's backlog refusal (Dispatch.refuses_all_enqueues, capacity's refuses_all_enqueues): a session
 whose backlog capacity refuses whole decides, explains and reports exactly what the votes job by job in
-queue order decide, over random trees, limits, closed queues, jobs in parent queues and jobs without
+queue order decide (and the votes with each level's verdict kept while no accounting moves decide as the
+votes that work every level out), over random trees, limits, closed queues, jobs in parent queues and jobs without
 minResources; and the shortcut is taken where it should be."""
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ tiers:
 """
 CONFS = ['actions: "enqueue, allocate, backfill"' + TIERS % ", enableHierarchy: true",
          'actions: "enqueue, allocate, backfill"' + TIERS % "",
-         'actions: "enqueue, allocate, reclaim, backfill"' + TIERS % ", enableHierarchy: true"]
+         'actions: "enqueue, allocate, reclaim, backfill"' + TIERS % ", enableHierarchy: true",
+         # votes after allocations: the levels' verdicts kept from the first enqueue must not be used
+         'actions: "enqueue, allocate, enqueue, allocate"' + TIERS % ", enableHierarchy: true"]
 
 
 @st.composite

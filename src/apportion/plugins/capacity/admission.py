@@ -137,7 +137,7 @@ class Admission(CapacityBase):
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'
         dimensions (rule b), on the leaf and every ancestor."""
-        answer, why = self._enqueue_answer(job, None)
+        answer, why = self._enqueue_answer(job, self._vote_levels())
         if why is not None:
             self.ssn.explain(job.uid, why)
         return answer
@@ -151,7 +151,7 @@ class Admission(CapacityBase):
         for every job that asks it (a backlog's jobs share their parents and root, and a handful of
         shapes), and is worked out once (`_enqueue_answer`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
-        levels: dict[tuple[str, _ReqKey], tuple[bool, str]] = {}
+        levels = self._vote_levels()
         answers: list[tuple[str, str | None]] = []
         for job in jobs:
             answer, why = self._enqueue_answer(job, levels)
@@ -163,6 +163,19 @@ class Admission(CapacityBase):
             if why is not None:
                 explain(uid, why)
         return True
+
+    def _vote_levels(self) -> dict[tuple[str, _ReqKey], tuple[bool, str]] | None:
+        """The levels' verdicts per minResources while no accounting has moved since they were worked
+        out: a vote admits (job_enqueued counts it) and an allocation or its undoing (the event
+        handlers log every share they touch, `share_log`) start them afresh. None when the session
+        asks for the votes as they are, one level at a time (`fast_enqueue_refusals` off: tests)."""
+        if not self.ssn.fast_enqueue_refusals:
+            return None
+        stamp = (len(self.share_log), self._enqueued)
+        if self._levels_stamp != stamp:
+            self._levels = {}
+            self._levels_stamp = stamp
+        return self._levels
 
     def _enqueue_answer(self, job: JobInfo,
                         levels: dict[tuple[str, _ReqKey], tuple[bool, str]] | None) -> tuple[int, str | None]:
@@ -214,6 +227,7 @@ class Admission(CapacityBase):
         attr = self.attrs.get(job.queue)
         if attr is None or job.min_resources is None:
             return
+        self._enqueued += 1
         r = qc.enqueued_resource(job)
         for a in self._own_path(attr):
             a.inqueue.add(r)
