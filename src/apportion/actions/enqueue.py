@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.framework.session import Session
@@ -29,29 +31,68 @@ def execute(ssn: Session) -> None:
     waiting = sum(1 for jobs in pending.values() if jobs)
     if not waiting:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
-    # A backlog of which nothing can be admitted (the commonest session under load) costs one test per
-    # job: no queue order is needed when every vote refuses, since a refusal changes nothing the next
-    # vote reads. A job without minResources is admitted without a vote, so it rules the shortcut out.
-    if all(job.min_resources is not None for job in backlog) and ssn.refuses_all_enqueues(backlog):
-        return
+    # A refusal changes nothing the next vote reads, and a vote refused once is refused again after
+    # admissions (they only add to inqueue). So with the jobs the votes would admit as the session
+    # opened known, a backlog that has none is refused whole without a queue order (the commonest
+    # session under load), and once the last of them has been voted in queue order, the rest is
+    # refused whole. A job without minResources is admitted without a vote: no such test then.
+    admissible = (ssn.enqueue_admissible(backlog) if all(job.min_resources is not None for job in backlog)
+                  else None)
+    if admissible is not None and not admissible:
+        return  # every refusal explained
+    votes = _Votes(ssn, pending, admissible)
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
     steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
         for queue in steps:
-            _admit(ssn, pop_best(pending[queue.name], ssn.job_compare))
+            if votes.cast(queue):
+                return
         return
     while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
         if not jobs:
             continue
-        job = pop_best(jobs, ssn.job_compare)
+        if votes.cast(queue):
+            return
         if not jobs:
             waiting -= 1
-        _admit(ssn, job)
         picker.push(queue)
+
+
+class _Votes:
+    """The votes in queue order, and when the jobs admissible as the session opened have all been
+    voted, the rest refused whole (Dispatch.enqueue_admissible)."""
+
+    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], admissible: list[JobInfo] | None):
+        self.ssn = ssn
+        self.pending = pending
+        self.candidates = None if admissible is None else {job.uid for job in admissible}
+
+    def cast(self, queue: QueueInfo) -> bool:
+        """Vote the queue's best pending job; True when every job left has been refused with it."""
+        job = pop_best(self.pending[queue.name], self.ssn.job_compare)
+        _admit(self.ssn, job)
+        candidates = self.candidates
+        if candidates is None or job.uid not in candidates:
+            return False
+        candidates.discard(job.uid)
+        if candidates:
+            return False
+        rest = list(self._rest())
+        if not rest:
+            return True
+        if self.ssn.enqueue_admissible(rest) == []:
+            return True  # every refusal explained
+        # not expected (a refusal at open stands after admissions), but then the votes go on
+        self.candidates = None
+        return False
+
+    def _rest(self) -> Iterator[JobInfo]:
+        for jobs in self.pending.values():
+            yield from jobs
 
 
 def _admit(ssn: Session, job: JobInfo) -> None:

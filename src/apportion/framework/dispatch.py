@@ -32,8 +32,8 @@ class Dispatch(ExtensionPoints):
     node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]]
     node_row_fns: dict[str, Callable[[TaskInfo, int], Any]]
     queue_pickers: dict[str, PickerFactory]
-    #: plugins' tests that their JobEnqueueable refuses every job of a backlog (add_enqueue_refusal)
-    enqueue_refusals: dict[str, Callable[[list[JobInfo]], bool]]
+    #: plugins' tests of a whole backlog against their JobEnqueueable (add_enqueue_test)
+    enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]]
     fast_enqueue_refusals: bool
 
     # ================================================================= registration
@@ -58,23 +58,24 @@ class Dispatch(ExtensionPoints):
         """Offer a picker that finds the best queue faster under the plugin's own queue order."""
         self.queue_pickers[plugin] = factory
 
-    def add_enqueue_refusal(self, plugin: str, fn: Callable[[list[JobInfo]], bool]) -> None:
-        """Offer a test of a whole backlog against the plugin's JobEnqueueable: `fn(jobs)` is True only
-        when that function, called now on each job, would REJECT every one, and then it has recorded
-        each job's explanation as that function records it; False (nothing recorded) otherwise."""
-        self.enqueue_refusals[plugin] = fn
+    def add_enqueue_test(self, plugin: str, fn: Callable[[list[JobInfo]], list[JobInfo]]) -> None:
+        """Offer a test of a whole backlog against the plugin's JobEnqueueable: `fn(jobs)` is the jobs
+        that function, called now on each job, would not REJECT; when there are none, it has recorded
+        each job's explanation as that function records it (else it has recorded nothing)."""
+        self.enqueue_tests[plugin] = fn
 
-    def refuses_all_enqueues(self, jobs: list[JobInfo]) -> bool:
-        """Whether the JobEnqueueable vote refuses every job (each refusal explained), shown by the one
-        plugin consulted there; False when it cannot be shown that way (the caller votes job by job).
+    def enqueue_admissible(self, jobs: list[JobInfo]) -> list[JobInfo] | None:
+        """The jobs the JobEnqueueable vote would admit if cast now on each, as the one plugin consulted
+        there shows it (add_enqueue_test); when there are none, every refusal has been explained. None
+        when it cannot be shown that way (the caller votes job by job).
 
-        A refusal changes nothing a later vote reads, so when every job is refused the order of the
-        votes (enqueue's queue order) cannot matter, nor can the votes' number."""
+        A refusal changes nothing a later vote reads, so while votes refuse, the order they are cast in
+        (enqueue's queue order) cannot matter, nor can their number."""
         fns = self._consulted(ep.JOB_ENQUEUEABLE)
         if len(fns) != 1 or not self.fast_enqueue_refusals:
-            return False
-        test = self.enqueue_refusals.get(fns[0][1].name)
-        return test is not None and test(jobs)
+            return None
+        test = self.enqueue_tests.get(fns[0][1].name)
+        return None if test is None else test(jobs)
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
         """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""

@@ -1,6 +1,6 @@
-"""enqueue's backlog refusal (Dispatch.refuses_all_enqueues, capacity's refuses_all_enqueues): a session
-whose backlog capacity refuses whole decides, explains and reports exactly what the votes job by job in
-queue order decide (and the votes with each level's verdict kept while no accounting moves decide as the
+"""enqueue's backlog test (Dispatch.enqueue_admissible, capacity's admissible_enqueues): a session whose
+backlog capacity refuses whole, or refuses whole once the jobs admissible at open have been voted, decides,
+explains and reports exactly what the votes job by job in queue order decide (and the votes with each level's verdict kept while no accounting moves decide as the
 votes that work every level out), over random trees, limits, closed queues, jobs in parent queues and jobs without
 minResources; and the shortcut is taken where it should be."""
 
@@ -120,3 +120,29 @@ def test_a_full_cluster_refuses_the_backlog_without_votes(monkeypatch: pytest.Mo
                                "- elastic): cpu 5 > realCapability 4 (short by 1)")
     assert events["ns/w2"].startswith("queue a (parent of a2): queue resource quota insufficient")
     assert "cpu 6 > realCapability 4 (short by 2)" in events["ns/w2"]
+
+
+def test_the_rest_is_refused_once_the_admissible_job_is_voted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One job fits as the session opens: it is voted (and admitted) in queue order; the job after it,
+    refused at open and so after the admission too, is refused without its vote, with the message its
+    vote gives (the admission counted)."""
+    objs = [node("n0", cpu=4, memory="16Gi"), queue("root"), queue("a", parent="root"),
+            queue("a1", parent="a"), queue("a2", parent="a"), queue("a3", parent="a"),
+            podgroup("run", queue="a1", phase="Running", min_resources={"cpu": "2"}),
+            pod("run-0", "run", cpu=2, node_name="n0"),
+            podgroup("w1", queue="a2", phase="Pending", min_resources={"cpu": "1"}), pod("w1-0", "w1", cpu=1),
+            podgroup("w2", queue="a3", phase="Pending", min_resources={"cpu": "3"}), pod("w2-0", "w2", cpu=3)]
+    votes: list[str] = []
+    real = Admission.job_enqueueable
+
+    def spy(self: Any, job: Any) -> int:
+        votes.append(job.uid)
+        return real(self, job)
+
+    monkeypatch.setattr(Admission, "job_enqueueable", spy)
+    fast, slow = _both(objs, CONFS[0], monkeypatch)
+    assert fast == slow
+    assert votes == ["ns/w1", "ns/w1", "ns/w2"]  # the fast run votes w1 only
+    assert fast["podgroups"]["ns/w1"] != "Pending"
+    events = {e["object"]: e["message"] for e in fast["events"]}
+    assert "cpu 6 > realCapability 4 (short by 2)" in events["ns/w2"]  # 2 running + 1 admitted + 3

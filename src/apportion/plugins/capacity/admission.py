@@ -136,33 +136,37 @@ class Admission(CapacityBase):
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'
-        dimensions (rule b), on the leaf and every ancestor."""
+        dimensions (rule b), on the leaf and every ancestor (`_enqueue_answer`)."""
         answer, why = self._enqueue_answer(job, self._vote_levels())
         if why is not None:
             self.ssn.explain(job.uid, why)
         return answer
 
-    def refuses_all_enqueues(self, jobs: list[JobInfo]) -> bool:
-        """add_enqueue_refusal's test: whether job_enqueueable, called now on each job, refuses every
-        one; if so each job's explanation is recorded, as job_enqueueable records it.
+    def admissible_enqueues(self, jobs: list[JobInfo]) -> list[JobInfo]:
+        """add_enqueue_test's test: the jobs job_enqueueable would admit if called now on each; when
+        there are none, each job's refusal has been recorded, as job_enqueueable records it (else
+        nothing has).
 
         A refusal changes no queue's accounting, so while every job is refused each is judged on the
-        accounting the session opened with. One level's verdict for one minResources is then the same
-        for every job that asks it (a backlog's jobs share their parents and root, and a handful of
-        shapes), and is worked out once (`_enqueue_answer`, property-tested against the votes in
+        accounting as it stands. One level's verdict for one minResources is then the same for every
+        job that asks it (a backlog's jobs share their parents and root, and a handful of shapes), and
+        is worked out once (`_vote_levels`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
+        admissible: list[JobInfo] = []
         answers: list[tuple[str, str | None]] = []
         for job in jobs:
             answer, why = self._enqueue_answer(job, levels)
             if answer >= 0:
-                return False
-            answers.append((job.uid, why))
-        explain = self.ssn.explain
-        for uid, why in answers:
-            if why is not None:
-                explain(uid, why)
-        return True
+                admissible.append(job)
+            elif not admissible:
+                answers.append((job.uid, why))
+        if not admissible:
+            explain = self.ssn.explain
+            for uid, why in answers:
+                if why is not None:
+                    explain(uid, why)
+        return admissible
 
     def _vote_levels(self) -> dict[tuple[str, _ReqKey], tuple[bool, str]] | None:
         """The levels' verdicts per minResources while no accounting has moved since they were worked
@@ -180,7 +184,7 @@ class Admission(CapacityBase):
     def _enqueue_answer(self, job: JobInfo,
                         levels: dict[tuple[str, _ReqKey], tuple[bool, str]] | None) -> tuple[int, str | None]:
         """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
-        keeps each level's verdict per minResources (see refuses_all_enqueues): the caller must not
+        keeps each level's verdict per minResources (see _vote_levels): the caller must not
         change any accounting while it holds it."""
         if self.blocked:
             return ep.REJECT, self.blocked  # _refused's explanation
