@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.framework.session import Session
@@ -31,11 +29,11 @@ def execute(ssn: Session) -> None:
     waiting = sum(1 for jobs in pending.values() if jobs)
     if not waiting:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
-    # A refusal changes nothing the next vote reads, and a vote refused once is refused again after
-    # admissions (they only add to inqueue). So with the jobs the votes would admit as the session
-    # opened known, a backlog that has none is refused whole without a queue order (the commonest
-    # session under load), and once the last of them has been voted in queue order, the rest is
-    # refused whole. A job without minResources is admitted without a vote: no such test then.
+    # A refusal changes nothing the next vote reads. So with the jobs the votes would admit as things
+    # stand known, a backlog that has none is refused whole without a queue order (the commonest
+    # session under load), and the votes in queue order stop at the first point where none is left
+    # (after an admission, or once the last of them was voted): the rest is then refused whole. A job
+    # without minResources is admitted without a vote: no such test then.
     admissible = (ssn.enqueue_admissible(backlog) if all(job.min_resources is not None for job in backlog)
                   else None)
     if admissible is not None and not admissible:
@@ -63,8 +61,8 @@ def execute(ssn: Session) -> None:
 
 
 class _Votes:
-    """The votes in queue order, and when the jobs admissible as the session opened have all been
-    voted, the rest refused whole (Dispatch.enqueue_admissible)."""
+    """The votes in queue order, with the jobs a vote would admit as things stand known
+    (Dispatch.enqueue_admissible): once none is left to vote, the rest is refused whole."""
 
     def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], admissible: list[JobInfo] | None):
         self.ssn = ssn
@@ -74,29 +72,32 @@ class _Votes:
     def cast(self, queue: QueueInfo) -> bool:
         """Vote the queue's best pending job; True when every job left has been refused with it."""
         job = pop_best(self.pending[queue.name], self.ssn.job_compare)
-        _admit(self.ssn, job)
+        admitted = _admit(self.ssn, job)
         candidates = self.candidates
-        if candidates is None or job.uid not in candidates:
+        if candidates is None:
             return False
         candidates.discard(job.uid)
-        if candidates:
-            return False
-        rest = list(self._rest())
+        if candidates and not admitted:
+            return False  # nothing moved: the others that could be admitted still can
+        # An admission moved some accounting (a job that could be admitted may not be any more), or
+        # none is left that could be admitted: what of the rest could be now?
+        rest = [j for jobs in self.pending.values() for j in jobs]
         if not rest:
             return True
-        if self.ssn.enqueue_admissible(rest) == []:
+        still = self.ssn.enqueue_admissible(rest)
+        if still is None:
+            self.candidates = None
+            return False
+        if not still:
             return True  # every refusal explained
-        # not expected (a refusal at open stands after admissions), but then the votes go on
-        self.candidates = None
+        self.candidates = {j.uid for j in still}
         return False
 
-    def _rest(self) -> Iterator[JobInfo]:
-        for jobs in self.pending.values():
-            yield from jobs
 
-
-def _admit(ssn: Session, job: JobInfo) -> None:
+def _admit(ssn: Session, job: JobInfo) -> bool:
     # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
     if job.min_resources is None or ssn.job_enqueueable(job):
         ssn.job_enqueued(job)
         job.phase = PodGroupPhase.INQUEUE
+        return True
+    return False

@@ -146,3 +146,17 @@ def test_the_rest_is_refused_once_the_admissible_job_is_voted(monkeypatch: pytes
     assert fast["podgroups"]["ns/w1"] != "Pending"
     events = {e["object"]: e["message"] for e in fast["events"]}
     assert "cpu 6 > realCapability 4 (short by 2)" in events["ns/w2"]  # 2 running + 1 admitted + 3
+
+
+def test_an_admission_moves_its_levels_verdicts() -> None:
+    """Two jobs that each fit their parent as the session opens, but not both: the parent's verdict for
+    their minResources, kept from the backlog test, is worked out again after the first admission."""
+    objs = [node("n0", cpu=8, memory="16Gi"), queue("root"), queue("a", parent="root", capability={"cpu": "2"}),
+            queue("a1", parent="a"), queue("a2", parent="a"),
+            podgroup("w1", queue="a1", phase="Pending", min_resources={"cpu": "2"}), pod("w1-0", "w1", cpu=2),
+            podgroup("w2", queue="a2", phase="Pending", min_resources={"cpu": "2"}), pod("w2-0", "w2", cpu=2)]
+    fast = cycle(objs, CONFS[0]).to_json()
+    assert fast["podgroups"]["ns/w1"] != "Pending"
+    assert fast["podgroups"]["ns/w2"] == "Pending"
+    events = {e["object"]: e["message"] for e in fast["events"]}
+    assert events["ns/w2"].startswith("queue a (parent of a2): queue resource quota insufficient")

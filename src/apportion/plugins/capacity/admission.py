@@ -168,24 +168,32 @@ class Admission(CapacityBase):
                     explain(uid, why)
         return admissible
 
-    def _vote_levels(self) -> dict[tuple[str, _ReqKey], tuple[bool, str]] | None:
-        """The levels' verdicts per minResources while no accounting has moved since they were worked
-        out: a vote admits (job_enqueued counts it) and an allocation or its undoing (the event
-        handlers log every share they touch, `share_log`) start them afresh. None when the session
-        asks for the votes as they are, one level at a time (`fast_enqueue_refusals` off: tests)."""
+    def _vote_levels(self) -> dict[str, dict[_ReqKey, tuple[bool, str]]] | None:
+        """Per level (queue name), its verdicts per minResources, each kept while that level's
+        accounting has not moved since it was worked out: a vote that admits moves its job's path
+        (job_enqueued logs it, `_moved`), an allocation or its undoing the task's (the event handlers
+        log every queue they touch, `share_log`); those levels' verdicts are dropped here. None when
+        the session asks for the votes as they are, one level at a time (`fast_enqueue_refusals` off:
+        tests)."""
         if not self.ssn.fast_enqueue_refusals:
             return None
-        stamp = (len(self.share_log), self._enqueued)
-        if self._levels_stamp != stamp:
-            self._levels = {}
-            self._levels_stamp = stamp
-        return self._levels
+        levels = self._levels
+        log = self.share_log
+        if self._levels_pos != len(log):
+            for name in log[self._levels_pos:]:
+                levels.pop(name, None)
+            self._levels_pos = len(log)
+        if self._moved:
+            for name in self._moved:
+                levels.pop(name, None)
+            self._moved.clear()
+        return levels
 
     def _enqueue_answer(self, job: JobInfo,
-                        levels: dict[tuple[str, _ReqKey], tuple[bool, str]] | None) -> tuple[int, str | None]:
+                        levels: dict[str, dict[_ReqKey, tuple[bool, str]]] | None) -> tuple[int, str | None]:
         """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
-        keeps each level's verdict per minResources (see _vote_levels): the caller must not
-        change any accounting while it holds it."""
+        keeps each level's verdicts per minResources (`_vote_levels`, which must be asked again once
+        any accounting moved)."""
         if self.blocked:
             return ep.REJECT, self.blocked  # _refused's explanation
         attr = self.attrs.get(job.queue)
@@ -199,19 +207,22 @@ class Admission(CapacityBase):
         if attr.real_capability is None or job.min_resources is None:
             return ep.PERMIT, None
         min_req = job.min_resources
-        key = None if levels is None else (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
+        if levels is None:
+            for a in self._path(attr):
+                ok, tail = self._level_verdict(a, min_req)
+                if not ok:
+                    return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
+            return ep.PERMIT, None
+        key = (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
         for a in self._path(attr):
-            if key is not None:
-                assert levels is not None
-                hit = levels.get((a.name, key))
-                if hit is None:
-                    hit = levels[(a.name, key)] = self._level_verdict(a, min_req)
-                if hit[0]:
-                    continue
+            known = levels.get(a.name)
+            if known is None:
+                known = levels[a.name] = {}
+            hit = known.get(key)
+            if hit is None:
+                hit = known[key] = self._level_verdict(a, min_req)
+            if not hit[0]:
                 return ep.REJECT, f"queue {self._where(attr, a)}: {hit[1]}"
-            ok, tail = self._level_verdict(a, min_req)
-            if not ok:
-                return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
         return ep.PERMIT, None
 
     @staticmethod
@@ -231,7 +242,7 @@ class Admission(CapacityBase):
         attr = self.attrs.get(job.queue)
         if attr is None or job.min_resources is None:
             return
-        self._enqueued += 1
         r = qc.enqueued_resource(job)
         for a in self._own_path(attr):
             a.inqueue.add(r)
+            self._moved.append(a.name)

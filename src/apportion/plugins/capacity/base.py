@@ -43,11 +43,11 @@ class CapacityBase(Plugin):
     _owned: list[str]
     #: the ledger the attributes came from this session (None: counted afresh)
     _ledger: Ledger | None
-    #: JobEnqueued calls so far this session, and the admission levels' verdicts with the stamp they
-    #: hold for (admission.py, `_vote_levels`)
-    _enqueued: int
-    _levels: dict[tuple[str, tuple[float, float, tuple[tuple[str, float], ...]]], tuple[bool, str]]
-    _levels_stamp: tuple[int, int] | None
+    #: the admission levels' verdicts per queue and minResources, how far into `share_log` they are
+    #: current, and the queues JobEnqueued moved since (admission.py, `_vote_levels`)
+    _levels: dict[str, dict[tuple[float, float, tuple[tuple[str, float], ...]], tuple[bool, str]]]
+    _levels_pos: int
+    _moved: list[str]
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"

@@ -70,9 +70,9 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         self._shared: set[str] = set()
         self._owned: list[str] = []
         self._ledger = None
-        self._enqueued = 0
         self._levels = {}
-        self._levels_stamp = None
+        self._levels_pos = 0
+        self._moved = []
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).
