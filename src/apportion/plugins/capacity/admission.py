@@ -17,6 +17,9 @@ from apportion.resources import Resource
 
 #: a minResources by value: cpu, memory and the scalars in their order (what a level's verdict reads)
 _ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
+#: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
+#: and the whole message per leaf that asked
+_Verdict = tuple[bool, str, dict[str, str]]
 
 
 class Admission(CapacityBase):
@@ -168,7 +171,7 @@ class Admission(CapacityBase):
                     explain(uid, why)
         return admissible
 
-    def _vote_levels(self) -> dict[str, dict[_ReqKey, tuple[bool, str]]] | None:
+    def _vote_levels(self) -> dict[str, dict[_ReqKey, _Verdict]] | None:
         """Per level (queue name), its verdicts per minResources, each kept while that level's
         accounting has not moved since it was worked out: a vote that admits moves its job's path
         (job_enqueued logs it, `_moved`), an allocation or its undoing the task's (the event handlers
@@ -190,7 +193,7 @@ class Admission(CapacityBase):
         return levels
 
     def _enqueue_answer(self, job: JobInfo,
-                        levels: dict[str, dict[_ReqKey, tuple[bool, str]]] | None) -> tuple[int, str | None]:
+                        levels: dict[str, dict[_ReqKey, _Verdict]] | None) -> tuple[int, str | None]:
         """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
         keeps each level's verdicts per minResources (`_vote_levels`, which must be asked again once
         any accounting moved)."""
@@ -214,15 +217,22 @@ class Admission(CapacityBase):
                     return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
             return ep.PERMIT, None
         key = (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
-        for a in self._path(attr):
-            known = levels.get(a.name)
+        path = self._names.get(attr.name)
+        if path is None:
+            path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
+        for name in path:
+            known = levels.get(name)
             if known is None:
-                known = levels[a.name] = {}
+                known = levels[name] = {}
             hit = known.get(key)
             if hit is None:
-                hit = known[key] = self._level_verdict(a, min_req)
+                hit = known[key] = (*self._level_verdict(self.attrs[name], min_req), {})
             if not hit[0]:
-                return ep.REJECT, f"queue {self._where(attr, a)}: {hit[1]}"
+                # the message as seen from this leaf, kept with the verdict
+                msg = hit[2].get(attr.name)
+                if msg is None:
+                    msg = hit[2][attr.name] = f"queue {self._where(attr, self.attrs[name])}: {hit[1]}"
+                return ep.REJECT, msg
         return ep.PERMIT, None
 
     @staticmethod

@@ -45,9 +45,11 @@ class CapacityBase(Plugin):
     _ledger: Ledger | None
     #: the admission levels' verdicts per queue and minResources, how far into `share_log` they are
     #: current, and the queues JobEnqueued moved since (admission.py, `_vote_levels`)
-    _levels: dict[str, dict[tuple[float, float, tuple[tuple[str, float], ...]], tuple[bool, str]]]
+    _levels: dict[str, dict[tuple[float, float, tuple[tuple[str, float], ...]], tuple[bool, str, dict[str, str]]]]
     _levels_pos: int
     _moved: list[str]
+    #: per leaf, the names of its path, leaf first (the limit checks' order)
+    _names: dict[str, tuple[str, ...]]
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"

@@ -73,6 +73,7 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         self._levels = {}
         self._levels_pos = 0
         self._moved = []
+        self._names = {}
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).
