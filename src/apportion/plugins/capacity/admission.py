@@ -20,6 +20,8 @@ _ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
 #: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
 #: and the whole message per leaf that asked
 _Verdict = tuple[bool, str, dict[str, str]]
+#: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
+LEVELS_MEMO = "capacity.admission-levels"
 
 
 class Admission(CapacityBase):
@@ -171,13 +173,15 @@ class Admission(CapacityBase):
                     explain(uid, why)
         return admissible
 
-    def _vote_levels(self) -> dict[str, dict[_ReqKey, _Verdict]] | None:
-        """Per level (queue name), its verdicts per minResources, each kept while that level's
-        accounting has not moved since it was worked out: a vote that admits moves its job's path
-        (job_enqueued logs it, `_moved`), an allocation or its undoing the task's (the event handlers
-        log every queue they touch, `share_log`); those levels' verdicts are dropped here. None when
-        the session asks for the votes as they are, one level at a time (`fast_enqueue_refusals` off:
-        tests)."""
+    def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
+        """Per level (queue name), the attributes object its verdicts per minResources were worked out
+        on, and those verdicts. They hold while the session's attributes for the queue are that object
+        (a session opened from capacity's ledger shares the ledger's objects, which no one changes, so
+        they hold from session to session: the memo keeps them) and its accounting has not moved since:
+        a vote that admits moves its job's path (job_enqueued logs it, `_moved`), an allocation or its
+        undoing the task's (the event handlers log every queue they touch, `share_log`); those levels'
+        verdicts are dropped here. None when the session asks for the votes as they are, one level at a
+        time (`fast_enqueue_refusals` off: tests)."""
         if not self.ssn.fast_enqueue_refusals:
             return None
         levels = self._levels
@@ -193,7 +197,8 @@ class Admission(CapacityBase):
         return levels
 
     def _enqueue_answer(self, job: JobInfo,
-                        levels: dict[str, dict[_ReqKey, _Verdict]] | None) -> tuple[int, str | None]:
+                        levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None
+                        ) -> tuple[int, str | None]:
         """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
         keeps each level's verdicts per minResources (`_vote_levels`, which must be asked again once
         any accounting moved)."""
@@ -220,18 +225,21 @@ class Admission(CapacityBase):
         path = self._names.get(attr.name)
         if path is None:
             path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
+        attrs = self.attrs
         for name in path:
-            known = levels.get(name)
-            if known is None:
-                known = levels[name] = {}
+            a = attrs[name]
+            held = levels.get(name)
+            if held is None or held[0] is not a:
+                held = levels[name] = (a, {})
+            known = held[1]
             hit = known.get(key)
             if hit is None:
-                hit = known[key] = (*self._level_verdict(self.attrs[name], min_req), {})
+                hit = known[key] = (*self._level_verdict(a, min_req), {})
             if not hit[0]:
                 # the message as seen from this leaf, kept with the verdict
                 msg = hit[2].get(attr.name)
                 if msg is None:
-                    msg = hit[2][attr.name] = f"queue {self._where(attr, self.attrs[name])}: {hit[1]}"
+                    msg = hit[2][attr.name] = f"queue {self._where(attr, a)}: {hit[1]}"
                 return ep.REJECT, msg
         return ep.PERMIT, None
 

@@ -45,7 +45,8 @@ class CapacityBase(Plugin):
     _ledger: Ledger | None
     #: the admission levels' verdicts per queue and minResources, how far into `share_log` they are
     #: current, and the queues JobEnqueued moved since (admission.py, `_vote_levels`)
-    _levels: dict[str, dict[tuple[float, float, tuple[tuple[str, float], ...]], tuple[bool, str, dict[str, str]]]]
+    _levels: dict[str, tuple[QueueAttr, dict[tuple[float, float, tuple[tuple[str, float], ...]],
+                                             tuple[bool, str, dict[str, str]]]]]
     _levels_pos: int
     _moved: list[str]
     #: per leaf, the names of its path, leaf first (the limit checks' order)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Session
-from apportion.plugins.capacity.admission import Admission
+from apportion.plugins.capacity.admission import LEVELS_MEMO, Admission
 from apportion.plugins.capacity.attrs import (
     ANCESTOR_RECLAIM_LEVEL,
     ELASTIC_ENABLE,
@@ -70,7 +70,8 @@ class CapacityPlugin(TreeSetup, Ordering, Admission, Simulation, Report):
         self._shared: set[str] = set()
         self._owned: list[str] = []
         self._ledger = None
-        self._levels = {}
+        # the levels' verdicts hold while their attributes objects are the session's (admission.py)
+        self._levels = ssn.memo.setdefault(LEVELS_MEMO, {}) if ssn.memo is not None else {}
         self._levels_pos = 0
         self._moved = []
         self._names = {}
