@@ -12,7 +12,7 @@ What is timed is `simulate()` on an already loaded scenario (the loader's cost i
 
 `python -m benchmarks.bench_simulation [--smoke]`, or `run(smoke)` from the bench runner.
 `--reclaim` compares reclaim off, on (Volcano's), and on with each of reclaim's guards, on a shape 1/25
-as large (RECLAIM_SHAPE; `--full` for the benchmark's own).
+as large (RECLAIM_SHAPE; `--full` for the benchmark's own). `--backlog` times BACKLOG_SHAPE instead.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ SMOKE = {"simulation-smoke": dict(jobs=100, queues=10, parents=2, nodes=12, inte
 #: reclaim oscillates (at the full shape it evicts nothing)
 RECLAIM_SHAPE = {"simulation-600-jobs-40-queues": dict(jobs=600, queues=40, parents=4, nodes=10,
                                                         interarrival=12.5)}
+#: a standing backlog at a tenth of the benchmark's cost: half the queues and nodes, the cluster asked for
+#: about 1.6x what it holds (the benchmark's shape asks about 1.0x, for longer); for comparing trees on
+#: what the full run's late backlog costs without the full run (benchmarks/README.md, issue 16's fifth session)
+BACKLOG_SHAPE = {"simulation-1500-jobs-500-queues-backlog": dict(jobs=1_500, queues=500, parents=16, nodes=120,
+                                                                  interarrival=0.6)}
 #: the reclaim variants compared: the benchmark's conf, with reclaim as Volcano does it, and with
 #: reclaim's guards (docs/semantics.md, "Reclaim guards")
 RECLAIM_VARIANTS = {
@@ -147,20 +152,21 @@ def measure(shape: dict[str, Any], repeats: int) -> dict[str, Any]:
     return out
 
 
-def run(smoke: bool = False, repeats: int = 1, reclaim: bool = False, full: bool = False) -> dict[str, dict[str, Any]]:
+def run(smoke: bool = False, repeats: int = 1, reclaim: bool = False, full: bool = False,
+        backlog: bool = False) -> dict[str, dict[str, Any]]:
     """Time the shapes. `reclaim`: every RECLAIM_VARIANTS entry on RECLAIM_SHAPE (or, with `full`, on
-    the benchmark's own shape)."""
+    the benchmark's own shape). `backlog`: BACKLOG_SHAPE instead of the benchmark's."""
     # one repeat by default: a full run is tens of seconds and deterministic (same events each time)
     if reclaim:
         base = SMOKE if smoke else (SHAPES if full else RECLAIM_SHAPE)
         return {f"{name}/{v}": measure({**shape, "variant": text}, repeats)
                 for name, shape in base.items() for v, text in RECLAIM_VARIANTS.items()}
-    shapes = SMOKE if smoke else SHAPES
+    shapes = SMOKE if smoke else (BACKLOG_SHAPE if backlog else SHAPES)
     return {name: measure(shape, repeats) for name, shape in shapes.items()}
 
 
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(smoke="--smoke" in sys.argv, reclaim="--reclaim" in sys.argv, full="--full" in sys.argv),
-                     indent=1))
+    print(json.dumps(run(smoke="--smoke" in sys.argv, reclaim="--reclaim" in sys.argv, full="--full" in sys.argv,
+                         backlog="--backlog" in sys.argv), indent=1))

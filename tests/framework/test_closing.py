@@ -145,9 +145,10 @@ def test_a_running_gang_nothing_touched_is_carried_over(monkeypatch: Any) -> Non
     third = run_cache_session(cache, CONFS["capacity"], session_id="s3", reuse=False)
     report = third.queue_status
     assert isinstance(report, QueueStatuses) and isinstance(second.queue_status, QueueStatuses)
-    # g1's queues are charged again (the ledger keeps running jobs only); g0's are not
-    assert report.since is second.queue_status.token and set(report.changed) == {"b1", "b", "root"}
-    assert all(report[name] is second.queue_status[name] for name in ("a", "a1", "a2", "default"))
+    # the waiting g1 is kept by the ledger like the running g0: no queue is charged again
+    assert report.since is second.queue_status.token and set(report.changed) == set()
+    assert all(report[name] is second.queue_status[name]
+               for name in ("a", "a1", "a2", "b", "b1", "root", "default"))
 
 
 def test_a_carried_close_that_differs_fails_the_self_check(monkeypatch: Any) -> None:

@@ -11,6 +11,7 @@ def execute(ssn: Session) -> None:
     """Run enqueue over the session."""
     queues: list[QueueInfo] = []
     pending: dict[str, list[JobInfo]] = {}
+    backlog: list[JobInfo] = []
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         queue = ssn.queues.get(job.queue)
@@ -21,34 +22,82 @@ def execute(ssn: Session) -> None:
             queues.append(queue)
         if job.is_pending():
             pending[queue.name].append(job)
+            backlog.append(job)
 
     # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
     waiting = sum(1 for jobs in pending.values() if jobs)
     if not waiting:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
+    # A refusal changes nothing the next vote reads. So with the jobs the votes would admit as things
+    # stand known, a backlog that has none is refused whole without a queue order (the commonest
+    # session under load), and the votes in queue order stop at the first point where none is left
+    # (after an admission, or once the last of them was voted): the rest is then refused whole. A job
+    # without minResources is admitted without a vote: no such test then.
+    admissible = (ssn.enqueue_admissible(backlog) if all(job.min_resources is not None for job in backlog)
+                  else None)
+    if admissible is not None and not admissible:
+        return  # every refusal explained
+    votes = _Votes(ssn, pending, admissible)
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
     steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
         for queue in steps:
-            _admit(ssn, pop_best(pending[queue.name], ssn.job_compare))
+            if votes.cast(queue):
+                return
         return
     while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
         if not jobs:
             continue
-        job = pop_best(jobs, ssn.job_compare)
+        if votes.cast(queue):
+            return
         if not jobs:
             waiting -= 1
-        _admit(ssn, job)
         picker.push(queue)
 
 
-def _admit(ssn: Session, job: JobInfo) -> None:
+class _Votes:
+    """The votes in queue order, with the jobs a vote would admit as things stand known
+    (Dispatch.enqueue_admissible): once none is left to vote, the rest is refused whole."""
+
+    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], admissible: list[JobInfo] | None):
+        self.ssn = ssn
+        self.pending = pending
+        self.candidates = None if admissible is None else {job.uid for job in admissible}
+
+    def cast(self, queue: QueueInfo) -> bool:
+        """Vote the queue's best pending job; True when every job left has been refused with it."""
+        job = pop_best(self.pending[queue.name], self.ssn.job_compare)
+        admitted = _admit(self.ssn, job)
+        candidates = self.candidates
+        if candidates is None:
+            return False
+        candidates.discard(job.uid)
+        if candidates and not admitted:
+            return False  # nothing moved: the others that could be admitted still can
+        # An admission moved some accounting (a job that could be admitted may not be any more), or
+        # none is left that could be admitted: what of the rest could be now?
+        rest = [j for jobs in self.pending.values() for j in jobs]
+        if not rest:
+            return True
+        still = self.ssn.enqueue_admissible(rest)
+        if still is None:
+            self.candidates = None
+            return False
+        if not still:
+            return True  # every refusal explained
+        self.candidates = {j.uid for j in still}
+        return False
+
+
+def _admit(ssn: Session, job: JobInfo) -> bool:
     # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
     if job.min_resources is None or ssn.job_enqueueable(job):
         ssn.job_enqueued(job)
         job.phase = PodGroupPhase.INQUEUE
+        return True
+    return False

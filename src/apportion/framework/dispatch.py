@@ -32,6 +32,9 @@ class Dispatch(ExtensionPoints):
     node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]]
     node_row_fns: dict[str, Callable[[TaskInfo, int], Any]]
     queue_pickers: dict[str, PickerFactory]
+    #: plugins' tests of a whole backlog against their JobEnqueueable (add_enqueue_test)
+    enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]]
+    fast_enqueue_refusals: bool
 
     # ================================================================= registration
     def _fns_changed(self, point: str) -> None:
@@ -54,6 +57,25 @@ class Dispatch(ExtensionPoints):
     def add_queue_picker(self, plugin: str, factory: PickerFactory) -> None:
         """Offer a picker that finds the best queue faster under the plugin's own queue order."""
         self.queue_pickers[plugin] = factory
+
+    def add_enqueue_test(self, plugin: str, fn: Callable[[list[JobInfo]], list[JobInfo]]) -> None:
+        """Offer a test of a whole backlog against the plugin's JobEnqueueable: `fn(jobs)` is the jobs
+        that function, called now on each job, would not REJECT; when there are none, it has recorded
+        each job's explanation as that function records it (else it has recorded nothing)."""
+        self.enqueue_tests[plugin] = fn
+
+    def enqueue_admissible(self, jobs: list[JobInfo]) -> list[JobInfo] | None:
+        """The jobs the JobEnqueueable vote would admit if cast now on each, as the one plugin consulted
+        there shows it (add_enqueue_test); when there are none, every refusal has been explained. None
+        when it cannot be shown that way (the caller votes job by job).
+
+        A refusal changes nothing a later vote reads, so while votes refuse, the order they are cast in
+        (enqueue's queue order) cannot matter, nor can their number."""
+        fns = self._consulted(ep.JOB_ENQUEUEABLE)
+        if len(fns) != 1 or not self.fast_enqueue_refusals:
+            return None
+        test = self.enqueue_tests.get(fns[0][1].name)
+        return None if test is None else test(jobs)
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
         """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""

@@ -64,6 +64,8 @@ class Session(NodeChoice):
 
     #: tests switch this off to compare plugins' queue pickers against the reference scan
     fast_queue_pickers = True
+    #: tests switch this off to compare enqueue's backlog test (add_enqueue_test) with the votes
+    fast_enqueue_refusals = True
     #: at close, the jobs whose close is computed in full: what close hooks visit (framework/closing.py)
     closing: list[JobInfo]
     #: after close, every job's close (framework/closing.py)
@@ -118,6 +120,7 @@ class Session(NodeChoice):
         self.placement = PlacementCache(self)
         #: queue-order plugins' fast pickers (used when that plugin alone orders queues)
         self.queue_pickers: dict[str, PickerFactory] = {}
+        self.enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]] = {}
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
         self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
@@ -288,6 +291,7 @@ class Session(NodeChoice):
         self._dispatch = {}
         self.event_handlers = []
         self.queue_pickers = {}
+        self.enqueue_tests = {}
         self.node_local_keys = {}
         self.node_row_fns = {}
         self.shared = {}

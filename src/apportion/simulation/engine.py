@@ -110,6 +110,10 @@ class Simulator(PlanFollower):
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
+        #: the root queue sessions see when the scenario and the cache have none
+        self._root: QueueInfo | None = None
+        #: the jobs of the last snapshot, by uid (the cache hands unchanged ones out again)
+        self._last_jobs: dict[str, JobInfo] = {}
         self.jobs: dict[str, SimJob] = {}
         self.active: dict[str, SimJob] = {}
         #: task key (namespace/name, as sessions name tasks) -> its job and task
@@ -359,13 +363,20 @@ class Simulator(PlanFollower):
             snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
         # a running task's start on the session's clock (Session.now), as the model asks a simulator to
         # give it; a kept job has it from the session it was built for
+        # (a job the cache handed out again is the object this loop already visited: its tasks' statuses
+        # are those it was built with, so it has nothing left to fill in; a start state's objects build
+        # their jobs themselves, so those are all visited)
         by_key = self.task_by_key
-        for ji in snap.jobs.values():
+        last = self._last_jobs if self.objects is None else {}
+        for uid, ji in snap.jobs.items():
+            if last.get(uid) is ji:
+                continue
             for t in ji.tasks.values():
                 if t.status is TaskStatus.RUNNING and t.started_at is None:
                     hit = by_key.get(t.key)
                     if hit is not None:
                         t.started_at = hit[1].start
+        self._last_jobs = snap.jobs
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
             if name in snap.queues:
@@ -374,7 +385,14 @@ class Simulator(PlanFollower):
             for q in kids:
                 queues[q.name] = snap.queues[q.name]
         if self.hierarchical and ROOT_QUEUE not in queues:
-            queues[ROOT_QUEUE] = snap.queues.get(ROOT_QUEUE) or QueueInfo(name=ROOT_QUEUE, reclaimable=False)
+            root = snap.queues.get(ROOT_QUEUE)
+            if root is None:
+                # one object for every session, as the cache's queues are: plugins keep what a queue
+                # decides keyed by the object (capacity's tree inputs), and sessions never edit one
+                if self._root is None:
+                    self._root = QueueInfo(name=ROOT_QUEUE, reclaimable=False)
+                root = self._root
+            queues[ROOT_QUEUE] = root
         for name, q in snap.queues.items():
             queues.setdefault(name, q)
         snap.queues = queues

@@ -68,6 +68,14 @@ def _spared_texts(spared: list[_Spared]) -> list[str]:
             out.append(f"queue {queue}: not above its deserved ({fmt(extra)}) on what {key} requests")
     return out
 
+#: a minResources by value: cpu, memory and the scalars in their order (what a level's verdict reads)
+_ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
+#: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
+#: and the whole message per leaf that asked
+_Verdict = tuple[bool, str, dict[str, str]]
+#: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
+LEVELS_MEMO = "capacity.admission-levels"
+
 
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
@@ -187,30 +195,119 @@ class Admission(CapacityBase):
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """JobEnqueueableFn: minResources + allocated + inqueue - elastic <= realCapability on minResources'
-        dimensions (rule b), on the leaf and every ancestor."""
-        if self._refused(job.uid):
-            return ep.REJECT
+        dimensions (rule b), on the leaf and every ancestor (`_enqueue_answer`)."""
+        answer, why = self._enqueue_answer(job, self._vote_levels())
+        if why is not None:
+            self.ssn.explain(job.uid, why)
+        return answer
+
+    def admissible_enqueues(self, jobs: list[JobInfo]) -> list[JobInfo]:
+        """add_enqueue_test's test: the jobs job_enqueueable would admit if called now on each; when
+        there are none, each job's refusal has been recorded, as job_enqueueable records it (else
+        nothing has).
+
+        A refusal changes no queue's accounting, so while every job is refused each is judged on the
+        accounting as it stands. One level's verdict for one minResources is then the same for every
+        job that asks it (a backlog's jobs share their parents and root, and a handful of shapes), and
+        is worked out once (`_vote_levels`, property-tested against the votes in
+        tests/plugins/capacity/test_capacity_backlog.py)."""
+        levels = self._vote_levels()
+        admissible: list[JobInfo] = []
+        answers: list[tuple[str, str | None]] = []
+        for job in jobs:
+            answer, why = self._enqueue_answer(job, levels)
+            if answer >= 0:
+                admissible.append(job)
+            elif not admissible:
+                answers.append((job.uid, why))
+        if not admissible:
+            explain = self.ssn.explain
+            for uid, why in answers:
+                if why is not None:
+                    explain(uid, why)
+        return admissible
+
+    def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
+        """Per level (queue name), the attributes object its verdicts per minResources were worked out
+        on, and those verdicts. They hold while the session's attributes for the queue are that object
+        (a session opened from capacity's ledger shares the ledger's objects, which no one changes, so
+        they hold from session to session: the memo keeps them) and its accounting has not moved since:
+        a vote that admits moves its job's path (job_enqueued logs it, `_moved`), an allocation or its
+        undoing the task's (the event handlers log every queue they touch, `share_log`); those levels'
+        verdicts are dropped here. None when the session asks for the votes as they are, one level at a
+        time (`fast_enqueue_refusals` off: tests)."""
+        if not self.ssn.fast_enqueue_refusals:
+            return None
+        levels = self._levels
+        log = self.share_log
+        if self._levels_pos != len(log):
+            for name in log[self._levels_pos:]:
+                levels.pop(name, None)
+            self._levels_pos = len(log)
+        if self._moved:
+            for name in self._moved:
+                levels.pop(name, None)
+            self._moved.clear()
+        return levels
+
+    def _enqueue_answer(self, job: JobInfo,
+                        levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None
+                        ) -> tuple[int, str | None]:
+        """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
+        keeps each level's verdicts per minResources (`_vote_levels`, which must be asked again once
+        any accounting moved)."""
+        if self.blocked:
+            return ep.REJECT, self.blocked  # _refused's explanation
         attr = self.attrs.get(job.queue)
         queue = self.ssn.queues.get(job.queue)
         if attr is None or queue is None:
-            return ep.PERMIT
-        if not self._leaf_ok(attr, job.uid):
-            return ep.REJECT
+            return ep.PERMIT, None
+        if self.hierarchical and not attr.is_leaf():
+            return ep.REJECT, self._not_leaf(attr)
         if not queue.is_open():
-            self.ssn.explain(job.uid, f"queue {queue.name} is {queue.state}, not Open")
-            return ep.REJECT
+            return ep.REJECT, f"queue {queue.name} is {queue.state}, not Open"
         if attr.real_capability is None or job.min_resources is None:
-            return ep.PERMIT
+            return ep.PERMIT, None
         min_req = job.min_resources
-        for a in self._path(attr):
-            need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
-            ok, failed = need.less_equal_with_dimension(a.real_capability, min_req)
-            if not ok:
-                self.ssn.explain(job.uid, qc.shortfall(
-                    self._where(attr, a), need, a.real_capability, failed, "realCapability",
-                    "queue resource quota insufficient (minResources + allocated + inqueue - elastic)"))
-                return ep.REJECT
-        return ep.PERMIT
+        if levels is None:
+            for a in self._path(attr):
+                ok, tail = self._level_verdict(a, min_req)
+                if not ok:
+                    return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
+            return ep.PERMIT, None
+        key = (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
+        path = self._names.get(attr.name)
+        if path is None:
+            path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
+        attrs = self.attrs
+        for name in path:
+            a = attrs[name]
+            held = levels.get(name)
+            if held is None or held[0] is not a:
+                held = levels[name] = (a, {})
+            known = held[1]
+            hit = known.get(key)
+            if hit is None:
+                hit = known[key] = (*self._level_verdict(a, min_req), {})
+            if not hit[0]:
+                # the message as seen from this leaf, kept with the verdict
+                msg = hit[2].get(attr.name)
+                if msg is None:
+                    msg = hit[2][attr.name] = f"queue {self._where(attr, a)}: {hit[1]}"
+                return ep.REJECT, msg
+        return ep.PERMIT, None
+
+    @staticmethod
+    def _level_verdict(a: QueueAttr, min_req: Resource) -> tuple[bool, str]:
+        """One level of the admission test: whether it passes, else the shortfall's text after
+        `queue NAME: ` (which names the level as seen from the job's leaf)."""
+        need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
+        ok, failed = need.less_equal_with_dimension(a.real_capability, min_req)
+        if ok:
+            return True, ""
+        text = qc.shortfall("", need, a.real_capability, failed, "realCapability",
+                            "queue resource quota insufficient (minResources + allocated + inqueue - elastic)")
+        return False, text[len("queue : "):]
 
     def job_enqueued(self, job: JobInfo) -> None:
         """JobEnqueuedFn: minResources (less gated pods) join inqueue on the leaf and every ancestor."""
@@ -220,3 +317,4 @@ class Admission(CapacityBase):
         r = qc.enqueued_resource(job)
         for a in self._own_path(attr):
             a.inqueue.add(r)
+            self._moved.append(a.name)

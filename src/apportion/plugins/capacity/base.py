@@ -43,6 +43,14 @@ class CapacityBase(Plugin):
     _owned: list[str]
     #: the ledger the attributes came from this session (None: counted afresh)
     _ledger: Ledger | None
+    #: the admission levels' verdicts per queue and minResources, how far into `share_log` they are
+    #: current, and the queues JobEnqueued moved since (admission.py, `_vote_levels`)
+    _levels: dict[str, tuple[QueueAttr, dict[tuple[float, float, tuple[tuple[str, float], ...]],
+                                             tuple[bool, str, dict[str, str]]]]]
+    _levels_pos: int
+    _moved: list[str]
+    #: per leaf, the names of its path, leaf first (the limit checks' order)
+    _names: dict[str, tuple[str, ...]]
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"
@@ -91,10 +99,13 @@ class CapacityBase(Plugin):
 
     def _leaf_ok(self, attr: QueueAttr, obj: str) -> bool:
         if self.hierarchical and not attr.is_leaf():
-            self.ssn.explain(obj, f"queue {attr.name} is not a leaf queue (children: {', '.join(attr.children)});"
-                                  " only leaf queues take jobs")
+            self.ssn.explain(obj, self._not_leaf(attr))
             return False
         return True
+
+    @staticmethod
+    def _not_leaf(attr: QueueAttr) -> str:
+        return f"queue {attr.name} is not a leaf queue (children: {', '.join(attr.children)}); only leaf queues take jobs"
 
     def _queue_of(self, task: TaskInfo) -> QueueAttr | None:
         job = self.ssn.jobs.get(task.job)

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskStatus
+from sortedcontainers import SortedList
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.queue_common import JobContribution
@@ -68,15 +70,14 @@ def charged_amounts(c: JobContribution, elastic_enabled: bool) -> tuple[Amount |
 
 @dataclass
 class _Sum:
-    """One field of one queue: the sums, how many members list each scalar, and the first lister."""
+    """One field of one queue: the sums, and per scalar name the members that list it."""
 
     cpu: int = 0
     memory: int = 0
     scalars: dict[str, int] = field(default_factory=dict)
-    listed: dict[str, int] = field(default_factory=dict)
-    #: per scalar name, (uid, position in that job's scalars) of the smallest uid that lists it; None
-    #: when it must be found again (its holder left)
-    first: dict[str, tuple[str, int]] | None = field(default_factory=dict)
+    #: per scalar name, (uid, position in that job's scalars) of every member that lists it, sorted: the
+    #: first is the name's first lister in a recount
+    listers: dict[str, SortedList] = field(default_factory=dict)
     members: int = 0
 
 
@@ -93,6 +94,10 @@ class LedgerReport:
 @dataclass
 class _Entry:
     job: JobInfo
+    #: the job's task version and phase when it was taken in: its amounts are a function of them
+    #: (`job_contribution` is kept on the job under the same two), and a session may change both in place
+    version: int
+    phase: PodGroupPhase
     path: tuple[str, ...]
     amounts: tuple[Amount | None, ...]
 
@@ -121,18 +126,20 @@ class Ledger:
 
     @staticmethod
     def keeps(job: JobInfo) -> bool:
-        """Whether a job is worth keeping: one a cache hands out again while it runs unchanged."""
-        return (job.phase is PodGroupPhase.RUNNING and bool(job.tasks)
-                and job.counts.get(TaskStatus.RUNNING, 0) == len(job.tasks))
+        """Whether a job is worth keeping: one a cache hands out again while it is unchanged, which it
+        does for a job whose tasks run or wait (the backlog) as well as for one that runs whole."""
+        return bool(job.tasks)
 
     def split(self, jobs: dict[str, JobInfo]) -> list[JobInfo]:
-        """Drop the entries of jobs that changed or left; return the jobs to charge (not in uid order)."""
+        """Drop the entries of jobs that changed or left; return the jobs to charge (not in uid order).
+        A job is unchanged when it is the same object with the task version and phase it was taken in
+        with (a session changes a waiting job's phase in place when enqueue admits it)."""
         entries = self.entries
         fresh: list[JobInfo] = []
         for uid, job in jobs.items():
             e = entries.get(uid)
             if e is not None:
-                if e.job is job:
+                if e.job is job and e.version == job.version and e.phase is job.phase:
                     continue
                 self._remove(uid, e)
             fresh.append(job)
@@ -143,7 +150,7 @@ class Ledger:
     def admit(self, job: JobInfo, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
         """Take in a job's exact amounts, charged to every queue of its path."""
         uid = job.uid
-        self.entries[uid] = _Entry(job, path, amounts)
+        self.entries[uid] = _Entry(job, job.version, job.phase, path, amounts)
         self.dirty.update(path)
         for q in path:
             sums = self.sums.get(q)
@@ -157,11 +164,10 @@ class Ledger:
                 s.memory += a[1]
                 for i, (n, v) in enumerate(a[2]):
                     s.scalars[n] = s.scalars.get(n, 0) + v
-                    s.listed[n] = s.listed.get(n, 0) + 1
-                    if s.first is not None:
-                        held = s.first.get(n)
-                        if held is None or (uid, i) < held:
-                            s.first[n] = (uid, i)
+                    listers = s.listers.get(n)
+                    if listers is None:
+                        listers = s.listers[n] = SortedList()
+                    listers.add((uid, i))
 
     def _remove(self, uid: str, e: _Entry) -> None:
         del self.entries[uid]
@@ -174,16 +180,13 @@ class Ledger:
                 s.members -= 1
                 s.cpu -= a[0]
                 s.memory -= a[1]
-                for n, v in a[2]:
+                for i, (n, v) in enumerate(a[2]):
                     s.scalars[n] -= v
-                    left = s.listed[n] - 1
-                    if left:
-                        s.listed[n] = left
-                    else:
-                        del s.listed[n]
+                    listers = s.listers[n]
+                    listers.remove((uid, i))
+                    if not listers:
+                        del s.listers[n]
                         del s.scalars[n]
-                    if s.first is not None and s.first.get(n, ("",))[0] == uid:
-                        s.first = None
             if not any(s.members for s in sums):
                 del self.sums[q]
 
@@ -203,20 +206,8 @@ class Ledger:
         self.dirty.clear()
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
-        """Per scalar name of queue q's field f, its first lister (found again if its holder left)."""
-        s = self.sums[q][f]
-        if s.first is None:
-            first: dict[str, tuple[str, int]] = {}
-            for uid, e in self.entries.items():
-                a = e.amounts[f]
-                if a is None or q not in e.path:
-                    continue
-                for i, (n, _) in enumerate(a[2]):
-                    held = first.get(n)
-                    if held is None or (uid, i) < held:
-                        first[n] = (uid, i)
-            s.first = first
-        return s.first
+        """Per scalar name of queue q's field f, its first lister."""
+        return {n: listers[0] for n, listers in self.sums[q][f].listers.items()}
 
     def resource(self, q: str, f: int) -> Resource | None:
         """Queue q's field f as a Resource (scalars in the first listers' order), or None if no member

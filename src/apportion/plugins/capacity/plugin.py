@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from apportion.framework import extension as ep
 from apportion.framework.session import EventHandler, Session
-from apportion.plugins.capacity.admission import Admission
+from apportion.plugins.capacity.admission import LEVELS_MEMO, Admission
 from apportion.plugins.capacity.attrs import (
     ANCESTOR_RECLAIM_LEVEL,
     ELASTIC_ENABLE,
@@ -71,6 +71,11 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         self._shared: set[str] = set()
         self._owned: list[str] = []
         self._ledger = None
+        # the levels' verdicts hold while their attributes objects are the session's (admission.py)
+        self._levels = ssn.memo.setdefault(LEVELS_MEMO, {}) if ssn.memo is not None else {}
+        self._levels_pos = 0
+        self._moved = []
+        self._names = {}
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).
@@ -92,6 +97,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         ssn.add_fn(ep.ALLOCATABLE, self.name, self.allocatable)
         ssn.add_fn(ep.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)
         ssn.add_fn(ep.JOB_ENQUEUED, self.name, self.job_enqueued)
+        ssn.add_enqueue_test(self.name, self.admissible_enqueues)
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.SIMULATE_ADD_TASK, self.name, self.simulate_add_task)
         ssn.add_fn(ep.SIMULATE_REMOVE_TASK, self.name, self.simulate_remove_task)
