@@ -246,20 +246,26 @@ class PlacementCache:
                 for row in rows:
                     cached.update(row, *self._row(task, row))
             else:
-                fresh = self._compute(task, np.array(rows, dtype=np.int64), len(log))
-                for row, *answers in zip(rows, fresh.fit.tolist(), fresh.idle_fit.tolist(), fresh.ok.tolist(),
-                                         fresh.unresolvable.tolist(), fresh.scores.tolist(), strict=True):
-                    cached.update(row, *answers)
+                fit, idle_fit, ok, unres, scores = self._arrays(task, np.array(rows, dtype=np.int64))
+                update = cached.update
+                for row, *answers in zip(rows, fit.tolist(), idle_fit.tolist(), ok.tolist(), unres.tolist(),
+                                         scores.tolist(), strict=True):
+                    update(row, *answers)
             cached.pos = len(log)
         return cached
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
+        return _Answers(pos, *self._arrays(task, rows))
+
+    def _arrays(self, task: TaskInfo, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+        """The rows' answers as arrays: fit (FutureIdle), idle fit, predicates pass, unresolvable, score."""
         ssn = self.ssn
         table = ssn.table
         vec, cols = ssn.task_vec(task), ssn.task_cols(task)
         verdict = ssn.plugin_predicates(task, rows)
-        return _Answers(pos, table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
-                        verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
+        return (table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
+                verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
 
     def _row(self, task: TaskInfo, row: int) -> tuple[bool, bool, bool, bool, float]:
         """One node's answers (fit, idle fit, predicates pass, unresolvable, score) without arrays where the
