@@ -9,7 +9,6 @@ import click
 
 from apportion.cli.guard import run_guarded
 from apportion.cli.options import output_option, write_yaml
-from apportion.cli.render import print_cycle
 from apportion.engine import CycleResult, cycle_files
 
 
@@ -41,4 +40,6 @@ def emit(result: CycleResult, output: str) -> None:
     elif output == "yaml":
         write_yaml(result.to_json())
     else:
+        from apportion.cli.render import print_cycle  # rich: only the tables need it
+
         print_cycle(result, wide=output == "wide")

@@ -178,7 +178,7 @@ class Dispatch(ExtensionPoints):
 
     def job_ready(self, job: JobInfo) -> bool:
         """JobReady: every consulted plugin says the job is ready."""
-        for _, _, fn in self._consulted(ep.JOB_READY):
+        for _, _, fn in self._consulted(ep.JOB_READY):  # noqa: SIM110 - per task in allocate: no generator
             if not fn(job):
                 return False
         return True
@@ -230,7 +230,7 @@ class Dispatch(ExtensionPoints):
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Allocatable: every consulted plugin lets the queue take the task now."""
-        for _, _, fn in self._consulted(ep.ALLOCATABLE):
+        for _, _, fn in self._consulted(ep.ALLOCATABLE):  # noqa: SIM110 - per task in allocate: no generator
             if not fn(queue, task):
                 return False
         return True

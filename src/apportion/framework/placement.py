@@ -86,6 +86,8 @@ class PlacementSession(Protocol):
 
 #: How many of the best nodes a key keeps ranked (see _Answers.top).
 TOP = 32
+#: "not computed yet" where None is an answer
+_UNSET: Any = object()
 #: The bound when `top` holds every feasible node.
 _ALL: tuple[int, float, int] = (0, 0.0, 0)
 
@@ -184,6 +186,7 @@ class PlacementCache:
         self.answers: dict[Hashable, _Answers] = {}
         self.keys: dict[str, Hashable | None] = {}
         self._row_fns: tuple[list[RowPredicate], list[RowScore]] | None = None
+        self._key_fns: object = _UNSET
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.
@@ -192,25 +195,37 @@ class PlacementCache:
         is computed once per task."""
         if not self.enabled:
             return None
-        try:
-            return self.keys[task.uid]
-        except KeyError:
-            k = self.keys[task.uid] = self._key(task)
-            return k
+        keys = self.keys
+        k = keys.get(task.uid, _UNSET)
+        if k is _UNSET:
+            k = keys[task.uid] = self._key(task)
+        return k
 
     def _key(self, task: TaskInfo) -> Hashable | None:
         ssn = self.ssn
-        if ssn.has_fn(ep.BEST_NODE):
+        key_fns = self._key_functions()
+        if key_fns is None:
             return None
         parts: list[Hashable] = [ssn.task_vec(task).tobytes(), ssn.task_cols(task).tobytes()]
-        for point in (ep.PREDICATE, ep.NODE_ORDER):
-            for _, opt, _fn in ssn.consulted(point):
-                key_fn = ssn.node_local_keys.get(opt.name)
-                summary = key_fn(task) if key_fn is not None else None
-                if summary is None:
-                    return None
-                parts.append((point, opt.name, summary))
+        for point, name, key_fn in key_fns:
+            summary = key_fn(task) if key_fn is not None else None
+            if summary is None:
+                return None
+            parts.append((point, name, summary))
         return tuple(parts)
+
+    def _key_functions(self) -> list[tuple[str, str, Callable[[TaskInfo], Hashable | None] | None]] | None:
+        """(point, plugin, its key function or None) of every consulted predicate and node-order plugin,
+        in order; None when a best-node plugin is consulted (no task has a key). Fixed once the plugins
+        have registered, as `_row_functions` is."""
+        if self._key_fns is _UNSET:
+            ssn = self.ssn
+            if ssn.has_fn(ep.BEST_NODE):
+                self._key_fns = None
+            else:
+                self._key_fns = [(point, opt.name, ssn.node_local_keys.get(opt.name))
+                                 for point in (ep.PREDICATE, ep.NODE_ORDER) for _, opt, _fn in ssn.consulted(point)]
+        return self._key_fns  # type: ignore[return-value]
 
     def choose(self, task: TaskInfo) -> tuple[int, bool] | None:
         """The node row allocate would pick for `task` and whether it fits Idle, or None when there is

@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, TaskStatus
-from apportion.resources import CPU, EPHEMERAL, MEMORY, MIN_RESOURCE, UNLIMITED, Resource, format_amount, share
+from apportion.resources import (
+    CPU,
+    EPHEMERAL,
+    MEMORY,
+    MIN_RESOURCE,
+    UNLIMITED,
+    Resource,
+    format_amount,
+    share,
+)
 
 
 @dataclass
