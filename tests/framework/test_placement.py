@@ -141,9 +141,9 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
     refreshed: list[int] = []
     real_row = PlacementCache._row
 
-    def spy_row(self: PlacementCache, task: Any, row: int) -> Any:
+    def spy_row(self: PlacementCache, task: Any, row: int, *rest: Any) -> Any:
         refreshed.append(row)
-        return real_row(self, task, row)
+        return real_row(self, task, row, *rest)
 
     monkeypatch.setattr(PlacementCache, "_compute", spy)
     monkeypatch.setattr(PlacementCache, "_row", spy_row)

@@ -103,11 +103,13 @@ class _Answers:
     """
 
     __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
-                 "unres_rows", "nan")
+                 "unres_rows", "nan", "request")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
         self.pos = pos
+        #: the key's compared columns and amounts (`compared_request`), set by the cache
+        self.request: list[tuple[int, float]] = []
         self.fit = fit  # request <= FutureIdle
         self.idle_fit = idle_fit  # request <= Idle
         self.ok = ok  # the plugin predicates pass
@@ -259,7 +261,7 @@ class PlacementCache:
             rows = sorted(set(log[cached.pos:]))
             if len(rows) <= 4:
                 for row in rows:
-                    cached.update(row, *self._row(task, row))
+                    cached.update(row, *self._row(task, row, cached.request))
             else:
                 fit, idle_fit, ok, unres, scores = self._arrays(task, np.array(rows, dtype=np.int64))
                 update = cached.update
@@ -270,7 +272,9 @@ class PlacementCache:
         return cached
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
-        return _Answers(pos, *self._arrays(task, rows))
+        answers = _Answers(pos, *self._arrays(task, rows))
+        answers.request = compared_request(self.ssn.task_vec(task), self.ssn.task_cols(task))
+        return answers
 
     def _arrays(self, task: TaskInfo, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                                  np.ndarray]:
@@ -282,15 +286,18 @@ class PlacementCache:
         return (table.fits(vec, cols, table.future[rows]), table.fits(vec, cols, table.idle[rows]),
                 verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
 
-    def _row(self, task: TaskInfo, row: int) -> tuple[bool, bool, bool, bool, float]:
+    def _row(self, task: TaskInfo, row: int, request: list[tuple[int, float]] | None = None,
+             ) -> tuple[bool, bool, bool, bool, float]:
         """One node's answers (fit, idle fit, predicates pass, unresolvable, score) without arrays where the
-        plugins offer one-node functions; the same values `_compute` gives for that row."""
+        plugins offer one-node functions; the same values `_compute` gives for that row. `request` is
+        the task's compared columns and amounts (`compared_request`), when the caller holds them."""
         ssn = self.ssn
         table = ssn.table
-        vec, cols = ssn.task_vec(task), ssn.task_cols(task)
+        if request is None:
+            request = compared_request(ssn.task_vec(task), ssn.task_cols(task))
         preds, scorers = self._row_functions()
-        fit = _fits(vec, cols, table.future[row])
-        idle_fit = _fits(vec, cols, table.idle[row])
+        fit = _fits(request, table.future[row].tolist())
+        idle_fit = _fits(request, table.idle[row].tolist())
         ok, unres = True, False
         for pred in preds:
             p_ok, p_unres = pred(task, row)
@@ -324,12 +331,19 @@ RowPredicate = Callable[[TaskInfo, int], tuple[bool, bool]]
 RowScore = Callable[[TaskInfo, int], float]
 
 
-def _fits(req: np.ndarray, cols: np.ndarray, avail: np.ndarray) -> bool:
-    """NodeTable.fits on one row, in plain floats (same comparisons, same tolerance)."""
-    available = avail.tolist()
+def compared_request(req: np.ndarray, cols: np.ndarray) -> list[tuple[int, float]]:
+    """(column, amount) of the request on each column rule (a) compares, in plain floats."""
     request = req.tolist()
-    return all(request[column] < available[column] or abs(request[column] - available[column]) < MIN_RESOURCE
-               for column in cols.tolist())
+    return [(column, request[column]) for column in cols.tolist()]
+
+
+def _fits(request: list[tuple[int, float]], available: list[float]) -> bool:
+    """NodeTable.fits on one row, in plain floats (same comparisons, same tolerance)."""
+    for column, amount in request:
+        have = available[column]
+        if not (amount < have or abs(amount - have) < MIN_RESOURCE):
+            return False
+    return True
 
 
 def _predicate_on_one_row(fn: Callable[..., Any], task: TaskInfo, row: int) -> tuple[bool, bool]:
