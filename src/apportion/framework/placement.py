@@ -92,6 +92,8 @@ TOP = 32
 #: 3,000 rankings in 50,000 placements, 280 with one node in 16 kept; on 1,000 nodes TOP stays
 #: (a longer ranking costs its insertions more than it saves)
 TOP_SHARE = 16
+#: Up to this many touched rows are refreshed one node at a time (`_row`), more with the array functions.
+ROW_REFRESH = 4
 #: "not computed yet" where None is an answer
 _UNSET: Any = object()
 #: The bound when `top` holds every feasible node.
@@ -266,7 +268,7 @@ class PlacementCache:
             self.answers[key] = cached
         elif len(log) > cached.pos:
             rows = sorted(set(log[cached.pos:]))
-            if len(rows) <= 4:
+            if len(rows) <= ROW_REFRESH:
                 for row in rows:
                     cached.update(row, *self._row(task, row, cached.request))
             else:
