@@ -281,18 +281,6 @@ def _no_collection() -> Iterator[None]:
             gc.enable()
 
 
-@contextmanager
-def _loaded_frozen() -> Iterator[None]:
-    """What exists before a one-shot session (the dump, its records and the snapshot) kept out of the
-    collections the session's allocations trigger: the first full collection would otherwise scan it
-    all, to free nothing. Unfrozen afterwards."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def load_cache(paths: list[str]) -> SchedulerCache:
     """A fresh cache holding kubectl YAML or JSON files (or `-`), checked as a whole dump."""
     cache = SchedulerCache()
@@ -316,9 +304,17 @@ def load_inputs(paths: list[str], conf_path: str | None = None) -> tuple[Snapsho
 
 def cycle_files(paths: list[str], conf_path: str | None = None) -> CycleResult:
     """`apportion cycle`: the files loaded into a fresh cache, one session over it."""
-    snapshot, conf = load_inputs(paths, conf_path)
-    with _loaded_frozen():
+    with _no_collection():
+        snapshot, conf = load_inputs(paths, conf_path)
+        # what exists before the session (the dump, its records and the snapshot) is kept out of the
+        # collections: frozen before the collector is back on, or all of it would be the youngest
+        # generation and the first allocation after would scan it, to free nothing (as would the
+        # session's first full collection)
+        gc.freeze()
+    try:
         return run_cycle(snapshot, conf)
+    finally:
+        gc.unfreeze()
 
 
 def load_conf_file(path: str) -> SchedulerConf:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+from typing import Any, cast
 
 
 class ApportionError(Exception):
@@ -59,8 +59,33 @@ def shown(value: object) -> str:
 
 def check_depth(value: object, where: str, *, limit: int = MAX_DEPTH) -> None:
     """Refuse a decoded document nested deeper than `limit`: InputError naming `where` and the first
-    steps of the path that goes too deep. Iterative, so the check itself never recurses."""
-    # level by level, holding no paths: this runs over every object of every dump
+    steps of the path that goes too deep."""
+    # this runs over every object of every dump: a document within the limit passes by `_within`
+    # (recursive, so at most `limit` frames deep: only for limits far below the interpreter's), and only
+    # one that is not takes the level-by-level pass, which finds the path
+    kind = type(value)
+    if 0 <= limit <= _RECURSIVE_LIMIT and (
+            (kind is not dict and kind is not list) or _within(cast("dict[Any, Any] | list[Any]", value), limit)):
+        return
+    check_depth_levels(value, where, limit=limit)
+
+
+#: the deepest limit `check_depth` checks by recursion (Python's recursion limit is 1,000 frames)
+_RECURSIVE_LIMIT = 200
+
+
+def _within(container: dict[Any, Any] | list[Any], budget: int) -> bool:
+    """No container nested more than `budget` levels below this one."""
+    for x in (container.values() if type(container) is dict else container):
+        kind = type(x)
+        if (kind is dict or kind is list) and (budget == 0 or not _within(x, budget - 1)):
+            return False
+    return True
+
+
+def check_depth_levels(value: object, where: str, *, limit: int = MAX_DEPTH) -> None:
+    """`check_depth` level by level, holding no paths (the reference its fast pass is tested against).
+    Iterative, so the check itself never recurses."""
     level: list[Any] = [value]
     depth = 0
     while level:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.cluster.model import ALLOCATED_STATUSES, VALID_STATUSES, JobInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    ALLOCATED_STATUSES,
+    VALID_STATUSES,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+    default_task_compare,
+    default_task_compare_reference,
+)
 from apportion.resources import Resource
 
 amounts = st.floats(min_value=0, max_value=1e6, allow_nan=False).map(lambda v: round(v, 3))
@@ -42,3 +50,19 @@ def test_allocated_sum_is_the_walk_before_and_after_status_changes(tasks, change
             job.set_status(job.tasks[f"ns/t{i}"], status)
     assert _bits(job.allocated_sum()) == _bits(_walk(job))
     assert job.count(VALID_STATUSES) == sum(1 for t in job.tasks.values() if t.status in VALID_STATUSES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(names=st.lists(st.text(alphabet=st.sampled_from(list("ab-0129\n٣ -")), max_size=8), min_size=2, max_size=2),
+       creations=st.lists(st.sampled_from(["", "2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"]), min_size=2,
+                          max_size=2),
+       uids=st.lists(st.sampled_from(["u1", "u2"]), min_size=2, max_size=2))
+def test_task_compare_parses_names_once_and_answers_as_the_reference(names: list[str], creations: list[str],
+                                                                    uids: list[str]) -> None:
+    """default_task_compare reads each name's index from a memo (name_index); the reference parses both
+    names at every comparison. Their answers agree, whatever the names (Unicode digits, newlines)."""
+    a, b = (TaskInfo(uid=u, name=n, namespace="ns", job="j", resreq=Resource(), status=TaskStatus.PENDING,
+                     creation=c) for n, c, u in zip(names, creations, uids, strict=True))
+    for _ in range(2):  # the second time through the memo
+        assert default_task_compare(a, b) == default_task_compare_reference(a, b)
+        assert default_task_compare(b, a) == default_task_compare_reference(b, a)

@@ -87,15 +87,20 @@ def _decide(objs: list[dict], conf: str | None, cached: bool, monkeypatch: pytes
     return cycle(objs, conf).to_json()
 
 
-@pytest.mark.parametrize("top", [2, 32])
+@pytest.mark.parametrize(("top", "share", "row_refresh"), [(2, 10**6, 12), (32, 10**6, 0), (1, 3, 1)])
 @pytest.mark.parametrize("conf", sorted(CONFS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(objs=clusters())
-def test_cache_decides_as_the_full_recomputation(conf: str, top: int, objs: list[dict],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    # top=2 makes the ranked prefix shorter than the node list, so it runs empty and is re-ranked
+def test_cache_decides_as_the_full_recomputation(conf: str, top: int, share: int, row_refresh: int,
+                                                 objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    # top=2 makes the ranked prefix shorter than the node list, so it runs empty and is re-ranked;
+    # share=3 sizes it by the node count instead (a third of the nodes, at least one); row_refresh 0
+    # refreshes touched rows with the array functions always, 12 (these clusters have at most 9 nodes)
+    # one node at a time always
     monkeypatch.setattr(placement, "TOP", top)
+    monkeypatch.setattr(placement, "TOP_SHARE", share)
+    monkeypatch.setattr(placement, "ROW_REFRESH", row_refresh)
     with_cache = _decide(objs, CONFS[conf], True, monkeypatch)
     without = _decide(objs, CONFS[conf], False, monkeypatch)
     assert with_cache == without
@@ -141,9 +146,9 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
     refreshed: list[int] = []
     real_row = PlacementCache._row
 
-    def spy_row(self: PlacementCache, task: Any, row: int) -> Any:
+    def spy_row(self: PlacementCache, task: Any, row: int, *rest: Any) -> Any:
         refreshed.append(row)
-        return real_row(self, task, row)
+        return real_row(self, task, row, *rest)
 
     monkeypatch.setattr(PlacementCache, "_compute", spy)
     monkeypatch.setattr(PlacementCache, "_row", spy_row)

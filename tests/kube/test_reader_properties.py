@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.errors import InputError, check_depth, shown
+from apportion.errors import InputError, check_depth, check_depth_levels, shown
 from apportion.kube.documents import load_yaml_all, parse_documents
 from apportion.quantity import MAX_EXPONENT, parse_quantity
 
@@ -50,6 +50,39 @@ def test_depth_bound_is_exact(depth: int) -> None:
         assert depth <= 101  # the innermost scalar sits one level below the deepest list
     except InputError:
         assert depth > 101
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value, "s": "x"}
+    return value
+
+
+def _outcome(check: object, value: object, limit: int) -> str:
+    try:
+        check(value, "w", limit=limit)  # type: ignore[operator]
+    except InputError as e:
+        return str(e)
+    return ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.recursive(st.one_of(st.none(), st.integers(), st.text(max_size=3)),
+                          lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=2), kids, max_size=3),
+                          max_leaves=30),
+       wrap=st.integers(0, 12), limit=st.integers(-1, 14))
+def test_depth_check_is_the_level_by_level_reference(value: object, wrap: int, limit: int) -> None:
+    """The recursive fast pass passes and refuses exactly what the level-by-level pass does, with the
+    same message (the path it names)."""
+    deep = _nested(wrap, value)
+    assert _outcome(check_depth, deep, limit) == _outcome(check_depth_levels, deep, limit)
+
+
+def test_depth_check_past_the_recursive_limit_is_the_reference() -> None:
+    deep = _nested(400, 1)
+    for limit in (150, 250, 399, 400, 500):
+        assert _outcome(check_depth, deep, limit) == _outcome(check_depth_levels, deep, limit)
 
 
 @settings(max_examples=60, deadline=None)

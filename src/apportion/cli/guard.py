@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import click
-from rich.console import Console
 
 from apportion.errors import ApportionError, InputError, InternalError
 
@@ -28,15 +27,6 @@ def quiet_broken_pipe() -> NoReturn:
     except (OSError, ValueError):  # stdout is not a file descriptor (a test's capture): nothing to flush
         pass
     sys.exit(SIGPIPE_STATUS)
-
-
-class QuietConsole(Console):
-    """A rich Console that stops like a Unix tool on a broken pipe (rich's own exits with status 1)."""
-
-    def on_broken_pipe(self) -> None:
-        """Stdout's reader went away: stop quietly."""
-        self.quiet = True
-        quiet_broken_pipe()
 
 
 def run_guarded(fn: Callable[[], Any]) -> Any:

@@ -12,7 +12,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from apportion.cli.guard import QuietConsole, run_guarded
+from apportion.cli.console import QuietConsole
+from apportion.cli.guard import run_guarded
 from apportion.cli.options import output_option, write_yaml
 from apportion.engine import load_inputs
 from apportion.quota import QuotaView, explain_quota, fmt_resource, why_lines

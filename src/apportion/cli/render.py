@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from apportion.cli.guard import QuietConsole
+from apportion.cli.console import QuietConsole
 from apportion.engine import CycleResult
 from apportion.resources import CPU, MEMORY, PODS
 

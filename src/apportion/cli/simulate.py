@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from apportion.cli.guard import QuietConsole, run_guarded
+from apportion.cli.console import QuietConsole
+from apportion.cli.guard import run_guarded
 from apportion.cli.options import output_option, write_yaml
 
 

@@ -193,6 +193,38 @@ class TaskInfo:
 
 def default_task_compare(l: TaskInfo, r: TaskInfo) -> int:
     """Volcano's CompareTask: name index, then creation time, then UID (all string comparisons)."""
+    # allocate sorts every waiting job's tasks with this: a name's index is parsed once, not per comparison
+    li, ri = name_index(l.name), name_index(r.name)
+    if li is not None and ri is not None and li != ri:
+        return -1 if li < ri else 1
+    if l.creation != r.creation:
+        return -1 if l.creation < r.creation else 1
+    if l.uid != r.uid:
+        return -1 if l.uid < r.uid else 1
+    return 0
+
+
+#: name -> its index (`name_index`), bounded
+_NAME_INDEX: dict[str, int | None] = {}
+_NAME_INDEX_MAX = 200_000
+
+
+def name_index(name: str) -> int | None:
+    """The index CompareTask reads from a task's name: its last `-`-separated part when the name has at
+    least three parts and that part is an integer, else None."""
+    try:
+        return _NAME_INDEX[name]
+    except KeyError:
+        pass
+    parts = name.split("-")
+    index = int(parts[-1]) if len(parts) >= 3 and _INDEX_RE.match(parts[-1]) else None
+    if len(_NAME_INDEX) < _NAME_INDEX_MAX:
+        _NAME_INDEX[name] = index
+    return index
+
+
+def default_task_compare_reference(l: TaskInfo, r: TaskInfo) -> int:
+    """`default_task_compare` parsing both names at every comparison, as Volcano does (the reference)."""
     lp, rp = l.name.split("-"), r.name.split("-")
     if len(lp) >= 3 and len(rp) >= 3 and _INDEX_RE.match(lp[-1]) and _INDEX_RE.match(rp[-1]):
         li, ri = int(lp[-1]), int(rp[-1])

@@ -40,6 +40,8 @@ class NodeTable:
         #: every row changed by add/remove, in order: readers that cache per-node answers recompute only
         #: the rows touched since they last looked (see framework/placement.py).
         self.touched: list[int] = []
+        #: compare_columns by the request's scalar names
+        self._compare_memo: dict[tuple[str, ...], np.ndarray] = {}
 
     # ------------------------------------------------------------ conversion
     def vector(self, r: Resource) -> np.ndarray:
@@ -55,8 +57,18 @@ class NodeTable:
 
     def compare_columns(self, r: Resource) -> np.ndarray:
         """Rule (a) compares cpu, memory and the scalars of the request (not the node's other scalars)."""
-        idx = [0, 1] + [self.col[n] for n in r.scalars if n in self.col]
-        return np.array(sorted(set(idx)), dtype=np.int64)
+        # they depend only on the request's scalar names: one array per set of names, shared (read-only)
+        names = tuple(r.scalars)
+        try:
+            memo = self._compare_memo
+        except AttributeError:  # a table assembled field by field (framework/open_state.py)
+            memo = self._compare_memo = {}
+        cols = memo.get(names)
+        if cols is None:
+            idx = [0, 1] + [self.col[n] for n in names if n in self.col]
+            cols = memo[names] = np.array(sorted(set(idx)), dtype=np.int64)
+            cols.flags.writeable = False
+        return cols
 
     def resource(self, arr: np.ndarray) -> Resource:
         """A row of the table back as a Resource (every scalar column, zeros included)."""

@@ -200,7 +200,10 @@ class Dispatch(ExtensionPoints):
 
     def job_ready(self, job: JobInfo) -> bool:
         """JobReady: every consulted plugin says the job is ready."""
-        return all(fn(job) for _, _, fn in self._consulted(ep.JOB_READY))
+        for _, _, fn in self._consulted(ep.JOB_READY):  # noqa: SIM110 - per task in allocate: no generator
+            if not fn(job):
+                return False
+        return True
 
     def _vote(self, point: str, job: JobInfo) -> bool:
         tier_of_permit: int | None = None
@@ -249,7 +252,10 @@ class Dispatch(ExtensionPoints):
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Allocatable: every consulted plugin lets the queue take the task now."""
-        return all(fn(queue, task) for _, _, fn in self._consulted(ep.ALLOCATABLE))
+        for _, _, fn in self._consulted(ep.ALLOCATABLE):  # noqa: SIM110 - per task in allocate: no generator
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Preemptive: every consulted plugin lets the queue reclaim for the task."""

@@ -28,7 +28,7 @@ from apportion.framework.closing import Close, Closes
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.node_choice import NodeChoice
-from apportion.framework.open_state import OpenDelta, node_kind, open_nodes
+from apportion.framework.open_state import KIND_OF, OpenDelta, open_nodes
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
 from apportion.framework.queue_status import QueueStatuses
@@ -163,7 +163,7 @@ class Session(NodeChoice):
 
     def _move(self, task: TaskInfo, new: TaskStatus, node_name: str) -> None:
         """Change status and node placement together, keeping the node table and job counts current."""
-        old_kind = node_kind(task.status)
+        old_kind = KIND_OF[task.status]
         if old_kind is not None and task.node_name:
             node = self.node_by_name[task.node_name]
             self.table.remove(node.index, self.task_vec(task), old_kind)
@@ -171,7 +171,7 @@ class Session(NodeChoice):
         job = self.jobs[task.job]
         job.set_status(task, new)
         task.node_name = node_name
-        new_kind = node_kind(new)
+        new_kind = KIND_OF[new]
         if new_kind is not None and node_name:
             node = self.node_by_name[node_name]
             self.table.add(node.index, self.task_vec(task), new_kind)

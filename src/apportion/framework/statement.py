@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from apportion.framework.session import Session
 
 
-@dataclass
+@dataclass(slots=True)
 class Operation:
     """One recorded operation, replayed by commit or undone by discard."""
 

@@ -71,7 +71,10 @@ class Fields:
     def str_(self, path: str, default: str | None = None, *, required: bool = False) -> str:
         """A string field (numbers accepted as their text); missing gives `default`, or an error when
         required."""
-        v = self._at(path)
+        d = self.data
+        v = d.get(path) if type(d) is dict and "." not in path else self.get(path)  # `_at`, inlined
+        if type(v) is str:  # the common case: what str(v) below returns
+            return v
         if v is None:
             if required:
                 raise self.fail(path, "required field is missing")
@@ -122,6 +125,9 @@ class Fields:
         m = self.map_(path)
         out = {}
         for k, v in m.items():
+            if type(v) is str and type(k) is str:  # the common case: what the conversions below give
+                out[k] = v
+                continue
             if isinstance(v, (dict, list)):
                 raise self.fail(f"{path}.{k}", f"expected a string, got {type(v).__name__}")
             out[str(k)] = "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))

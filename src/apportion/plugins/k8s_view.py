@@ -78,7 +78,11 @@ class NodeView:
         v = self._vectors.get(t.uid)
         if v is None:
             v = self._vectors[t.uid] = np.array(self.requests(t))
-        self.sums[row] += v * sign
+        # x - v is x + (-v) in IEEE arithmetic: the same sums as adding v * sign, without the product
+        if sign > 0:
+            self.sums[row] += v
+        else:
+            self.sums[row] -= v
 
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""

@@ -96,6 +96,7 @@ class PredicatesPlugin(Plugin):
         self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
         self._by_uid: dict[str, _Signature] = {}
         self._by_key: dict[Any, _Signature] = {}
+        self._unconstrained: _Signature | None = None
         self._affinity: dict[Any, np.ndarray] = {}
         self._taints: dict[Any, list[tuple[str, np.ndarray]]] = {}
 
@@ -111,6 +112,17 @@ class PredicatesPlugin(Plugin):
         sig = self._by_uid.get(task.uid)
         if sig is not None:
             return sig
+        if not task.node_selector and task.required_terms is None and not task.tolerations:
+            # most pods: no constraint. Their key below is ((), None), (), False: looked up once
+            sig = self._unconstrained
+            if sig is None:
+                sig = self._unconstrained = self._signature_of(task)
+            self._by_uid[task.uid] = sig
+            return sig
+        sig = self._by_uid[task.uid] = self._signature_of(task)
+        return sig
+
+    def _signature_of(self, task: TaskInfo) -> _Signature:
         aff_key = (selector_key(task.node_selector), required_key(task.required_terms))
         tol_key = tolerations_key(task.tolerations)
         unsched_ok = tolerated(UNSCHEDULABLE_TAINT, task.tolerations)
@@ -119,7 +131,6 @@ class PredicatesPlugin(Plugin):
         if sig is None:
             sig = self._build(task, aff_key, tol_key, unsched_ok)
             self._by_key[key] = sig
-        self._by_uid[task.uid] = sig
         return sig
 
     def _build(self, task: TaskInfo, aff_key: Any, tol_key: Any, unsched_ok: bool) -> _Signature:

@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, TaskStatus
-from apportion.resources import CPU, EPHEMERAL, MEMORY, UNLIMITED, Resource, format_amount, share
+from apportion.resources import (
+    CPU,
+    EPHEMERAL,
+    MEMORY,
+    MIN_RESOURCE,
+    UNLIMITED,
+    Resource,
+    format_amount,
+    share,
+)
 
 
 @dataclass
@@ -116,6 +125,33 @@ def queue_share(allocated: Resource, deserved: Resource) -> float:
     """updateQueueAttrShare: max over deserved's names >= 0.1 (pods included) of Share."""
     if not allocated.cpu and not allocated.memory and not any(allocated.scalars.values()):
         return 0.0  # Share(0, d) is 0 for every d: most queues of a large cluster are idle
+    # `queue_share_reference` unrolled (every allocate event refreshes a share per queue on the path):
+    # a name >= 0.1 is never 0, so Share is the division; `max(res, s)` keeps res unless s > res
+    res = 0.0
+    d = deserved.cpu
+    if d >= MIN_RESOURCE:
+        s = allocated.cpu / d
+        if s > res:
+            res = s
+    d = deserved.memory
+    if d >= MIN_RESOURCE:
+        s = allocated.memory / d
+        if s > res:
+            res = s
+    if deserved.scalars:
+        have = allocated.scalars
+        for n, d in deserved.scalars.items():
+            if d >= MIN_RESOURCE:
+                s = have.get(n, 0.0) / d
+                if s > res:
+                    res = s
+    return res
+
+
+def queue_share_reference(allocated: Resource, deserved: Resource) -> float:
+    """`queue_share` as Volcano writes it (the fast one is tested against this)."""
+    if not allocated.cpu and not allocated.memory and not any(allocated.scalars.values()):
+        return 0.0
     res = 0.0
     for n in deserved.resource_names():
         res = max(res, share(allocated.get(n), deserved.get(n)))

@@ -13,7 +13,7 @@ from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import Ledger
-from apportion.resources import Resource
+from apportion.resources import PODS, Resource
 
 
 class CapacityBase(Plugin):
@@ -127,6 +127,15 @@ class CapacityBase(Plugin):
                              explain: bool) -> bool:
         """checkQueueAllocatableHierarchically: allocated + task <= realCapability (rule b), leaf to root.
         `attrs` is the live map or a simulation snapshot."""
+        # allocate asks this for every task: the sums are compared without being built, and only a
+        # refusal takes the reference loop, which finds the failing queue and words the explanation
+        if path_fits(attrs, leaf, task.resreq):
+            return True
+        return self._allocatable_on_path_reference(attrs, leaf, task, explain)
+
+    def _allocatable_on_path_reference(self, attrs: dict[str, QueueAttr], leaf: QueueAttr, task: TaskInfo,
+                                       explain: bool) -> bool:
+        """`_allocatable_on_path` with every sum built (the reference `path_fits` is tested against)."""
         for a in [leaf] + [attrs[n] for n in reversed(leaf.ancestors)]:
             used = a.allocated.plus(task.resreq)
             ok, failed = used.less_equal_with_dimension(a.real_capability, task.resreq)
@@ -136,3 +145,33 @@ class CapacityBase(Plugin):
                                                             "realCapability"))
                 return False
         return True
+
+
+def path_fits(attrs: dict[str, QueueAttr], leaf: QueueAttr, req: Resource) -> bool:
+    """`(allocated + req).less_equal_with_dimension(realCapability, req)` at the leaf and at every
+    ancestor, root last, without building the sums: the same float additions and comparisons."""
+    cpu, memory = req.cpu > 0, req.memory > 0
+    scalars = [(n, v) for n, v in req.scalars.items() if not (n == PODS or v <= 0)] if req.scalars else ()
+    a = leaf
+    ancestors = leaf.ancestors
+    i = len(ancestors)
+    while True:
+        limit = a.real_capability
+        used = a.allocated
+        if limit is None:
+            if cpu or memory or scalars:
+                return False
+        else:
+            if cpu and used.cpu + req.cpu > limit.cpu:
+                return False
+            if memory and used.memory + req.memory > limit.memory:
+                return False
+            if scalars:
+                have, cap = used.scalars, limit.scalars
+                for n, v in scalars:
+                    if have.get(n, 0.0) + v > cap.get(n, 0.0):
+                        return False
+        if i == 0:
+            return True
+        i -= 1
+        a = attrs[ancestors[i]]
