@@ -25,7 +25,15 @@ from apportion.errors import InternalError
 from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
-from apportion.plugins.capacity.ledger import FIELDS, Amount, Ledger, charged_amounts
+from apportion.plugins.capacity.ledger import (
+    FIELDS,
+    Amount,
+    Ledger,
+    Listers,
+    charged_amounts,
+    note_listers,
+    order_scalars,
+)
 from apportion.plugins.capacity.tree import TreeSetup
 from apportion.resources import Resource
 from apportion.state import check
@@ -124,32 +132,15 @@ class FlatLedgerSetup(TreeSetup):
 
     def _charge_rest(self, ledger: Ledger, rest: list[tuple[JobInfo, tuple[Amount | None, ...]]]) -> None:
         """Charge the jobs the ledger does not keep (uid order) on copies of their queues' attributes, with
-        each sum's scalar names in a recount's order (tree.py `charge_from_ledger` does the same along
-        a path)."""
+        each sum's scalar names in a recount's order (as tree.py `charge_from_ledger` does along a
+        path)."""
         moved: set[str] = set()
-        listers: dict[tuple[str, int], dict[str, tuple[str, int]]] = {}
+        listers: Listers = {}
         for job, amounts in rest:
-            q = job.queue
-            self._charge_jobs(self.attrs[q], [job])
-            moved.add(q)
-            for f, amount in enumerate(amounts):
-                if amount is None or not amount[2]:
-                    continue
-                got = listers.setdefault((q, f), {})
-                for i, (n, _) in enumerate(amount[2]):
-                    got.setdefault(n, (job.uid, i))
-        for (q, f), got in listers.items():
-            # a name a changed job lists may come before the kept jobs' names in a recount
-            r = getattr(self.attrs[q], FIELDS[f])
-            if len(r.scalars) < 2:
-                continue
-            if q in ledger.sums and ledger.sums[q][f].members:
-                for n, at in ledger.first_listers(q, f).items():
-                    if n not in got or at < got[n]:
-                        got[n] = at
-            order = sorted(r.scalars, key=got.__getitem__)
-            if order != list(r.scalars):
-                r.scalars = {n: r.scalars[n] for n in order}
+            self._charge_jobs(self.attrs[job.queue], [job])
+            moved.add(job.queue)
+            note_listers(listers, job.queue, job.uid, amounts)
+        order_scalars(self.attrs, ledger, listers)
         for name in moved:
             self.attrs[name].update_share()
 

@@ -226,3 +226,33 @@ class Ledger:
                 first = self.first_listers(q, f)
                 r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
+
+
+Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]
+
+
+def note_listers(listers: Listers, queue: str, uid: str, amounts: tuple[Amount | None, ...]) -> None:
+    """Record, per sum of `queue`, where each scalar name was first listed by the jobs charged beside
+    the ledger (call in uid order): `order_scalars` needs it."""
+    for f, amount in enumerate(amounts):
+        if amount is None or not amount[2]:
+            continue
+        got = listers.setdefault((queue, f), {})
+        for i, (n, _) in enumerate(amount[2]):
+            got.setdefault(n, (uid, i))
+
+
+def order_scalars(attrs: dict[str, QueueAttr], ledger: Ledger, listers: Listers) -> None:
+    """Put each moved sum's scalar names in a recount's order: a name a job charged beside the ledger
+    lists may come before the kept jobs' names (the first lister in uid order decides)."""
+    for (q, f), got in listers.items():
+        r = getattr(attrs[q], FIELDS[f])
+        if len(r.scalars) < 2:
+            continue
+        if q in ledger.sums and ledger.sums[q][f].members:
+            for n, at in ledger.first_listers(q, f).items():
+                if n not in got or at < got[n]:
+                    got[n] = at
+        order = sorted(r.scalars, key=got.__getitem__)
+        if order != list(r.scalars):
+            r.scalars = {n: r.scalars[n] for n in order}

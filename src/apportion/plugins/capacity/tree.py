@@ -28,7 +28,16 @@ from apportion.plugins.capacity.attrs import (
     _same_cpu_memory,
 )
 from apportion.plugins.capacity.base import CapacityBase
-from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Amount, Ledger, charged_amounts
+from apportion.plugins.capacity.ledger import (
+    FIELDS,
+    LEDGER_MEMO,
+    Amount,
+    Ledger,
+    Listers,
+    charged_amounts,
+    note_listers,
+    order_scalars,
+)
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
 from apportion.state import check
 
@@ -149,7 +158,7 @@ class TreeSetup(CapacityBase):
         self._ledger = ledger
         rest.sort(key=lambda x: x[0].uid)
         moved: set[str] = set()
-        listers: dict[tuple[str, int], dict[str, tuple[str, int]]] = {}
+        listers: Listers = {}
         non_leaf: list[JobInfo] = []
         for job, q, amounts in rest:
             attr = self.attrs[q]
@@ -158,24 +167,8 @@ class TreeSetup(CapacityBase):
             self._charge_jobs(attr, [job])
             for name in (q, *attr.ancestors):
                 moved.add(name)
-                for f, amount in enumerate(amounts):
-                    if amount is None or not amount[2]:
-                        continue
-                    got = listers.setdefault((name, f), {})
-                    for i, (n, _) in enumerate(amount[2]):
-                        got.setdefault(n, (job.uid, i))
-        for (q, f), got in listers.items():
-            # a name a changed job lists may come before the kept jobs' names in a recount
-            r = getattr(self.attrs[q], FIELDS[f])
-            if len(r.scalars) < 2:
-                continue
-            if q in ledger.sums and ledger.sums[q][f].members:
-                for n, at in ledger.first_listers(q, f).items():
-                    if n not in got or at < got[n]:
-                        got[n] = at
-            order = sorted(r.scalars, key=got.__getitem__)
-            if order != list(r.scalars):
-                r.scalars = {n: r.scalars[n] for n in order}
+                note_listers(listers, name, job.uid, amounts)
+        order_scalars(self.attrs, ledger, listers)
         self._refuse_non_leaf(ssn, non_leaf)
         for name in moved:
             self.attrs[name].update_share()
