@@ -53,6 +53,9 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
     ref = PlanFollower(plans[0], SimpleCapacityReplanner() if replan else None)
     inc = IncrementalFollower(plans[1], SimpleCapacityReplanner() if replan else None)
     n, t, apps, incremental = 0, 0, 0, 0
+    # what a reader keeps of the published steps, by applying each step's changes
+    kept: dict[str, Any] = {}
+    kept_serial = 0
     for o in ops:
         kind = o[0]
         if kind in ("add", "periodic"):
@@ -98,6 +101,19 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
             assert _queues(ref) == _queues(inc)
             assert sorted(plans[0].reservations) == sorted(plans[1].reservations)
             incremental += synced and inc._now == b.now and not inc._periodic
+            # the changes lead from the step before to this one's active reservations
+            assert b.serial > kept_serial
+            if b.changes is None:
+                kept = {str(sh.id): sh for sh in b.active}
+            else:
+                assert b.changes[0] == kept_serial
+                for name, share in b.changes[1].items():
+                    if share is None:
+                        kept.pop(name, None)
+                    else:
+                        kept[name] = share
+            assert kept == {str(sh.id): sh for sh in b.active}
+            kept_serial = b.serial
     return incremental
 
 

@@ -24,10 +24,12 @@ from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy
 from apportion.reservation.resmath import LONG_MAX, rsub
 from apportion.reservation.steparrays import (
+    MAX_VALUE,
     VALUE_BOUND,
     PeriodicStepArrays,
     StepArrays,
     arrays_of,
+    arrays_of_walk,
     fits_under,
     running,
     running_merged,
@@ -176,6 +178,25 @@ def test_fits_under_checks_what_the_merge_walk_checks(f, g, s, n):
     fa, ga = arrays_of(ff), arrays_of(gg)
     assert fa is not None and ga is not None
     assert fits_under(fa, ga, s, e) == want
+
+
+big_value = st.one_of(st.integers(-6, 6), st.sampled_from([MAX_VALUE - 1, MAX_VALUE, MAX_VALUE + 1, -MAX_VALUE,
+                                                             -MAX_VALUE - 1, 1 << 63, -(1 << 63) - 1, 1 << 70]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(points=st.lists(st.tuples(st.integers(-(1 << 64), 1 << 64), big_value, big_value), max_size=10),
+       k=st.sampled_from([2, 3]))
+def test_arrays_of_is_the_walk(points, k):
+    """The bounds checked on the arrays refuse exactly what the value-by-value walk refuses."""
+    f = StepFunction([(t, (m, c) if k == 2 else (m, c, 0)) for t, m, c in points], zero=(0,) * k)
+    want, got = arrays_of_walk(f), arrays_of(f)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert got[0].dtype == want[0].dtype and got[1].shape == want[1].shape
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -73,3 +73,45 @@ def test_cache_follows_every_change_and_routes_reservations(tmp_path: Path) -> N
         check_cache(svc.live.cache)
     finally:
         svc.close()
+
+
+def test_a_reservation_that_starts_later_shows_its_jobs_then_and_a_reload_publishes_its_queue_again(
+        tmp_path: Path) -> None:
+    """The ticks publish only what changed (publish.py): a job of a reservation not active yet is
+    hidden until the tick at which the reservation starts, its queue comes and goes with it, and a
+    cache loaded afresh (after a failed commit) gets every queue again."""
+    clock = [1_800_000_000_000]
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'b.db'}", loop=False, clock=lambda: clock[0]))
+    try:
+        t0 = clock[0]
+        svc.set_now(t0)
+        rid = svc.reservations.new_reservation("alice")[1]["reservation-id"]
+        body = submission(rid, arrival=t0 + 60_000, deadline=t0 + 600_000)
+        assert svc.committed(lambda: svc.reservations.submit("alice", body))[0] == 202
+        svc._apply_now(_job("later", "dedicated", 2, {"apportion.io/reservation": rid}), [])
+        svc.loop.tick()
+        assert svc.live.cache.get("Queue", rid) is None
+        assert svc.live.cache.get("PodGroup", "t/later") is None and svc.live.cache.get("Pod", "t/later-0") is None
+        assert "not currently active" in svc.loop.waiting["t/later"]
+
+        clock[0] = t0 + 61_000
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert svc.live.cache.get("Queue", rid)["spec"]["parent"] == "dedicated"
+        assert svc.live.cache.get("PodGroup", "t/later")["spec"]["queue"] == rid
+        assert svc.live.cache.get("Pod", "t/later-0") is not None
+
+        svc._reload_after_failure()
+        assert svc.live.cache.get("Queue", rid) is None
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert svc.live.cache.get("Queue", rid)["spec"]["parent"] == "dedicated"
+        assert svc.live.cache.get("PodGroup", "t/later")["spec"]["queue"] == rid
+
+        clock[0] = t0 + 700_000  # past the reservation's end: its queue expires, its job moves
+        svc.loop.tick()
+        check_cache(svc.live.cache)
+        assert svc.live.cache.get("Queue", rid) is None
+        assert svc.live.cache.get("PodGroup", "t/later")["spec"]["queue"] == "dedicated-default"
+    finally:
+        svc.close()

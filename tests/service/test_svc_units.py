@@ -90,3 +90,29 @@ def test_writer_runs_jobs_in_order_and_readers_never_see_a_job_half_done() -> No
     with pytest.raises(ZeroDivisionError):
         failing.submit(lambda: 1 // 0).result(timeout=30)
     failing.stop()
+
+
+def test_a_commit_that_fails_after_its_job_returned_fails_that_job_and_the_writer_goes_on() -> None:
+    """A job alone whose commit fails gets the commit's error (once), memory is recovered, and the
+    next job runs: the commit's failure used to be a second outcome for one job, which ended the
+    writer thread and left every later request waiting."""
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    commits: list[bool] = [False, True]
+    recovered: list[int] = []
+
+    @contextmanager
+    def transaction() -> Iterator[None]:
+        yield
+        if not commits.pop(0):
+            raise RuntimeError("commit refused")
+
+    writer = Writer(RWLock(), transaction, lambda: recovered.append(1))
+    try:
+        with pytest.raises(RuntimeError, match="commit refused"):
+            writer.submit(lambda: "first").result(timeout=10)
+        assert recovered == [1]
+        assert writer.submit(lambda: "second").result(timeout=10) == "second"
+    finally:
+        writer.stop()

@@ -71,6 +71,13 @@ class FollowerState:
     replanned: tuple[ReservationId, ...]
     archived: tuple[ReservationId, ...]
     moved_apps: tuple[str, ...]
+    #: the follower's number for this step (0: a follower that does not number its steps)
+    serial: int = field(default=0, compare=False)
+    #: (the serial of an earlier step, each reservation whose share differs from that step's or
+    #: that was active there and is not now -> its share now, None when not active): what a reader
+    #: that kept that step's `active` must change to hold this one's; None when not known (a full
+    #: step: read `active` whole)
+    changes: tuple[int, dict[str, ReservationShare | None]] | None = field(default=None, compare=False)
 
 
 class _ChildSums:

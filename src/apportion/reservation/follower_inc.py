@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import operator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from apportion.reservation.replanner import SimpleCapacityReplanner
 
 _SHARE = operator.attrgetter("share")
+#: step numbers, unique across followers, so that a reader never takes one follower's changes as
+#: following another's step (a plan re-created with new settings gets a new follower)
+_SERIALS = itertools.count(1)
 
 #: the full step's sort key of one reservation: its change per resource type, then its id's numbers
 Key = tuple[int, ...]
@@ -118,6 +122,8 @@ class IncrementalFollower(PlanFollower):
         self._reordered = False
         #: rows whose queue did not get its target (an entitlement refused): visited again next step
         self._unsettled: set[str] = set()
+        #: the number of the last step (FollowerState.serial; 0 before the first)
+        self._serial = 0
 
     # -- applications (their queues' views change) -------------------------------------------------
     def submit_app(self, app_id: str, queue: str) -> bool:
@@ -138,7 +144,8 @@ class IncrementalFollower(PlanFollower):
     def _full(self, clock: int) -> FollowerState:
         state = super().step(clock)
         self._resync(state)
-        return state
+        self._serial = next(_SERIALS)
+        return replace(state, serial=self._serial)
 
     def _resync(self, state: FollowerState) -> None:
         plan = self.plan
@@ -308,6 +315,11 @@ class IncrementalFollower(PlanFollower):
             q = queues[row.name]
             if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
                 self._unsettled.add(row.name)
+        # every share that differs from the last step's is a visited row's (the others keep theirs),
+        # and every reservation no longer active was visited too
+        live = self._live
+        shares = {name: (kept.share if (kept := live.get(name)) is not None else None) for name in changed}
+        since, self._serial = self._serial, next(_SERIALS)
         return FollowerState(
             now=now,
             plan_capacity=cap,
@@ -318,6 +330,8 @@ class IncrementalFollower(PlanFollower):
             replanned=(),
             archived=tuple(archived),
             moved_apps=tuple(moved),
+            serial=self._serial,
+            changes=(since, shares),
         )
 
     def _advance(self, now: int) -> set[str]:

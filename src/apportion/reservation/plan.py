@@ -431,8 +431,10 @@ class InMemoryPlan(PlanAvailability):
         self.capacity = capacity
 
 
-#: from this many breakpoints in the plan's load the mirrors pay for their upkeep and their fixed costs
-MIRROR_MIN = 1024
+#: from this many breakpoints in the plan's load the mirrors pay for their upkeep and their fixed costs:
+#: below it an aligned agent converts the step functions to arrays on every request, which at a few
+#: hundred breakpoints cost several times the mirrors' upkeep (benchmarks/README.md, issue 18)
+MIRROR_MIN = 128
 
 __all__ = [
     "InMemoryPlan",

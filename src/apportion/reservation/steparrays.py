@@ -19,6 +19,7 @@ outside int64 or past `VALUE_BOUND`; the plan then stops using its mirrors.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 
 import numpy as np
 
@@ -334,7 +335,28 @@ def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndar
 
 def arrays_of(f: StepFunction) -> tuple[np.ndarray, np.ndarray] | None:
     """f's canonical breakpoints as arrays; None when int64 might not hold them (or sums of them), or
-    f is not two-dimensional (the arrays' paths are written for two columns)."""
+    f is not two-dimensional (the arrays' paths are written for two columns). The bounds are checked
+    on the arrays (`arrays_of_walk` is the reference): a Python pass over every value was half of an
+    aligned submit's time on a plan too small for the mirrors."""
+    if len(f.zero) != 2:
+        return None
+    d = f._d
+    if not d:
+        return _NO_TIMES, _NO_VALUES
+    keys = list(chain.from_iterable(d._list._lists))
+    if keys[0] < LONG_MIN or keys[-1] > LONG_MAX:
+        return None
+    try:
+        v = np.array(list(map(d.__getitem__, keys)), dtype=np.int64).reshape(-1, 2)
+    except OverflowError:
+        return None
+    if int(v.max()) > MAX_VALUE or int(v.min()) < -MAX_VALUE:
+        return None
+    return np.array(keys, dtype=np.int64), v
+
+
+def arrays_of_walk(f: StepFunction) -> tuple[np.ndarray, np.ndarray] | None:
+    """`arrays_of` with the bounds checked in Python, value by value (the reference)."""
     if len(f.zero) != 2:
         return None
     pts = f.breakpoints()

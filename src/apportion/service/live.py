@@ -58,6 +58,10 @@ class LiveView:
         self.generated: set[str] = set()
         #: podgroup `ns/name` -> why it is left out (its reservation is not active)
         self.hidden: dict[str, str] = {}
+        #: every stored podgroup of a reservable queue -> the reservation it names (or None)
+        self.groups: dict[ObjectKey, str | None] = {}
+        #: bumped by every `load` (a fresh cache holds none of the followers' queues)
+        self.loads = 0
 
     # -- what the scheduler sees of one stored object ----------------------------------------------
     def view(self, key: ObjectKey, obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -106,6 +110,8 @@ class LiveView:
         self.cache = SchedulerCache(report=self.cache.report)
         self.reservable = set(reservable)
         self.states, self.active, self.generated, self.hidden = {}, set(), set(), {}
+        self.loads += 1
+        self._index_groups(objects, None)
         docs = []
         for key in sorted(objects, key=_order):
             v = self.view(key, objects[key])
@@ -118,6 +124,9 @@ class LiveView:
         if reservable != self.reservable:
             self.reservable = set(reservable)
             keys = keys + [k for k in objects if k[0] == "Queue"]
+            self._index_groups(objects, None)
+        else:
+            self._index_groups(objects, keys)
         gone = sorted((k for k in set(keys) if k not in objects), key=_order, reverse=True)
         for key in gone:
             self._sync(key[0], cache_key(key), None, f"delete {key[0]} {cache_key(key)}")
@@ -134,25 +143,36 @@ class LiveView:
         self.changed(objects, keys, self.reservable)
 
     def follow(self, objects: dict[ObjectKey, dict[str, Any]], states: dict[str, FollowerState],
-               active: set[str], queues: list[dict[str, Any]]) -> None:
-        """The followers' new state: their queues, and the podgroups (and pods) of reservable queues."""
+               active: set[str], changed: dict[str, dict[str, Any] | None], flipped: set[str] | None) -> None:
+        """The followers' new state: the queues that changed since the last call (made or, None, gone;
+        publish.QueuePublisher says which), and the routing of the podgroups of reservable queues:
+        those whose reservation became or stopped being active (`flipped`), or all of them (None)."""
+        if set(states) != set(self.states):
+            flipped = None  # a plan came or went: every podgroup of a reservable queue is routed again
         self.states, self.active = states, active
-        want = {q["metadata"]["name"]: q for q in queues}
-        for name in sorted(self.generated - set(want)):
+        gone = sorted(n for n, q in changed.items() if q is None and n in self.generated)
+        for name in gone:
             self._sync("Queue", name, None, f"plan follower: {name} expired")
         # a reservation queue unchanged since the last tick is the very object the cache holds
-        # (loop.reservation_queues keeps them): only the others are compared and sent, in name order
+        # (publish.QueuePublisher keeps them): only the others are compared and sent, in name order
         held = self.cache.get
-        for name, q in sorted((n, q) for n, q in want.items() if held("Queue", n) is not q):
-            self._sync("Queue", name, q, f"plan follower: {name}")
-        self.generated = set(want)
+        made = sorted((n, q) for n, q in changed.items() if q is not None)
+        for name, q in made:
+            if held("Queue", name) is not q:
+                self._sync("Queue", name, q, f"plan follower: {name}")
+        self.generated.difference_update(gone)
+        self.generated.update(n for n, _ in made)
+        if flipped is None:
+            groups = list(self.groups)
+        elif flipped:
+            groups = [k for k, rid in self.groups.items() if rid in flipped]
+        else:
+            return
         before = dict(self.hidden)
-        groups = [k for k, o in objects.items()
-                  if k[0] == "PodGroup" and (o.get("spec") or {}).get("queue") in self.reservable]
         views = {k: self.view(k, objects[k]) for k in groups}
-        flipped = {g for g in set(before) ^ set(self.hidden)}
-        pods = [k for k, o in objects.items() if k[0] == "Pod" and flipped
-                and f"{k[1]}/{((o.get('metadata') or {}).get('annotations') or {}).get(GROUP_KEY)}" in flipped]
+        flips = {g for g in set(before) ^ set(self.hidden)}
+        pods = [k for k, o in objects.items() if k[0] == "Pod" and flips
+                and f"{k[1]}/{((o.get('metadata') or {}).get('annotations') or {}).get(GROUP_KEY)}" in flips]
         for k in pods:  # pods of a group being hidden leave before it
             if f"{k[1]}/{((objects[k].get('metadata') or {}).get('annotations') or {}).get(GROUP_KEY)}" in self.hidden:
                 self._sync("Pod", cache_key(k), None, f"hide {cache_key(k)}")
@@ -160,3 +180,18 @@ class LiveView:
             self._sync("PodGroup", cache_key(k), views[k], f"route {cache_key(k)}")
         for k in pods:  # and come back after it
             self._sync("Pod", cache_key(k), self.view(k, objects[k]), f"show {cache_key(k)}")
+
+    def _index_groups(self, objects: dict[ObjectKey, dict[str, Any]], keys: list[ObjectKey] | None) -> None:
+        """Keep `groups` (the podgroups of reservable queues, with the reservation each names) for the
+        podgroups among `keys`, or for every stored one (None)."""
+        if keys is None:
+            self.groups = {}
+            keys = [k for k in objects if k[0] == "PodGroup"]
+        for k in keys:
+            if k[0] != "PodGroup":
+                continue
+            o = objects.get(k)
+            if o is None or (o.get("spec") or {}).get("queue") not in self.reservable:
+                self.groups.pop(k, None)
+            else:
+                self.groups[k] = ((o.get("metadata") or {}).get("annotations") or {}).get(RESERVATION_KEY)

@@ -10,7 +10,8 @@ thousands of active reservations each is tens of milliseconds, and a request wai
 3. the followers' queues and the routing of podgroups in reservable queues reach the live cache as
    events (live.py): each active reservation is a child queue of its reservable queue (guarantee =
    deserved = its resources now; capability the reservable queue's when the plan allows over-use,
-   else its resources), `<queue>-default` gets the rest of the plan;
+   else its resources), `<queue>-default` gets the rest of the plan; only the queues and podgroups
+   that changed since the last tick are made and sent (publish.py);
 4. one session runs on the cache's snapshot (`engine.run_cache_session`), and `engine.dispatch` sends
    its decisions to the service's Binder, Evictor and StatusUpdater (`ObjectBackend`), which, without a
    real backend, edit the stored objects: a bind sets the pod's node and phase Running, an eviction
@@ -35,7 +36,7 @@ from apportion.reservation.follower import FollowerState
 from apportion.resources import Resource
 from apportion.service.confwatch import hierarchical
 from apportion.service.objects import ObjectKey
-from apportion.service.reservations import vector_json
+from apportion.service.publish import PlanInputs, QueuePublisher
 from apportion.state.decisions import Condition, QueueReport
 from apportion.state.memory import pod_group_status
 
@@ -197,55 +198,12 @@ def _end_ms(obj: dict[str, Any]) -> float | None:
 
 
 
-#: a reservation queue object as last made, by queue (reservation id) name: (what it was made from,
-#: the object); keyed by the name, whose hash a str keeps, not by the ReservationId
-QueueMemo = dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
-
-
-def reservation_queues(svc: LoopHost, states: dict[str, FollowerState], memo: QueueMemo | None = None
-                       ) -> tuple[list[dict[str, Any]], set[str]]:
-    """Queue objects for the plan follower's children, and the ids of the active reservations. With a
-    `memo` (kept by the loop), a reservation whose queue would be the same as last tick gets the very
-    same object back: most of them do, and the cache then compares an object with itself."""
-    out: list[dict[str, Any]] = []
-    active: set[str] = set()
-    seen: QueueMemo = {}
-    for qname, st in sorted(states.items()):
-        parent = svc.objects.objects.get(("Queue", "", qname), {})
-        cap = (parent.get("spec") or {}).get("capability")
-        overuse = svc.plan_settings[qname].overuse
-        dims = svc.reservations.plans[qname].plan.dims
-        used = [0] * len(dims)
-        for share in st.active:
-            name = str(share.id)
-            active.add(name)
-            v = share.resources
-            if any(v):  # most active reservations hold nothing at this instant
-                for i, x in enumerate(v):
-                    used[i] += x
-            made = (qname, v, dims, share.gang, overuse, cap)
-            old = memo.get(name) if memo is not None else None
-            if old is not None and old[0] == made:
-                seen[name] = old
-                out.append(old[1])
-                continue
-            spec: dict[str, Any] = {"parent": qname, "guarantee": {"resource": vector_json(v, dims)},
-                                    "deserved": vector_json(v, dims)}
-            spec["capability"] = cap if (overuse and cap and not share.gang) else vector_json(v, dims)
-            obj = {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
-            seen[name] = (made, obj)
-            out.append(obj)
-        rest = tuple(max(c - u, 0) for c, u in zip(st.plan_capacity, used))
-        dspec: dict[str, Any] = {"parent": qname, "deserved": vector_json(rest, dims)}
-        if any(rest):
-            dspec["guarantee"] = {"resource": vector_json(rest, dims)}
-        if cap:
-            dspec["capability"] = cap
-        out.append({"kind": "Queue", "metadata": {"name": st.default_queue}, "spec": dspec})
-    if memo is not None:
-        memo.clear()
-        memo.update(seen)
-    return out, active
+def plan_inputs(svc: LoopHost, qname: str, st: FollowerState) -> PlanInputs:
+    """What a plan's queues are made from besides its reservations (publish.PlanInputs)."""
+    parent = svc.objects.objects.get(("Queue", "", qname), {})
+    cap = (parent.get("spec") or {}).get("capability")
+    return (cap, svc.plan_settings[qname].overuse, svc.reservations.plans[qname].plan.dims, st.plan_capacity,
+            st.default_queue)
 
 
 class LoopBackend(Protocol):
@@ -295,7 +253,9 @@ class SchedulingLoop:
         #: the CPU time the last tick took (ms, the writer thread's): unlike the duration, it does not
         #: grow when other processes take the machine's cores
         self.last_tick_cpu_ms = 0.0
-        self._queue_memo: QueueMemo = {}
+        #: the followers' queues as last published (made again only where they changed)
+        self._publisher = QueuePublisher()
+        self._published_loads = -1
         self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
@@ -332,8 +292,12 @@ class SchedulingLoop:
         svc = self.svc
         t0, c0 = time.perf_counter(), time.thread_time()
         states = {name: st for name, st in followed.states.items() if name in svc.reservations.plans}
-        queues, active = reservation_queues(svc, states, self._queue_memo)
-        svc.live.follow(svc.objects.objects, states, active, queues)
+        if svc.live.loads != self._published_loads:
+            # a fresh cache (the state was reloaded) holds none of the queues published before
+            self._publisher.reset()
+            self._published_loads = svc.live.loads
+        out = self._publisher.publish(states, {name: plan_inputs(svc, name, st) for name, st in states.items()})
+        svc.live.follow(svc.objects.objects, states, out.active, out.changed, out.flipped)
         return replace(followed, ms=followed.ms + (time.perf_counter() - t0) * 1000,
                        cpu_ms=followed.cpu_ms + (time.thread_time() - c0) * 1000)
 

@@ -8,7 +8,9 @@ RM recovery). It also keeps the applied cluster objects, token digests and small
 
 A write made inside `transaction()` joins that transaction: the writer opens one per request, so
 everything one request changes (a plan edit and its id record, an apply of many objects) is one
-commit, made before the answer is sent. A write outside a transaction commits on its own.
+commit, made before the answer is sent. A write outside a transaction commits on its own. The
+reservation and id upserts of a transaction are sent together, one executemany per table, before
+its commit and before any other statement or read of it, so the database sees them in their order.
 """
 
 from __future__ import annotations
@@ -133,12 +135,34 @@ class SqlStore:
             return
         with self.engine.begin() as conn:
             self._conn = conn
+            self._local.rows = {}
             try:
                 if self._pending_sequence:
                     self._flush_sequence(conn)
                 yield conn
+                self._flush_rows(conn)
             finally:
                 self._conn = None
+                self._local.rows = {}
+
+    def _queue_row(self, statement: sa.TextClause, row: dict[str, Any]) -> None:
+        """A reservation upsert, sent with the others of its kind when the transaction commits (or
+        before any other statement of it): a writer batch of n submits makes one executemany of n rows
+        per table, where one statement each cost more than the SQLite work it asked for."""
+        if self._conn is None:
+            with self.transaction():
+                self._queue_row(statement, row)
+            return
+        self._local.rows.setdefault(statement, []).append(row)
+
+    def _flush_rows(self, conn: Connection) -> None:
+        """Send the queued upserts, each table's in the order they were made."""
+        rows: dict[sa.TextClause, list[dict[str, Any]]] = getattr(self._local, "rows", None) or {}
+        if conn is not self._conn or not rows:
+            return
+        self._local.rows = {}
+        for statement, params in rows.items():
+            conn.execute(statement, params)
 
     # -- PlanStore ------------------------------------------------------------------------------
     def put_reservation(self, queue: str, res: StoredReservation) -> None:
@@ -152,12 +176,12 @@ class SqlStore:
             "acceptance_time": res.acceptance_time,
             "intervals": orjson.dumps([interval_json(a, b, v, dims) for a, b, v in res.intervals]).decode(),
         }
-        with self.transaction() as conn:
-            conn.execute(_PUT_RESERVATION, row)
+        self._queue_row(_PUT_RESERVATION, row)
 
     def delete_reservation(self, queue: str, rid: ReservationId) -> None:
         """Forget a reservation (deleted, archived or replanned away)."""
         with self.transaction() as conn:
+            self._flush_rows(conn)
             conn.execute(sa.delete(db.reservations).where(
                 sa.and_(db.reservations.c.id == str(rid), db.reservations.c.queue == queue)))
 
@@ -199,8 +223,7 @@ class SqlStore:
 
     def put_queue_of(self, rid: ReservationId, queue: str) -> None:
         """Record the queue of an accepted submit (never removed)."""
-        with self.transaction() as conn:
-            conn.execute(_PUT_QUEUE_OF, {"id": str(rid), "queue": queue})
+        self._queue_row(_PUT_QUEUE_OF, {"id": str(rid), "queue": queue})
 
     def queue_of(self) -> dict[ReservationId, str]:
         """Every id -> queue record."""
@@ -234,6 +257,7 @@ class SqlStore:
     @contextmanager
     def _reader(self) -> Iterator[Connection]:
         if self._conn is not None:
+            self._flush_rows(self._conn)  # a read inside the transaction sees its writes
             yield self._conn
         else:
             with self.engine.connect() as conn:
@@ -244,6 +268,7 @@ class SqlStore:
         """Insert or replace applied objects (key, body, version), two batched statements."""
         if not items:
             return
+        self._flush_rows(conn)
         o = db.objects.c
         conn.execute(sa.delete(db.objects).where(sa.and_(o.kind == sa.bindparam("k"), o.namespace == sa.bindparam("n"),
                                                          o.name == sa.bindparam("m"))),
@@ -255,6 +280,7 @@ class SqlStore:
     def delete_object(self, conn: Connection, key: ObjectKey) -> None:
         """Remove one applied object."""
         kind, ns, name = key
+        self._flush_rows(conn)
         conn.execute(sa.delete(db.objects).where(
             sa.and_(db.objects.c.kind == kind, db.objects.c.namespace == ns, db.objects.c.name == name)))
 
@@ -284,4 +310,5 @@ class SqlStore:
 
     def set_meta(self, conn: Connection, key: str, value: str) -> None:
         """Store a setting."""
+        self._flush_rows(conn)
         conn.execute(_SET_META, {"key": key, "value": value})

@@ -159,11 +159,14 @@ class Writer:
         outcomes: list[Outcome] = []
         for fn in jobs:
             try:
+                # the outcome counts once the commit succeeded: a commit that fails after the job
+                # returned is the job's failure (it was once a second outcome, which ended the thread)
                 with self.transaction():
-                    outcomes.append(self._call(fn))
+                    outcome = self._call(fn)
             except BaseException as e:  # noqa: BLE001 - handed to the caller, who answers 500
                 self.recover()
-                outcomes.append((False, e))
+                outcome = (False, e)
+            outcomes.append(outcome)
         return outcomes
 
     @staticmethod
