@@ -447,3 +447,24 @@ def test_the_last_placement_is_checked_too(mirrors):
     assert ref_plan_job(plan, False, "bob", d, None) is None
     with pytest.raises(PlanningException, match="would be negative"):
         aligned.aligned_agent(False).agents[0].plan_job(plan, rid(2), "bob", d, None)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: a periodic reservation over-committing the plan exactly at the stage's deadline; the "
+    "availability excuses the end instant (as trunk's second merge never tests it), but the "
+    "aligned-right stage's check after a placement includes its end instant and refuses, while the "
+    "trunk model checks [start, end) and places. Which of the two trunk does is not settled yet."))
+def test_a_periodic_over_commit_at_the_deadline_is_placed_as_the_trunk_model():
+    """The example hypothesis found for test_low_cost_planner_places_as_the_trunk_model[False]."""
+    plan = InMemoryPlan("dedicated", (4096, 4), step=1000, calculator=Calculator("default"), policy=NoPolicy(),
+                        maximum_allocation=(8192, 8), max_periodicity=_T)
+    plan._mirrored, plan._mirrors_off = False, True
+    for n, (a, ln, c, period) in enumerate([(0, 1, (1024, 1), 0), (0, 1, (1024, 1), 0),
+                                            (5874, 1, (6144, 3), 30000)], start=1):
+        plan.add_reservation(ReservationAllocation(rid(n), "alice", None, a, a + ln, [(a, a + ln, c)], period=period),
+                             is_recovering=True)
+    d = ReservationDefinition(5875, 5875 + 29999, (Stage((1024, 1), 1, 1, 1),), 0, "t", 0, "0")
+    want = ref_plan_job(plan, False, "bob", d, None)
+    assert want == [(34874, 35874, (1024, 1))]
+    got = aligned.aligned_agent(False).agents[0].plan_job(plan, rid(99), "bob", d, None).rle.nonzero_pieces()
+    assert got == want
