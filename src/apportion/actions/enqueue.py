@@ -72,15 +72,17 @@ class _Votes:
     def cast(self, queue: QueueInfo) -> bool:
         """Vote the queue's best pending job; True when every job left has been refused with it."""
         job = pop_best(self.pending[queue.name], self.ssn.job_compare)
-        admitted = _admit(self.ssn, job)
+        _admit(self.ssn, job)
         candidates = self.candidates
         if candidates is None:
             return False
         candidates.discard(job.uid)
-        if candidates and not admitted:
-            return False  # nothing moved: the others that could be admitted still can
-        # An admission moved some accounting (a job that could be admitted may not be any more), or
-        # none is left that could be admitted: what of the rest could be now?
+        if candidates:
+            # Some may still be admitted: vote on. Asking again after every admission would cost
+            # the whole backlog per admission (quadratic in a cycle that admits a thousand jobs);
+            # a candidate an admission made inadmissible is simply refused by its own vote.
+            return False
+        # None is left that could be admitted as things stood: what of the rest could be now?
         rest = [j for jobs in self.pending.values() for j in jobs]
         if not rest:
             return True
