@@ -11,6 +11,7 @@ from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledger_steps import EXACT_RUNNING, Jobs, apply_job_step, job_objects, job_steps, nodes
 
 from apportion.engine import run_session
 from apportion.framework.conf import parse_conf
@@ -19,9 +20,9 @@ from apportion.plugins.capacity.flat_ledger import FLAT_LEDGER_MEMO
 from apportion.plugins.capacity.ledger import Ledger
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
+from apportion.state.events import ADDED, MODIFIED, WatchEvent
 
-from k8s import node, pod, podgroup, queue
+from k8s import queue
 
 CONF = parse_conf("""
 actions: "enqueue, allocate, reclaim, backfill"
@@ -31,42 +32,16 @@ tiers:
 """)
 
 QUEUES = ["a1", "a2", "b1"]
-SCALAR_ORDERS = [[], ["nvidia.com/gpu"], ["example.com/fpga"], ["nvidia.com/gpu", "example.com/fpga"],
-                 ["example.com/fpga", "nvidia.com/gpu"]]
 LIMITS = [{"deserved": {"cpu": "60"}}, {"deserved": {"cpu": "40", "nvidia.com/gpu": "4"}},
           {"deserved": {"cpu": "50"}, "guarantee": {"cpu": "10"}}, {"capability": {"cpu": "30"}}, {}]
 
 
 def cluster() -> list[dict[str, Any]]:
-    objs = [node(f"n{i}", cpu=64, memory="256Gi", scalars={"nvidia.com/gpu": "8", "example.com/fpga": "4"})
-            for i in range(3)]
-    objs += [queue(name, **LIMITS[i]) for i, name in enumerate(QUEUES)]
-    return objs
+    return [*nodes(), *(queue(name, **LIMITS[i]) for i, name in enumerate(QUEUES))]
 
 
-job_spec = st.fixed_dictionaries({
-    "queue": st.sampled_from([*QUEUES, "nowhere"]),
-    "tasks": st.integers(1, 3),
-    # "1.0005" is 1000.5 millicores: not exact, so a session charging it recounts
-    "cpu": st.sampled_from(["1", "500m", "2", "1.0005"]),
-    "scalars": st.sampled_from(SCALAR_ORDERS),
-    "running": st.booleans(),
-    "min_member": st.integers(1, 3),
-})
-step = st.one_of(st.tuples(st.just("add"), job_spec), st.tuples(st.just("finish"), st.integers(0, 50)),
-                 st.tuples(st.just("start"), st.integers(0, 50)), st.tuples(st.just("session"), st.just(0)),
+step = st.one_of(*job_steps([*QUEUES, "nowhere"]),
                  st.tuples(st.just("queue"), st.tuples(st.sampled_from(QUEUES), st.integers(0, len(LIMITS) - 1))))
-
-
-def _job_objects(name: str, spec: dict[str, Any], running: bool) -> list[dict[str, Any]]:
-    objs = [podgroup(name, queue=spec["queue"], min_member=min(spec["min_member"], spec["tasks"]),
-                     phase="Running" if running else "Inqueue",
-                     min_resources={"cpu": spec["cpu"]})]
-    for i in range(spec["tasks"]):
-        scalars = {n: "1" for n in spec["scalars"]}
-        objs.append(pod(f"{name}-{i}", name, cpu=spec["cpu"], node_name=f"n{i % 3}" if running else "",
-                        scalars=scalars))
-    return objs
 
 
 @settings(max_examples=60, deadline=None)
@@ -76,29 +51,13 @@ def test_flat_ledger_sessions_are_recounts(steps: list[tuple[str, Any]]) -> None
     for o in cluster():
         cache.apply(WatchEvent(ADDED, o))
     memo: dict[str, Any] = {}
-    jobs: dict[str, tuple[dict[str, Any], bool]] = {}
+    jobs: Jobs = {}
     with mock.patch.object(check, "enabled", lambda: True):
         for n, (kind, arg) in enumerate([*steps, ("session", 0)]):
-            names = sorted(jobs)
-            if kind == "add":
-                name = f"j{n:03d}"
-                jobs[name] = (arg, arg["running"])
-                for o in _job_objects(name, arg, arg["running"]):
-                    cache.apply(WatchEvent(ADDED, o))
-            elif kind == "queue":
+            if kind == "queue":
                 qname, limits = arg
                 cache.apply(WatchEvent(MODIFIED, queue(qname, **LIMITS[limits])))
-            elif kind in ("finish", "start") and names:
-                name = names[arg % len(names)]
-                spec, running = jobs[name]
-                if kind == "finish":
-                    for o in _job_objects(name, spec, running):
-                        cache.apply(WatchEvent(DELETED, o))
-                    del jobs[name]
-                elif not running:
-                    jobs[name] = (spec, True)
-                    for o in _job_objects(name, spec, True):
-                        cache.apply(WatchEvent(MODIFIED, o))
+            apply_job_step(cache, jobs, n, kind, arg)
             # every step opens a session over the memo (the self-check compares its attributes with a
             # recount) and a fresh one; both decide and report the same
             snap = cache.snapshot(keep=True)
@@ -109,15 +68,11 @@ def test_flat_ledger_sessions_are_recounts(steps: list[tuple[str, Any]]) -> None
             assert kept.queue_status == fresh.queue_status
 
 
-EXACT_RUNNING = {"queue": "a1", "tasks": 2, "cpu": "1", "scalars": ["nvidia.com/gpu"], "running": True,
-                 "min_member": 2}
-
-
 def test_the_flat_ledger_keeps_an_unchanged_job() -> None:
     """A job that runs on unchanged through three sessions is in the ledger from the first, and the
     later sessions charge it from there (the self-check compares each with a recount)."""
     cache = SchedulerCache(report=lambda line: None)
-    for o in [*cluster(), *_job_objects("j", EXACT_RUNNING, True)]:
+    for o in [*cluster(), *job_objects("j", EXACT_RUNNING, True)]:
         cache.apply(WatchEvent(ADDED, o))
     memo: dict[str, Any] = {}
     with mock.patch.object(check, "enabled", lambda: True):

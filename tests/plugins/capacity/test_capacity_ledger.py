@@ -9,6 +9,7 @@ from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledger_steps import EXACT_RUNNING, Jobs, apply_job_step, job_steps, nodes
 
 from apportion.engine import run_session
 from apportion.framework.conf import parse_conf
@@ -18,9 +19,9 @@ from apportion.plugins.queue_common import JobContribution
 from apportion.resources import Resource
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
+from apportion.state.events import ADDED, WatchEvent
 
-from k8s import node, pod, podgroup, queue
+from k8s import queue
 
 CONF = parse_conf("""
 actions: "enqueue, allocate, backfill"
@@ -30,14 +31,10 @@ tiers:
 """)
 
 LEAVES = ["a1", "a2", "b1"]
-# names listed in different orders by different jobs: the order of a sum's names is the recount's
-SCALAR_ORDERS = [[], ["nvidia.com/gpu"], ["example.com/fpga"], ["nvidia.com/gpu", "example.com/fpga"],
-                 ["example.com/fpga", "nvidia.com/gpu"]]
 
 
 def tree() -> list[dict[str, Any]]:
-    objs = [node(f"n{i}", cpu=64, memory="256Gi", scalars={"nvidia.com/gpu": "8", "example.com/fpga": "4"})
-            for i in range(3)]
+    objs = nodes()
     objs += [queue("root"), queue("a", parent="root", deserved={"cpu": "100"}),
              queue("b", parent="root", deserved={"cpu": "50"}),
              queue("a1", parent="a", deserved={"cpu": "60"}), queue("a2", parent="a", deserved={"cpu": "40"}),
@@ -45,28 +42,7 @@ def tree() -> list[dict[str, Any]]:
     return objs
 
 
-job_spec = st.fixed_dictionaries({
-    "queue": st.sampled_from(LEAVES),
-    "tasks": st.integers(1, 3),
-    # "1.0005" is 1000.5 millicores: not exact, so a session charging it recounts
-    "cpu": st.sampled_from(["1", "500m", "2", "1.0005"]),
-    "scalars": st.sampled_from(SCALAR_ORDERS),
-    "running": st.booleans(),
-    "min_member": st.integers(1, 3),
-})
-step = st.one_of(st.tuples(st.just("add"), job_spec), st.tuples(st.just("finish"), st.integers(0, 50)),
-                 st.tuples(st.just("start"), st.integers(0, 50)), st.tuples(st.just("session"), st.just(0)))
-
-
-def _job_objects(name: str, spec: dict[str, Any], running: bool) -> list[dict[str, Any]]:
-    objs = [podgroup(name, queue=spec["queue"], min_member=min(spec["min_member"], spec["tasks"]),
-                     phase="Running" if running else "Inqueue",
-                     min_resources={"cpu": spec["cpu"]})]
-    for i in range(spec["tasks"]):
-        scalars = {n: "1" for n in spec["scalars"]}
-        objs.append(pod(f"{name}-{i}", name, cpu=spec["cpu"], node_name=f"n{i % 3}" if running else "",
-                        scalars=scalars))
-    return objs
+step = st.one_of(*job_steps(LEAVES))
 
 
 @settings(max_examples=40, deadline=None)
@@ -76,27 +52,11 @@ def test_kept_sums_are_a_recount(steps: list[tuple[str, Any]]) -> None:
     for o in tree():
         cache.apply(WatchEvent(ADDED, o))
     memo: dict[str, Any] = {}
-    jobs: dict[str, tuple[dict[str, Any], bool]] = {}
+    jobs: Jobs = {}
     used_ledger = 0
     with mock.patch.object(check, "enabled", lambda: True):
         for n, (kind, arg) in enumerate([*steps, ("session", 0)]):
-            names = sorted(jobs)
-            if kind == "add":
-                name = f"j{n:03d}"
-                jobs[name] = (arg, arg["running"])
-                for o in _job_objects(name, arg, arg["running"]):
-                    cache.apply(WatchEvent(ADDED, o))
-            elif kind in ("finish", "start") and names:
-                name = names[arg % len(names)]
-                spec, running = jobs[name]
-                if kind == "finish":
-                    for o in _job_objects(name, spec, running):
-                        cache.apply(WatchEvent(DELETED, o))
-                    del jobs[name]
-                elif not running:
-                    jobs[name] = (spec, True)
-                    for o in _job_objects(name, spec, True):
-                        cache.apply(WatchEvent(MODIFIED, o))
+            apply_job_step(cache, jobs, n, kind, arg)
             # every step opens a session: kept jobs come from the ledger, the others are charged
             snap = cache.snapshot(keep=True)
             snap.memo = memo
@@ -107,10 +67,6 @@ def test_kept_sums_are_a_recount(steps: list[tuple[str, Any]]) -> None:
             used_ledger += isinstance(ledger, Ledger) and bool(ledger.entries)
     if ("add", EXACT_RUNNING) in steps[:1] and len(steps) > 2 and all(k == "session" for k, _ in steps[1:]):
         assert used_ledger  # test_the_ledger_is_used forces this case
-
-
-EXACT_RUNNING = {"queue": "a1", "tasks": 2, "cpu": "1", "scalars": ["nvidia.com/gpu"], "running": True,
-                 "min_member": 2}
 
 
 def test_the_ledger_is_used() -> None:
