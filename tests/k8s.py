@@ -96,3 +96,18 @@ def cycle(objs: list[dict], cfg: SchedulerConf | str | None = None) -> CycleResu
 
 def session(objs: list[dict], cfg: SchedulerConf | None = None) -> Session:
     return open_session(snapshot(*objs), cfg)
+
+
+def first_fit(free: list[int], size: int, cpu: int) -> list[int] | None:
+    """Node indices for `size` pods of `cpu` each, first fit on the free cpu left (taken from `free`),
+    or None (and `free` as it was) when they do not all fit: a running gang a real cluster could hold."""
+    spots: list[int] = []
+    for _ in range(size):
+        at = next((i for i in range(len(free)) if free[i] >= cpu), None)
+        if at is None:
+            for i in spots:
+                free[i] += cpu
+            return None
+        free[at] -= cpu
+        spots.append(at)
+    return spots

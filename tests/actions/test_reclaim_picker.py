@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from apportion.framework.session import Session
 from apportion.plugins.capacity.picker import TreePicker
 
-from k8s import cycle, node, pod, podgroup, priority_class, queue
+from k8s import cycle, first_fit, node, pod, podgroup, priority_class, queue
 
 PREEMPT_CONF = """
 actions: "enqueue, allocate, preempt, backfill"
@@ -55,16 +55,8 @@ def contended_trees(draw: Any) -> list[dict]:
         pc = draw(st.sampled_from(["", "low", "high"]))
         if draw(st.booleans()):
             # running, where it fits (the dump must be a cluster that could exist)
-            spots = []
-            for _ in range(size):
-                at = next((i for i in range(n_nodes) if free[i] >= cpu), None)
-                if at is None:
-                    break
-                free[at] -= cpu
-                spots.append(at)
-            if len(spots) < size:
-                for at in spots:
-                    free[at] += cpu
+            spots = first_fit(free, size, cpu)
+            if spots is None:
                 continue
             objs.append(podgroup(f"g{g}", queue=q, min_member=size, phase="Running",
                                  min_resources={"cpu": str(size * cpu)}, priority_class=pc))

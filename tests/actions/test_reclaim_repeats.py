@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from apportion.actions import reclaim
 
-from k8s import cycle, node, pod, podgroup, priority_class, queue
+from k8s import cycle, first_fit, node, pod, podgroup, priority_class, queue
 
 _TIERS = """
 tiers:
@@ -62,16 +62,8 @@ def contended(draw: Any) -> tuple[list[dict], bool]:
         extra = {"scalars": {"nvidia.com/gpu": gpu}} if gpu else {}
         pc = draw(st.sampled_from(["", "low", "high"]))
         if draw(st.booleans()):
-            spots = []
-            for _ in range(size):
-                at = next((i for i in range(n_nodes) if free[i] >= cpu), None)
-                if at is None:
-                    break
-                free[at] -= cpu
-                spots.append(at)
-            if len(spots) < size:
-                for at in spots:
-                    free[at] += cpu
+            spots = first_fit(free, size, cpu)
+            if spots is None:
                 continue
             objs.append(podgroup(f"g{g}", queue=q, min_member=min_member, phase="Running",
                                  min_resources={"cpu": str(min_member * cpu)}, priority_class=pc))
