@@ -32,7 +32,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
@@ -53,6 +53,7 @@ from apportion.simulation.jobs import (
     SimTask,
 )
 from apportion.simulation.observer import SessionObserver
+from apportion.simulation.outlet import Outlet
 from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
@@ -61,7 +62,6 @@ from apportion.simulation.start import SessionObjects, SimStart
 from apportion.simulation.workload import workload
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.decisions import Condition, QueueReport
 
 log = logging.getLogger(__name__)
 
@@ -440,7 +440,7 @@ class Simulator(PlanFollower):
         for w in result.warnings:
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
-        outlet = _Outlet(self)
+        outlet = Outlet(self)
         # a job closed as in the last session has the phase and message that session gave it
         dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False)
         changed = changed or outlet.phase_changed
@@ -467,56 +467,6 @@ class Simulator(PlanFollower):
                     sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
                 raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
                                             f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
-
-
-class _Outlet:
-    """The simulator's Binder, Evictor and StatusUpdater: decisions change the simulated cluster, which
-    reaches the cache as events at the next session."""
-
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        self.phase_changed = False
-
-    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
-        """A bound task runs on its node from now and finishes `duration` later."""
-        sim = self.sim
-        errors: dict[str, str] = {}
-        for key, node in binds:
-            sj, t = sim.task_by_key[key]
-            if t.status is not TaskStatus.PENDING:
-                errors[key] = f"task is {t.status.value}, not Pending"
-                continue
-            sim._set_status(sj, t, TaskStatus.RUNNING)
-            t.node = node
-            t.start = sim.now
-            sim.node_tasks[node].add((sj.uid, t.index))
-            if sj.first_start is None:
-                sj.first_start = sim.now
-            sj.last_start = sim.now
-            sim._push(sim.now + sj.spec.duration, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
-        return errors
-
-    def evict(self, pod: str, reason: str) -> str | None:
-        """The victim stops (a gang stops whole); its work is lost."""
-        sj, t = self.sim.task_by_key[pod]
-        if t.status is not TaskStatus.RUNNING:
-            return f"task is {t.status.value}, not Running"
-        self.sim._evict(sj, t, reason)
-        return None
-
-    def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
-        """Phases carry over to the next session (Pending -> Inqueue -> Running)."""
-        sj = self.sim.active.get(key)
-        if sj is not None and phase != sj.phase.value:  # most phases stay: convert only a changed one
-            self.phase_changed = True
-            sj.phase = PodGroupPhase(phase)
-            self.sim._dirty.add(key)
-
-    def nominate(self, pod: str, node: str) -> None:
-        """Pipelined tasks stay pending; a later session places them once the victims are gone."""
-
-    def update_queue(self, name: str, status: QueueReport) -> None:
-        """Queue status is read from the session report by the metrics instead (dispatch sends none)."""
 
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).

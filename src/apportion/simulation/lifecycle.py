@@ -29,6 +29,8 @@ class TaskLifecycle(ClusterFeed):
     _warned: set[str]
     failed: dict[str, NodeInfo]
     node_tasks: dict[str, set[tuple[str, int]]]
+    #: pod key (`namespace/name`) -> its job and task
+    task_by_key: dict[str, tuple[SimJob, SimTask]]
     recorder: Recorder
     objects: SessionObjects | None
 
