@@ -59,7 +59,7 @@ def test_suggestions_as_the_reference_gives_them(name: str) -> None:
     (jf,) = forecast(state, [uid]).jobs
     for known in (None, KnownStart(jf.start_in)):
         fast = [s.to_json() for s in suggest(state, uid, known=known)]
-        assert fast == [s.to_json() for s in suggest(state, uid, known=known, reference=True)]
+        assert fast == [s.to_json() for s in suggest(state, uid, known=known, reference=True, free_reference=False)]
 
 
 @pytest.mark.parametrize("name", sorted(DUMPS))
@@ -154,7 +154,7 @@ def test_same_suggestions_as_the_reference_on_random_dumps(case: tuple[list[dict
         (jf,) = forecast(state, ["ns/t"], horizon=86400.0).jobs
         known = KnownStart(jf.start_in, 86400.0)
     assert [s.to_json() for s in suggest(state, "ns/t", known=known)] == [
-        s.to_json() for s in suggest(state, "ns/t", known=known, reference=True)]
+        s.to_json() for s in suggest(state, "ns/t", known=known, reference=True, free_reference=False)]
 
 
 def test_a_running_pod_ending_at_the_booked_start() -> None:

@@ -231,10 +231,13 @@ class Search:
     """The suggestions for one job."""
 
     def __init__(self, state: StartState, js: JobStart, checker: Checker, known: KnownStart | None = None,
-                 reference: bool = False) -> None:
+                 reference: bool = False, free_reference: bool | None = None) -> None:
         self.state = state
         #: the reference searches (`freeing.choose_reference`, each held pod planned apart)
         self.reference = reference
+        #: the jobs to free searched by `freeing.choose_reference` (by default when `reference`): the
+        #: two searches agree only where freeing more jobs never stops the job from starting
+        self.free_reference = reference if free_reference is None else free_reference
         self.known = known
         self.js = js
         self.uid = js.uid
@@ -417,7 +420,7 @@ class Search:
         def works(uids: list[str]) -> bool:
             return self.works(free_jobs(uids))
 
-        if self.reference:
+        if self.free_reference:
             chosen = freeing.choose_reference(running, works, self.cost)
         else:
             chosen = freeing.choose(running, works, self.cost)

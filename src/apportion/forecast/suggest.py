@@ -10,13 +10,14 @@ from apportion.forecast.start import StartState
 
 
 def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart | None = None,
-            reference: bool = False) -> list[Suggestion]:
+            reference: bool = False, free_reference: bool | None = None) -> list[Suggestion]:
     """The `keep` cheapest single changes that let job `uid` start in the next session, or at a
     reservation's booked start (checked). `known`: the job's start in the forecast simulator as it is
     (no assumed runtimes), which spares running it again. `reference`: every reservation try
     simulated from now (`reserve.Rerun`) rather than from one shared forward run, each held pod
     planned apart, the jobs to free searched by `freeing.choose_reference`, and every check's jobs
-    built again."""
+    built again. `free_reference`: which search finds the jobs to free, when not as `reference` says
+    (the two differ where freeing more jobs can stop the job from starting)."""
     js = state.job(uid)
     if js is None or not js.pending:
         return []
@@ -26,7 +27,7 @@ def suggest(state: StartState, uid: str, *, keep: int = KEEP, known: KnownStart 
         starts_now = checker.starts(uid, lambda s: None)
     if starts_now:
         return []  # it starts as things are
-    search = Search(state, js, checker, known, reference=reference)
+    search = Search(state, js, checker, known, reference=reference, free_reference=free_reference)
     found: list[Suggestion] = []
     found += search.queue_raises()
     found += search.min_member()
