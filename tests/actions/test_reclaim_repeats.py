@@ -82,6 +82,19 @@ def _decide(objs: list[dict], conf: str) -> tuple[Any, dict[str, list[str]]]:
     return result.to_json(), result.session.explanations
 
 
+def _count_searches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the tasks reclaim searches victims for, in order (reclaim._search wrapped)."""
+    searched: list[str] = []
+    real = reclaim._search
+
+    def count(ssn: Any, job: Any, task: Any, *args: Any) -> Any:
+        searched.append(task.key)
+        return real(ssn, job, task, *args)
+
+    monkeypatch.setattr(reclaim, "_search", count)
+    return searched
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(case=contended(), guards=st.sampled_from(["", "gangAtomicVictims: true", "minRuntime: 600"]))
@@ -109,14 +122,7 @@ def test_a_gang_of_alike_tasks_is_searched_once(monkeypatch: pytest.MonkeyPatch)
     objs += [podgroup("a", queue="poor", min_member=3, min_resources={"cpu": "6"})]
     objs += [pod(f"a-{i}", "a", cpu=2, memory="1Gi") for i in range(3)]
     conf = _conf(False, "")
-    searched: list[str] = []
-    real = reclaim._search
-
-    def count(ssn: Any, job: Any, task: Any, *args: Any) -> Any:
-        searched.append(task.key)
-        return real(ssn, job, task, *args)
-
-    monkeypatch.setattr(reclaim, "_search", count)
+    searched = _count_searches(monkeypatch)
     fast = _decide(objs, conf)
     assert searched == ["ns/a-0"]
     said = fast[1]
@@ -142,14 +148,7 @@ def test_alike_jobs_of_a_queue_are_searched_once(monkeypatch: pytest.MonkeyPatch
         objs += [podgroup(g, queue=q, min_member=2, min_resources={"cpu": "4"})]
         objs += [pod(f"{g}-{i}", g, cpu=2, memory="1Gi") for i in range(2)]
     conf = _conf(False, "")
-    searched: list[str] = []
-    real = reclaim._search
-
-    def count(ssn: Any, job: Any, task: Any, *args: Any) -> Any:
-        searched.append(task.key)
-        return real(ssn, job, task, *args)
-
-    monkeypatch.setattr(reclaim, "_search", count)
+    searched = _count_searches(monkeypatch)
     fast = _decide(objs, conf)
     assert sorted(searched) == ["ns/a-0", "ns/c-0"]
     searched.clear()

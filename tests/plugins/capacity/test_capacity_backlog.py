@@ -94,6 +94,19 @@ def test_backlog_refusal_decides_as_the_votes(objs: list[dict], conf: str, monke
     assert fast == votes
 
 
+def _count_votes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The uids of the jobs capacity's JobEnqueueable vote is cast on, in order."""
+    votes: list[str] = []
+    real = Admission.job_enqueueable
+
+    def spy(self: Any, job: Any) -> int:
+        votes.append(job.uid)
+        return real(self, job)
+
+    monkeypatch.setattr(Admission, "job_enqueueable", spy)
+    return votes
+
+
 def test_a_full_cluster_refuses_the_backlog_without_votes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two pending jobs that the root cannot admit (the cluster is taken): the shortcut refuses both,
     with the messages the votes give, and no vote is taken."""
@@ -104,14 +117,7 @@ def test_a_full_cluster_refuses_the_backlog_without_votes(monkeypatch: pytest.Mo
             podgroup("w1", queue="a1", phase="Pending", min_resources={"cpu": "1"}), pod("w1-0", "w1", cpu=1),
             podgroup("w2", queue="a2", phase="Pending", min_resources={"cpu": "2"}), pod("w2-0", "w2", cpu=2)]
     conf = CONFS[0]
-    votes: list[str] = []
-    real = Admission.job_enqueueable
-
-    def spy(self: Any, job: Any) -> int:
-        votes.append(job.uid)
-        return real(self, job)
-
-    monkeypatch.setattr(Admission, "job_enqueueable", spy)
+    votes = _count_votes(monkeypatch)
     fast, slow = _both(objs, conf, monkeypatch)
     assert fast == slow
     assert votes == ["ns/w1", "ns/w2"]  # the votes: the second run only
@@ -132,14 +138,7 @@ def test_the_rest_is_refused_once_the_admissible_job_is_voted(monkeypatch: pytes
             pod("run-0", "run", cpu=2, node_name="n0"),
             podgroup("w1", queue="a2", phase="Pending", min_resources={"cpu": "1"}), pod("w1-0", "w1", cpu=1),
             podgroup("w2", queue="a3", phase="Pending", min_resources={"cpu": "3"}), pod("w2-0", "w2", cpu=3)]
-    votes: list[str] = []
-    real = Admission.job_enqueueable
-
-    def spy(self: Any, job: Any) -> int:
-        votes.append(job.uid)
-        return real(self, job)
-
-    monkeypatch.setattr(Admission, "job_enqueueable", spy)
+    votes = _count_votes(monkeypatch)
     fast, slow = _both(objs, CONFS[0], monkeypatch)
     assert fast == slow
     assert votes == ["ns/w1", "ns/w1", "ns/w2"]  # the fast run votes w1 only
