@@ -57,6 +57,10 @@ def test_gang_of_two_runs_on_the_chosen_nodes_or_not_at_all(ray_cluster: RayClus
         assert not [p for p in backend.running if p.startswith("t/h-")]
         assert "could not be placed" in svc.loop.waiting["t/h-0"]
         ray.cancel(blocker, force=True)
+        # wait for the blocker's worker to be gone: a gang task leased to that worker while it is being
+        # killed would fail, and the test with it
+        with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
+            ray.get(blocker, timeout=30)
         deadline = time.monotonic() + 30
         while phases(svc, "h") != ["Running"] * 3 and time.monotonic() < deadline:
             svc.loop.tick()

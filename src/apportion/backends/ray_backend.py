@@ -192,8 +192,12 @@ class RayBackend:
         if started is None:
             return
         try:
+            # a task already finished has nothing to cancel; cancelling one anyway only widens the
+            # window of Ray's race between a cancel and the task's reply (a driver abort in
+            # task_manager.cc, "Tried to complete task that was not pending")
             if started.ref is not None:
-                ray.cancel(started.ref, force=True)
+                if not ray.wait([started.ref], timeout=0, fetch_local=False)[0]:
+                    ray.cancel(started.ref, force=True)
                 self.stopped.append(started.ref)
             if started.actor is not None:
                 ray.kill(started.actor)
