@@ -34,4 +34,4 @@ def test_a_cycle_does_not_import_the_other_commands_or_rich() -> None:
             " 'apportion.service'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str(sorted(["apportion.cli.app", "apportion.cli.cycle", "apportion.cli.guard",
-                                      "apportion.cli.options"]))
+                                      "apportion.cli.json_text", "apportion.cli.options"]))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import atexit
 import gc
-import json
 import sys
 
 import click
 
 from apportion.cli.guard import run_guarded
+from apportion.cli.json_text import dumps_indent1
 from apportion.cli.options import output_option, write_yaml
 from apportion.engine import CycleResult, cycle_files
 
@@ -56,7 +56,7 @@ def skip_last_collection() -> None:
 def emit(result: CycleResult, output: str) -> None:
     """Print a cycle's result in the chosen format."""
     if output == "json":
-        sys.stdout.write(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n")
+        sys.stdout.write(dumps_indent1(result.to_json()) + "\n")
     elif output == "yaml":
         write_yaml(result.to_json())
     else:
