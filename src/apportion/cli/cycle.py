@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -27,13 +29,36 @@ def cycle(snapshot: tuple[str, ...], conf_path: str | None, output: str) -> None
     """Run one Volcano scheduling session over kubectl YAML SNAPSHOT files (`-` for stdin)."""
 
     def body() -> None:
-        result = cycle_files(list(snapshot), conf_path)
-        for w in result.warnings:
-            click.echo(f"warning: {w}", err=True)
-        emit(result, output)
+        with collector_off():
+            result = cycle_files(list(snapshot), conf_path)
+            for w in result.warnings:
+                click.echo(f"warning: {w}", err=True)
+            emit(result, output)
 
     skip_last_collection()
     run_guarded(body)
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's cycle collector off for one command (and back on after it, as it was).
+
+    A cycle's session and its output leave little garbage in reference cycles (the 5,000-node cycle
+    peaks at the same RSS with the collector off), but with it on, the session's allocations made
+    the collector pass over everything the session holds, several times (5 % of the 5,000-node
+    cycle), and writing the JSON after the session made one full pass over the dump as well (5 % of
+    the 1,000-node one). Before the collector is back on, what was allocated meanwhile is moved to the
+    oldest generation without a pass (freeze, then unfreeze), so the first allocation after does not
+    scan it all as the youngest."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.unfreeze()
+        if was:
+            gc.enable()
 
 
 _EXIT_FREEZE: list[bool] = []
