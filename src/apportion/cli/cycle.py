@@ -5,11 +5,10 @@ from __future__ import annotations
 import atexit
 import gc
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import click
 
+from apportion.cli.collector import collector_off
 from apportion.cli.guard import run_guarded
 from apportion.cli.json_text import dumps_indent1
 from apportion.cli.options import output_option, write_yaml
@@ -37,28 +36,6 @@ def cycle(snapshot: tuple[str, ...], conf_path: str | None, output: str) -> None
 
     skip_last_collection()
     run_guarded(body)
-
-
-@contextmanager
-def collector_off() -> Iterator[None]:
-    """Python's cycle collector off for one command (and back on after it, as it was).
-
-    A cycle's session and its output leave little garbage in reference cycles (the 5,000-node cycle
-    peaks at the same RSS with the collector off), but with it on, the session's allocations made
-    the collector pass over everything the session holds, several times (5 % of the 5,000-node
-    cycle), and writing the JSON after the session made one full pass over the dump as well (5 % of
-    the 1,000-node one). Before the collector is back on, what was allocated meanwhile is moved to the
-    oldest generation without a pass (freeze, then unfreeze), so the first allocation after does not
-    scan it all as the youngest."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        if was:
-            gc.enable()
 
 
 _EXIT_FREEZE: list[bool] = []
