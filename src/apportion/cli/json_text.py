@@ -1,4 +1,4 @@
-"""`json.dumps(value, indent=1)`, the text of every `-o json`, without the standard encoder's generators.
+"""`json.dumps(value, indent=1)`, the text of `cycle -o json`, without the standard encoder's generators.
 
 With an indent the standard library encodes in pure Python, one generator per nesting level, and every
 piece of text passes up through each of them: at 50,000 binds that was most of writing a cycle's JSON.
