@@ -33,5 +33,5 @@ def test_a_cycle_does_not_import_the_other_commands_or_rich() -> None:
             "print(sorted(m for m in sys.modules if m.startswith(('rich', 'apportion.cli.', 'apportion.reservation',"
             " 'apportion.service'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == str(sorted(["apportion.cli.app", "apportion.cli.cycle", "apportion.cli.guard",
-                                      "apportion.cli.options"]))
+    assert out.strip() == str(sorted(["apportion.cli.app", "apportion.cli.collector", "apportion.cli.cycle",
+                                      "apportion.cli.guard", "apportion.cli.json_text", "apportion.cli.options"]))

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from apportion.cli.collector import collector_off
+
 #: command name -> the module (in apportion.cli) whose `register(group)` attaches it
 COMMAND_MODULES: dict[str, str] = {
     "cycle": "cycle",
@@ -45,7 +47,10 @@ class LazyGroup(click.Group):
     def _load(self, module: str) -> None:
         if module not in self._loaded:
             self._loaded.add(module)
-            importlib.import_module(f"apportion.cli.{module}").register(self)
+            # a command's modules (numpy, the scheduler) are objects that live on: the collections
+            # their allocation triggers find nothing to free
+            with collector_off():
+                importlib.import_module(f"apportion.cli.{module}").register(self)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command, its module imported first."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import atexit
 import gc
-import json
 import sys
 
 import click
 
+from apportion.cli.collector import collector_off
 from apportion.cli.guard import run_guarded
+from apportion.cli.json_text import dumps_indent1
 from apportion.cli.options import output_option, write_yaml
 from apportion.engine import CycleResult, cycle_files
 
@@ -27,10 +28,11 @@ def cycle(snapshot: tuple[str, ...], conf_path: str | None, output: str) -> None
     """Run one Volcano scheduling session over kubectl YAML SNAPSHOT files (`-` for stdin)."""
 
     def body() -> None:
-        result = cycle_files(list(snapshot), conf_path)
-        for w in result.warnings:
-            click.echo(f"warning: {w}", err=True)
-        emit(result, output)
+        with collector_off():
+            result = cycle_files(list(snapshot), conf_path)
+            for w in result.warnings:
+                click.echo(f"warning: {w}", err=True)
+            emit(result, output)
 
     skip_last_collection()
     run_guarded(body)
@@ -56,7 +58,7 @@ def skip_last_collection() -> None:
 def emit(result: CycleResult, output: str) -> None:
     """Print a cycle's result in the chosen format."""
     if output == "json":
-        sys.stdout.write(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n")
+        sys.stdout.write(dumps_indent1(result.to_json()) + "\n")
     elif output == "yaml":
         write_yaml(result.to_json())
     else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
@@ -42,10 +43,16 @@ if TYPE_CHECKING:
     from apportion.plugins.capacity.base import CapacityBase
 
 Key = tuple[float, int]
+#: what a pop that scanned a tie leaves for the next one: (the node of the tie, its tied children, their
+#: active leaves in list order, each leaf's tied child, `pushes` and the list's length after the pop)
+Tie = tuple[str, set[str], list[str], dict[str, str], int, int]
 
 
 class TreePicker:
     """QueuePicker for capacity's hierarchical queue order (see the module docstring)."""
+
+    #: pop keeps a scanned tie's leaves for the next pop (tests switch it off to compare with the reference)
+    reuse_ties = True
 
     def __init__(self, plugin: CapacityBase, queues: Iterable[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
@@ -69,6 +76,7 @@ class TreePicker:
         self.winners: dict[str, str | None] = {}
         self.priorities: Counter[int] = Counter()
         self.log_pos = len(plugin.share_log)
+        self._tie: Tie | None = None
         self._push_all(queues)
 
     def __len__(self) -> int:
@@ -78,6 +86,7 @@ class TreePicker:
     def pop(self) -> QueueInfo:
         """Remove and return the queue the reference scan would pick."""
         self._sync()
+        tie, self._tie = self._tie, None
         if self.unordered or self.non_leaves or len(self.priorities) > 1:
             items = list(self.order.values())
         else:
@@ -89,14 +98,46 @@ class TreePicker:
             # Every leaf outside the tied group is beaten by every leaf inside it, so the scan's running
             # best, once inside the group, never leaves it: scanning the group's leaves (in list order) is
             # scanning the list.
-            home = {leaf: child for child in group
-                    for leaf in ([c[1] for c in self.below[child]] if child in self.kids else [child])}
-            queue = self.order[self._scan_group(sorted(home, key=self.seq.__getitem__), home)]
+            listed, home = self._tie_leaves(node, group, tie)
+            found = self._scan_group(listed, home)
+            queue = self.order[found]
             self._deactivate(queue)
+            listed.remove(found)
+            self._tie = (node, group, listed, home, self.pushes, len(self.order))
             return queue
         queue = items[pop_best_index(items, self.compare)]
         self._deactivate(queue)
         return queue
+
+    def _homes(self, group: set[str]) -> dict[str, str]:
+        """Each active leaf under the tied `group`, with the member of the group it lies under."""
+        return {leaf: child for child in group
+                for leaf in ([c[1] for c in self.below[child]] if child in self.kids else [child])}
+
+    def _tie_leaves(self, node: str, group: set[str], tie: Tie | None) -> tuple[list[str], dict[str, str]]:
+        """The tied group's active leaves in list order, and the member each lies under: `_homes` sorted
+        by position (the reference, property-tested against this), or, when the last pop scanned a tie
+        at the same node whose group held this one and the list has only had queues pushed since
+        (allocate pushes back the queue it popped), that pop's leaves kept: those still under the
+        group, then the pushed ones under it (a push goes to the end of the list)."""
+        if tie is not None and self.reuse_ties:
+            at, held, listed, home, pushes, size = tie
+            pushed = self.pushes - pushes
+            if at == node and group <= held and len(self.order) == size + pushed:
+                if group != held:
+                    listed = [leaf for leaf in listed if home[leaf] in group]
+                if pushed:
+                    attrs = self.attrs
+                    depth = len(attrs[node].ancestors) + 1  # where `node`'s child sits on a leaf's path
+                    for leaf in list(islice(reversed(self.order), pushed))[::-1]:
+                        path = attrs[leaf].ancestors
+                        member = path[depth] if len(path) > depth else leaf
+                        if member in group:
+                            home[leaf] = member
+                            listed.append(leaf)
+                return listed, home
+        home = self._homes(group)
+        return sorted(home, key=self.seq.__getitem__), home
 
     def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
         """enqueue's pops without popping the queues that have no work (QueuePicker.drain_order).
@@ -214,11 +255,15 @@ class TreePicker:
         if not bests:
             bests.append(leaves[0])
         best = bests[-1]
+        best_home, best_cn = home[best], cn[best]
+        append = bests.append
         for leaf in leaves[len(bests):]:
-            if home[leaf] != home[best]:
-                if cn[leaf] < cn[best]:
-                    best = leaf
-                bests.append(best)
+            leaf_home = home[leaf]
+            if leaf_home != best_home:
+                leaf_cn = cn[leaf]
+                if leaf_cn < best_cn:
+                    best, best_home, best_cn = leaf, leaf_home, leaf_cn
+                append(best)
                 continue
             ax, ab = attrs[leaf].ancestors, attrs[best].ancestors
             if ax == ab:
@@ -229,9 +274,9 @@ class TreePicker:
                     i += 1
                 kx = key_of[ax[i] if i < len(ax) else leaf]
                 kb = key_of[ab[i] if i < len(ab) else best]
-            if kx < kb or (kx == kb and cn[leaf] < cn[best]):
-                best = leaf
-            bests.append(best)
+            if kx < kb or (kx == kb and cn[leaf] < best_cn):
+                best, best_cn = leaf, cn[leaf]
+            append(best)
         return best
 
     def _descend(self) -> tuple[str | None, str, set[str]]:
@@ -292,8 +337,12 @@ class TreePicker:
         if attr is None:
             return
         cn = self.cn[queue.name]
+        below = self.below
         for parent in attr.ancestors:
-            self.below.setdefault(parent, SortedList()).add(cn)
+            got = below.get(parent)
+            if got is None:  # not setdefault: that would build a SortedList at every push
+                got = below[parent] = SortedList()
+            got.add(cn)
         child = queue.name
         for parent in reversed(attr.ancestors):
             self._insert(parent, child)
