@@ -102,19 +102,13 @@ class DumpObjects:
         if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
             # kept from the last session: no task of it changed status there or since (a session that
             # places a task, even one it takes back, clears allocated_as_added), nor its phase; what a
-            # session fills in for itself is cleared, as the cache does for the jobs it keeps
+            # session records on the job is cleared, and its tasks keep what session open filled in
+            # (rows, compared columns, status at open), as the cache's kept jobs do: open clears the
+            # rows when the node table's columns are not the last session's
             ji.conditions.clear()
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
-            for ti in ji.tasks.values():
-                # a running task keeps its node-table row: session open places it and recomputes the
-                # row when the table's columns changed (framework/open_state.place_full); any other task
-                # computes its row lazily, so it must not carry one from other columns
-                if ti.status is not TaskStatus.RUNNING or not ti.node_name:
-                    ti.vec = None
-                ti.cols = ti.initial_status = ti.last_tx_status = None
-                ti.nominated_node = ""
             return ji
         ji = JobInfo(*_job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase

@@ -399,7 +399,8 @@ class Simulator(PlanFollower):
         snap.memo = self._memo
         if self.objects is not None:
             self.objects.adjust(snap, self.now, self.nodes)
-            snap.nodes_key = None  # the start state's nodes, not the cache's
+            # the start state's nodes (not the cache's), the same while the same of them are live
+            snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
         return snap
 
     def snapshot(self) -> Snapshot:
