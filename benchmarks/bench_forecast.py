@@ -9,6 +9,8 @@
   searches, `suggest(..., reference=True)`: each reservation try simulated from now and each held
   pod planned apart, the jobs to free by `freeing.choose_reference`, every check's jobs built again;
   `--start-in=S`: the forecast's answer from an earlier run, its forecast not run again);
+* (`--horizon=S`, apart) the forecast alone, once, cut at S simulated seconds: a shorter run whose
+  sessions are the whole run's first ones (300: 257 sessions of the 1,002);
 * forecast error on the Philly 30-day scenario (docs/examples/philly-30d.yaml, the trace read from
   ../shared/traces): forecasts made at 20 instants from the simulation's own state (exact runtimes),
   with and without the future arrivals, against the starts the simulation then gives.
@@ -74,7 +76,7 @@ def busy_objects(shape: dict[str, int], seed: int = 0) -> list[dict[str, Any]]:
     return objs
 
 
-def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[str, Any]:
+def measure(shape: dict[str, int], repeats: int, period: float = 1.0, horizon: float | None = None) -> dict[str, Any]:
     objs = busy_objects(shape)
     placed = {o["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for o in objs
               if o["kind"] == "Pod" and o["spec"].get("nodeName")}
@@ -91,7 +93,7 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0) -> dict[st
         prepare(snap, conf)
         state = start_state(snap, conf, NOW, period=period)
         t1 = time.perf_counter()
-        sim = forecast_simulator(state, targets=[target])
+        sim = forecast_simulator(state, targets=[target], horizon=horizon)
         sim.run()
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
@@ -283,6 +285,10 @@ if __name__ == "__main__":
         print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv,
                                           reference="--reference" in sys.argv, start_in=given)
                           for k, shape in (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
+    elif any(a.startswith("--horizon=") for a in sys.argv):
+        # the reduced shape: one forecast cut at that many simulated seconds (300: 257 sessions)
+        cut = next(float(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--horizon="))
+        print(json.dumps({k: measure(shape, 1, horizon=cut) for k, shape in SHAPES.items()}, indent=1))
     elif "--philly-only" in sys.argv:
         n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
         print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))

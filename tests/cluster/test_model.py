@@ -52,6 +52,25 @@ def test_allocated_sum_is_the_walk_before_and_after_status_changes(tasks, change
     assert job.count(VALID_STATUSES) == sum(1 for t in job.tasks.values() if t.status in VALID_STATUSES)
 
 
+@settings(max_examples=200, deadline=None)
+@given(tasks=st.lists(st.tuples(statuses, st.booleans()), max_size=8),
+       changes=st.lists(st.tuples(st.integers(0, 7), statuses), max_size=4))
+def test_releasing_with_node_is_the_walk_before_and_after_status_changes(tasks, changes) -> None:
+    job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for i, (status, on_node) in enumerate(tasks):
+        job.add_task(TaskInfo(uid=f"ns/t{i}", name=f"t{i}", namespace="ns", job="ns/j", resreq=Resource(1, 1),
+                              status=status, node_name="n0" if on_node else ""))
+
+    def walk() -> int:
+        return sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node_name)
+
+    assert job.releasing_with_node_num() == walk()
+    for i, status in changes:
+        if i < len(tasks):
+            job.set_status(job.tasks[f"ns/t{i}"], status)
+        assert job.releasing_with_node_num() == walk()
+
+
 @settings(max_examples=500, deadline=None)
 @given(names=st.lists(st.text(alphabet=st.sampled_from(list("ab-0129\n٣ -")), max_size=8), min_size=2, max_size=2),
        creations=st.lists(st.sampled_from(["", "2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"]), min_size=2,

@@ -14,6 +14,7 @@ from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
+from apportion.simulation import engine
 
 from k8s import pod, podgroup
 
@@ -57,4 +58,45 @@ def test_keeping_waiting_jobs_between_sessions_changes_no_start(case: tuple[list
         sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
         sim.run()
         runs.append(({u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions))
+    assert runs[0] == runs[1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps())
+def test_sessions_opening_over_the_last_open_change_no_start(case: tuple[list[dict[str, Any]], str | None]) -> None:
+    """The start state's nodes key lets each session open over the last one's node side (K9); the
+    reference opens every session in full (no key), as before the key."""
+    objs, conf_text = case
+    runs = []
+    for carried in (True, False):
+        snap = snap_of(objs)
+        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+        prepare(snap, conf)
+        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0)
+        if not carried:
+            keyed = sim._snapshot
+
+            def full_open(keyed: Any = keyed) -> Any:
+                s = keyed()
+                s.nodes_key = None
+                return s
+
+            sim._snapshot = full_open  # type: ignore[method-assign]
+        opened: list[bool] = []
+        real_open = engine.open_session
+
+        def spy(*a: Any, real_open: Any = real_open, opened: list[bool] = opened, **k: Any) -> Any:
+            ssn = real_open(*a, **k)
+            opened.append(ssn.open_delta is not None)
+            return ssn
+
+        engine.open_session = spy  # type: ignore[assignment]
+        try:
+            sim.run()
+        finally:
+            engine.open_session = real_open  # type: ignore[assignment]
+        # the carried run does open over the last session (the key is not ignored); the reference never
+        assert (any(opened[1:]) or len(opened) < 2) if carried else not any(opened)
+        runs.append(({u: (j.first_start, j.finish, j.phase, j.evictions) for u, j in sim.jobs.items()},
+                     sim.sessions, sim.events))
     assert runs[0] == runs[1]

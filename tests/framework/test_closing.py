@@ -11,10 +11,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.engine import _decided, dispatch, run_cache_session
-from apportion.framework.closing import CLOSE_MEMO
+from apportion.framework.closing import CLOSE_MEMO, _tasks_explained, tasks_explained_reference
 from apportion.framework.queue_status import QueueStatuses
 from apportion.plugins.capacity.ledger import LEDGER_MEMO
+from apportion.resources import Resource
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.check import state_of
@@ -169,3 +171,25 @@ def test_a_carried_close_that_differs_fails_the_self_check(monkeypatch: Any) -> 
         assert "ns/g0" in str(e)
     else:
         raise AssertionError("the self-check passed a carried close that differs from the full one")
+
+
+@settings(max_examples=300, deadline=None)
+@given(statuses=st.lists(st.sampled_from(list(TaskStatus)), max_size=8),
+       steps=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(list(TaskStatus)),
+                                st.sampled_from(list(PodGroupPhase)),
+                                st.dictionaries(st.sampled_from([f"ns/t{i}" for i in range(9)] + ["ns/j"]),
+                                                st.lists(st.sampled_from(["a", "b"]), max_size=2), max_size=4)),
+                      max_size=6))
+def test_tasks_explained_from_kept_keys_is_the_walk(statuses: list[TaskStatus], steps: list[Any]) -> None:
+    """A close's pending-task explanations read from the keys kept on the job (JobInfo.derive) are the
+    reference walk's, before and after status and phase changes, whatever is explained."""
+    job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for i, status in enumerate(statuses):
+        job.add_task(TaskInfo(uid=f"u{i}", name=f"t{i}", namespace="ns", job="ns/j", resreq=Resource(1, 1),
+                              status=status))
+    assert _tasks_explained(job, {}) == tasks_explained_reference(job, {})
+    for i, status, phase, explained in steps:
+        if i < len(statuses):
+            job.set_status(job.tasks[f"u{i}"], status)
+        job.phase = phase
+        assert _tasks_explained(job, explained) == tasks_explained_reference(job, explained)

@@ -383,6 +383,8 @@ class JobInfo:
 
     def releasing_with_node_num(self) -> int:
         """Releasing tasks that still hold a node."""
+        if not self.counts.get(TaskStatus.RELEASING):
+            return 0  # asked of every job at every close: most have no releasing task to look for
         return sum(1 for t in self.tasks.values() if t.status is TaskStatus.RELEASING and t.node_name)
 
     def is_pending(self) -> bool:

@@ -173,7 +173,9 @@ def _with_request(t: TaskInfo, req: Resource) -> TaskInfo:
     for n in req.names():
         if n != PODS:
             new.set(n, req.get(n))
-    return replace(t, resreq=new, kube_requests=None, predicate_key=None,
+    # a row and compared columns made for the old request must not follow the task
+    return replace(t, resreq=new, kube_requests=None, predicate_key=None, vec=None, cols=None,
+                   initial_status=None, last_tx_status=None, nominated_node="",
                    nonzero_cpu=new.cpu or t.nonzero_cpu, nonzero_memory=new.memory or t.nonzero_memory)
 
 

@@ -76,6 +76,8 @@ class DumpObjects:
         #: changes to the sessions' objects from an instant on (seconds after the state's instant):
         #: a booked reservation as the plan follower would publish it (forecast/reserve.py)
         self.bookings = sorted(bookings, key=lambda b: b[0])
+        #: the live nodes' names and the NodeInfo objects last built for them
+        self._nodes: tuple[tuple[str, ...], list[NodeInfo]] | None = None
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -84,8 +86,18 @@ class DumpObjects:
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
         """The dump's nodes in its order, other schedulers' pods, and the bookings in force."""
         order = [n for n in self.node_order if n.name in live_nodes]
-        snap.nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels, taints=n.taints,
-                               unschedulable=n.unschedulable) for i, n in enumerate(order)]
+        names = tuple(n.name for n in order)
+        held = self._nodes
+        if held is not None and held[0] == names:
+            # the last session's NodeInfo objects with empty task maps, as the cache hands its nodes
+            # out again: a session changes nothing else on them (session open fills the task maps)
+            for node in held[1]:
+                node.tasks = {}
+            snap.nodes = list(held[1])
+        else:
+            snap.nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
+                                   taints=n.taints, unschedulable=n.unschedulable) for i, n in enumerate(order)]
+            self._nodes = (names, snap.nodes)
         snap.orphan_tasks = [_fresh_task(t, t.status, t.node_name) for t in self.orphans]
         for at, patch in self.bookings:
             if now >= self.t0 + at - 1e-9:
@@ -102,19 +114,13 @@ class DumpObjects:
         if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
             # kept from the last session: no task of it changed status there or since (a session that
             # places a task, even one it takes back, clears allocated_as_added), nor its phase; what a
-            # session fills in for itself is cleared, as the cache does for the jobs it keeps
+            # session records on the job is cleared, and its tasks keep what session open filled in
+            # (rows, compared columns, status at open), as the cache's kept jobs do: open clears the
+            # rows when the node table's columns are not the last session's
             ji.conditions.clear()
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
-            for ti in ji.tasks.values():
-                # a running task keeps its node-table row: session open places it and recomputes the
-                # row when the table's columns changed (framework/open_state.place_full); any other task
-                # computes its row lazily, so it must not carry one from other columns
-                if ti.status is not TaskStatus.RUNNING or not ti.node_name:
-                    ti.vec = None
-                ti.cols = ti.initial_status = ti.last_tx_status = None
-                ti.nominated_node = ""
             return ji
         ji = JobInfo(*_job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase

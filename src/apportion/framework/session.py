@@ -104,6 +104,7 @@ class Session(NodeChoice):
         #: per point, the (tier, option, fn) list dispatchers walk; rebuilt when a plugin registers.
         self._dispatch: dict[str, list[tuple[int, PluginOption, Fn]]] = {}
         self.event_handlers: list[EventHandler] = []
+        #: per task uid, what PrePredicate hooks left for that task's simulations (made on first write)
         self.cycle_states: dict[str, dict[str, Any]] = {}
         self.binds: dict[str, str] = {}
         self.evictions: set[str] = set()
@@ -141,13 +142,9 @@ class Session(NodeChoice):
                 self.plugins.append((opt, plugin))
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
-        for job in self.jobs.values():
-            # most jobs have no pending task: their validity cannot matter here
-            if not job.counts.get(TaskStatus.PENDING) or not self.job_valid(job)[0]:
-                continue
-            for t in job.tasks.values():
-                if t.status is TaskStatus.PENDING and not t.gated:
-                    self.cycle_states[t.uid] = {}
+        # Volcano gives every pending task of a valid job an empty cycle state here. Readers take a
+        # missing one as empty (`get(uid, {})`, read only) and writers `setdefault` it, so they are made
+        # when first written instead: filling them in cost a pass over every waiting task per session.
 
     # ================================================================= event handlers
     def add_event_handler(self, handler: EventHandler) -> None:

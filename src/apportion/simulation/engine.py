@@ -363,19 +363,25 @@ class Simulator(PlanFollower):
             snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
         # a running task's start on the session's clock (Session.now), as the model asks a simulator to
         # give it; a kept job has it from the session it was built for
-        # (a job the cache handed out again is the object this loop already visited: its tasks' statuses
-        # are those it was built with, so it has nothing left to fill in; a start state's objects build
-        # their jobs themselves, so those are all visited)
+        # (a job handed out again, by the cache or by a start state's objects, is the object this loop
+        # already visited: its tasks' statuses are those it was built with, so it has nothing left to
+        # fill in)
         by_key = self.task_by_key
-        last = self._last_jobs if self.objects is None else {}
+        last = self._last_jobs
+        checking = check.enabled()
         for uid, ji in snap.jobs.items():
-            if last.get(uid) is ji:
+            kept = last.get(uid) is ji
+            if kept and not checking:
                 continue
             for t in ji.tasks.values():
                 if t.status is TaskStatus.RUNNING and t.started_at is None:
                     hit = by_key.get(t.key)
-                    if hit is not None:
-                        t.started_at = hit[1].start
+                    if hit is None or hit[1].start is None:
+                        continue
+                    if kept:
+                        raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
+                                                    "again has no start")
+                    t.started_at = hit[1].start
         self._last_jobs = snap.jobs
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
@@ -399,7 +405,8 @@ class Simulator(PlanFollower):
         snap.memo = self._memo
         if self.objects is not None:
             self.objects.adjust(snap, self.now, self.nodes)
-            snap.nodes_key = None  # the start state's nodes, not the cache's
+            # the start state's nodes (not the cache's), the same while the same of them are live
+            snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
         return snap
 
     def snapshot(self) -> Snapshot:
