@@ -349,6 +349,8 @@ class Service:
         from apportion.engine import run_cache_session
 
         result = run_cache_session(self.live.cache, self.confs.file_conf())
+        if result.session is not None:
+            result.session.release()  # kept by the cache: no cycle left to freeze (loop.schedule)
         cluster = Resource()
         for _, node in self.live.cache.records.nodes.values():
             cluster.add(node.allocatable)
