@@ -264,10 +264,15 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         "tick_cpu_ms_p50": _pct(tick_cpu, 0.5), "tick_cpu_ms_max": _pct(tick_cpu, 1.0),
         "writer_jobs_per_batch": round((status["writer"]["jobs"] - status0["writer"]["jobs"]) / batches, 1)
         if batches else None,
-        # the cycle collector's full collections during the run (each stalls every request; not
-        # reported by servers before issue 18's fourth session)
+        # the cycle collector during the run: Python's full collections (since issue 18's fourth
+        # session they scan only what is not frozen), those over the whole heap (each stalls every
+        # request), and the longest pause of any collection (sixth session on); None where the
+        # server does not report it
         "full_collections": status["gc"]["fullCollections"] - status0["gc"]["fullCollections"]
         if "gc" in status else None,
+        "heap_collections": status["gc"]["scheduledFullCollections"] - status0["gc"]["scheduledFullCollections"]
+        if "gc" in status else None,
+        "gc_max_pause_ms": status["gc"].get("maxPauseMs") if "gc" in status else None,
         "loadavg_1m": [round(load_before, 2), round(load_after, 2)]})
     if mode == "open":
         out["submit_request_p50_ms"] = _pct(submit_lat, 0.5)

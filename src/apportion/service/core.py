@@ -142,7 +142,7 @@ class Service:
         self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError))
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
         #: the cycle collector's schedule while the server runs (started by the app's lifespan)
-        self.collector = Collector()
+        self.collector = Collector(lambda: self.writer.jobs_run)
 
     # -- loading and recovery -------------------------------------------------------------------
     def _load(self) -> None:
