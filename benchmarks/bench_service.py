@@ -273,6 +273,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         "heap_collections": status["gc"]["scheduledFullCollections"] - status0["gc"]["scheduledFullCollections"]
         if "gc" in status else None,
         "gc_max_pause_ms": status["gc"].get("maxPauseMs") if "gc" in status else None,
+        "gc_max_pause_cpu_ms": status["gc"].get("maxPauseCpuMs") if "gc" in status else None,
         "loadavg_1m": [round(load_before, 2), round(load_after, 2)]})
     if mode == "open":
         out["submit_request_p50_ms"] = _pct(submit_lat, 0.5)

@@ -113,7 +113,7 @@ async def status(request: Request) -> Response:
     last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed and
     jobs run in them; and the cycle collector: full collections (Python's own, which scan only what is
     not frozen, and those of the server's schedule, over everything), and the longest collection's
-    pause and all of them summed (ms)."""
+    pause (wall and CPU time) and all of them summed (ms)."""
     svc = _svc(request)
     loop = svc.loop
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
@@ -123,6 +123,7 @@ async def status(request: Request) -> Response:
                                "gc": {"fullCollections": gc.get_stats()[2]["collections"],
                                       "scheduledFullCollections": svc.collector.full_collections,
                                       "maxPauseMs": round(svc.collector.max_pause_ms, 1),
+                                      "maxPauseCpuMs": round(svc.collector.max_pause_cpu_ms, 1),
                                       "pauseMs": round(svc.collector.pause_ms, 1)}})
 
 

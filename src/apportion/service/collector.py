@@ -1,7 +1,7 @@
 """The cycle collector's schedule in a long-running server.
 
 Python's full collections scan every tracked object, and the server holds hundreds of thousands
-(each reservation's step function alone is some forty): with the plan growing by hundreds of
+(each reservation is some fifty): with the plan growing by hundreds of
 reservations a second, a full collection over them stalls every request for 0.2-0.5 s. What the
 server keeps is not cyclic (the plans, the stored objects and the live cache are trees of
 containers; the one cycle, a finished session the cache keeps until the next one, is broken by
@@ -61,13 +61,15 @@ class Collector:
         self.frozen = 0
         #: full collections over the frozen objects run (the status reports it)
         self.full_collections = 0
-        #: every collection's pause, Python's own included (ms): the longest, and their sum
+        #: every collection's pause, Python's own included (ms): the longest, their sum, and the
+        #: longest in CPU time (the collecting thread's, which other processes do not inflate)
         self.max_pause_ms = 0.0
         self.pause_ms = 0.0
+        self.max_pause_cpu_ms = 0.0
         self.running = False
         self._jobs_seen = 0
         self._last_full = 0.0
-        self._started_at = 0.0
+        self._started_at = self._started_cpu = 0.0
 
     def start(self) -> None:
         """Once the state is loaded: collect, then freeze everything (modules, app, plans)."""
@@ -101,11 +103,12 @@ class Collector:
 
     def _timed(self, phase: str, _info: dict[str, int]) -> None:
         if phase == "start":
-            self._started_at = time.perf_counter()
+            self._started_at, self._started_cpu = time.perf_counter(), time.thread_time()
         else:
             ms = (time.perf_counter() - self._started_at) * 1000
             self.pause_ms += ms
             self.max_pause_ms = max(self.max_pause_ms, ms)
+            self.max_pause_cpu_ms = max(self.max_pause_cpu_ms, (time.thread_time() - self._started_cpu) * 1000)
 
     def audit(self) -> Counter[str]:
         """The frozen objects that became cyclic garbage (what only a full collection over everything
