@@ -105,6 +105,26 @@ def test_the_whole_heap_is_collected_once_grown_and_only_when_idle_or_after_the_
     assert gc.get_freeze_count() == 0
 
 
+def test_objects_frozen_then_freed_by_reference_counting_do_not_make_a_collection_due(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(collector_module, "GROWTH", 0.01)
+    clock = _Clock()
+    c = Collector(clock.writer_jobs, clock.time)
+    try:
+        c.start()
+        base = c.alive_after_full
+        churn = [[k] for k in range(base // 50 + 10)]
+        clock.jobs += 100
+        c.settle()
+        assert c.frozen > base * 1.01
+        del churn  # freed by reference counting, though frozen
+        clock.jobs += collector_module.TICK_JOBS
+        c.settle()  # idle and the count says grown: counted again, it has not
+        assert c.full_collections == 0 and c.frozen == gc.get_freeze_count() < base * 1.01
+    finally:
+        c.stop()
+
+
 def test_a_collector_not_started_changes_nothing() -> None:
     c = Collector()
     c.settle()
