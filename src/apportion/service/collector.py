@@ -1,12 +1,12 @@
 """The cycle collector's schedule in a long-running server.
 
 Python's full collections scan every tracked object, and the server holds hundreds of thousands
-(each reservation is some fifty): with the plan growing by hundreds of
-reservations a second, a full collection over them stalls every request for 0.2-0.5 s. What the
-server keeps is not cyclic (the plans, the stored objects and the live cache are trees of
-containers; the one cycle, a finished session the cache keeps until the next one, is broken by
-`Session.release` in the loop, and tests/service/test_svc_collector.py checks every write path), so
-what it drops is freed by reference counting. Between two ticks the server therefore collects what
+(each reservation is some fifty): with the plan growing by hundreds of reservations a second, a full
+collection over them stalls every request for 0.2-0.5 s. What the server keeps is not cyclic (the
+plans, the stored objects and the live cache are trees of containers; the one cycle, a finished
+session the cache keeps until the next one, is broken by `Session.release` in the loop; the service
+tests audit the write paths: submit, update, delete, apply, the ticks, over HTTP too), so what it
+drops is freed by reference counting. Between two ticks the server therefore collects what
 it made since the last tick (a full collection over the objects not yet frozen: a tick's worth, so
 the cyclic garbage made meanwhile is freed before it could be frozen) and freezes everything alive
 out of later collections (`gc.freeze`). Python's own collections then scan only what is younger than
@@ -14,7 +14,8 @@ the last tick.
 
 The full collection over the frozen objects too is kept as a safety net, for cycles some path not
 covered by the tests might leave behind after they were frozen: it runs once the objects frozen
-since the last one number at least `GROWTH` times those it left alive, and only when the writer ran
+since the last one number at least `GROWTH` times those it left alive (counted exactly before it
+runs), and only when the writer ran
 nothing but the tick since the last settle (no request was waiting for it), or when `MAX_INTERVAL`
 seconds passed. The measurements are in benchmarks/README.md (issue 18, fourth and sixth sessions).
 """
