@@ -264,10 +264,16 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         "tick_cpu_ms_p50": _pct(tick_cpu, 0.5), "tick_cpu_ms_max": _pct(tick_cpu, 1.0),
         "writer_jobs_per_batch": round((status["writer"]["jobs"] - status0["writer"]["jobs"]) / batches, 1)
         if batches else None,
-        # the cycle collector's full collections during the run (each stalls every request; not
-        # reported by servers before issue 18's fourth session)
+        # the cycle collector during the run: Python's full collections (since issue 18's fourth
+        # session they scan only what is not frozen), those over the whole heap (each stalls every
+        # request), and the longest pause of any collection (sixth session on); None where the
+        # server does not report it
         "full_collections": status["gc"]["fullCollections"] - status0["gc"]["fullCollections"]
         if "gc" in status else None,
+        "heap_collections": status["gc"]["scheduledFullCollections"] - status0["gc"]["scheduledFullCollections"]
+        if "gc" in status else None,
+        "gc_max_pause_ms": status["gc"].get("maxPauseMs") if "gc" in status else None,
+        "gc_max_pause_cpu_ms": status["gc"].get("maxPauseCpuMs") if "gc" in status else None,
         "loadavg_1m": [round(load_before, 2), round(load_after, 2)]})
     if mode == "open":
         out["submit_request_p50_ms"] = _pct(submit_lat, 0.5)
@@ -313,7 +319,8 @@ def run_loop(nodes: int = 1000, pods: int = 10_000, seconds: float = 30.0) -> di
                 # the first ticks bind the backlog (thousands of pods at once): measure after them
                 while c.get("/api/v1/status").json()["ticks"] < 2:
                     time.sleep(0.5)
-                ticks0 = c.get("/api/v1/status").json()["ticks"]
+                status0 = c.get("/api/v1/status").json()
+                ticks0 = status0["ticks"]
                 cpu0 = _cpu_s(server.proc.pid)
                 t0 = time.monotonic()
                 # each tick's duration (wall, ms) as /api/v1/status reports the last one, polled
@@ -339,6 +346,12 @@ def run_loop(nodes: int = 1000, pods: int = 10_000, seconds: float = 30.0) -> di
             "tick_cpu_ms_max": _pct(sorted(c / 1000 for _, c in seen.values()), 1.0),
             # the server does nothing else meanwhile: its CPU per tick is the tick's cost on an idle core
             "server_cpu_s_per_tick": round(cpu / ticks, 2) if ticks else None, "server_cpu_share": round(cpu / wall, 2),
+            # the cycle collector's collections over the whole heap during the run, and the longest
+            # pause of any collection since the server started (wall, CPU), where the server reports them
+            "heap_collections": status["gc"]["scheduledFullCollections"] - status0["gc"]["scheduledFullCollections"]
+            if "gc" in status else None,
+            "gc_max_pause_ms": status.get("gc", {}).get("maxPauseMs"),
+            "gc_max_pause_cpu_ms": status.get("gc", {}).get("maxPauseCpuMs"),
             "loadavg_1m": [round(load_before, 2), round(load_after, 2)]}
 
 

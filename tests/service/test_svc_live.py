@@ -50,6 +50,8 @@ def test_cache_follows_every_change_and_routes_reservations(tmp_path: Path) -> N
         svc.loop.tick()
         svc.loop.tick()
         check_cache(svc.live.cache)
+        check_cache(svc.live.cache, reparse=True)  # the followers' queues came with their records
+        assert svc.live.cache.supplied["Queue"] >= {rid}
         assert svc.live.cache.get("PodGroup", "t/inres")["spec"]["queue"] == rid
         assert svc.live.cache.get("PodGroup", "t/plain")["spec"]["queue"] == "dedicated-default"
         assert svc.live.cache.get("PodGroup", "t/late") is None and svc.live.cache.get("Pod", "t/late-0") is None

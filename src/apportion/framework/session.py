@@ -281,8 +281,11 @@ class Session(NodeChoice):
         objects have been promoted to the oldest generation, where a caller that runs thousands of
         sessions pays for them in full collections (benchmarks/README.md). After `release` the session's
         results (binds, evictions, jobs, events, explanations) are still readable; nothing that
-        consults a plugin works any more.
+        consults a plugin works any more. Releasing a released session does nothing (a session given
+        again by `engine.run_cache_session` is released by each caller that reads it).
         """
+        if not hasattr(self, "placement"):
+            return
         self.plugins = []
         self.fns = {p: {} for p in self.fns}
         self._dispatch = {}

@@ -111,8 +111,9 @@ async def snapshot(request: Request) -> Response:
 async def status(request: Request) -> Response:
     """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration and the
     last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed and
-    jobs run in them; and the cycle collector: full collections (Python's own, and those the server's
-    schedule ran)."""
+    jobs run in them; and the cycle collector: full collections (Python's own, which scan only what is
+    not frozen, and those of the server's schedule, over everything), and the longest collection's
+    pause (wall and CPU time) and all of them summed (ms)."""
     svc = _svc(request)
     loop = svc.loop
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
@@ -120,7 +121,10 @@ async def status(request: Request) -> Response:
                                "lastTickCpuMs": loop.last_tick_cpu_ms,
                                "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run},
                                "gc": {"fullCollections": gc.get_stats()[2]["collections"],
-                                      "scheduledFullCollections": svc.collector.full_collections}})
+                                      "scheduledFullCollections": svc.collector.full_collections,
+                                      "maxPauseMs": round(svc.collector.max_pause_ms, 1),
+                                      "maxPauseCpuMs": round(svc.collector.max_pause_cpu_ms, 1),
+                                      "pauseMs": round(svc.collector.pause_ms, 1)}})
 
 
 # -- reservations (read-only here; YARN's endpoints write them) --------------------------------------

@@ -142,7 +142,7 @@ class Service:
         self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError))
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
         #: the cycle collector's schedule while the server runs (started by the app's lifespan)
-        self.collector = Collector()
+        self.collector = Collector(lambda: self.writer.jobs_run)
 
     # -- loading and recovery -------------------------------------------------------------------
     def _load(self) -> None:
@@ -349,6 +349,8 @@ class Service:
         from apportion.engine import run_cache_session
 
         result = run_cache_session(self.live.cache, self.confs.file_conf())
+        if result.session is not None:
+            result.session.release()  # kept by the cache: no cycle left to freeze (loop.schedule)
         cluster = Resource()
         for _, node in self.live.cache.records.nodes.values():
             cluster.add(node.allocatable)

@@ -21,6 +21,9 @@ import copy
 import logging
 from typing import Any
 
+from apportion.cluster.model import QueueInfo
+from apportion.kube.fields import Fields
+from apportion.kube.objects import parse_queue
 from apportion.reservation.follower import FollowerState
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
@@ -44,6 +47,46 @@ def _order(key: ObjectKey) -> tuple[int, ObjectKey]:
     return (KIND_ORDER.index(key[0]), key)
 
 
+class QueueRecords:
+    """The records of the followers' queue objects, each spec parsed once.
+
+    A tick adds a queue per reservation that starts (hundreds a second at the benchmark's rate), and
+    parsing each object the publisher made back into its QueueInfo was most of the tick's publish
+    part. The reservations' queues differ mostly by name only: an object of the publisher's shape
+    (kind, a name, a spec; nothing else) whose spec was parsed before gets that record with its own
+    name and its own copies of the mutable fields. `parse_queue` is the reference (a property test
+    compares them; `APPORTION_CHECK_STATE`'s reparse too)."""
+
+    #: distinct specs kept (then forgotten all at once): a plan's reservations share a few
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._by_spec: dict[str, QueueInfo] = {}
+
+    def record(self, obj: dict[str, Any], where: str) -> QueueInfo:
+        """What `parse_queue` gives for the object (raises as it does)."""
+        meta, spec = obj.get("metadata"), obj.get("spec")
+        if not (len(obj) == 3 and isinstance(meta, dict) and len(meta) == 1 and isinstance(spec, dict)):
+            return parse_queue(Fields(obj, where))
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return parse_queue(Fields(obj, where))
+        key = repr(spec)
+        held = self._by_spec.get(key)
+        if held is None:
+            held = parse_queue(Fields(obj, where))
+            if len(self._by_spec) >= self.LIMIT:
+                self._by_spec.clear()
+            self._by_spec[key] = held
+        # the cache gets a copy: what it holds is never the memo's
+        return QueueInfo(name=name, weight=held.weight, capability=held.capability.clone(),
+                         deserved=held.deserved.clone(), guarantee=held.guarantee.clone(),
+                         capability_set=held.capability_set, deserved_set=held.deserved_set,
+                         parent=held.parent, reclaimable=held.reclaimable, priority=held.priority,
+                         state=held.state, creation=held.creation, annotations={},
+                         capability_names=held.capability_names)
+
+
 class LiveView:
     """The cache, and how stored objects and follower states become its events."""
 
@@ -58,6 +101,7 @@ class LiveView:
         self.generated: set[str] = set()
         #: podgroup `ns/name` -> why it is left out (its reservation is not active)
         self.hidden: dict[str, str] = {}
+        self.queue_records = QueueRecords()
         #: every stored podgroup of a reservable queue -> the reservation it names (or None)
         self.groups: dict[ObjectKey, str | None] = {}
         #: bumped by every `load` (a fresh cache holds none of the followers' queues)
@@ -95,13 +139,17 @@ class LiveView:
         return obj
 
     # -- events ------------------------------------------------------------------------------------
-    def _sync(self, kind: str, ckey: str, desired: dict[str, Any] | None, where: str) -> None:
+    def _sync(self, kind: str, ckey: str, desired: dict[str, Any] | None, where: str,
+              records: QueueRecords | None = None) -> None:
         cur = self.cache.get(kind, ckey)
         if desired is None:
             if cur is not None:
                 self.cache.apply(WatchEvent(DELETED, cur, where))
         elif cur is None:
-            self.cache.apply(WatchEvent(ADDED, desired, where))
+            # a new queue of the followers comes with its record (a changed one is parsed: the cache
+            # then keeps its record when only what the record ignores changed)
+            record = records.record(desired, where) if records is not None else None
+            self.cache.apply(WatchEvent(ADDED, desired, where, record))
         elif cur != desired:
             self.cache.apply(WatchEvent(MODIFIED, desired, where))
 
@@ -159,7 +207,7 @@ class LiveView:
         made = sorted((n, q) for n, q in changed.items() if q is not None)
         for name, q in made:
             if held("Queue", name) is not q:
-                self._sync("Queue", name, q, f"plan follower: {name}")
+                self._sync("Queue", name, q, f"plan follower: {name}", self.queue_records)
         self.generated.difference_update(gone)
         self.generated.update(n for n, _ in made)
         if flipped is None:

@@ -311,6 +311,11 @@ class SchedulingLoop:
         file_conf, conf = svc.confs.effective(svc.objects.objects)
         svc.live.set_hierarchical(hierarchical(conf), svc.objects.objects)
         result = run_cache_session(svc.live.cache, file_conf)
+        if result.session is not None:
+            # the cache keeps the session until the next one: released, it is no reference cycle, so
+            # when it goes it is freed by reference counting even once the server froze it out of the
+            # cycle collections (collector.py); nothing here consults its plugins
+            result.session.release()
         backend = (self.backend.decisions(svc.objects.objects, now) if self.backend is not None
                    else ObjectBackend(svc.objects.objects, now))
         dispatch(result, backend, backend, backend)
@@ -342,29 +347,34 @@ class SchedulingLoop:
         svc.metrics.session(result, took, svc.reservations.plans, now)
 
     async def run_forever(self) -> None:
-        """Tick every period until cancelled. A failing tick is logged as one line once per distinct
-        error (the same error every period is one cause, not news; its traceback goes to the debug
-        log), kept in `last_error`, and the loop goes on."""
+        """Tick every period until cancelled (`run_tick`)."""
         while True:
             started = time.monotonic()
-            try:
-                # three writer jobs, so that requests waiting meanwhile run between the parts instead of
-                # after the whole tick; with a real backend a tick starts tasks and must never run twice,
-                # so it is not grouped with other jobs
-                alone = self.backend is not None
-                followed = await self.svc.writer.run(self.follow, alone=alone)
-                followed = await self.svc.writer.run(functools.partial(self.publish, followed), alone=alone)
-                await self.svc.writer.run(functools.partial(self.schedule, followed), alone=alone)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
-                self.failed(e)
-            else:
-                if self.last_error is not None:
-                    log.warning("scheduling ticks succeed again")
-                    self.last_error = None
-            self.between_ticks()
+            await self.run_tick()
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))
+
+    async def run_tick(self) -> None:
+        """One tick as the server runs it: its three parts as writer jobs, then `between_ticks`. A
+        failing tick is logged as one line once per distinct error (the same error every period is one
+        cause, not news; its traceback goes to the debug log), kept in `last_error`, and the loop goes
+        on."""
+        try:
+            # three writer jobs, so that requests waiting meanwhile run between the parts instead of
+            # after the whole tick; with a real backend a tick starts tasks and must never run twice,
+            # so it is not grouped with other jobs
+            alone = self.backend is not None
+            followed = await self.svc.writer.run(self.follow, alone=alone)
+            followed = await self.svc.writer.run(functools.partial(self.publish, followed), alone=alone)
+            await self.svc.writer.run(functools.partial(self.schedule, followed), alone=alone)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
+            self.failed(e)
+        else:
+            if self.last_error is not None:
+                log.warning("scheduling ticks succeed again")
+                self.last_error = None
+        self.between_ticks()
 
     def failed(self, e: Exception) -> None:
         """Record a failed tick: logged (one line) only when it is not the error of the tick before."""
