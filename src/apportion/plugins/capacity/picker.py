@@ -35,8 +35,8 @@ from sortedcontainers import SortedList
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
-from apportion.plugins.capacity.drain_group import FlatGroup
 from apportion.framework.queue_picker import pop_best_index
+from apportion.plugins.capacity.drain_group import FlatGroup
 
 if TYPE_CHECKING:
     from apportion.plugins.capacity.attrs import QueueAttr
