@@ -457,3 +457,54 @@ def test_wide_ties_reach_flat_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     case = (objs, list(range(6))[::-1], work)
     assert _drained(case, True, monkeypatch) == _scanned(case)
     assert seen == [6]
+
+
+def _drained_by(case: tuple[list[dict], list[int], dict[str, int]], subset: bool) -> list[str] | None:
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+
+    from k8s import session
+    objs, order, work = case
+    ssn = session(objs, parse_conf(CONF))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    names = [n for n in sorted(work) if n in ssn.queues]
+    queues = [ssn.queues[names[i]] for i in order if i < len(names)]
+    left = dict(work)
+    picker = (DrainPicker(plugin, queues, ssn.queue_compare) if subset
+              else capacity_picker.TreePicker(plugin, queues, ssn.queue_compare))
+    steps = picker.drain_order(lambda n: left[n] > 0)
+    if steps is None:
+        return None
+    out = []
+    for q in steps:
+        left[q.name] -= 1
+        out.append(q.name)
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(wide_ties(), backlogs()))
+def test_drain_over_the_reachable_leaves_as_over_every_queue(case: tuple[list[dict], list[int], dict[str, int]]) -> None:
+    """The tree picker built over the leaves a drain reads (drain_subset.DrainPicker: root's open
+    groups whole, elsewhere the leaves with work) drains as the picker over every queue given."""
+    assert _drained_by(case, True) == _drained_by(case, False)
+
+
+def test_the_reachable_leaves_leave_out_idle_leaves_outside_open_groups() -> None:
+    """A parent tied with no other keeps only its leaves with work; a tied pair with work in both
+    is kept whole (every leaf takes part in its scan)."""
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+
+    from k8s import session
+    objs: list[dict] = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+    for p, des in enumerate(["16", "16", "8"]):
+        objs.append(queue(f"p{p}", parent="root", deserved={"cpu": des}))
+        for c in range(3):
+            objs.append(queue(f"q{c}p{p}", parent=f"p{p}", deserved={"cpu": "2"}))
+    objs += [podgroup("r0", queue="q0p2", phase="Running"), pod("r0-0", "r0", cpu=4, node_name="n0")]
+    ssn = session(objs, parse_conf(CONF))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    queues = [ssn.queues[f"q{c}p{p}"] for p in range(3) for c in range(3)]
+    work = {"q0p0", "q1p1", "q2p2"}
+    reach = DrainPicker(plugin, queues, ssn.queue_compare)._reach(lambda n: n in work)
+    assert reach is not None
+    assert [q.name for q in reach] == ["q0p0", "q1p0", "q2p0", "q0p1", "q1p1", "q2p1", "q2p2"]
