@@ -348,3 +348,163 @@ def test_drain_order_works_through_a_backlog_as_the_scan_pops(case: tuple[list[d
         left[q.name] -= 1
         fast.append(q.name)
     assert fast == ref
+
+
+@st.composite
+def wide_ties(draw: Any) -> tuple[list[dict], list[int], dict[str, int]]:
+    """Parents tied on the same running use over many leaves each (up to ten, names interleaved
+    across parents, some with a running pod of their own so that leaf keys differ), a leaf of root
+    tied with them at times, per leaf 0-3 jobs and the leaves listed in any order: the long open
+    groups of the simulation benchmark, where drain_order works on the group's own lists."""
+    objs: list[dict] = [node("n0", cpu=256, memory="1Ti"), queue("root")]
+    parents = draw(st.integers(2, 4))
+    leaves: list[str] = []
+    g = 0
+    for p in range(parents):
+        objs.append(queue(f"p{p}", parent="root", deserved={"cpu": "16"}))
+        carried = False
+        for c in range(draw(st.integers(1, 10))):
+            name = f"q{draw(st.integers(0, 99)):02d}{c}p{p}"
+            cdes = draw(st.sampled_from([None, "2", "4"]))
+            objs.append(queue(name, parent=f"p{p}", **({"deserved": {"cpu": cdes}} if cdes else {})))
+            leaves.append(name)
+            if not carried or draw(st.integers(0, 3)) == 0:
+                # each parent runs 2 cpu in all (tied at the root); which leaves carry it varies
+                cpu = 2 if not carried else 0
+                carried = True
+                if cpu:
+                    objs += [podgroup(f"r{g}", queue=name, phase="Running"),
+                             pod(f"r{g}-0", f"r{g}", cpu=cpu, node_name="n0")]
+                    g += 1
+    if draw(st.booleans()):
+        objs.append(queue("solo", parent="root", deserved={"cpu": "16"}))
+        objs += [podgroup(f"r{g}", queue="solo", phase="Running"), pod(f"r{g}-0", f"r{g}", cpu=2, node_name="n0")]
+        leaves.append("solo")
+    work = {name: draw(st.integers(0, 3)) for name in leaves}
+    order = draw(st.permutations(range(len(leaves))))
+    return objs, order, work
+
+
+def _drained(case: tuple[list[dict], list[int], dict[str, int]], flat: bool,
+             monkeypatch: pytest.MonkeyPatch) -> list[str] | None:
+    from k8s import session
+    objs, order, work = case
+    monkeypatch.setattr(capacity_picker.TreePicker, "flat_groups", flat)
+    ssn = session(objs, parse_conf(CONF))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    names = [n for n in sorted(work) if n in ssn.queues]
+    queues = [ssn.queues[names[i]] for i in order if i < len(names)]
+    left = dict(work)
+    steps = capacity_picker.TreePicker(plugin, queues, ssn.queue_compare).drain_order(lambda n: left[n] > 0)
+    if steps is None:
+        return None
+    out = []
+    for q in steps:
+        left[q.name] -= 1
+        out.append(q.name)
+    return out
+
+
+def _scanned(case: tuple[list[dict], list[int], dict[str, int]]) -> list[str]:
+    from k8s import session
+    objs, order, work = case
+    ssn = session(objs, parse_conf(CONF))
+    names = [n for n in sorted(work) if n in ssn.queues]
+    scan = ScanPicker([ssn.queues[names[i]] for i in order if i < len(names)], ssn.queue_compare)
+    ref, left = [], dict(work)
+    while any(left[q.name] for q in scan.items) and len(scan):
+        q = scan.pop()
+        if not left[q.name]:
+            continue
+        left[q.name] -= 1
+        ref.append(q.name)
+        scan.push(q)
+    return ref
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(case=st.one_of(wide_ties(), backlogs()))
+def test_flat_groups_drain_as_the_pickers_loop_and_the_scan(case: tuple[list[dict], list[int], dict[str, int]],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """drain_order on an open group's own lists (drain_group.FlatGroup) gives the picker's own loop's
+    steps, and both the reference scan's pops that find work."""
+    fast = _drained(case, True, monkeypatch)
+    slow = _drained(case, False, monkeypatch)
+    assert fast == slow
+    if fast is not None:
+        assert fast == _scanned(case)
+
+
+def test_wide_ties_reach_flat_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property test above exercises the group lists: a tie of two parents over interleaved leaves
+    with work in both is drained through FlatGroup, several leaves at a time."""
+    from apportion.plugins.capacity import drain_group
+    seen: list[int] = []
+    real = drain_group.FlatGroup.steps
+
+    def spy(self: Any, *args: Any) -> Any:
+        seen.append(len(self.home))
+        return real(self, *args)
+
+    monkeypatch.setattr(drain_group.FlatGroup, "steps", spy)
+    objs: list[dict] = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+    for p in range(2):
+        objs.append(queue(f"p{p}", parent="root", deserved={"cpu": "16"}))
+        for c in range(3):
+            objs.append(queue(f"q{c}p{p}", parent=f"p{p}", deserved={"cpu": str(2 + c)}))
+    work = {f"q{c}p{p}": 1 + (c + p) % 2 for c in range(3) for p in range(2)}
+    case = (objs, list(range(6))[::-1], work)
+    assert _drained(case, True, monkeypatch) == _scanned(case)
+    assert seen == [6]
+
+
+def _drained_by(case: tuple[list[dict], list[int], dict[str, int]], subset: bool) -> list[str] | None:
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+
+    from k8s import session
+    objs, order, work = case
+    ssn = session(objs, parse_conf(CONF))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    names = [n for n in sorted(work) if n in ssn.queues]
+    queues = [ssn.queues[names[i]] for i in order if i < len(names)]
+    left = dict(work)
+    picker = (DrainPicker(plugin, queues, ssn.queue_compare) if subset
+              else capacity_picker.TreePicker(plugin, queues, ssn.queue_compare))
+    steps = picker.drain_order(lambda n: left[n] > 0)
+    if steps is None:
+        return None
+    out = []
+    for q in steps:
+        left[q.name] -= 1
+        out.append(q.name)
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(wide_ties(), backlogs()))
+def test_drain_over_the_reachable_leaves_as_over_every_queue(case: tuple[list[dict], list[int], dict[str, int]]) -> None:
+    """The tree picker built over the leaves a drain reads (drain_subset.DrainPicker: root's open
+    groups whole, elsewhere the leaves with work) drains as the picker over every queue given."""
+    assert _drained_by(case, True) == _drained_by(case, False)
+
+
+def test_the_reachable_leaves_leave_out_idle_leaves_outside_open_groups() -> None:
+    """A parent tied with no other keeps only its leaves with work; a tied pair with work in both
+    is kept whole (every leaf takes part in its scan)."""
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+
+    from k8s import session
+    objs: list[dict] = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+    for p, des in enumerate(["16", "16", "8"]):
+        objs.append(queue(f"p{p}", parent="root", deserved={"cpu": des}))
+        for c in range(3):
+            objs.append(queue(f"q{c}p{p}", parent=f"p{p}", deserved={"cpu": "2"}))
+    objs += [podgroup("r0", queue="q0p2", phase="Running"), pod("r0-0", "r0", cpu=4, node_name="n0")]
+    ssn = session(objs, parse_conf(CONF))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    queues = [ssn.queues[f"q{c}p{p}"] for p in range(3) for c in range(3)]
+    work = {"q0p0", "q1p1", "q2p2"}
+    reach = DrainPicker(plugin, queues, ssn.queue_compare)._reach(lambda n: n in work)
+    assert reach is not None
+    assert [q.name for q in reach] == ["q0p0", "q1p0", "q2p0", "q0p1", "q1p1", "q2p1", "q2p2"]

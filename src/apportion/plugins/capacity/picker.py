@@ -37,6 +37,7 @@ from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
 from apportion.framework.queue_picker import pop_best_index
+from apportion.plugins.capacity.drain_group import FlatGroup
 
 if TYPE_CHECKING:
     from apportion.plugins.capacity.attrs import QueueAttr
@@ -53,6 +54,9 @@ class TreePicker:
 
     #: pop keeps a scanned tie's leaves for the next pop (tests switch it off to compare with the reference)
     reuse_ties = True
+    #: drain_order works through an open group of leaves and parents of leaves on the group's own
+    #: lists (drain_group.py); tests switch it off to compare with the loop below
+    flat_groups = True
 
     def __init__(self, plugin: CapacityBase, queues: Iterable[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
@@ -210,6 +214,10 @@ class TreePicker:
             # queues is unchanged: the last leaves it beats are the ones it beat (if x does not beat
             # it, it beats x). So it is worked on until its work runs out, then popped once more and
             # dropped; the next scan resumes where it stood (the leaves before it scan as before).
+            flat = FlatGroup.of(self, unit) if self.flat_groups else None
+            if flat is not None:
+                yield from flat.steps(has_work, lambda: self._check(log, start))
+                continue
             home = {leaf: m for m in unit for leaf in self._leaves_of(m)}
             listed = sorted(home, key=self.seq.__getitem__)  # the group's leaves in list order
             waiting = sum(1 for leaf in listed if has_work(leaf))

@@ -27,9 +27,9 @@ from apportion.plugins.capacity.attrs import (
     ROOT_CAPABILITY,
     QueueAttr,
 )
+from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.plugins.capacity.flat_ledger import FlatLedgerSetup
 from apportion.plugins.capacity.ordering import Ordering
-from apportion.plugins.capacity.picker import TreePicker
 from apportion.plugins.capacity.report import Report
 from apportion.plugins.capacity.simulate import Simulation
 from apportion.resources import Resource
@@ -107,7 +107,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
             if self.hierarchical:
                 ssn.add_fn(ep.QUEUE_ORDER, self.name, self.hierarchical_queue_order)
                 ssn.add_fn(ep.VICTIM_QUEUE_ORDER, self.name, self.victim_queue_order)
-                ssn.add_queue_picker(self.name, lambda queues, compare: TreePicker(self, queues, compare))
+                ssn.add_queue_picker(self.name, lambda queues, compare: DrainPicker(self, list(queues), compare))
             else:
                 ssn.add_fn(ep.QUEUE_ORDER, self.name, self.queue_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
