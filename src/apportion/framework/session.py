@@ -113,6 +113,7 @@ class Session(NodeChoice):
         self.explanations: dict[str, list[str]] = {}
         #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
         self.unresolvable_nodes: dict[str, set[int]] = {}
+        self.failed_choices = {}
         #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
         self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         #: their optional one-node answers (see add_node_local_key)
