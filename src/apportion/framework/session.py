@@ -23,10 +23,12 @@ from apportion.cluster.model import (
 )
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
+from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
 from apportion.framework.closing import Close, Closes
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
+from apportion.framework.job_visits import JobVisits
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.open_state import KIND_OF, OpenDelta, open_nodes
 from apportion.framework.placement import PlacementCache
@@ -142,7 +144,12 @@ class Session(NodeChoice):
                 self.plugins.append((opt, plugin))
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
-        for job in self.jobs.values():
+        #: the jobs the actions visit (quiet ones are passed over; framework/job_visits.py)
+        self.visits = JobVisits(self.jobs, self.job_valid,
+                                tuple(opt.name for _, opt, _ in self._consulted(ep.JOB_VALID)),
+                                self.memo, self.open_delta, self.open_generation)
+        for uid in self.visits.visit():
+            job = self.jobs[uid]
             # most jobs have no pending task: their validity cannot matter here
             if not job.counts.get(TaskStatus.PENDING) or not self.job_valid(job)[0]:
                 continue
@@ -171,6 +178,7 @@ class Session(NodeChoice):
             self._own_tasks(node).pop(task.key, None)
         job = self.jobs[task.job]
         job.set_status(task, new)
+        self.visits.moved.add(task.job)
         task.node_name = node_name
         new_kind = KIND_OF[new]
         if new_kind is not None and node_name:
