@@ -8,7 +8,7 @@ simulate points; `session_plugins.go`) and framework/node_choice.py (predicates 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,13 +322,17 @@ class Session(NodeChoice):
 
     # ================================================================= results
     def pipelined(self) -> dict[str, str]:
-        """Task key -> node of every task the session left Pipelined."""
-        return {
-            t.key: t.node_name
-            for j in self.jobs.values() if j.counts.get(TaskStatus.PIPELINED)
-            for t in j.tasks.values()
-            if t.status is TaskStatus.PIPELINED
-        }
+        """Task key -> node of every task the session left Pipelined, jobs in the session's order."""
+        jobs = self.jobs
+        if self.visits.active:
+            # a quiet job has no pipelined task unless one of its tasks moved: only the others can
+            found = [uid for uid in self.visits.visit() if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+            if len(found) > 1:
+                found.sort(key=list(jobs).index)
+            holding: Iterable[JobInfo] = (jobs[uid] for uid in found)
+        else:
+            holding = (j for j in jobs.values() if j.counts.get(TaskStatus.PIPELINED))
+        return {t.key: t.node_name for j in holding for t in j.tasks.values() if t.status is TaskStatus.PIPELINED}
 
     def queue_reports(self) -> QueueStatuses:
         """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue
