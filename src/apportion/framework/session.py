@@ -126,7 +126,6 @@ class Session(NodeChoice):
         self.enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]] = {}
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
-        self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
         self.plugins: list[tuple[PluginOption, Plugin[Session]]] = []
         self.queue_decisions_blocked: str | None = None
         self.closed = False
