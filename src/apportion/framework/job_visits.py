@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.errors import InternalError
 from apportion.framework.open_state import OpenDelta
 from apportion.state import check
 
@@ -96,6 +97,9 @@ class JobVisits:
         elif self.active:
             for job in jobs.values():
                 self._judge(job)
+        # not kept past open: the session's bound method would hold the session in a reference cycle
+        # (sessions are freed by reference counting: Session.release)
+        self._valid = _judged_at_open
         if memo is not None:
             if generation is None or not self.active:
                 memo.pop(MEMO, None)
@@ -157,3 +161,7 @@ class JobVisits:
             if uids:
                 first[queue] = min(uids)
         return first
+
+
+def _judged_at_open(job: JobInfo) -> tuple[bool, str]:
+    raise InternalError("a job's quiet verdict is taken at session open only")
