@@ -169,16 +169,3 @@ def test_a_carried_close_that_differs_fails_the_self_check(monkeypatch: Any) -> 
         assert "ns/g0" in str(e)
     else:
         raise AssertionError("the self-check passed a carried close that differs from the full one")
-
-
-_WORDS = st.sampled_from(["no node fits", "fits", "insufficient cpu", "cpu", "gang 1/2", "t0: fits", ""])
-
-
-@settings(max_examples=300, deadline=None)
-@given(job_msgs=st.lists(_WORDS, max_size=3),
-       tasks=st.lists(st.tuples(st.sampled_from(["t0", "t1", "t2"]), st.lists(_WORDS, max_size=4)), max_size=12))
-def test_merging_task_messages_matches_the_loop_as_written(job_msgs: list[str], tasks: list) -> None:
-    """The why-pending event's messages: a message looked for once is not looked for again, with the
-    same result as looking for every message every time (contained words, empty words, repeats)."""
-    from apportion.framework.closing import merge_task_messages, merge_task_messages_reference
-    assert merge_task_messages(job_msgs, iter(tasks)) == merge_task_messages_reference(job_msgs, tasks)

@@ -16,7 +16,7 @@ K12). Under APPORTION_CHECK_STATE=1 every carried close is computed in full as w
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -233,43 +233,17 @@ def job_event(ssn: Session, job: JobInfo) -> str | None:
     )
     if not pending:
         return None
-    msgs = merge_task_messages(job_msgs, ((t.name, ssn.explanations.get(t.key, [])) for t in pending))
-    if not msgs:
-        msgs = [f"{len(pending)} task(s) left pending: no action of this session reached them"]
-    return "; ".join(msgs)
-
-
-def merge_task_messages(job_msgs: list[str], tasks: Iterable[tuple[str, list[str]]]) -> list[str]:
-    """The job's messages, then each pending task's (in order) that no message so far contains, as
-    "task: message", until there are six. A message checked once is contained from then on (by the one
-    that contained it, or by the one it was added as), so it is looked for in the others only once: a
-    gang's alike tasks repeat the same messages."""
     msgs = list(job_msgs)
-    covered: set[str] = set()
-    for name, said in tasks:
-        for m in said:
-            if m in covered:
-                continue
-            if not any(m in known for known in msgs):
-                msgs.append(f"{name}: {m}")
-            covered.add(m)
-        if len(msgs) >= 6:
-            break
-    return msgs
-
-
-def merge_task_messages_reference(job_msgs: list[str], tasks: Iterable[tuple[str, list[str]]]) -> list[str]:
-    """`merge_task_messages` as the loop was written (each message looked for in all the others every
-    time): the reference the property test compares with."""
-    msgs = list(job_msgs)
-    for name, said in tasks:
-        for m in said:
-            tm = f"{name}: {m}"
+    for t in pending:
+        for m in ssn.explanations.get(t.key, []):
+            tm = f"{t.name}: {m}"
             if not any(m in known for known in msgs):
                 msgs.append(tm)
         if len(msgs) >= 6:
             break
-    return msgs
+    if not msgs:
+        msgs = [f"{len(pending)} task(s) left pending: no action of this session reached them"]
+    return "; ".join(msgs)
 
 
 class ClosedConditions(Mapping[str, list[Any]]):
