@@ -16,7 +16,8 @@ def execute(ssn: Session) -> None:
     queues: list[QueueInfo] = []
     queue_jobs: dict[str, list[JobInfo]] = {}
     task_lists: dict[str, list[TaskInfo]] = {}
-    for uid in sorted(ssn.jobs):
+    # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
+    for uid in ssn.visits.visit():
         job = ssn.jobs[uid]
         if job.is_pending():
             if enqueue_configured:

@@ -37,7 +37,8 @@ PASS_OVER_JOBS_WITHOUT_BEST_EFFORT = True
 def _pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:
     """Queues in queue order, each drained completely: jobs in job order, tasks in task order."""
     per_queue: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
-    for uid in sorted(ssn.jobs):
+    # a quiet job (admitted, valid, nothing pending or pipelined) has no best-effort task to pick up
+    for uid in ssn.visits.visit():
         job = ssn.jobs[uid]
         # only pending or pipelined best-effort tasks are picked up (or un-pipelined): a job with
         # neither, as most are, is passed over without asking whether it is valid (that asks nothing

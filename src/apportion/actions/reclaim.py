@@ -17,37 +17,44 @@ from apportion.framework.statement import Statement
 def execute(ssn: Session) -> None:
     """Reclaim for the starving jobs of each queue, queue by queue in queue order (§5.4)."""
     guards = ReclaimGuards.of(ssn)
-    queues: list[QueueInfo] = []
-    seen: set[str] = set()
-    #: the jobs' queue names (snapshot keys) whose queue is listed
-    listed: set[str] = set()
+    # Every queue with an admitted valid job is listed, in the order of the first such job (by uid). A
+    # quiet job (admitted, valid, nothing pending: framework/job_visits.py) does nothing here but that, so
+    # it is not visited: each queue's first quiet job stands for them.
+    #: per queue (the jobs' name for it), the first job (uid) that lists it
+    first: dict[str, str] = {q: uid for q, uid in ssn.visits.quiet_firsts().items() if q in ssn.queues}
     preemptors: dict[str, list[JobInfo]] = {}
     task_lists: dict[str, list[TaskInfo]] = {}
-    for uid in sorted(ssn.jobs):
+    for uid in ssn.visits.visit():
         job = ssn.jobs[uid]
         if job.is_pending():
             continue
         # a job with no pending task has no task to reclaim for, whatever the starving vote says; once its
-        # queue is listed it adds nothing, and its validity (a question without side effects) is not asked
+        # queue is listed by an earlier job it adds nothing, and its validity (a question without side
+        # effects) is not asked
         pending = job.counts.get(TaskStatus.PENDING, 0)
-        if SKIP_REPEATS and not pending and job.queue in listed:
+        if SKIP_REPEATS and not pending and first.get(job.queue, uid) < uid:
             continue
         if not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
-        if queue.name not in seen:
-            seen.add(queue.name)
-            queues.append(queue)
-            preemptors[queue.name] = []
-        listed.add(job.queue)
+        if first.get(job.queue, uid) >= uid:
+            first[job.queue] = uid
         if (pending or not SKIP_REPEATS) and ssn.job_starving(job):
             tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.gated]
             if tasks:
                 tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
                 task_lists[job.uid] = tasks
-                preemptors[queue.name].append(job)
+                preemptors.setdefault(queue.name, []).append(job)
+    queues: list[QueueInfo] = []
+    seen: set[str] = set()
+    for name in sorted(first, key=first.__getitem__):
+        queue = ssn.queues[name]
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.append(queue)
+            preemptors.setdefault(queue.name, [])
 
     # A popped queue serves all its starving jobs, in job order, before the next queue is popped (the
     # inner loop of Volcano's Execute). Volcano also pushes the queue back while jobs remain; those

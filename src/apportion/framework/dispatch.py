@@ -43,7 +43,9 @@ class Dispatch(ExtensionPoints):
     def add_node_local_key(self, plugin: str, fn: Callable[[TaskInfo], Hashable | None],
                            row_fn: Callable[[TaskInfo, int], Any] | None = None) -> None:
         """Vouch that the plugin's predicate / node-order answer for a node depends only on that node and
-        on what `fn(task)` summarises (None: not for this task). Enables the placement cache.
+        on what `fn(task)` summarises (None: not for this task), and so do the predicate's reasons (allocate
+        gives a failed choice again to a task of the same key: node_choice.FailedChoice). Enables the
+        placement cache.
 
         `row_fn(task, row)` is the same answer for one node, computed without arrays: (passes,
         unresolvable) for a predicate, the score for a node-order function. It must equal the vectorised

@@ -9,6 +9,9 @@ goes through the placement cache (framework/placement.py) first. `Session` inher
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from dataclasses import dataclass
+
 import numpy as np
 
 from apportion.cluster.model import NodeInfo, TaskInfo
@@ -20,6 +23,28 @@ from apportion.framework.placement import PlacementCache
 from apportion.resources import format_amount
 
 
+@dataclass(slots=True)
+class FailedChoice:
+    """allocate's choice of a node for a task that found none, as of the node table's touch log at `pos`.
+
+    The full choice is a function of the node table, the plugins' per-node state (which every change to
+    a node moves along with the table, and the table logs the row) and what the task's placement key
+    summarises: its request and what each predicate and node-order plugin reads of it (a plugin that
+    vouches for node-local answers words its reasons from the same reads). So until a row is touched,
+    a task with the same key fails with the same summary and the same unresolvable rows, which are
+    recorded for it as the full predicate records them (reclaim and preempt read them per task)."""
+
+    pos: int
+    summary: list[tuple[str, int]]
+    unresolvable: list[int]
+
+    def replay(self, ssn: NodeChoice, task: TaskInfo) -> list[tuple[str, int]]:
+        """What the full choice would record and return for `task`: its summary (a copy)."""
+        if self.unresolvable:
+            ssn.unresolvable_nodes.setdefault(task.uid, set()).update(self.unresolvable)
+        return list(self.summary)
+
+
 class NodeChoice(Dispatch):
     """Predicates, scores and the node choice of allocate, reclaim and preempt, over the node table."""
 
@@ -28,6 +53,10 @@ class NodeChoice(Dispatch):
     placement: PlacementCache
     #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
     unresolvable_nodes: dict[str, set[int]]
+    #: allocate's failed node choices that still stand, by placement key (see FailedChoice)
+    failed_choices: dict[Hashable, FailedChoice]
+    #: False: every failed choice is worked out again (the reference the property tests compare with)
+    remember_failed_choices = True
 
     # ================================================================= task rows
 
@@ -72,6 +101,12 @@ class NodeChoice(Dispatch):
 
         Returns the feasible rows and the failure summary (reason, node count) for explanations.
         """
+        feasible, summary, _ = self._predicate_for_allocate(task, rows)
+        return feasible, summary
+
+    def _predicate_for_allocate(self, task: TaskInfo, rows: np.ndarray | None = None,
+                                ) -> tuple[np.ndarray, list[tuple[str, int]], list[int]]:
+        """`predicate_for_allocate`, and the rows it recorded as unresolvable for the task."""
         if rows is None:
             rows = np.arange(len(self.nodes))
         vec = self.task_vec(task)
@@ -96,9 +131,11 @@ class NodeChoice(Dispatch):
             n = int(mask.sum())
             if n:
                 summary.append((text, n))
+        unresolvable: list[int] = []
         if pf.unresolvable.any():
-            self.unresolvable_nodes.setdefault(task.uid, set()).update(int(x) for x in cand[pf.unresolvable])
-        return cand[pf.ok], summary
+            unresolvable = cand[pf.unresolvable].tolist()
+            self.unresolvable_nodes.setdefault(task.uid, set()).update(unresolvable)
+        return cand[pf.ok], summary, unresolvable
 
     def predicate_for_preempt(self, task: TaskInfo) -> np.ndarray:
         """reclaim/preempt's predicate: no resource test; only unresolvable failures reject a node."""
@@ -131,12 +168,22 @@ class NodeChoice(Dispatch):
     def choose_node(self, task: TaskInfo) -> tuple[int | None, bool, list[tuple[str, int]]]:
         """allocate's node choice: feasible nodes (FutureIdle and the predicates), those that fit Idle
         if any, then the best score. Returns (row, whether it fits Idle, failure summary); the row is
-        None, with the summary, when no node is feasible."""
+        None, with the summary, when no node is feasible.
+
+        A task whose placement key failed since the last node change fails the same way: it gets that
+        failure again without the predicates being asked (`FailedChoice`)."""
+        key = self.placement.key(task) if self.remember_failed_choices else None
+        if key is not None:
+            failed = self.failed_choices.get(key)
+            if failed is not None and failed.pos == len(self.table.touched):
+                return None, False, failed.replay(self, task)
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
-        feasible, summary = self.predicate_for_allocate(task)
+        feasible, summary, unresolvable = self._predicate_for_allocate(task)
         if len(feasible) == 0:
+            if key is not None:
+                self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), unresolvable)
             return None, False, summary
         idle_ok = self.fits_idle_rows(task, feasible)
         fits_idle = bool(idle_ok.any())

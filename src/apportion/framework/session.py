@@ -8,7 +8,7 @@ simulate points; `session_plugins.go`) and framework/node_choice.py (predicates 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +23,12 @@ from apportion.cluster.model import (
 )
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
+from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
 from apportion.framework.closing import Close, Closes
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
+from apportion.framework.job_visits import JobVisits
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.open_state import KIND_OF, OpenDelta, open_nodes
 from apportion.framework.placement import PlacementCache
@@ -114,6 +116,7 @@ class Session(NodeChoice):
         self.explanations: dict[str, list[str]] = {}
         #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
         self.unresolvable_nodes: dict[str, set[int]] = {}
+        self.failed_choices = {}
         #: plugins whose predicate / node-order answers are node-local, with their placement-key functions
         self.node_local_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         #: their optional one-node answers (see add_node_local_key)
@@ -124,7 +127,6 @@ class Session(NodeChoice):
         self.enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]] = {}
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
-        self.old_phases = {uid: j.phase for uid, j in self.jobs.items()}
         self.plugins: list[tuple[PluginOption, Plugin[Session]]] = []
         self.queue_decisions_blocked: str | None = None
         self.closed = False
@@ -142,6 +144,10 @@ class Session(NodeChoice):
                 self.plugins.append((opt, plugin))
         for _, plugin in self.plugins:
             plugin.on_session_open(self)
+        #: the jobs the actions visit (quiet ones are passed over; framework/job_visits.py)
+        self.visits = JobVisits(self.jobs, self.job_valid,
+                                tuple(opt.name for _, opt, _ in self._consulted(ep.JOB_VALID)),
+                                self.memo, self.open_delta, self.open_generation)
         # Volcano gives every pending task of a valid job an empty cycle state here. Readers take a
         # missing one as empty (`get(uid, {})`, read only) and writers `setdefault` it, so they are made
         # when first written instead: filling them in cost a pass over every waiting task per session.
@@ -167,6 +173,7 @@ class Session(NodeChoice):
             self._own_tasks(node).pop(task.key, None)
         job = self.jobs[task.job]
         job.set_status(task, new)
+        self.visits.moved.add(task.job)
         task.node_name = node_name
         new_kind = KIND_OF[new]
         if new_kind is not None and node_name:
@@ -313,13 +320,17 @@ class Session(NodeChoice):
 
     # ================================================================= results
     def pipelined(self) -> dict[str, str]:
-        """Task key -> node of every task the session left Pipelined."""
-        return {
-            t.key: t.node_name
-            for j in self.jobs.values() if j.counts.get(TaskStatus.PIPELINED)
-            for t in j.tasks.values()
-            if t.status is TaskStatus.PIPELINED
-        }
+        """Task key -> node of every task the session left Pipelined, jobs in the session's order."""
+        jobs = self.jobs
+        if self.visits.active:
+            # a quiet job has no pipelined task unless one of its tasks moved: only the others can
+            found = [uid for uid in self.visits.visit() if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+            if len(found) > 1:
+                found.sort(key=list(jobs).index)
+            holding: Iterable[JobInfo] = (jobs[uid] for uid in found)
+        else:
+            holding = (j for j in jobs.values() if j.counts.get(TaskStatus.PIPELINED))
+        return {t.key: t.node_name for j in holding for t in j.tasks.values() if t.status is TaskStatus.PIPELINED}
 
     def queue_reports(self) -> QueueStatuses:
         """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue

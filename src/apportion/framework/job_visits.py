@@ -1,0 +1,167 @@
+"""The jobs the actions must visit: every job but the quiet ones (docs/semantics.md, cluster state K15).
+
+allocate, reclaim and backfill each pass over every job of the session in uid order, and session open
+over every job once more for the pending tasks' cycle states. Most jobs of a loaded cluster run whole:
+a job that is admitted (not Pending), has no pending, pipelined or pending best-effort task and is
+valid (JobValid) is passed over by each of those loops without any effect, except that reclaim lists
+its queue. Such a job is *quiet*. The actions visit the other jobs (`busy`), and reclaim takes each
+queue's first quiet job (`quiet_firsts`) in place of its visit.
+
+Exact, not approximate: the verdict is taken at open, after the plugins have opened, on the job as the
+session holds it; what can make a quiet job visit-worthy later in the session is a move of one of its
+tasks (every status change in a session goes through `Session._move`, which `moved` records, or a bind
+after one) or a change of its phase (enqueue admits Pending jobs only, which are never quiet; close
+comes after the actions). A moved job is visited from then on.
+
+A caller that carries a memo (the simulator, `serve`, `shadow`) carries the verdicts too: a job the
+open hands out unchanged (`Session.open_delta`: the last open's object with its task statuses and
+phase) keeps the verdict it had, when the validity plugins are the last open's and answer from the
+job alone (gang's validity is a function of the task statuses, the phase and the minimums). Under
+APPORTION_CHECK_STATE=1 every carried verdict is compared with a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.errors import InternalError
+from apportion.framework.open_state import OpenDelta
+from apportion.state import check
+
+#: the memo's entry: the verdicts of the last open (a `_Held`)
+MEMO = "session.job_visits"
+
+#: plugins whose JobValid answer is a function of the job alone (its task statuses, phase and minimums)
+JOB_LOCAL_VALIDITY = frozenset({"gang"})
+
+_PENDING = PodGroupPhase.PENDING
+_TASK_PENDING = TaskStatus.PENDING
+_PIPELINED = TaskStatus.PIPELINED
+
+
+@dataclass
+class _Held:
+    """The verdicts of one open, of generation `generation` (framework/open_state.py)."""
+
+    generation: int
+    #: the JobValid plugins consulted, in order
+    validity: tuple[str, ...]
+    #: quiet job uid -> its queue
+    quiet: dict[str, str]
+    #: queue -> its quiet jobs' uids (never changed once held: a session copies a set before a change)
+    by_queue: dict[str, set[str]]
+    busy: set[str]
+
+
+class JobVisits:
+    """Which jobs of a session are quiet, and which the actions must visit."""
+
+    #: False: every job is visited (the reference the property tests compare with)
+    enabled = True
+
+    def __init__(self, jobs: dict[str, JobInfo], job_valid: Callable[[JobInfo], tuple[bool, str]],
+                 validity: tuple[str, ...], memo: dict[str, Any] | None, delta: OpenDelta | None,
+                 generation: int | None) -> None:
+        self.jobs = jobs
+        #: jobs a task of which moved in this session (Session._move)
+        self.moved: set[str] = set()
+        self._valid = job_valid
+        #: whether quiet jobs are passed over: only while every validity plugin answers from the job alone
+        #: (another one's answer might move with the session's accounting between open and an action)
+        self.active = self.enabled and all(name in JOB_LOCAL_VALIDITY for name in validity)
+        held = memo.get(MEMO) if memo is not None else None
+        carried = (self.active and delta is not None and isinstance(held, _Held) and held.generation == delta.since
+                   and held.validity == validity)
+        #: quiet job uid -> its queue (judged at open; `moved` says which moved since)
+        self.quiet: dict[str, str] = {}
+        #: queue -> its quiet jobs' uids
+        self.by_queue: dict[str, set[str]] = {}
+        #: the other jobs' uids
+        self.busy: set[str] = set()
+        self._copied: set[str] = set()
+        if carried:
+            assert isinstance(held, _Held) and delta is not None
+            self.quiet, self.by_queue, self.busy = dict(held.quiet), dict(held.by_queue), set(held.busy)
+            for uid in delta.gone:
+                self._forget(uid)
+            for uid in delta.changed:
+                self._forget(uid)
+                job = jobs.get(uid)
+                if job is not None:
+                    self._judge(job)
+            if check.enabled():
+                self._check()
+        elif self.active:
+            for job in jobs.values():
+                self._judge(job)
+        # not kept past open: the session's bound method would hold the session in a reference cycle
+        # (sessions are freed by reference counting: Session.release)
+        self._valid = _judged_at_open
+        if memo is not None:
+            if generation is None or not self.active:
+                memo.pop(MEMO, None)
+            else:
+                memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy)
+
+    def _forget(self, uid: str) -> None:
+        queue = self.quiet.pop(uid, None)
+        if queue is not None:
+            self._own(queue).discard(uid)
+        else:
+            self.busy.discard(uid)
+
+    def _own(self, queue: str) -> set[str]:
+        """The queue's set of quiet uids, copied first if it is the memo's."""
+        if queue not in self._copied:
+            self._copied.add(queue)
+            self.by_queue[queue] = set(self.by_queue.get(queue, ()))
+        return self.by_queue[queue]
+
+    def _judge(self, job: JobInfo) -> None:
+        if self.is_quiet(job):
+            self.quiet[job.uid] = job.queue
+            self._own(job.queue).add(job.uid)
+        else:
+            self.busy.add(job.uid)
+
+    def is_quiet(self, job: JobInfo) -> bool:
+        """Admitted, no pending, pipelined or pending best-effort task, and valid."""
+        counts = job.counts
+        return (job.phase is not _PENDING and not counts.get(_TASK_PENDING) and not counts.get(_PIPELINED)
+                and not job.pending_be and self._valid(job)[0])
+
+    def _check(self) -> None:
+        fresh = JobVisits(self.jobs, self._valid, (), None, None, None)
+        by_queue = {q: uids for q, uids in self.by_queue.items() if uids}
+        if fresh.quiet != self.quiet or fresh.busy != self.busy or fresh.by_queue != by_queue:
+            raise check.StateCheckError(f"{check.ENV}: the quiet jobs carried from the last session differ from "
+                                        "the jobs judged quiet afresh")
+
+    def visit(self) -> list[str]:
+        """The uids an action must visit, in uid order (every job's when not active)."""
+        if not self.active:
+            return sorted(self.jobs)
+        if self.moved:
+            return sorted(self.busy | self.moved)
+        return sorted(self.busy)
+
+    def quiet_firsts(self) -> dict[str, str]:
+        """Per queue (the jobs' queue name) with a quiet job not moved since open, its first such uid
+        (empty when not active: every job is visited)."""
+        if not self.active:
+            return {}
+        moved = self.moved
+        first: dict[str, str] = {}
+        for queue, uids in self.by_queue.items():
+            if moved and not moved.isdisjoint(uids):
+                uids = uids - moved
+            if uids:
+                first[queue] = min(uids)
+        return first
+
+
+def _judged_at_open(job: JobInfo) -> tuple[bool, str]:
+    raise InternalError("a job's quiet verdict is taken at session open only")

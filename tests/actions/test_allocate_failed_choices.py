@@ -1,0 +1,97 @@
+"""allocate gives a task whose placement key failed since the last node change that failure again
+(framework/node_choice.py, FailedChoice): on random contended clusters the session decides, explains and
+records unresolvable nodes exactly as when every failed choice is worked out again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_reclaim_repeats import _conf, contended
+
+from apportion.framework import node_choice
+from apportion.framework.node_choice import NodeChoice
+
+from k8s import cycle, node, pod, podgroup, queue
+
+
+def _decide(objs: list[dict], conf: str) -> tuple[Any, dict[str, list[str]], dict[str, set[int]]]:
+    result = cycle(objs, conf)
+    assert result.session is not None
+    return result.to_json(), result.session.explanations, result.session.unresolvable_nodes
+
+
+def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the tasks given a failed choice again, in order."""
+    replayed: list[str] = []
+    real = node_choice.FailedChoice.replay
+
+    def count(self: Any, ssn: Any, task: Any) -> Any:
+        replayed.append(task.key)
+        return real(self, ssn, task)
+
+    monkeypatch.setattr(node_choice.FailedChoice, "replay", count)
+    return replayed
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(case=contended(), guards=st.sampled_from(["", "gangAtomicVictims: true"]))
+def test_failed_choices_given_again_decide_and_explain_as_worked_out_again(
+        case: tuple[list[dict], bool], guards: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    objs, hierarchical = case
+    conf = _conf(hierarchical, guards)
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", True)
+    fast = _decide(objs, conf)
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    full = _decide(objs, conf)
+    assert fast[0] == full[0]
+    assert fast[1] == full[1]
+    assert list(fast[1]) == list(full[1])
+    assert fast[2] == full[2]
+
+
+def _unplaceable_gangs() -> list[dict]:
+    """Three waiting gangs of alike tasks, none of which fits the one node's free cpu."""
+    objs = [node("n0", cpu=8, memory="32Gi"), queue("q", deserved={"cpu": "8"}), queue("r"),
+            podgroup("h", queue="r", min_member=1, phase="Running")]
+    objs += [pod("h-0", "h", cpu=6, memory="1Gi", node_name="n0")]
+    for g in ("a", "b", "c"):
+        objs += [podgroup(g, queue="q", min_member=2, phase="Inqueue", min_resources={"cpu": "8"})]
+        objs += [pod(f"{g}-{i}", g, cpu=4, memory="1Gi") for i in range(2)]
+    return objs
+
+
+def test_alike_tasks_get_the_first_failure_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each gang's first task fails on the full path only for the first gang: nothing is placed in
+    between, so the others are given its failure, and they explain it as the full path does."""
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    fast = _decide(_unplaceable_gangs(), conf)
+    assert replayed == ["ns/b-0", "ns/c-0"]
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    replayed.clear()
+    assert _decide(_unplaceable_gangs(), conf) == fast
+    assert replayed == []
+    assert any("insufficient cpu" in m for m in fast[1]["ns/c-0"])
+
+
+def test_a_touched_node_ends_the_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placement between two failures of the same key moves the node table: the second is worked out
+    again. In job order gang a fails, job b (smaller) is placed, gang c fails on the full path."""
+    objs = [node("n0", cpu=8, memory="32Gi"), queue("q", deserved={"cpu": "8"}), queue("r"),
+            podgroup("h", queue="r", min_member=1, phase="Running")]
+    objs += [pod("h-0", "h", cpu=6, memory="1Gi", node_name="n0")]
+    for g, cpu in (("a", 4), ("b", 1), ("c", 4)):
+        objs += [podgroup(g, queue="q", min_member=1, phase="Inqueue", min_resources={"cpu": str(cpu)}),
+                 pod(f"{g}-0", g, cpu=cpu, memory="1Gi")]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    fast = _decide(objs, conf)
+    assert "ns/b-0" in fast[0]["binds"]
+    assert replayed == []
+    assert any("insufficient cpu" in m for m in fast[1]["ns/c-0"])
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    assert _decide(objs, conf) == fast
