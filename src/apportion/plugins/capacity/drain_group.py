@@ -25,12 +25,22 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from apportion.cluster.model import QueueInfo
 
-if TYPE_CHECKING:
-    from apportion.plugins.capacity.picker import TreePicker
+
+class TreePicker(Protocol):
+    """What a FlatGroup reads of the tree picker (picker.py imports this module, not the reverse)."""
+
+    order: dict[str, QueueInfo]
+    kids: dict[str, Any]
+    key_of: dict[str, tuple[float, int]]
+    cn: dict[str, tuple[str, str]]
+    seq: dict[str, int]
+
+    def _scan_group(self, leaves: list[str], home: dict[str, str], bests: list[str] | None = None) -> str:
+        """pop_best_index over a tied group's leaves, in list order."""
 
 
 class FlatGroup:
