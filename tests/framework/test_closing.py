@@ -119,10 +119,8 @@ def _same_where_unchanged(report: Any, last: list[Any]) -> None:
     last[0] = report
 
 
-def test_a_running_gang_nothing_touched_is_carried_over(monkeypatch: Any) -> None:
-    """The carrying happens: the second session over an unchanged running gang closes it without the
-    close hook visiting it, with its own id in the carried condition; the self-check agrees."""
-    monkeypatch.setenv(check.ENV, "1")
+def running_gang_and_a_waiting_job() -> SchedulerCache:
+    """A cache holding a running gang of two on n0 and a waiting job too large for the node."""
     cache = SchedulerCache(report=lambda line: None)
     objs = [*_tree(), k8s.node("n0", cpu=4), k8s.podgroup("g0", queue="a1", min_member=2, phase="Running"),
             k8s.pod("p0", "g0", cpu=1, node_name="n0", phase="Running"),
@@ -130,6 +128,14 @@ def test_a_running_gang_nothing_touched_is_carried_over(monkeypatch: Any) -> Non
             k8s.podgroup("g1", queue="b1", min_member=1, phase="Inqueue"), k8s.pod("p2", "g1", cpu=8)]
     for o in objs:
         cache.apply(WatchEvent(ADDED, o, "t"))
+    return cache
+
+
+def test_a_running_gang_nothing_touched_is_carried_over(monkeypatch: Any) -> None:
+    """The carrying happens: the second session over an unchanged running gang closes it without the
+    close hook visiting it, with its own id in the carried condition; the self-check agrees."""
+    monkeypatch.setenv(check.ENV, "1")
+    cache = running_gang_and_a_waiting_job()
     first = run_cache_session(cache, CONFS["capacity"], session_id="s1")
     assert {j.uid for j in first.recomputed or ()} == {"ns/g0", "ns/g1"}
     dispatch(first, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))

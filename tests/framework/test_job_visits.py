@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_closing import CONFS as CLOSING_CONFS
-from test_closing import GANG, _tree, step
+from test_closing import GANG, _tree, running_gang_and_a_waiting_job, step
 
 from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.framework import job_visits
@@ -67,22 +67,11 @@ def test_passing_over_quiet_jobs_decides_as_visiting_every_job(conf: str, steps:
         assert state_of(caches[0]) == state_of(caches[1])
 
 
-def _running_gang_and_a_waiting_job() -> SchedulerCache:
-    cache = SchedulerCache(report=lambda line: None)
-    objs = [*_tree(), k8s.node("n0", cpu=4), k8s.podgroup("g0", queue="a1", min_member=2, phase="Running"),
-            k8s.pod("p0", "g0", cpu=1, node_name="n0", phase="Running"),
-            k8s.pod("p1", "g0", cpu=1, node_name="n0", phase="Running"),
-            k8s.podgroup("g1", queue="b1", min_member=1, phase="Inqueue"), k8s.pod("p2", "g1", cpu=8)]
-    for o in objs:
-        cache.apply(WatchEvent(ADDED, o, "t"))
-    return cache
-
-
 def test_a_running_gang_is_quiet_and_carried(monkeypatch: pytest.MonkeyPatch) -> None:
     """The running gang is quiet and the waiting job busy; the second session over the same cache takes
     both verdicts from the memo (nothing judged again), and still agrees with the self-check."""
     monkeypatch.setenv(check.ENV, "1")
-    cache = _running_gang_and_a_waiting_job()
+    cache = running_gang_and_a_waiting_job()
     conf = CONFS["capacity"]
     first = run_cache_session(cache, conf, session_id="s1", reuse=False)
     assert first.session is not None
@@ -107,7 +96,7 @@ def test_a_running_gang_is_quiet_and_carried(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_wrong_carried_verdict_fails_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The self-check is not vacuous: a verdict tampered with in the memo is caught."""
     monkeypatch.setenv(check.ENV, "1")
-    cache = _running_gang_and_a_waiting_job()
+    cache = running_gang_and_a_waiting_job()
     conf = CONFS["capacity"]
     first = run_cache_session(cache, conf, session_id="s1", reuse=False)
     dispatch(first, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
@@ -121,7 +110,7 @@ def test_a_wrong_carried_verdict_fails_the_self_check(monkeypatch: pytest.Monkey
 def test_another_validity_plugin_visits_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """A JobValid plugin not known to answer from the job alone switches the passing over off."""
     monkeypatch.setattr(job_visits, "JOB_LOCAL_VALIDITY", frozenset())
-    cache = _running_gang_and_a_waiting_job()
+    cache = running_gang_and_a_waiting_job()
     result = run_cache_session(cache, CONFS["capacity"], session_id="s1", reuse=False)
     assert result.session is not None
     assert not result.session.visits.active
