@@ -43,7 +43,11 @@ def run(smoke: bool = False, repeats: int = 5, only: str | None = None) -> dict[
 
 
 if __name__ == "__main__":
+    import argparse
     import json
-    import sys
 
-    print(json.dumps(run(smoke="--smoke" in sys.argv, only=next((a for a in sys.argv[1:] if not a.startswith("-")), None)), indent=1))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("only", nargs="?", default=None, help="only the shapes whose name contains this")
+    ap.add_argument("--smoke", action="store_true", help="small shapes that run in seconds")
+    a = ap.parse_args()
+    print(json.dumps(run(smoke=a.smoke, only=a.only), indent=1))

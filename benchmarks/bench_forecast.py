@@ -277,20 +277,28 @@ def run(smoke: bool = False, repeats: int = 3, philly: bool = True) -> dict[str,
 
 
 if __name__ == "__main__":
+    import argparse
     import json
     import sys
 
-    if "--fits" in sys.argv:
-        given = next((float(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--start-in=")), None)
-        print(json.dumps({k: measure_fits(shape, known="--unknown" not in sys.argv,
-                                          reference="--reference" in sys.argv, start_in=given)
-                          for k, shape in (SMOKE if "--smoke" in sys.argv else SHAPES).items()}, indent=1))
-    elif any(a.startswith("--horizon=") for a in sys.argv):
-        # the reduced shape: one forecast cut at that many simulated seconds (300: 257 sessions)
-        cut = next(float(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--horizon="))
-        print(json.dumps({k: measure(shape, 1, horizon=cut) for k, shape in SHAPES.items()}, indent=1))
-    elif "--philly-only" in sys.argv:
-        n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--instants=")), 20)
-        print(json.dumps(philly_errors(instants=n, log=sys.stderr), indent=1))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="small shapes that run in seconds")
+    ap.add_argument("--no-philly", action="store_true", help="leave out the Philly accuracy run")
+    ap.add_argument("--fits", action="store_true", help="time the what-would-make-it-fit searches alone")
+    ap.add_argument("--start-in", type=float, default=None, help="with --fits: the job's known start (s)")
+    ap.add_argument("--unknown", action="store_true", help="with --fits: without the start known")
+    ap.add_argument("--reference", action="store_true", help="with --fits: the reference searches")
+    ap.add_argument("--horizon", type=float, default=None,
+                    help="one forecast cut at this many simulated seconds (300: 257 sessions)")
+    ap.add_argument("--philly-only", action="store_true", help="only the Philly accuracy run")
+    ap.add_argument("--instants", type=int, default=20, help="with --philly-only: forecast instants")
+    a = ap.parse_args()
+    if a.fits:
+        print(json.dumps({k: measure_fits(shape, known=not a.unknown, reference=a.reference, start_in=a.start_in)
+                          for k, shape in (SMOKE if a.smoke else SHAPES).items()}, indent=1))
+    elif a.horizon is not None:
+        print(json.dumps({k: measure(shape, 1, horizon=a.horizon) for k, shape in SHAPES.items()}, indent=1))
+    elif a.philly_only:
+        print(json.dumps(philly_errors(instants=a.instants, log=sys.stderr), indent=1))
     else:
-        print(json.dumps(run(smoke="--smoke" in sys.argv, philly="--no-philly" not in sys.argv), indent=1))
+        print(json.dumps(run(smoke=a.smoke, philly=not a.no_philly), indent=1))

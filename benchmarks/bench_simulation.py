@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import statistics
-import sys
 import time
 from typing import Any
 
@@ -166,7 +165,13 @@ def run(smoke: bool = False, repeats: int = 1, reclaim: bool = False, full: bool
 
 
 if __name__ == "__main__":
+    import argparse
     import json
 
-    print(json.dumps(run(smoke="--smoke" in sys.argv, reclaim="--reclaim" in sys.argv, full="--full" in sys.argv,
-                         backlog="--backlog" in sys.argv), indent=1))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="a small shape that runs in seconds")
+    ap.add_argument("--reclaim", action="store_true", help="the reclaim variants instead of the conf's")
+    ap.add_argument("--full", action="store_true", help="with --reclaim: the full 15,000-job shape")
+    ap.add_argument("--backlog", action="store_true", help="the reduced shape with a standing backlog")
+    a = ap.parse_args()
+    print(json.dumps(run(smoke=a.smoke, reclaim=a.reclaim, full=a.full, backlog=a.backlog), indent=1))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 def test_cycle_smoke_places_every_pod() -> None:
@@ -34,3 +36,15 @@ def test_runner_prints_a_table_per_shape() -> None:
     results = ROOT / "benchmarks" / "results.json"
     if results.exists():
         assert json.loads(results.read_text()).get("smoke") is False
+
+
+@pytest.mark.parametrize("bench", ["bench_simulation", "bench_forecast", "bench_cycle", "bench_state"])
+def test_a_benchmark_answers_help_and_refuses_an_unknown_flag_without_running(bench: str) -> None:
+    """`--help` prints the flags (it once ran the whole benchmark), an unknown flag exits 2 naming it."""
+    root = ROOT
+    shown = subprocess.run([sys.executable, "-m", f"benchmarks.{bench}", "--help"], cwd=root,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage:") and "--smoke" in shown.stdout
+    refused = subprocess.run([sys.executable, "-m", f"benchmarks.{bench}", "--no-such-flag"], cwd=root,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--no-such-flag" in refused.stderr
