@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 
 from apportion.cluster.model import QueueInfo
 from apportion.plugins.capacity.base import CapacityBase
-from apportion.plugins.capacity.picker import TreePicker
+from apportion.plugins.capacity.picker import TreePicker, queue_key
 
 
 class DrainPicker:
@@ -103,7 +103,7 @@ class DrainPicker:
             a = attrs[top]
             if a.share != a.share:
                 return None
-            keyed.append(((a.share, 1 if a.deserved.is_empty() else 0), top))
+            keyed.append((queue_key(a), top))
         keyed.sort()
         # root's open groups: every leaf of them is read; elsewhere only the leaves with work
         whole: set[str] = set()

@@ -49,6 +49,13 @@ Key = tuple[float, int]
 Tie = tuple[str, set[str], list[str], dict[str, str], int, int]
 
 
+def queue_key(a: QueueAttr) -> Key:
+    """A queue's place among its siblings before the session's compare: (share, deserved empty)."""
+    # a NaN share compares with nothing; it is filed as +inf and turns the fast path off
+    share = a.share if a.share == a.share else float("inf")
+    return share, (1 if a.deserved.is_empty() else 0)
+
+
 class TreePicker:
     """QueuePicker for capacity's hierarchical queue order (see the module docstring)."""
 
@@ -448,10 +455,7 @@ class TreePicker:
             child = parent
 
     def _key(self, name: str) -> Key:
-        a = self.attrs[name]
-        # a NaN share compares with nothing; it is filed as +inf and turns the fast path off
-        share = a.share if a.share == a.share else float("inf")
-        return share, (1 if a.deserved.is_empty() else 0)
+        return queue_key(self.attrs[name])
 
     def _touch(self, parent: str) -> None:
         """A child list changed at `parent`: the winners of it and of its ancestors may differ."""
