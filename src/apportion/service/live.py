@@ -18,6 +18,7 @@ parsing anything again. What differs between the two:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from typing import Any
 
@@ -79,12 +80,9 @@ class QueueRecords:
                 self._by_spec.clear()
             self._by_spec[key] = held
         # the cache gets a copy: what it holds is never the memo's
-        return QueueInfo(name=name, weight=held.weight, capability=held.capability.clone(),
-                         deserved=held.deserved.clone(), guarantee=held.guarantee.clone(),
-                         capability_set=held.capability_set, deserved_set=held.deserved_set,
-                         parent=held.parent, reclaimable=held.reclaimable, priority=held.priority,
-                         state=held.state, creation=held.creation, annotations={},
-                         capability_names=held.capability_names)
+        return dataclasses.replace(held, name=name, capability=held.capability.clone(),
+                                   deserved=held.deserved.clone(), guarantee=held.guarantee.clone(),
+                                   annotations=dict(held.annotations))
 
 
 class LiveView:
