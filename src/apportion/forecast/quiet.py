@@ -57,11 +57,14 @@ class QuietTest:
     #: per job uid, the last job object found to keep its phase at close, with its task version and
     #: phase then (the answer is a function of those while the job has no Unschedulable condition)
     settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] = field(default_factory=dict)
+    #: per job uid, the job object, its task version and the node table's columns, and what allocate
+    #: would try of it then: the number of its pending tasks and their smallest request as a row (`_least`)
+    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] = field(default_factory=dict)
 
     def __call__(self, ssn: Session) -> bool:
         """Whether the opened session provably changes nothing (counted)."""
         self.asked += 1
-        why = why_not_quiet(ssn, self.settled)
+        why = why_not_quiet(ssn, self.settled, self.tried)
         if why:
             self.reasons[why] = self.reasons.get(why, 0) + 1
             return False
@@ -69,11 +72,12 @@ class QuietTest:
         return True
 
 
-def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None) -> str:
+def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
+                  tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None) -> str:
     """"" when the opened session provably changes nothing, else the first reason it may.
 
-    `settled` (kept by the caller from session to session): jobs whose phase close keeps, as
-    `QuietTest.settled`; a job handed out again unchanged is not worked out again."""
+    `settled` and `tried` (kept by the caller from session to session, as `QuietTest`'s): what was
+    worked out of the jobs, not worked out again for a job handed out again unchanged."""
     actions = ssn.conf.actions
     if not PROVEN_ACTIONS.issuperset(actions):
         return "action"
@@ -88,7 +92,8 @@ def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupP
         return "phase"
     if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
         return "backfill"
-    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn)):
+    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn),
+                                                     {} if tried is None else tried):
         return "placement"
     if "enqueue" in actions:
         backlog = [j for uid_, j in sorted(jobs.items()) if j.is_pending() and j.queue in ssn.queues]
@@ -166,28 +171,27 @@ def _excused_for_releasing(job: JobInfo) -> bool:
     return job.scheduled_num() + rel >= job.min_available
 
 
-def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
+def _nothing_placed(ssn: Session, gang_decides: bool,
+                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]]) -> bool:
     """No job allocate tries can place a task that stays (the bound of the module's docstring)."""
     enqueue = "enqueue" in ssn.enabled_actions
     future = ssn.table.future_idle()
+    columns = tuple(ssn.table.columns)
     bounds: dict[bytes, int] = {}
     for job in ssn.jobs.values():
-        if not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
+        if (job.is_pending() and enqueue) or not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
+            continue  # a Pending job is not admitted, and enqueue admits none (asked in why_not_quiet)
+        hit = tried.get(job.uid)
+        if hit is None or hit[0] is not job or hit[1] != job.version or hit[2] != columns:
+            hit = tried[job.uid] = (job, job.version, columns, *_least(ssn, job))
+        n, least = hit[3], hit[4]
+        if least is None:
             continue
-        if job.is_pending() and enqueue:
-            continue  # not admitted, and enqueue admits none (asked in why_not_quiet)
-        tasks = [t for t in job.tasks.values()
-                 if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
-        if not tasks:
-            continue
-        least = ssn.task_vec(tasks[0])
-        for t in tasks[1:]:
-            least = np.minimum(least, ssn.task_vec(t))
         key = least.tobytes()
         fit = bounds.get(key)
         if fit is None:
             fit = bounds[key] = places_at_most(future, least)
-        placed = min(fit, len(tasks))
+        placed = min(fit, n)
         if not placed:
             continue
         if not gang_decides:
@@ -195,6 +199,17 @@ def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
         if job.ready_num() + job.waiting_num() + job.pending_best_effort_num() + placed >= job.min_available:
             return False
     return True
+
+
+def _least(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
+    """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
+    smallest request component by component as a node-table row (None: no such task)."""
+    tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    if not tasks:
+        return 0, None
+    if len(tasks) == 1:
+        return 1, ssn.task_vec(tasks[0])
+    return len(tasks), np.min(np.stack([ssn.task_vec(t) for t in tasks]), axis=0)
 
 
 def places_at_most(future: np.ndarray, least: np.ndarray) -> int:
@@ -205,7 +220,7 @@ def places_at_most(future: np.ndarray, least: np.ndarray) -> int:
     if len(dims) == 0:
         return 1 << 62
     per_node = np.floor((future[:, dims] + 2 * MIN_RESOURCE) / least[dims]).min(axis=1)
-    return int(np.clip(per_node, 0, None).sum())
+    return int(np.clip(per_node, 0, 1 << 40).sum())
 
 
 def places_at_most_reference(future: np.ndarray, least: np.ndarray) -> int:
