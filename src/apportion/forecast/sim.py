@@ -22,6 +22,7 @@ from pathlib import Path
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
+from apportion.forecast.quiet import QuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource
@@ -149,7 +150,7 @@ class DumpObjects:
 def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
                        targets: tuple[str, ...] | list[str] = (), horizon: float | None = None,
                        bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = (),
-                       keep_waiting: bool = True) -> Simulator:
+                       keep_waiting: bool = True, skip_quiet: bool = True) -> Simulator:
     """The simulator started from `state`; `run()` once, then read `jobs[uid].first_start` (the
     state's clock).
 
@@ -159,6 +160,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     `bookings`: (seconds after now, change to a session's objects) in force from that instant on.
     `keep_waiting=False`: only jobs whose every task runs are handed out again from session to
     session (for a caller that changes the jobs of a snapshot in place, as the fit checks do).
+    `skip_quiet=False`: run every session, also those the quiet test shows to change nothing
+    (forecast/quiet.py; the reference the tests compare with). `sim.sessions` counts both.
     """
     plan_children = {q.name for kids in state.children.values() for q in kids}
     queues = {n: q for n, q in state.queues.items() if n not in plan_children}
@@ -179,6 +182,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT
+    if skip_quiet:
+        sim.quiet = QuietTest()
     return sim
 
 

@@ -39,6 +39,7 @@ from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo,
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import CycleResult, dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
+from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.follower import PlanFollower
 from apportion.simulation.jobs import (
@@ -128,6 +129,11 @@ class Simulator(PlanFollower):
         self.children: dict[str, list[QueueInfo]] = {}
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         self.sessions = 0
+        #: asked of each opened session: True when it provably changes nothing, so it is not run (the
+        #: forecast's test, semantics F1; under the self-check it runs and must change nothing).
+        #: `sessions` counts such sessions too, `sessions_skipped` them alone
+        self.quiet: Callable[[Session], bool] | None = None
+        self.sessions_skipped = 0
         #: stop after this many sessions (None: no limit); `stopped_at_limit` says whether it did
         self.max_sessions: int | None = None
         self.stopped_at_limit = False
@@ -441,6 +447,11 @@ class Simulator(PlanFollower):
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
+        quiet = self.quiet is not None and self.quiet(ssn)
+        warnings_at_open = list(ssn.warnings)
+        if quiet and not check.enabled():
+            self._skip_session(ssn)
+            return
         result = run_session(ssn)
         if check.enabled():
             check.check_cache(self.cache)
@@ -460,9 +471,23 @@ class Simulator(PlanFollower):
                     sj3.message = ev.message
         if check.enabled():
             self._check_carried(result)
+            if quiet and (changed or result.warnings != warnings_at_open):
+                raise check.StateCheckError(f"{check.ENV}: session {ssn.uid} at {self.now} was called quiet but "
+                                            f"binds {len(result.binds)}, pipelines {len(result.pipelined)}, "
+                                            f"evicts {len(result.evictions)} or changes a phase or warning")
         self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
+
+    def _skip_session(self, ssn: Session) -> None:
+        """A session the quiet test shows to change nothing: what running it would leave but the
+        why-pending texts (the jobs keep the last run session's) and its close."""
+        self.sessions_skipped += 1
+        for w in ssn.warnings:
+            self.warn(w)
+        self.recorder.session_report(self.now, ssn.queue_reports())
+        ssn.release()
+        self.dirty = False
 
     def _check_carried(self, result: CycleResult) -> None:
         """The self-check: a job the session closed as the last one did holds that phase and message."""

@@ -1,0 +1,237 @@
+"""Sessions of a forecast that provably change nothing (semantics F1), so that the run may skip them.
+
+A forecast runs the real session after every change, and most changes are completions: the session
+after one often binds, pipelines, evicts and admits nothing and leaves every PodGroup phase as it was.
+The simulator then jumps to the next event; only running the session showed that. `QuietTest` shows it
+from the opened session instead, with bounds that can only over-count what the actions could do:
+
+* **enqueue** admits nothing: capacity's own backlog test (K14, `Session.enqueue_admissible`) finds
+  no job it would admit (a refusal changes no accounting, so no vote order can admit one); a Pending
+  job without minResources would be admitted without a vote, so none may wait;
+* **allocate** places nothing that stays: no statement is committed or kept pipelined, so every job
+  is tried against the node table as the session opened. A placement (allocated or pipelined) needs
+  request <= FutureIdle (idle + releasing - pipelined, within the table's tolerance) and takes the
+  request off the node's FutureIdle, so on one node a job places at most
+  min over d of (FutureIdle_d + 2 * MIN_RESOURCE) // (smallest request of its pending tasks)_d tasks,
+  and in all at most the sum of that over the nodes (and no more than its pending tasks): every
+  other test (predicates, the queue's allocatable, overused) only refuses more. gang's JobReady and
+  JobPipelined need ready + waiting + pending best-effort >= minMember, which each placement raises
+  by one; a job whose bound is below what it lacks is discarded (nothing changed). Without gang as
+  the one vote on JobPipelined (and one of the JobReady votes), only a bound of 0 will do;
+* **backfill** has no task to place: no job has a pending or pipelined best-effort task;
+* **close** changes no phase: each job's phase is worked out as gang's close hook and the session's
+  phase write-back would work it out on the unchanged tasks, and must be the one it has.
+
+Any other action (reclaim, preempt, ...), or a plugin other than gang with a close hook, and the
+session runs. Under `APPORTION_CHECK_STATE=1` the simulator runs a session the test calls quiet
+anyway and fails if it changed anything (simulation/engine.py, `Simulator.quiet`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.framework import extension as ep
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
+from apportion.resources import MIN_RESOURCE
+
+#: the actions the test is proven for (any other in the conf: every session runs)
+PROVEN_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
+
+
+@dataclass
+class QuietTest:
+    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): True when the
+    session provably changes nothing (see the module's docstring), and counts of its answers."""
+
+    #: sessions asked about, and how many of them were quiet
+    asked: int = 0
+    quiet: int = 0
+    #: why the others ran, by the first reason found (for the benchmark's and the tests' reading)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    #: per job uid, the last job object found to keep its phase at close, with its task version and
+    #: phase then (the answer is a function of those while the job has no Unschedulable condition)
+    settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] = field(default_factory=dict)
+    #: per job uid, the job object, its task version and the node table's columns, and what allocate
+    #: would try of it then: the number of its pending tasks and their smallest request as a row (`_least`)
+    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] = field(default_factory=dict)
+
+    def __call__(self, ssn: Session) -> bool:
+        """Whether the opened session provably changes nothing (counted)."""
+        self.asked += 1
+        why = why_not_quiet(ssn, self.settled, self.tried)
+        if why:
+            self.reasons[why] = self.reasons.get(why, 0) + 1
+            return False
+        self.quiet += 1
+        return True
+
+
+def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
+                  tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None) -> str:
+    """"" when the opened session provably changes nothing, else the first reason it may.
+
+    `settled` and `tried` (kept by the caller from session to session, as `QuietTest`'s): what was
+    worked out of the jobs, not worked out again for a job handed out again unchanged."""
+    actions = ssn.conf.actions
+    if not PROVEN_ACTIONS.issuperset(actions):
+        return "action"
+    hooks_known, gang = _gang(ssn)
+    if not hooks_known:
+        return "close hook"
+    jobs = ssn.jobs
+    pending = [j for j in jobs.values() if j.is_pending()]
+    if pending and "allocate" in actions and "enqueue" not in actions:
+        return "admission"  # allocate admits Pending jobs itself without enqueue
+    if not _phases_kept(ssn, gang, {} if settled is None else settled):
+        return "phase"
+    if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
+        return "backfill"
+    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn),
+                                                     {} if tried is None else tried):
+        return "placement"
+    if "enqueue" in actions:
+        backlog = [j for uid_, j in sorted(jobs.items()) if j.is_pending() and j.queue in ssn.queues]
+        # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
+        # the same question first thing itself, on the same accounting
+        if backlog and (any(j.min_resources is None for j in backlog) or ssn.enqueue_admissible(backlog) != []):
+            return "admission"
+    return ""
+
+
+def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
+    """(no plugin but gang has a close hook, whose effect on the phase write-back is not worked out
+    here; the session's gang plugin or None)."""
+    gang: Plugin[Session] | None = None
+    for _, plugin in ssn.plugins:
+        if plugin.name == "gang":
+            gang = plugin
+        elif type(plugin).on_session_close is not Plugin.on_session_close:
+            return False, None
+    return True, gang
+
+
+def _gang_decides(ssn: Session) -> bool:
+    """gang is among the JobReady votes (all must agree) and the one JobPipelined vote."""
+    ready = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_READY)]
+    pipelined = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_PIPELINED)]
+    return "gang" in ready and pipelined == ["gang"]
+
+
+def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) -> PodGroupPhase:
+    """The phase close gives the job when the actions changed nothing: gang's close hook (an
+    Unschedulable condition for a job that is not ready, unless excused for releasing tasks) and
+    the session's phase write-back (`Session._pod_group_phase`), on the job as it opened."""
+    running = job.counts.get(TaskStatus.RUNNING, 0)
+    if running:
+        unschedulable = False
+        if gang is not None and job.tasks and not gang.job_ready(job) and not _excused_for_releasing(job):  # type: ignore[attr-defined]
+            unschedulable = True
+        else:
+            cond = job.conditions.get("Unschedulable")
+            unschedulable = bool(cond and cond[0] == "True" and cond[3] == session_uid)
+        if unschedulable:
+            return PodGroupPhase.UNKNOWN
+    scheduled = job.scheduled_num() + job.releasing_with_node_num()
+    if scheduled >= job.min_available:
+        completed = job.counts.get(TaskStatus.SUCCEEDED, 0) + job.counts.get(TaskStatus.FAILED, 0)
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    if job.phase is not PodGroupPhase.INQUEUE:
+        return PodGroupPhase.PENDING
+    return PodGroupPhase.INQUEUE
+
+
+def _phases_kept(ssn: Session, gang: Plugin[Session] | None,
+                 settled: dict[str, tuple[JobInfo, int, PodGroupPhase]]) -> bool:
+    """Close gives every job the phase it has (`close_phase`)."""
+    uid = ssn.uid
+    for job in ssn.jobs.values():
+        hit = settled.get(job.uid)
+        if hit is not None and hit[0] is job and hit[1] == job.version and hit[2] is job.phase:
+            continue
+        if close_phase(job, gang, uid) is not job.phase:
+            return False
+        if "Unschedulable" not in job.conditions:
+            settled[job.uid] = (job, job.version, job.phase)
+    return True
+
+
+def _excused_for_releasing(job: JobInfo) -> bool:
+    # gang's own excuse (plugins/gang.py, GangPlugin._excused_for_releasing)
+    rel = job.releasing_with_node_num()
+    if not rel:
+        return False
+    if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
+        return False
+    return job.scheduled_num() + rel >= job.min_available
+
+
+def _nothing_placed(ssn: Session, gang_decides: bool,
+                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]]) -> bool:
+    """No job allocate tries can place a task that stays (the bound of the module's docstring)."""
+    enqueue = "enqueue" in ssn.enabled_actions
+    future = ssn.table.future_idle()
+    columns = tuple(ssn.table.columns)
+    bounds: dict[bytes, int] = {}
+    for job in ssn.jobs.values():
+        if (job.is_pending() and enqueue) or not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
+            continue  # a Pending job is not admitted, and enqueue admits none (asked in why_not_quiet)
+        hit = tried.get(job.uid)
+        if hit is None or hit[0] is not job or hit[1] != job.version or hit[2] != columns:
+            hit = tried[job.uid] = (job, job.version, columns, *_least(ssn, job))
+        n, least = hit[3], hit[4]
+        if least is None:
+            continue
+        key = least.tobytes()
+        fit = bounds.get(key)
+        if fit is None:
+            fit = bounds[key] = places_at_most(future, least)
+        placed = min(fit, n)
+        if not placed:
+            continue
+        if not gang_decides:
+            return False
+        if job.ready_num() + job.waiting_num() + job.pending_best_effort_num() + placed >= job.min_available:
+            return False
+    return True
+
+
+def _least(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
+    """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
+    smallest request component by component as a node-table row (None: no such task)."""
+    tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    if not tasks:
+        return 0, None
+    if len(tasks) == 1:
+        return 1, ssn.task_vec(tasks[0])
+    return len(tasks), np.min(np.stack([ssn.task_vec(t) for t in tasks]), axis=0)
+
+
+def places_at_most(future: np.ndarray, least: np.ndarray) -> int:
+    """An upper bound on how many tasks, each requesting at least `least` (a node-table row), fit
+    one after another on the nodes whose FutureIdle rows are `future`; a large number when `least`
+    requests nothing."""
+    dims = np.nonzero(least > 0)[0]
+    if len(dims) == 0:
+        return 1 << 62
+    per_node = np.floor((future[:, dims] + 2 * MIN_RESOURCE) / least[dims]).min(axis=1)
+    return int(np.clip(per_node, 0, 1 << 40).sum())
+
+
+def places_at_most_reference(future: np.ndarray, least: np.ndarray) -> int:
+    """`places_at_most` node by node and tasks one at a time: each further task is counted while the
+    table's own fit rule (request <= FutureIdle within MIN_RESOURCE) would take `least` on the node."""
+    if not (least > 0).any():
+        return 1 << 62
+    total = 0
+    for row in future:
+        left = row.copy()
+        while bool(np.all((least < left) | (np.abs(least - left) < MIN_RESOURCE) | (least <= 0))):
+            left = left - least
+            total += 1
+    return total

@@ -1,0 +1,161 @@
+"""Quiet sessions (forecast/quiet.py, semantics F1): a forecast that skips the sessions its test shows to
+change nothing gives the answer of the forecast that runs them all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from test_fit import NOW, snap_of
+from test_forecast_sim import busy_dumps
+
+from apportion.engine import prepare, resolve_conf
+from apportion.forecast.quiet import QuietTest, places_at_most, places_at_most_reference
+from apportion.forecast.sim import forecast_simulator
+from apportion.forecast.start import start_state
+from apportion.framework.conf import parse_conf
+from apportion.simulation.engine import Simulator
+from apportion.state import check
+from apportion.state.check import ENV, StateCheckError
+
+SMALL = dict(nodes=4, gangs=20, pods_per_gang=4, queues=4)
+RECLAIM = """actions: "enqueue, allocate, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: capacity
+  - name: nodeorder
+"""
+
+
+def _bench_objects(seed: int, **shape: int) -> list[dict[str, Any]]:
+    from benchmarks.bench_forecast import busy_objects
+
+    return busy_objects({**SMALL, **shape}, seed=seed)
+
+
+def _simulator(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, horizon: float | None) -> Simulator:
+    snap = snap_of(objs)
+    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+    prepare(snap, conf)
+    return forecast_simulator(start_state(snap, conf, NOW), horizon=horizon, skip_quiet=skip)
+
+
+def _answer(sim: Simulator) -> tuple[Any, ...]:
+    """Everything a forecast reads or reports of a run, and what the next decision would read."""
+    jobs = {u: (j.first_start, j.last_start, j.finish, j.phase, j.state, j.evictions, j.done_tasks,
+                tuple((t.status, t.node, t.start, t.attempt) for t in j.tasks)) for u, j in sim.jobs.items()}
+    return jobs, sim.sessions, sim.events, sim.now, sim.stopped_at_limit, list(sim.warnings)
+
+
+def _both(objs: list[dict[str, Any]], conf_text: str | None, horizon: float | None = 4 * 3600.0,
+          ) -> tuple[Simulator, Simulator]:
+    skipping = _simulator(objs, conf_text, True, horizon)
+    skipping.run()
+    every = _simulator(objs, conf_text, False, horizon)
+    every.run()
+    assert _answer(skipping) == _answer(every)
+    assert every.sessions_skipped == 0 and every.quiet is None
+    return skipping, every
+
+
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 3)),
+                  elements=st.one_of(st.integers(-4000, 64000).map(float), st.floats(-4, 64))),
+       hnp.arrays(np.float64, st.integers(1, 3), elements=st.one_of(st.integers(0, 9000).map(float),
+                                                                      st.floats(0, 16))))
+def test_the_bound_never_counts_fewer_tasks_than_fit(future: np.ndarray, least: np.ndarray) -> None:
+    least = least[: future.shape[1]]
+    future = future[:, : len(least)]
+    with np.errstate(over="ignore"):
+        if (least > 0).any() and float(((future + 0.2).clip(0) / np.where(least > 0, least, np.inf)).max()) > 5000:
+            return  # the reference counts one task at a time
+        assert places_at_most(future, least) >= places_at_most_reference(future, least)
+
+
+def test_the_bound_is_the_count_on_whole_amounts() -> None:
+    future = np.array([[32000.0, 128.0, 110.0], [3999.0, 64.0, 110.0], [-1000.0, 8.0, 3.0]])
+    least = np.array([4000.0, 16.0, 0.0])
+    assert places_at_most(future, least) == places_at_most_reference(future, least) == 8 + 0 + 0
+
+
+def _without_reclaim(conf_text: str | None, drop: bool) -> str | None:
+    """The dump's conf, or the same without reclaim (the test holds for enqueue, allocate, backfill)."""
+    return conf_text.replace("reclaim, ", "") if conf_text and drop else conf_text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.booleans())
+def test_skipping_quiet_sessions_changes_no_forecast(case: tuple[list[dict[str, Any]], str | None], drop: bool) -> None:
+    """Random GPU dumps (flat or tree capacity, or Volcano's default conf with proportion)."""
+    objs, conf_text = case
+    _both(objs, _without_reclaim(conf_text, drop))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([4, 6]), st.booleans())
+def test_skipping_changes_no_forecast_on_the_benchmark_shape(seed: int, nodes: int, reclaim: bool) -> None:
+    """The benchmark's dump, small (capacity over a queue tree, enqueue and allocate; or with reclaim)."""
+    skipping, _ = _both(_bench_objects(seed, nodes=nodes), RECLAIM if reclaim else None, horizon=3 * 3600.0)
+    test = skipping.quiet
+    assert isinstance(test, QuietTest) and test.asked == skipping.sessions
+    if reclaim:
+        assert test.quiet == skipping.sessions_skipped == 0 and set(test.reasons) == {"action"}
+    else:
+        # under the self-check (APPORTION_CHECK_STATE=1 for the whole suite) each is run and compared
+        assert skipping.sessions_skipped == (0 if check.enabled() else test.quiet)
+
+
+def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the benchmark's dump (small) most completions free room no waiting gang can use: those
+    sessions are skipped, and the forecast is the one that runs them."""
+    monkeypatch.delenv(ENV, raising=False)
+    skipping, every = _both(_bench_objects(0), None, horizon=3 * 3600.0)
+    assert skipping.sessions_skipped >= skipping.sessions // 4 > 0
+    test = skipping.quiet
+    assert isinstance(test, QuietTest) and test.quiet == skipping.sessions_skipped
+    assert test.reasons.get("phase", 0) + test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
+
+
+def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = _bench_objects(1)
+    monkeypatch.delenv(ENV, raising=False)
+    plain = _simulator(objs, None, True, 3600.0)
+    plain.run()
+    monkeypatch.setenv(ENV, "1")
+    checked = _simulator(objs, None, True, 3600.0)
+    checked.run()
+    assert isinstance(checked.quiet, QuietTest) and checked.quiet.quiet == plain.sessions_skipped > 0
+    assert checked.sessions_skipped == 0  # each was run, and changed nothing
+    assert _answer(checked) == _answer(plain)
+
+
+def test_the_self_check_fails_loudly_on_a_wrong_quiet_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "1")
+    sim = _simulator(_bench_objects(2), None, True, 3600.0)
+    sim.quiet = lambda ssn: True  # calls the first session, which binds, quiet
+    with pytest.raises(StateCheckError, match="called quiet"):
+        sim.run()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.booleans())
+def test_every_quiet_session_of_random_dumps_changes_nothing(case: tuple[list[dict[str, Any]], str | None],
+                                                              drop: bool) -> None:
+    """Under the self-check each session called quiet is run and must change nothing (binds,
+    pipelines, evictions, phases, warnings): the engine raises otherwise."""
+    objs, conf_text = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV, "1")
+        sim = _simulator(objs, _without_reclaim(conf_text, drop), True, 4 * 3600.0)
+        sim.run()
+    assert sim.sessions_skipped == 0
