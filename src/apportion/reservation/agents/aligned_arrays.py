@@ -180,20 +180,32 @@ class ArrayWindows:
         self.costs = np.array([c[0] for c in sums], dtype=np.float64)
         self.ahead = {k: (0, self.every, c) for k, c in enumerate(sums)}
 
-    def _evaluate_runs(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+    def _evaluate_runs(
+        self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None, share: bool = True,
+    ) -> None:
         """Many candidates: those between two change points are runs, evaluated through their
-        first member (every candidate a run of its own when there are no fewer change points)."""
+        first member (every candidate a run of its own when there are no fewer change points).
+        `share`: an availability changing exactly where the load changes is merged once for both
+        (False, the reference: merged as a part of its own)."""
         lo, dur, count = self.lo, self.dur, self.count
         vv, pv = self.vv, self.pv
-        inner = (lt[1:], inner_v) if inner_p is None else (lt[1:], inner_v, inner_p)
-        changes = _union(*inner)
-        if count <= len(changes):
+        inner_l = lt[1:]
+        # the availability is mostly the capacity less this same load, changing where it changes:
+        # then one part stands for both (the counts of a part's times are the same for an equal part)
+        same_v = share and len(inner_v) == len(inner_l) and bool(np.array_equal(inner_v, inner_l))
+        inner = (inner_l,) if same_v else (inner_l, inner_v)
+        if inner_p is not None:
+            inner += (inner_p,)
+        # (every part's times are distinct, so there are no fewer changes than the longest part has)
+        changes = None if count <= max(len(x) for x in inner) else _union(*inner)
+        if changes is None or count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
             p0 = np.arange(count, dtype=np.int64)
             p1 = p0 + 1
             starts = lo + p0 * dur
-            g, at = _grid(starts, *inner)
+            # the candidates' starts are counted by division, not by the merge
+            g, at = _grid(starts, *inner, counted=1)
             win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
@@ -206,6 +218,8 @@ class ArrayWindows:
             win = at[0] - 1
             keep = np.flatnonzero((win >= 0) & (g < starts[np.maximum(win, 0)] + dur))
             g, win, at = g[keep], win[keep], [a[keep] for a in at]
+        if same_v:
+            at.insert(2, at[1])
         self.p0s, self.p1s = p0, p1
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
         # every time of g lies in [lo, hi): the load's, the availability's and the placements' rows
@@ -268,8 +282,8 @@ class ArrayWindows:
 
     def runs(self, left: bool) -> Sequence[RunEntry]:
         """See `Windows.runs` (aligned.py): sorted by cost and end key (a few runs as a list,
-        more in numpy, handed out as `SortedRuns`; the end keys differ from run to run, so both
-        orders are the same)."""
+        more in numpy, handed out as `SortedRuns`, which sorts them when more than the first is
+        read; the end keys differ from run to run, so both orders are the same)."""
         if len(self.p0s) <= _POSITIONS:
             lo, dur = self.lo, self.dur
             out = [(c, lo + (a + 1) * dur if left else -(lo + b * dur), a, b, f)
@@ -280,8 +294,8 @@ class ArrayWindows:
         fit = np.flatnonzero(self.fits > 0)
         costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
         key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
-        order = np.lexsort((key, costs))
-        return SortedRuns(order, costs, key, p0, p1, self.fits[fit])
+        # sorted only if more than the first is read (a stage of one gang reads one)
+        return SortedRuns(None, costs, key, p0, p1, self.fits[fit])
 
     def _run(self, k: int) -> int:
         return int(self.p0s.searchsorted(k, "right")) - 1
@@ -439,11 +453,13 @@ def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.
     return window(t, v, s, e)
 
 
-def _grid(*parts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def _grid(*parts: np.ndarray, counted: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
     """The sorted distinct times of sorted parts, and for each part how many of its times lie at
     or before each of them (`part.searchsorted(grid, "right")`, the reference): one stable merge
     of the parts, where a binary search per time and part cost several times more. The counts
-    are int32 running sums (a part of over 2**31 times is not a stage's)."""
+    are int32 running sums (a part of over 2**31 times is not a stage's). The first `counted`
+    parts are not counted: their place in the list holds the grid itself (a caller that needs no
+    count of a part)."""
     x = np.concatenate(parts)
     tag = np.repeat(np.arange(len(parts), dtype=np.int8), [len(p) for p in parts])
     order = np.argsort(x, kind="stable")
@@ -454,7 +470,8 @@ def _grid(*parts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     last[-1:] = True
     np.not_equal(x[1:], x[:-1], out=last[:-1])
     keep = np.flatnonzero(last)
-    return x[keep], [np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
+    g = x[keep]
+    return g, [g if k < counted else np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
 
 
 def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
