@@ -193,7 +193,7 @@ class ArrayWindows:
         # the availability is mostly the capacity less this same load, changing where it changes:
         # then one part stands for both (the counts of a part's times are the same for an equal part)
         same_v = share and len(inner_v) == len(inner_l) and bool(np.array_equal(inner_v, inner_l))
-        inner = (inner_l,) if same_v else (inner_l, inner_v)
+        inner: tuple[np.ndarray, ...] = (inner_l,) if same_v else (inner_l, inner_v)
         if inner_p is not None:
             inner += (inner_p,)
         # (every part's times are distinct, so there are no fewer changes than the longest part has)

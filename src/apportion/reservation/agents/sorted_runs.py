@@ -59,7 +59,7 @@ class SortedRuns(Sequence[RunEntry]):
         done = self._done
         if not done and i == 0 and self._order is None:
             r = self._first()
-            done.append(tuple(c[r].item() for c in self._cols))  # type: ignore[arg-type]
+            done.append(tuple(c[r].item() for c in self._cols))
             return done[0]
         if len(done) <= i:
             if self._order is None:
