@@ -40,6 +40,8 @@ _POSITIONS = 16
 #: `_sums` goes on position by position while more than this many windows have a piece there,
 #: then sums those left one by one
 _FEW = 8
+#: ... or while the longest window has at most this many positions left
+_FEW_DEPTH = 4
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -488,11 +490,13 @@ def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     sizes = np.diff(bounds)
     # every window has a first piece; the windows with more than j pieces are found among those
     # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
-    # time cost more than the additions), and the last few go on one by one
+    # time cost more than the additions), and the last few go on one by one unless they are
+    # only a few positions from their ends (a window each cost more than a position then)
     total += terms[first]
     has = np.flatnonzero(sizes > 1)
+    deepest = int(sizes.max())
     j = 1
-    while len(has) > _FEW:
+    while len(has) > _FEW or (len(has) and deepest - j <= _FEW_DEPTH):
         total[has] += terms[first[has] + j]
         j += 1
         has = has[sizes[has] > j]
