@@ -182,11 +182,12 @@ def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
 
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(st.lists(st.integers(-20, 60), max_size=25).map(sorted), min_size=1, max_size=4),
-       counted=st.integers(0, 2))
-def test_the_grid_counts_each_parts_times_as_a_search_does(parts, counted):
+       counted=st.integers(0, 2), shift=st.sampled_from([0, 0, 1 << 60, -(1 << 61), (1 << 63) - 61, -(1 << 63) + 20]))
+def test_the_grid_counts_each_parts_times_as_a_search_does(parts, counted, shift):
     """`_grid` (one stable merge) against the union of the parts and a binary search per part;
-    the first `counted` parts are not counted (the grid stands in their place)."""
-    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    the first `counted` parts are not counted (the grid stands in their place). Times near the
+    int64 bounds (Long.MAX ends a stage) are merged without packing the part numbers in."""
+    arrays = [np.array([t + shift for t in p], dtype=np.int64) for p in parts]
     g, at = aligned_arrays._grid(*arrays, counted=counted)
     want = np.unique(np.concatenate(arrays))
     assert g.tolist() == want.tolist()
