@@ -200,6 +200,21 @@ def test_the_grid_counts_each_parts_times_as_a_search_does(parts, counted, shift
 
 
 @settings(max_examples=300, deadline=None)
+@given(lo=st.integers(-50, 50), dur=st.integers(1, 7), count=st.integers(1, 20), data=st.data())
+def test_the_lattice_grid_is_the_grid_of_the_starts_and_the_part(lo, dur, count, data):
+    """`_lattice_grid` (counts from positions) against `_grid` (a running count per part) and the
+    candidate of each grid time by division."""
+    starts = lo + np.arange(count, dtype=np.int64) * dur
+    times = data.draw(st.sets(st.integers(lo, lo + count * dur - 1), max_size=3 * count))
+    part = np.array(sorted(times), dtype=np.int64)
+    g, win, counts = aligned_arrays._lattice_grid(lo, dur, starts, part)
+    want_g, want_at = aligned_arrays._grid(starts, part)
+    assert g.tolist() == want_g.tolist()
+    assert counts.tolist() == want_at[1].tolist()
+    assert win.tolist() == ((want_g - lo) // dur).tolist() == (want_at[0] - 1).tolist()
+
+
+@settings(max_examples=300, deadline=None)
 @given(kind=st.sampled_from(["default", "dominant"]), load=pieces, placed=pieces,
        lo=st.sampled_from([0, 10, 20, 35]), dur=st.sampled_from([5, 10, 20, 30]),
        count=st.sampled_from([17, 25, 40, 80]), gang=st.tuples(st.integers(1, 3).map(lambda k: k * 256), st.integers(1, 2)),

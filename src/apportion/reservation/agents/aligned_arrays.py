@@ -207,8 +207,12 @@ class ArrayWindows:
             p1 = p0 + 1
             starts = lo + p0 * dur
             # the candidates' starts are counted by division, not by the merge
-            g, at = _grid(starts, *inner, counted=1)
-            win = (g - lo) // dur
+            if len(inner) == 1:
+                g, win, counted = _lattice_grid(lo, dur, starts, inner[0])
+                at = [g, counted]
+            else:
+                g, at = _grid(starts, *inner, counted=1)
+                win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
             k, off = np.divmod(changes - lo, dur)
@@ -485,6 +489,23 @@ def _grid(*parts: np.ndarray, counted: int = 0) -> tuple[np.ndarray, list[np.nda
     keep = np.flatnonzero(last)
     g = x[keep]
     return g, [g if k < counted else np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
+
+
+def _lattice_grid(lo: int, dur: int, starts: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_grid(starts, part, counted=1)` where starts are every `lo + k dur` up to the last one and
+    part's times lie in `[lo, starts[-1] + dur)`, with the candidate each grid time lies in: after
+    the merge, the times at or before a grid time number its position + 1, and the starts among
+    them its candidate + 1, so the part's count there is the difference (neither a running count
+    nor which part a time came from is needed)."""
+    x = np.concatenate((starts, part))
+    x.sort(kind="stable")  # two sorted runs: merged in linear time
+    last = np.empty(len(x), dtype=bool)
+    last[-1:] = True
+    np.not_equal(x[1:], x[:-1], out=last[:-1])
+    keep = np.flatnonzero(last)
+    g = x[keep]
+    win = (g - lo) // dur
+    return g, win, keep - win
 
 
 #: times of a magnitude below this, shifted left by a few bits, still fit int64
