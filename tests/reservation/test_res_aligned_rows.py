@@ -164,12 +164,18 @@ def test_sorted_runs_hand_out_the_sorted_list(rows, reads):
             assert SortedRuns(given_order, costs, key, p0, p0 + 1, fits)[0] == want[0]
 
 
-@settings(max_examples=200, deadline=None)
-@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=60), seed=st.integers(0, 1000))
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.sampled_from([3, 8, 9, 40]).flatmap(
+           lambda most: st.lists(st.integers(1, most), min_size=1, max_size=60)),
+       seed=st.integers(0, 1000))
 def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
-    """`_sums` against each window's terms added one after the other from 0.0 in Python."""
+    """`_sums` against each window's terms added one after the other from 0.0 in Python: terms
+    of both signs and zeros (never -0.0, which no cost term is), windows of a few terms (summed as
+    padded columns) and of many."""
     rng = np.random.default_rng(seed)
     terms = rng.random(sum(sizes)) * 10.0 ** rng.integers(-8, 8, sum(sizes))
+    terms *= rng.choice([-1.0, 1.0, 1.0, 0.0], sum(sizes))
+    terms += 0.0  # a zero times -1.0 is -0.0: made +0.0
     first = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
     want = []
     for i, n in zip(first.tolist(), sizes):

@@ -42,6 +42,8 @@ _POSITIONS = 16
 _FEW = 8
 #: ... or while the longest window has at most this many positions left
 _FEW_DEPTH = 4
+#: windows of at most this many terms each are summed as the columns of one padded array
+_PADDED = 8
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -516,7 +518,8 @@ def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
     from 0.0, as a walk adds them: a few windows each with np.add.accumulate (which never
     regroups), many position by position across the windows that have a piece there, until
-    only a few are left, which go on each with np.add.accumulate."""
+    only a few are left, which go on each with np.add.accumulate; windows of a few terms each as
+    the columns of one array. No term may be -0.0 (a cost term, `_terms`, never is)."""
     n = len(first)
     if n <= _POSITIONS:
         b = [*first.tolist(), len(terms)]
@@ -524,13 +527,23 @@ def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
     bounds = np.append(first, len(terms))
     total = np.zeros(n, dtype=np.float64)
     sizes = np.diff(bounds)
+    deepest = int(sizes.max())
+    if deepest <= _PADDED:
+        # each window's terms in a row of its own, padded with +0.0 after them: adding +0.0 leaves a
+        # sum as it is (no term or partial sum here is -0.0), so adding column after column is
+        # adding each window's terms in order; one scatter instead of a gather per position
+        rows = np.zeros(n * deepest, dtype=np.float64)
+        rows[np.arange(len(terms)) + np.repeat(np.arange(0, n * deepest, deepest) - first, sizes)] = terms
+        grid = rows.reshape(n, deepest)
+        for j in range(deepest):
+            total += grid[:, j]
+        return total
     # every window has a first piece; the windows with more than j pieces are found among those
     # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
     # time cost more than the additions), and the last few go on one by one unless they are
     # only a few positions from their ends (a window each cost more than a position then)
     total += terms[first]
     has = np.flatnonzero(sizes > 1)
-    deepest = int(sizes.max())
     j = 1
     while len(has) > _FEW or (len(has) and deepest - j <= _FEW_DEPTH):
         total[has] += terms[first[has] + j]
