@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.reservation.agents import aligned, aligned_arrays
+from apportion.reservation.agents import aligned, aligned_arrays, merges
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.agents.sorted_runs import SortedRuns
 from apportion.reservation.resmath import Calculator
@@ -169,7 +169,7 @@ def test_sorted_runs_hand_out_the_sorted_list(rows, reads):
            lambda most: st.lists(st.integers(1, most), min_size=1, max_size=60)),
        seed=st.integers(0, 1000))
 def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
-    """`_sums` against each window's terms added one after the other from 0.0 in Python: terms
+    """`window_sums` against each window's terms added one after the other from 0.0 in Python: terms
     of both signs and zeros (never -0.0, which no cost term is), windows of a few terms (summed as
     padded columns) and of many."""
     rng = np.random.default_rng(seed)
@@ -183,18 +183,18 @@ def test_window_sums_add_each_windows_terms_in_order(sizes, seed):
         for x in terms[i:i + n].tolist():
             total += x
         want.append(total)
-    assert aligned_arrays._sums(terms, first).tolist() == want
+    assert merges.window_sums(terms, first).tolist() == want
 
 
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(st.lists(st.integers(-20, 60), max_size=25).map(sorted), min_size=1, max_size=4),
        counted=st.integers(0, 2), shift=st.sampled_from([0, 0, 1 << 60, -(1 << 61), (1 << 63) - 61, -(1 << 63) + 20]))
 def test_the_grid_counts_each_parts_times_as_a_search_does(parts, counted, shift):
-    """`_grid` (one stable merge) against the union of the parts and a binary search per part;
+    """`grid` (one stable merge) against the union of the parts and a binary search per part;
     the first `counted` parts are not counted (the grid stands in their place). Times near the
     int64 bounds (Long.MAX ends a stage) are merged without packing the part numbers in."""
     arrays = [np.array([t + shift for t in p], dtype=np.int64) for p in parts]
-    g, at = aligned_arrays._grid(*arrays, counted=counted)
+    g, at = merges.grid(*arrays, counted=counted)
     want = np.unique(np.concatenate(arrays))
     assert g.tolist() == want.tolist()
     assert len(at) == len(arrays)
@@ -208,13 +208,13 @@ def test_the_grid_counts_each_parts_times_as_a_search_does(parts, counted, shift
 @settings(max_examples=300, deadline=None)
 @given(lo=st.integers(-50, 50), dur=st.integers(1, 7), count=st.integers(1, 20), data=st.data())
 def test_the_lattice_grid_is_the_grid_of_the_starts_and_the_part(lo, dur, count, data):
-    """`_lattice_grid` (counts from positions) against `_grid` (a running count per part) and the
+    """`lattice_grid` (counts from positions) against `grid` (a running count per part) and the
     candidate of each grid time by division."""
     starts = lo + np.arange(count, dtype=np.int64) * dur
     times = data.draw(st.sets(st.integers(lo, lo + count * dur - 1), max_size=3 * count))
     part = np.array(sorted(times), dtype=np.int64)
-    g, win, counts = aligned_arrays._lattice_grid(lo, dur, starts, part)
-    want_g, want_at = aligned_arrays._grid(starts, part)
+    g, win, counts = merges.lattice_grid(lo, dur, starts, part)
+    want_g, want_at = merges.grid(starts, part)
     assert g.tolist() == want_g.tolist()
     assert counts.tolist() == want_at[1].tolist()
     assert win.tolist() == ((want_g - lo) // dur).tolist() == (want_at[0] - 1).tolist()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from apportion.reservation.agents.merges import grid, lattice_grid, sorted_union, window_sums
 from apportion.reservation.agents.sorted_runs import RunEntry, SortedRuns
 from apportion.reservation.resmath import Res, rmul
 from apportion.reservation.steparrays import MAX_VALUE, window
@@ -37,13 +38,6 @@ Interval = tuple[int, int, Res]
 #: position; a stage of this many candidates or fewer is evaluated on one grid, a candidate a
 #: run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
-#: `_sums` goes on position by position while more than this many windows have a piece there,
-#: then sums those left one by one
-_FEW = 8
-#: ... or while the longest window has at most this many positions left
-_FEW_DEPTH = 4
-#: windows of at most this many terms each are summed as the columns of one padded array
-_PADDED = 8
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -149,7 +143,7 @@ class ArrayWindows:
         # (runs() sorts this many runs as a list)
         self.p0s = np.arange(count, dtype=np.int64)
         self.p1s = self.p0s + 1
-        g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
+        g = sorted_union(starts, lt[1:], inner_v) if inner_p is None else sorted_union(starts, lt[1:], inner_v, inner_p)
         first = g.searchsorted(starts)
         cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
         free = self.vv.take(self.vt.searchsorted(g, "right") - 1, axis=0)
@@ -175,7 +169,7 @@ class ArrayWindows:
         bounds = self.first.tolist()
         rows = min(self.asks, _AHEAD)
         if rows <= 1 or rows * len(g) > _AHEAD_CELLS:
-            self.costs = _sums(self._terms(cv, self.lens), first)
+            self.costs = window_sums(self._terms(cv, self.lens), first)
             return
         # the costs with 0, every, 2 every, ... gangs on each candidate at once (see `cost`):
         # row 0 is every candidate's cost now
@@ -201,7 +195,7 @@ class ArrayWindows:
         if inner_p is not None:
             inner += (inner_p,)
         # (every part's times are distinct, so there are no fewer changes than the longest part has)
-        changes = None if count <= max(len(x) for x in inner) else _union(*inner)
+        changes = None if count <= max(len(x) for x in inner) else sorted_union(*inner)
         if changes is None or count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
@@ -210,19 +204,19 @@ class ArrayWindows:
             starts = lo + p0 * dur
             # the candidates' starts are counted by division, not by the merge
             if len(inner) == 1:
-                g, win, counted = _lattice_grid(lo, dur, starts, inner[0])
+                g, win, counted = lattice_grid(lo, dur, starts, inner[0])
                 at = [g, counted]
             else:
-                g, at = _grid(starts, *inner, counted=1)
+                g, at = grid(starts, *inner, counted=1)
                 win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
             k, off = np.divmod(changes - lo, dur)
-            edges = _union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
+            edges = sorted_union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
             p0, p1 = edges[:-1], edges[1:]
             starts = lo + p0 * dur
             # one grid for both: every change point inside each run's first member, and its start
-            g, at = _grid(starts, *inner)
+            g, at = grid(starts, *inner)
             win = at[0] - 1
             keep = np.flatnonzero((win >= 0) & (g < starts[np.maximum(win, 0)] + dur))
             g, win, at = g[keep], win[keep], [a[keep] for a in at]
@@ -253,7 +247,7 @@ class ArrayWindows:
         nxt[-1:] = ends[-1:]
         self.cv, self.lens = cv, (nxt - g).astype(np.float64)
         self.first = np.append(first, len(g))
-        self.costs = _sums(self._terms(cv, self.lens), first)
+        self.costs = window_sums(self._terms(cv, self.lens), first)
 
     def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
         """Per run, from (availability - earlier placements) at its first member's pieces (rows
@@ -373,7 +367,7 @@ class ArrayWindows:
         mine += [lo + (k + 1) * dur for k in self.counts if x < lo + (k + 1) * dur <= y]
         if mine:
             pts.append(np.array(mine, dtype=np.int64))
-        t = _union(*pts)
+        t = sorted_union(*pts)
         free = self.vv[vt.searchsorted(t, "right") - 1] - self.pv[pt.searchsorted(t, "right") - 1]
         if self.counts:
             ks = (t - lo) // dur
@@ -459,107 +453,3 @@ def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.
         i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
         return t[i - 1:j], v[i - 1:j]
     return window(t, v, s, e)
-
-
-def _grid(*parts: np.ndarray, counted: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The sorted distinct times of sorted parts, and for each part how many of its times lie at
-    or before each of them (`part.searchsorted(grid, "right")`, the reference): one stable merge
-    of the parts, where a binary search per time and part cost several times more. The counts
-    are int32 running sums (a part of over 2**31 times is not a stage's). The first `counted`
-    parts are not counted: their place in the list holds the grid itself (a caller that needs no
-    count of a part)."""
-    x = np.concatenate(parts)
-    tag = np.repeat(np.arange(len(parts), dtype=np.int8), [len(p) for p in parts])
-    bits = (len(parts) - 1).bit_length()
-    filled = [p for p in parts if len(p)]
-    if (filled and -(_PACKED >> bits) <= min(int(p[0]) for p in filled)
-            and max(int(p[-1]) for p in filled) < _PACKED >> bits):
-        # each time with its part's number in the low bits: one sort of the packed values orders
-        # them as the stable sort by time does (equal times by part), without gathering by an order
-        packed = (x << bits) | tag
-        packed.sort(kind="stable")
-        x = packed >> bits
-        tag = packed & ((1 << bits) - 1)
-    else:
-        order = np.argsort(x, kind="stable")
-        x = x[order]
-        tag = tag[order]
-    # the last of equal times: every part's times there are counted
-    last = np.empty(len(x), dtype=bool)
-    last[-1:] = True
-    np.not_equal(x[1:], x[:-1], out=last[:-1])
-    keep = np.flatnonzero(last)
-    g = x[keep]
-    return g, [g if k < counted else np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
-
-
-def _lattice_grid(lo: int, dur: int, starts: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`_grid(starts, part, counted=1)` where starts are every `lo + k dur` up to the last one and
-    part's times lie in `[lo, starts[-1] + dur)`, with the candidate each grid time lies in: after
-    the merge, the times at or before a grid time number its position + 1, and the starts among
-    them its candidate + 1, so the part's count there is the difference (neither a running count
-    nor which part a time came from is needed)."""
-    x = np.concatenate((starts, part))
-    x.sort(kind="stable")  # two sorted runs: merged in linear time
-    last = np.empty(len(x), dtype=bool)
-    last[-1:] = True
-    np.not_equal(x[1:], x[:-1], out=last[:-1])
-    keep = np.flatnonzero(last)
-    g = x[keep]
-    win = (g - lo) // dur
-    return g, win, keep - win
-
-
-#: times of a magnitude below this, shifted left by a few bits, still fit int64
-_PACKED = 1 << 62
-
-
-def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
-    from 0.0, as a walk adds them: a few windows each with np.add.accumulate (which never
-    regroups), many position by position across the windows that have a piece there, until
-    only a few are left, which go on each with np.add.accumulate; windows of a few terms each as
-    the columns of one array. No term may be -0.0 (a cost term, `_terms`, never is)."""
-    n = len(first)
-    if n <= _POSITIONS:
-        b = [*first.tolist(), len(terms)]
-        return np.array([np.add.accumulate(terms[i:j])[-1] for i, j in zip(b, b[1:])], dtype=np.float64)
-    bounds = np.append(first, len(terms))
-    total = np.zeros(n, dtype=np.float64)
-    sizes = np.diff(bounds)
-    deepest = int(sizes.max())
-    if deepest <= _PADDED:
-        # each window's terms in a row of its own, padded with +0.0 after them: adding +0.0 leaves a
-        # sum as it is (no term or partial sum here is -0.0), so adding column after column is
-        # adding each window's terms in order; one scatter instead of a gather per position
-        rows = np.zeros(n * deepest, dtype=np.float64)
-        rows[np.arange(len(terms)) + np.repeat(np.arange(0, n * deepest, deepest) - first, sizes)] = terms
-        grid = rows.reshape(n, deepest)
-        for j in range(deepest):
-            total += grid[:, j]
-        return total
-    # every window has a first piece; the windows with more than j pieces are found among those
-    # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
-    # time cost more than the additions), and the last few go on one by one unless they are
-    # only a few positions from their ends (a window each cost more than a position then)
-    total += terms[first]
-    has = np.flatnonzero(sizes > 1)
-    j = 1
-    while len(has) > _FEW or (len(has) and deepest - j <= _FEW_DEPTH):
-        total[has] += terms[first[has] + j]
-        j += 1
-        has = has[sizes[has] > j]
-    for w in has.tolist():
-        total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + j:bounds[w + 1]])))[-1]
-    return total
-
-
-def _union(*parts: np.ndarray) -> np.ndarray:
-    """Sorted distinct times of sorted parts: a stable sort (timsort) merges the sorted runs in
-    linear time, where the default quicksort sorts them again from scratch."""
-    x = np.concatenate(parts)
-    x.sort(kind="stable")
-    keep = np.empty(len(x), dtype=bool)
-    keep[:1] = True
-    np.not_equal(x[1:], x[:-1], out=keep[1:])
-    return x[keep]
