@@ -38,7 +38,8 @@ def test_runner_prints_a_table_per_shape() -> None:
         assert json.loads(results.read_text()).get("smoke") is False
 
 
-@pytest.mark.parametrize("bench", ["bench_simulation", "bench_forecast", "bench_cycle", "bench_state"])
+@pytest.mark.parametrize("bench", ["bench_simulation", "bench_forecast", "bench_cycle", "bench_state",
+                                   "bench_submit"])
 def test_a_benchmark_answers_help_and_refuses_an_unknown_flag_without_running(bench: str) -> None:
     """`--help` prints the flags (it once ran the whole benchmark), an unknown flag exits 2 naming it."""
     root = ROOT

@@ -4,16 +4,18 @@ child queues, over random submit / update / delete / application / capacity / cl
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from res_helpers import alloc, make_plan
+from res_helpers import alloc, make_plan, rid
 
 from apportion.reservation.follower import PlanFollower
 from apportion.reservation.follower_inc import IncrementalFollower
-from apportion.reservation.plan import InMemoryPlan
+from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.policies import NoPolicy
+from apportion.reservation.published import LazyQueues, LazyShares
 from apportion.reservation.replanner import SimpleCapacityReplanner
 
 CAP = (10240, 10)
@@ -48,7 +50,10 @@ def _queues(f: PlanFollower) -> dict[str, tuple[Any, ...]]:
     return {n: (q.capacity, q.max_capacity, tuple(q.apps), q.expired) for n, q in f.queues.items()}
 
 
-def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
+def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool, late: bool = False) -> int:
+    """Both followers through ops; every published state compared at once, or (`late`) only after
+    every later step was taken (the incremental follower's published views are made when read, so a
+    view held across steps must still read as that step's)."""
     plans: list[InMemoryPlan] = [make_plan(CAP, NoPolicy(), move_on_expiry=move, max_periodicity=120_000) for _ in range(2)]
     ref = PlanFollower(plans[0], SimpleCapacityReplanner() if replan else None)
     inc = IncrementalFollower(plans[1], SimpleCapacityReplanner() if replan else None)
@@ -56,6 +61,7 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
     # what a reader keeps of the published steps, by applying each step's changes
     kept: dict[str, Any] = {}
     kept_serial = 0
+    held: list[tuple[Any, Any]] = []
     for o in ops:
         kind = o[0]
         if kind in ("add", "periodic"):
@@ -95,6 +101,11 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
             t = t + o[1] * 1000 if kind == "step" else o[1] * 1000
             synced = inc._synced
             a, b = ref.step(t), inc.step(t)
+            assert _queues(ref) == _queues(inc)
+            if late:
+                held.append((a, b))
+                incremental += synced and inc._now == b.now and not inc._periodic
+                continue
             assert a == b
             assert list(a.active) == list(b.active)  # the order too
             assert list(a.queues) == list(b.queues)
@@ -114,14 +125,18 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool) -> int:
                         kept[name] = share
             assert kept == {str(sh.id): sh for sh in b.active}
             kept_serial = b.serial
+    for a, b in held:
+        assert a == b
+        assert list(a.active) == list(b.active)
+        assert list(a.queues) == list(b.queues)
     return incremental
 
 
 @settings(max_examples=200, deadline=None)
-@given(ops=st.lists(op, min_size=1, max_size=60), replan=st.booleans(), move=st.booleans())
+@given(ops=st.lists(op, min_size=1, max_size=60), replan=st.booleans(), move=st.booleans(), late=st.booleans())
 def test_the_incremental_step_publishes_what_the_full_step_does(ops: list[tuple[Any, ...]], replan: bool,
-                                                               move: bool) -> None:
-    _run(ops, replan, move)
+                                                               move: bool, late: bool) -> None:
+    _run(ops, replan, move, late)
 
 
 def test_steps_without_change_are_incremental_and_equal() -> None:
@@ -137,3 +152,30 @@ def test_steps_without_change_are_incremental_and_equal() -> None:
         ops.append(("step", 1))
         ops.append(("app", i))
     assert _run(ops, replan=False, move=True) > 40
+
+
+def test_what_nobody_reads_of_a_step_is_never_made() -> None:
+    """The incremental step's `active` and `queues` are made when read: a state dropped before the
+    next step costs nothing, one held across steps is made before the next step changes anything,
+    and equals the full step's."""
+    plans = [make_plan(CAP, NoPolicy(), max_periodicity=120_000) for _ in range(2)]
+    ref, inc = PlanFollower(plans[0]), IncrementalFollower(plans[1])
+    for plan in plans:
+        for i in range(1, 30):
+            plan.add_reservation(ReservationAllocation(rid(i), "u", None, i * 1000, (i + 40) * 1000,
+                                                       [(i * 1000, (i + 40) * 1000, (512 * (1 + i % 3), 1))]),
+                                 is_recovering=True)
+    ref.step(0), inc.step(0)  # the first step is a full one
+    want, st = ref.step(5000), inc.step(5000)
+    assert isinstance(st.active, LazyShares) and isinstance(st.queues, LazyQueues)
+    active = st.active
+    assert active._rows is None and st.queues._queues is None  # nothing made yet
+    for t in (9000, 14000, 33000):
+        ref.step(t)
+        dropped = inc.step(t)
+        view = weakref.ref(dropped.active)
+        del dropped
+        assert view() is None  # freed unread: never made
+    assert active._rows is not None  # made when the next step started: it was still held
+    assert st == want
+    assert list(st.active) == list(want.active) and list(st.queues) == list(want.queues)

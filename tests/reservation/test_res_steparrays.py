@@ -30,6 +30,7 @@ from apportion.reservation.steparrays import (
     StepArrays,
     arrays_of,
     arrays_of_walk,
+    compact,
     fits_under,
     running,
     running_merged,
@@ -312,3 +313,36 @@ def test_one_source_sums_are_the_merged_sums(edits, s, n):
     assert got_t.tolist() == want_t.tolist()
     assert got_v.tolist() == want_v.tolist()
     assert running(s, [(read, 0)], 2)[1].tolist() == want_v.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=30),
+       distinct=st.booleans(), view=st.booleans())
+def test_compact_keeps_the_times_where_the_value_changes(values, distinct, view):
+    """`compact` against a loop: the first time if its value is not zero, then every time whose value
+    differs from the one before, closed with zero at the end when the last kept value is not zero.
+    Rows that all change (copied whole) and rows with repeats (gathered); the input as a column view
+    as the availability passes it; the answer owns its memory."""
+    if distinct:  # every row differs from the one before (a canonical function's sums)
+        values = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+    t = np.arange(0, 10 * len(values), 10, dtype=np.int64)
+    a = np.array(values, dtype=np.int64).reshape(-1, 2)
+    if view:
+        wide = np.zeros((len(values), 4), dtype=np.int64)
+        wide[:, 0:2] = a
+        a = wide[:, 0:2]
+    end = 10 * len(values) + 5
+    want_t, want_v = [], []
+    prev = (0, 0)
+    for time, v in zip(t.tolist(), map(tuple, a.tolist())):
+        if v != prev:
+            want_t.append(time)
+            want_v.append(v)
+            prev = v
+    if prev != (0, 0):
+        want_t.append(end)
+        want_v.append((0, 0))
+    kt, kv = compact(t, a, end)
+    assert kt.tolist() == want_t and [tuple(v) for v in kv.tolist()] == want_v
+    assert kv.shape == (len(want_t), 2) and kt.dtype == kv.dtype == np.int64
+    assert not np.shares_memory(kt, t) and not np.shares_memory(kv, a)

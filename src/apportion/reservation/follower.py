@@ -12,6 +12,7 @@ Capacities are fractions of the plan queue, computed in single precision as YARN
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,8 +67,10 @@ class FollowerState:
     plan_capacity: Res
     default_queue: str
     default_share: float
-    active: tuple[ReservationShare, ...]
-    queues: dict[str, QueueView]
+    #: in the full step's order; a tuple, or a view that reads as one (published.py)
+    active: Sequence[ReservationShare]
+    #: by name; a dict, or a view that reads as one
+    queues: Mapping[str, QueueView]
     replanned: tuple[ReservationId, ...]
     archived: tuple[ReservationId, ...]
     moved_apps: tuple[str, ...]

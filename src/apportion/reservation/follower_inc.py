@@ -21,6 +21,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import operator
+import weakref
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +37,7 @@ from apportion.reservation.follower import (
     ReservationShare,
     _ChildSums,
 )
+from apportion.reservation.published import LazyQueues, LazyShares
 from apportion.reservation.resmath import Res, f32, radd, rsub
 
 if TYPE_CHECKING:
@@ -116,9 +119,16 @@ class IncrementalFollower(PlanFollower):
         self._sums: _LiveSums | None = None
         self._views: SortedDict = SortedDict()
         self._dirty: set[str] = set()
-        self._active_out: tuple[ReservationShare, ...] | None = None
-        self._queues_out: dict[str, QueueView] | None = None
-        #: the order changed since `_active_out` was made
+        #: the last step's published `active` and `queues` (see published.py), held weakly: one still
+        #: read elsewhere when the next step starts is made then, before the structures change; the
+        #: full step's dict of queues is held as it is
+        self._active_ref: weakref.ref[LazyShares] | None = None
+        self._queues_ref: weakref.ref[LazyQueues] | None = None
+        self._queues_dict: Mapping[str, QueueView] | None = None
+        #: the rows the last step visited: filed under their keys for the next step when it starts
+        #: (after any published view still read is made)
+        self._deferred: list[_Row] = []
+        #: the order changed since the published `active` was made
         self._reordered = False
         #: rows whose queue did not get its target (an entitlement refused): visited again next step
         self._unsettled: set[str] = set()
@@ -180,7 +190,8 @@ class IncrementalFollower(PlanFollower):
         self._views = SortedDict(state.queues)
         self._dirty = set()
         # the next step sorts by the capacities this one left, which may reorder what it published
-        self._active_out, self._queues_out = None, state.queues
+        self._active_ref, self._queues_ref, self._queues_dict = None, None, state.queues
+        self._deferred = []
         self._synced = True
 
     def _track(self, r: ReservationAllocation, now: int) -> None:
@@ -236,6 +247,7 @@ class IncrementalFollower(PlanFollower):
     def step(self, clock: int) -> FollowerState:
         """One synchronisation at `clock`, as `PlanFollower.step` makes it (contract §11)."""
         plan = self.plan
+        self._settle_published()
         now = self._start_step(clock)
         if not self._synced or now < self._now or plan.capacity != self._cap:
             return self._full(clock)
@@ -302,19 +314,17 @@ class IncrementalFollower(PlanFollower):
             self._dirty.add(name)
         self._set_entitlement(default, f32(1.0 - total), 1.0, sums)
         self._dirty.add(self.default_queue)
-        if self._reordered or self._active_out is None:
-            # in key order, without a Python-level step per row (a SortedDict iterates its sorted keys)
+        active = self._active_ref() if self._active_ref is not None else None
+        if self._reordered or active is None:
+            # in key order, without a Python-level step per row (a SortedDict iterates its sorted
+            # keys), when read: the order is left as it is until the next step starts
             order = self._order
-            self._active_out = tuple(map(_SHARE, map(order.__getitem__, order)))
+            active = LazyShares(lambda: tuple(map(_SHARE, map(order.__getitem__, order))))
+            self._active_ref = weakref.ref(active)
             self._reordered = False
         archived = self._archive(now)
-        # the next step sorts by the capacities as this one left them; one whose entitlement was
-        # refused is visited again
-        for row in visit:
-            self._rekey(row)
-            q = queues[row.name]
-            if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
-                self._unsettled.add(row.name)
+        # the next step sorts by the capacities as this one left them (filed when it starts)
+        self._deferred = visit
         # every share that differs from the last step's is a visited row's (the others keep theirs),
         # and every reservation no longer active was visited too
         live = self._live
@@ -325,7 +335,7 @@ class IncrementalFollower(PlanFollower):
             plan_capacity=cap,
             default_queue=self.default_queue,
             default_share=default.capacity,
-            active=self._active_out or (),
+            active=active,
             queues=self._publish_queues(),
             replanned=(),
             archived=tuple(archived),
@@ -333,6 +343,24 @@ class IncrementalFollower(PlanFollower):
             serial=self._serial,
             changes=(since, shares),
         )
+
+    def _settle_published(self) -> None:
+        """Before a step changes anything: make the last step's published views that are still read
+        elsewhere, then file the rows it visited under the keys the new step sorts by (one whose
+        entitlement was refused is visited again)."""
+        for ref in (self._active_ref, self._queues_ref):
+            view = ref() if ref is not None else None
+            if isinstance(view, LazyShares):
+                view.rows()
+            elif isinstance(view, LazyQueues):
+                view.queues()
+        visit, self._deferred = self._deferred, []
+        queues = self.queues
+        for row in visit:
+            self._rekey(row)
+            q = queues[row.name]
+            if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
+                self._unsettled.add(row.name)
 
     def _advance(self, now: int) -> set[str]:
         """Bring the rows to `now`: edited reservations, those that started, ended or entered another
@@ -408,13 +436,16 @@ class IncrementalFollower(PlanFollower):
             total = f32(total + x)
         return total
 
-    def _publish_queues(self) -> dict[str, QueueView]:
-        """The child queues sorted by name, rebuilt only when one of them changed."""
+    def _publish_queues(self) -> Mapping[str, QueueView]:
+        """The child queues sorted by name, made again (when read) only when one of them changed."""
         dirty, self._dirty = self._dirty, set()
-        if not dirty and self._queues_out is not None:
-            return self._queues_out
+        current = self._queues_dict
+        if current is None and self._queues_ref is not None:
+            current = self._queues_ref()
+        if not dirty and current is not None:
+            return current
         views = self._views
-        same = self._queues_out is not None
+        same = current is not None
         for name in dirty:
             q = self.queues.get(name)
             if q is None:
@@ -424,6 +455,8 @@ class IncrementalFollower(PlanFollower):
                 view = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
                 same = same and views.get(name) == view
                 views[name] = view
-        if not same or self._queues_out is None:
-            self._queues_out = dict(zip(views, map(views.__getitem__, views)))
-        return self._queues_out
+        if not same or current is None:
+            # the views are left as they are until the next step starts
+            current = LazyQueues(lambda: dict(zip(views, map(views.__getitem__, views))))
+            self._queues_ref, self._queues_dict = weakref.ref(current), None
+        return current

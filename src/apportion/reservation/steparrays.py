@@ -323,10 +323,15 @@ def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndar
     change[0] = bool(a[0, 0] != 0 or a[0, 1] != 0)
     # column by column: .any(axis=1) over two columns is three times slower
     np.logical_or(a[1:, 0] != a[:-1, 0], a[1:, 1] != a[:-1, 1], out=change[1:])
-    # rows taken by index: a boolean mask over the rows of a two-column array is several times slower
-    keep = np.flatnonzero(change)
-    kt = t[keep]
-    kv = a.take(keep, axis=0)
+    if change[1:].all():
+        # the usual case (a sum of canonical functions over one source): every row after the first
+        # is kept, copied whole rather than gathered by index
+        kt, kv = (t.copy(), a.copy()) if change[0] else (t[1:].copy(), a[1:].copy())
+    else:
+        # rows taken by index: a boolean mask over the rows of a two-column array is several times slower
+        keep = np.flatnonzero(change)
+        kt = t[keep]
+        kv = a.take(keep, axis=0)
     if len(kv) and (kv[-1, 0] != 0 or kv[-1, 1] != 0):
         kt = np.append(kt, np.int64(end))
         kv = np.concatenate((kv, _ZERO_ROW))

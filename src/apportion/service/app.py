@@ -13,6 +13,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
+from functools import lru_cache
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -47,6 +48,13 @@ def _secret(svc: Service) -> bytes:
     return bytes.fromhex(value)
 
 
+@lru_cache(maxsize=4096)
+def cookie_user(query_string: bytes) -> str:
+    """The user a `?user.name=` query string gets the cookie of (the first one given; "" for none):
+    kept per query string, which a client sends again and again."""
+    return parse_qs(query_string.decode("latin-1")).get("user.name", [""])[0]
+
+
 class SimpleAuthCookie:
     """ASGI middleware: a `?user.name=` caller gets a signed `hadoop.auth` cookie on the answer (plain
     ASGI rather than Starlette's BaseHTTPMiddleware, which costs a task per request)."""
@@ -60,7 +68,7 @@ class SimpleAuthCookie:
         if scope["type"] != "http" or b"user.name=" not in scope.get("query_string", b""):
             await self.app(scope, receive, send)
             return
-        user = parse_qs(scope["query_string"].decode("latin-1")).get("user.name", [""])[0]
+        user = cookie_user(scope["query_string"])
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start" and user:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.datastructures import QueryParams
 from starlette.requests import cookie_parser
 
 from apportion.service.auth import COOKIE, CookieSigner, Refusal
@@ -50,8 +52,19 @@ def forbidden(refusal: Refusal, yarn: bool) -> Response:
 
 def caller(request: Request) -> str | None:
     """The authenticated user: `?user.name=`, a bearer token, or a signed `hadoop.auth` cookie."""
-    return caller_of(request.app.state.service, request.app.state.signer, request.query_params.get("user.name"),
+    name = query_user(request.scope.get("query_string", b""))
+    if name:  # as caller_of answers it, without reading the headers
+        return name
+    return caller_of(request.app.state.service, request.app.state.signer, name,
                      request.headers.get("authorization", ""), request.headers.get("cookie", ""))
+
+
+@lru_cache(maxsize=4096)
+def query_user(query_string: bytes) -> str | None:
+    """`?user.name=` of a raw query string, as `request.query_params.get("user.name")` reads it (the
+    last one given): a client sends the same few query strings again and again, and parsing one took a
+    tenth of a small request's time on the event loop."""
+    return QueryParams(query_string).get("user.name")
 
 
 def caller_of(svc: Any, signer: CookieSigner, name: str | None, authorization: str, cookie_header: str) -> str | None:

@@ -93,7 +93,9 @@ class LiveView:
         self.cache = SchedulerCache(report=lambda line: log.warning("%s", line))
         #: names of the reservable queues (those with a plan)
         self.reservable: set[str] = set()
-        self.states: dict[str, FollowerState] = {}
+        #: each plan's default queue, from its follower's last state (the states themselves are not
+        #: kept: a follower makes what it published whole only while someone holds it, published.py)
+        self.defaults: dict[str, str] = {}
         self.active: set[str] = set()
         #: names of the queues the followers made
         self.generated: set[str] = set()
@@ -116,9 +118,9 @@ class LiveView:
             return out
         if kind == "PodGroup":
             q = (obj.get("spec") or {}).get("queue")
-            st = self.states.get(q) if isinstance(q, str) else None
+            default = self.defaults.get(q) if isinstance(q, str) else None
             self.hidden.pop(f"{ns}/{name}", None)
-            if st is None:
+            if default is None:
                 return obj
             rid = ((obj.get("metadata") or {}).get("annotations") or {}).get(RESERVATION_KEY)
             started = (obj.get("status") or {}).get("phase") in ("Running", "Completed")
@@ -128,7 +130,7 @@ class LiveView:
             out = copy.deepcopy(obj)
             # a job whose reservation ended (expired, deleted) moves to the default queue, as the
             # follower moves an expired reservation queue's applications (moveOnExpiry)
-            out["spec"]["queue"] = rid if rid and rid in self.active else st.default_queue
+            out["spec"]["queue"] = rid if rid and rid in self.active else default
             return out
         if kind == "Pod":
             group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_KEY)
@@ -155,7 +157,7 @@ class LiveView:
         """A fresh cache holding the stored objects (checked as a dump)."""
         self.cache = SchedulerCache(report=self.cache.report)
         self.reservable = set(reservable)
-        self.states, self.active, self.generated, self.hidden = {}, set(), set(), {}
+        self.defaults, self.active, self.generated, self.hidden = {}, set(), set(), {}
         self.loads += 1
         self._index_groups(objects, None)
         docs = []
@@ -193,9 +195,9 @@ class LiveView:
         """The followers' new state: the queues that changed since the last call (made or, None, gone;
         publish.QueuePublisher says which), and the routing of the podgroups of reservable queues:
         those whose reservation became or stopped being active (`flipped`), or all of them (None)."""
-        if set(states) != set(self.states):
+        if set(states) != set(self.defaults):
             flipped = None  # a plan came or went: every podgroup of a reservable queue is routed again
-        self.states, self.active = states, active
+        self.defaults, self.active = {name: st.default_queue for name, st in states.items()}, active
         gone = sorted(n for n, q in changed.items() if q is None and n in self.generated)
         for name in gone:
             self._sync("Queue", name, None, f"plan follower: {name} expired")

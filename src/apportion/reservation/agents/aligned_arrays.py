@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from apportion.reservation.agents.merges import grid, lattice_grid, sorted_union, window_sums
 from apportion.reservation.agents.sorted_runs import RunEntry, SortedRuns
 from apportion.reservation.resmath import Res, rmul
 from apportion.reservation.steparrays import MAX_VALUE, window
@@ -37,9 +38,6 @@ Interval = tuple[int, int, Res]
 #: position; a stage of this many candidates or fewer is evaluated on one grid, a candidate a
 #: run, and this many runs or fewer are sorted as a list
 _POSITIONS = 16
-#: `_sums` goes on position by position while more than this many windows have a piece there,
-#: then sums those left one by one
-_FEW = 8
 #: `cost` sums a candidate with up to this many counts of gangs at once, in up to this many cells
 _AHEAD = 16
 _AHEAD_CELLS = 16_384
@@ -145,7 +143,7 @@ class ArrayWindows:
         # (runs() sorts this many runs as a list)
         self.p0s = np.arange(count, dtype=np.int64)
         self.p1s = self.p0s + 1
-        g = _union(starts, lt[1:], inner_v) if inner_p is None else _union(starts, lt[1:], inner_v, inner_p)
+        g = sorted_union(starts, lt[1:], inner_v) if inner_p is None else sorted_union(starts, lt[1:], inner_v, inner_p)
         first = g.searchsorted(starts)
         cv = lv.take(lt.searchsorted(g, "right") - 1, axis=0)
         free = self.vv.take(self.vt.searchsorted(g, "right") - 1, axis=0)
@@ -171,7 +169,7 @@ class ArrayWindows:
         bounds = self.first.tolist()
         rows = min(self.asks, _AHEAD)
         if rows <= 1 or rows * len(g) > _AHEAD_CELLS:
-            self.costs = _sums(self._terms(cv, self.lens), first)
+            self.costs = window_sums(self._terms(cv, self.lens), first)
             return
         # the costs with 0, every, 2 every, ... gangs on each candidate at once (see `cost`):
         # row 0 is every candidate's cost now
@@ -180,32 +178,50 @@ class ArrayWindows:
         self.costs = np.array([c[0] for c in sums], dtype=np.float64)
         self.ahead = {k: (0, self.every, c) for k, c in enumerate(sums)}
 
-    def _evaluate_runs(self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None) -> None:
+    def _evaluate_runs(
+        self, lt: np.ndarray, lv: np.ndarray, inner_v: np.ndarray, inner_p: np.ndarray | None, share: bool = True,
+    ) -> None:
         """Many candidates: those between two change points are runs, evaluated through their
-        first member (every candidate a run of its own when there are no fewer change points)."""
+        first member (every candidate a run of its own when there are no fewer change points).
+        `share`: an availability changing exactly where the load changes is merged once for both
+        (False, the reference: merged as a part of its own)."""
         lo, dur, count = self.lo, self.dur, self.count
         vv, pv = self.vv, self.pv
-        inner = (lt[1:], inner_v) if inner_p is None else (lt[1:], inner_v, inner_p)
-        changes = _union(*inner)
-        if count <= len(changes):
+        inner_l = lt[1:]
+        # the availability is mostly the capacity less this same load, changing where it changes:
+        # then one part stands for both (the counts of a part's times are the same for an equal part)
+        same_v = share and len(inner_v) == len(inner_l) and bool(np.array_equal(inner_v, inner_l))
+        inner: tuple[np.ndarray, ...] = (inner_l,) if same_v else (inner_l, inner_v)
+        if inner_p is not None:
+            inner += (inner_p,)
+        # (every part's times are distinct, so there are no fewer changes than the longest part has)
+        changes = None if count <= max(len(x) for x in inner) else sorted_union(*inner)
+        if changes is None or count <= len(changes):
             # no fewer changes than candidates: every candidate a run of its own, and every
             # change inside one of them
             p0 = np.arange(count, dtype=np.int64)
             p1 = p0 + 1
             starts = lo + p0 * dur
-            g, at = _grid(starts, *inner)
-            win = (g - lo) // dur
+            # the candidates' starts are counted by division, not by the merge
+            if len(inner) == 1:
+                g, win, counted = lattice_grid(lo, dur, starts, inner[0])
+                at = [g, counted]
+            else:
+                g, at = grid(starts, *inner, counted=1)
+                win = (g - lo) // dur
         else:
             # runs: a change on a candidate's start cuts before it, one inside makes it a run alone
             k, off = np.divmod(changes - lo, dur)
-            edges = _union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
+            edges = sorted_union(np.array((0, count), dtype=np.int64), k, k[off > 0] + 1)
             p0, p1 = edges[:-1], edges[1:]
             starts = lo + p0 * dur
             # one grid for both: every change point inside each run's first member, and its start
-            g, at = _grid(starts, *inner)
+            g, at = grid(starts, *inner)
             win = at[0] - 1
             keep = np.flatnonzero((win >= 0) & (g < starts[np.maximum(win, 0)] + dur))
             g, win, at = g[keep], win[keep], [a[keep] for a in at]
+        if same_v:
+            at.insert(2, at[1])
         self.p0s, self.p1s = p0, p1
         first = np.flatnonzero(np.concatenate(((True,), win[1:] != win[:-1])))
         # every time of g lies in [lo, hi): the load's, the availability's and the placements' rows
@@ -231,7 +247,7 @@ class ArrayWindows:
         nxt[-1:] = ends[-1:]
         self.cv, self.lens = cv, (nxt - g).astype(np.float64)
         self.first = np.append(first, len(g))
-        self.costs = _sums(self._terms(cv, self.lens), first)
+        self.costs = window_sums(self._terms(cv, self.lens), first)
 
     def _fits(self, free: np.ndarray, first: np.ndarray) -> None:
         """Per run, from (availability - earlier placements) at its first member's pieces (rows
@@ -268,8 +284,8 @@ class ArrayWindows:
 
     def runs(self, left: bool) -> Sequence[RunEntry]:
         """See `Windows.runs` (aligned.py): sorted by cost and end key (a few runs as a list,
-        more in numpy, handed out as `SortedRuns`; the end keys differ from run to run, so both
-        orders are the same)."""
+        more in numpy, handed out as `SortedRuns`, which sorts them when more than the first is
+        read; the end keys differ from run to run, so both orders are the same)."""
         if len(self.p0s) <= _POSITIONS:
             lo, dur = self.lo, self.dur
             out = [(c, lo + (a + 1) * dur if left else -(lo + b * dur), a, b, f)
@@ -280,8 +296,8 @@ class ArrayWindows:
         fit = np.flatnonzero(self.fits > 0)
         costs, p0, p1 = self.costs[fit], self.p0s[fit], self.p1s[fit]
         key = self.lo + (p0 + 1) * self.dur if left else -(self.lo + p1 * self.dur)
-        order = np.lexsort((key, costs))
-        return SortedRuns(order, costs, key, p0, p1, self.fits[fit])
+        # sorted only if more than the first is read (a stage of one gang reads one)
+        return SortedRuns(None, costs, key, p0, p1, self.fits[fit])
 
     def _run(self, k: int) -> int:
         return int(self.p0s.searchsorted(k, "right")) - 1
@@ -351,7 +367,7 @@ class ArrayWindows:
         mine += [lo + (k + 1) * dur for k in self.counts if x < lo + (k + 1) * dur <= y]
         if mine:
             pts.append(np.array(mine, dtype=np.int64))
-        t = _union(*pts)
+        t = sorted_union(*pts)
         free = self.vv[vt.searchsorted(t, "right") - 1] - self.pv[pt.searchsorted(t, "right") - 1]
         if self.counts:
             ks = (t - lo) // dur
@@ -437,59 +453,3 @@ def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.
         i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
         return t[i - 1:j], v[i - 1:j]
     return window(t, v, s, e)
-
-
-def _grid(*parts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The sorted distinct times of sorted parts, and for each part how many of its times lie at
-    or before each of them (`part.searchsorted(grid, "right")`, the reference): one stable merge
-    of the parts, where a binary search per time and part cost several times more. The counts
-    are int32 running sums (a part of over 2**31 times is not a stage's)."""
-    x = np.concatenate(parts)
-    tag = np.repeat(np.arange(len(parts), dtype=np.int8), [len(p) for p in parts])
-    order = np.argsort(x, kind="stable")
-    x = x[order]
-    tag = tag[order]
-    # the last of equal times: every part's times there are counted
-    last = np.empty(len(x), dtype=bool)
-    last[-1:] = True
-    np.not_equal(x[1:], x[:-1], out=last[:-1])
-    keep = np.flatnonzero(last)
-    return x[keep], [np.cumsum(tag == k, dtype=np.int32)[keep] for k in range(len(parts))]
-
-
-def _sums(terms: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Per window, its terms (rows first[w]:first[w + 1], in time order) added one after the other
-    from 0.0, as a walk adds them: a few windows each with np.add.accumulate (which never
-    regroups), many position by position across the windows that have a piece there, until
-    only a few are left, which go on each with np.add.accumulate."""
-    n = len(first)
-    if n <= _POSITIONS:
-        b = [*first.tolist(), len(terms)]
-        return np.array([np.add.accumulate(terms[i:j])[-1] for i, j in zip(b, b[1:])], dtype=np.float64)
-    bounds = np.append(first, len(terms))
-    total = np.zeros(n, dtype=np.float64)
-    sizes = np.diff(bounds)
-    # every window has a first piece; the windows with more than j pieces are found among those
-    # with more than j - 1 (most windows have one or two pieces: a pass over all of them each
-    # time cost more than the additions), and the last few go on one by one
-    total += terms[first]
-    has = np.flatnonzero(sizes > 1)
-    j = 1
-    while len(has) > _FEW:
-        total[has] += terms[first[has] + j]
-        j += 1
-        has = has[sizes[has] > j]
-    for w in has.tolist():
-        total[w] = np.add.accumulate(np.concatenate(((total[w],), terms[bounds[w] + j:bounds[w + 1]])))[-1]
-    return total
-
-
-def _union(*parts: np.ndarray) -> np.ndarray:
-    """Sorted distinct times of sorted parts: a stable sort (timsort) merges the sorted runs in
-    linear time, where the default quicksort sorts them again from scratch."""
-    x = np.concatenate(parts)
-    x.sort(kind="stable")
-    keep = np.empty(len(x), dtype=bool)
-    keep[:1] = True
-    np.not_equal(x[1:], x[:-1], out=keep[1:])
-    return x[keep]
