@@ -186,7 +186,9 @@ class Close:
         explanations = ssn.explanations
         kept = self.closes.jobs
         for job, phase_in in zip(self.full, self.phase_in):
-            job.phase = phase_of(job)
+            # closed in full: the close hooks' conditions are on the job, which a snapshot clears
+            job.note_change()
+            job.set_phase(phase_of(job))
             msg = job_event(ssn, job)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
@@ -198,7 +200,7 @@ class Close:
         # from `closes` (ClosedConditions).
         for e in self.carried:
             if e.job.phase is not e.phase:
-                e.job.phase = e.phase
+                e.job.set_phase(e.phase)
         if check.enabled() and self.carried:
             _check(ssn, self.carried, phase_of)
         if self.memo is not None:

@@ -254,6 +254,7 @@ class Session(NodeChoice):
         else:
             parts = [f"{n} node(s) {text}" for text, n in sorted(summary, key=lambda x: (-x[1], x[0]))]
             text = f"0/{total} nodes are available: " + ", ".join(parts)
+        job.note_change()
         job.nodes_fit_errors[task.uid] = [FitError("", [text])]
         job.job_fit_errors = text
         if task.role:

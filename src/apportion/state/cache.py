@@ -17,16 +17,19 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import orjson
 
 from apportion.cluster.model import JobInfo, NodeInfo, TaskStatus
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.kube.build import (
     KNOWN_KINDS,
     SCHEDULER_NAMES,
     assemble,
+    assemble_delta,
     assemble_indexed,
     object_key,
     parse_object,
@@ -68,6 +71,24 @@ def pod_inputs(obj: dict[str, Any]) -> bytes | None:
                              st.get("phase"), st.get("startTime")))
     except TypeError:  # a key that is not a string, an integer past 64 bits: leave it to the parser
         return None
+
+
+@dataclass
+class _Last:
+    """What the last snapshot taken with `keep=True` handed out, for the next one's delta."""
+
+    number: int
+    #: the jobs of the records' PodGroups, in the records' order (a copy: the snapshot's dict is the caller's)
+    jobs: dict[str, JobInfo]
+    #: uids of the jobs made for pods without a PodGroup (rebuilt by every snapshot)
+    synthetic: set[str]
+    #: uids of the PodGroups' jobs not kept (rebuilt by every snapshot)
+    unkept: set[str]
+    pc_version: int
+    node_deletions: int
+    queue_keys: int
+    #: False when a job was dropped for a missing queue (such a job is looked at by every snapshot)
+    ok: bool
 
 
 def stderr_report(line: str) -> None:
@@ -132,6 +153,19 @@ class SchedulerCache:
         self._loose: dict[str, int] = {}
         self._uids: Counter[str] = Counter()
         self._shared_uids = 0
+        #: the log every job handed out with `keep=True` shares (JobInfo.log), drained by each snapshot
+        self._log: set[str] = set()
+        #: since the last snapshot: the PodGroup keys an event touched (the group or one of its pods),
+        #: the keys added to the PodGroup table and those removed from it (docs/semantics.md K17)
+        self._touched_groups: set[str] = set()
+        self._pg_added: set[str] = set()
+        self._pg_removed: set[str] = set()
+        #: bumped by every Queue added or removed (a job whose queue is missing leaves the session)
+        self._queue_keys = 0
+        self._last: _Last | None = None
+        self._snapshots = 0
+        #: the self-check's record of the last snapshot's jobs: uid -> (job, version, phase)
+        self._handed: dict[str, tuple[JobInfo, int, Any]] | None = None
 
     # ================================================================= filling
     @classmethod
@@ -205,6 +239,11 @@ class SchedulerCache:
                 record, same = held[1], True
         if not same:
             self._touch(kind, key, record)
+        if key not in table:
+            if kind == "PodGroup":
+                self._pg_added.add(key)
+            elif kind == "Queue":
+                self._queue_keys += 1
         if ev.type == ADDED and key in table:
             self._anomaly(DUPLICATE_ADDED, f"{where}: ADDED {kind} {key}, which the cache already holds; "
                                            "treated as MODIFIED")
@@ -239,9 +278,12 @@ class SchedulerCache:
         if kind == "Pod":
             for ps in (self.records.pods.get(key, (None, None))[1], record):
                 if ps is not None and ps.group:
-                    self._stamp[f"{ps.task.namespace}/{ps.group}"] = v
+                    group = f"{ps.task.namespace}/{ps.group}"
+                    self._stamp[group] = v
+                    self._touched_groups.add(group)
         elif kind == "PodGroup":
             self._stamp[key] = v
+            self._touched_groups.add(key)
         elif kind == "PriorityClass":
             self._pc_version += 1
         elif kind == "Node":
@@ -254,6 +296,11 @@ class SchedulerCache:
             self.bind_errors.pop(key, None)
             self._pod_marks.pop(key, None)
             del self._pod_seq[key]
+        elif kind == "PodGroup":
+            self._pg_removed.add(key)
+            self._pg_added.discard(key)
+        elif kind == "Queue":
+            self._queue_keys += 1
         elif kind == "Node":
             self._node_deletions += 1
             on = self.pods_by_node.get(key)
@@ -336,6 +383,14 @@ class SchedulerCache:
         rec = self.records
         self._hits = []
         indexed = False
+        built: list[str] | None = None
+        # a snapshot without `keep` hands nothing out again and leaves the delta's records as they are
+        last: _Last | None = None
+        drained: set[str] = set()
+        if keep:
+            last, self._last = self._last, None
+            drained = set(self._log)
+            self._log.clear()
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
@@ -345,39 +400,144 @@ class SchedulerCache:
             loose.sort(key=lambda kv: kv[1])
             held = self._node_infos
             nodes = held[1] if held is not None and held[0] == self._node_version else None
-            snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
-                                    scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
+            step = self._assemble_delta(last, drained, [k for k, _ in loose], nodes) if last is not None else None
+            if step is not None:
+                snap, built = step
+            else:
+                self._hits = []
+                snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
+                                        scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
             self._node_infos = (self._node_version, snap.nodes)
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
         snap.nodes_key = (self._token, self._node_version)
         if keep:
-            jobs = snap.jobs
-            if indexed:
-                # a job handed out again still qualifies (its task statuses are those it was built
-                # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
-                # jobs built now are tested
-                prev = self._kept
-                kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
-                candidates: Iterable[str] = jobs.keys() - kept.keys()
-            else:
-                kept = {}
-                candidates = jobs.keys()
-            podgroups, group_pods = rec.podgroups, self._group_pods
-            running, pending, succeeded, failed = _KEPT_STATUSES
-            for uid in candidates:
-                ji = jobs[uid]
-                pg = podgroups.get(uid)
-                counts = ji.counts
-                # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
-                # would have to take it in once that changes, which no stamp records
-                if (pg is not None and ji.tasks and ji.phase is pg[1].phase
-                        and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
-                        + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
-                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
-            self._kept = kept
+            self._snapshots += 1
+            self._keep(snap, last, drained, built, self._snapshots, indexed)
+            self._touched_groups.clear()
+            self._pg_added.clear()
+            self._pg_removed.clear()
         return snap
+
+    def _assemble_delta(self, last: _Last, drained: set[str], loose: list[str],
+                        nodes: list[Any] | None) -> tuple[Snapshot, list[str]] | None:
+        """The snapshot assembled from the last one's jobs, visiting only the PodGroups that an event
+        touched, that the sessions since changed (`drained`: the jobs' log), that were not kept, or that
+        came or went; None when that cannot be the full assembly's outcome (then it is done in full)."""
+        if not (last.ok and last.pc_version == self._pc_version and last.node_deletions == self._node_deletions
+                and last.queue_keys == self._queue_keys):
+            return None
+        podgroups = self.records.podgroups
+        visit = self._touched_groups | drained | last.unkept | self._pg_removed
+        added = {k for k in self._pg_added if k in podgroups}
+        # keys added to a dict come last in it, in the order they were added
+        tail = list(islice(reversed(podgroups), len(added)))[::-1] if added else []
+        if len(added) != len(tail) or not added.issuperset(tail):
+            return None
+        snap, built = assemble_delta(self.records, self._group_pods, loose, scheduler_names=self.scheduler_names,
+                                     reuse=self._reuse, nodes=nodes, base=last.jobs, visit=visit, tail=tail)
+        queues = snap.queues
+        if any(snap.jobs[uid].queue not in queues for uid in built):
+            return None  # a job that leaves the session (`_drop_missing_queues`): the full assembly warns
+        return snap, built
+
+    def _keep(self, snap: Snapshot, last: _Last | None, drained: set[str], built: list[str] | None, number: int,
+              indexed: bool) -> None:
+        """Record which jobs the next snapshot may hand out again (`_kept`) and what this one handed
+        out (`_last`), and give the snapshot its delta from the last one (`Snapshot.jobs_delta`)."""
+        rec = self.records
+        jobs = snap.jobs
+        podgroups = rec.podgroups
+        n_synthetic = len(jobs) - len(podgroups)
+        log = self._log
+        if built is not None:
+            assert last is not None
+            # the delta: only the PodGroups visited changed what `_kept` holds
+            kept = self._kept
+            for uid in self._pg_removed:
+                kept.pop(uid, None)
+            candidates: Iterable[str] = built
+            for uid in built:
+                kept.pop(uid, None)
+            unkept: set[str] = set()
+        elif indexed:
+            # a job handed out again still qualifies (its task statuses are those it was built
+            # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
+            # jobs built now are tested
+            prev = self._kept
+            kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
+            candidates = jobs.keys() - kept.keys()
+            unkept = set()
+        else:
+            kept = {}
+            candidates = jobs.keys()
+            unkept = set()
+        group_pods = self._group_pods
+        running, pending, succeeded, failed = _KEPT_STATUSES
+        for uid in candidates:
+            ji = jobs[uid]
+            ji.log = log
+            pg = podgroups.get(uid)
+            if pg is None:
+                continue
+            counts = ji.counts
+            # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
+            # would have to take it in once that changes, which no stamp records
+            if (ji.tasks and ji.phase is pg[1].phase
+                    and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
+                    + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
+                kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
+            else:
+                unkept.add(uid)
+        self._kept = kept
+        if built is not None:
+            # no job left for a missing queue (`_assemble_delta`): the jobs for pods without a
+            # PodGroup are the last ones
+            synthetic = set(islice(reversed(jobs), n_synthetic)) if n_synthetic > 0 else set()
+        else:
+            synthetic = {uid for uid in jobs if uid not in podgroups}
+        for uid in synthetic:
+            jobs[uid].log = log
+        pg_jobs = dict(jobs)
+        for uid in synthetic:
+            del pg_jobs[uid]
+        ok = len(pg_jobs) == len(podgroups)
+        if built is not None:
+            assert last is not None
+            changed = set(built) | drained | synthetic | log
+            gone = {uid for uid in (*self._pg_removed, *last.synthetic) if uid not in jobs}
+            snap.jobs_delta = JobDelta(number, last.number, changed, gone, log)
+        else:
+            snap.jobs_delta = JobDelta(number, None, set(), set(), log)
+        log.clear()
+        self._last = _Last(number, pg_jobs, synthetic, unkept, self._pc_version, self._node_deletions,
+                           self._queue_keys, ok)
+        from apportion.state import check  # (check imports this module)
+        if check.enabled():
+            self._check_delta(snap, last, drained)
+
+    def _check_delta(self, snap: Snapshot, last: _Last | None, drained: set[str]) -> None:
+        """The self-check of the jobs' delta: every job of the last snapshot whose task statuses or
+        phase moved since is in the log, and every job the delta does not name is the last one's."""
+        from apportion.state import check
+        handed, self._handed = self._handed, {uid: (ji, ji.version, ji.phase) for uid, ji in snap.jobs.items()}
+        if handed is not None:
+            for uid, (ji, version, phase) in handed.items():
+                if (ji.version != version or ji.phase is not phase) and uid not in drained:
+                    raise check.StateCheckError(f"{check.ENV}: job {uid} changed since the last snapshot "
+                                                "without being logged (JobInfo.log)")
+        delta = snap.jobs_delta
+        if delta is None or delta.since is None or last is None or handed is None:
+            return
+        for uid, ji in snap.jobs.items():
+            if uid not in delta.changed and (uid not in handed or handed[uid][0] is not ji):
+                raise check.StateCheckError(f"{check.ENV}: job {uid} is not the last snapshot's object, "
+                                            "yet the snapshot's delta does not name it")
+        if delta.gone != handed.keys() - snap.jobs.keys():
+            raise check.StateCheckError(f"{check.ENV}: the snapshot's delta names gone jobs "
+                                        f"{sorted(delta.gone)[:5]}, the jobs that left are "
+                                        f"{sorted(handed.keys() - snap.jobs.keys())[:5]}")
 
     def _reuse(self, uid: str, nodes: frozenset[str]) -> JobInfo | None:
         hit = self._kept.get(uid)

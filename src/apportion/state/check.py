@@ -137,7 +137,7 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     for uid, ji in snap.jobs.items():
         other = fresh.jobs[uid]
         for f in dataclasses.fields(ji):
-            if f.name == "derived":
+            if f.name in ("derived", "log"):
                 continue
             a, b = getattr(ji, f.name), getattr(other, f.name)
             if f.name == "tasks":
