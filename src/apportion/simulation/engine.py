@@ -361,6 +361,7 @@ class Simulator(PlanFollower):
             # a dump's pods)
             self._assembled = snap.jobs
             snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
+            snap.jobs_delta = None  # the jobs are not (all) the cache's
         # a running task's start on the session's clock (Session.now), as the model asks a simulator to
         # give it; a kept job has it from the session it was built for
         # (a job handed out again, by the cache or by a start state's objects, is the object this loop
