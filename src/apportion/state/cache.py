@@ -100,6 +100,10 @@ class SchedulerCache:
     """Cluster state between sessions. Change it with `apply` (or `load` for a whole dump); read it with
     `snapshot`."""
 
+    #: False: every snapshot is assembled in full and says nothing about what changed (the reference
+    #: the property tests compare the jobs' delta with, docs/semantics.md K17)
+    job_deltas = True
+
     def __init__(self, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
                  report: Callable[[str], None] | None = None) -> None:
         self.scheduler_names = scheduler_names
@@ -425,7 +429,7 @@ class SchedulerCache:
         """The snapshot assembled from the last one's jobs, visiting only the PodGroups that an event
         touched, that the sessions since changed (`drained`: the jobs' log), that were not kept, or that
         came or went; None when that cannot be the full assembly's outcome (then it is done in full)."""
-        if not (last.ok and last.pc_version == self._pc_version and last.node_deletions == self._node_deletions
+        if not (self.job_deltas and last.ok and last.pc_version == self._pc_version and last.node_deletions == self._node_deletions
                 and last.queue_keys == self._queue_keys):
             return None
         podgroups = self.records.podgroups
@@ -503,7 +507,7 @@ class SchedulerCache:
         for uid in synthetic:
             del pg_jobs[uid]
         ok = len(pg_jobs) == len(podgroups)
-        if built is not None:
+        if built is not None and self.job_deltas:
             assert last is not None
             changed = set(built) | drained | synthetic | log
             gone = {uid for uid in (*self._pg_removed, *last.synthetic) if uid not in jobs}
