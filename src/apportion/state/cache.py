@@ -166,6 +166,11 @@ class SchedulerCache:
         self._pg_removed: set[str] = set()
         #: bumped by every Queue added or removed (a job whose queue is missing leaves the session)
         self._queue_keys = 0
+        #: bumped by every change to a Queue record; the records' queues by name at that count
+        self._queue_version = 0
+        self._queues: tuple[int, dict[str, Any]] | None = None
+        #: PodGroup keys that pods of this scheduler name but the records lack (their pods are loose)
+        self._groupless: set[str] = set()
         self._last: _Last | None = None
         self._snapshots = 0
         #: the self-check's record of the last snapshot's jobs: uid -> (job, version, phase)
@@ -198,6 +203,7 @@ class SchedulerCache:
         self.version += 1
         self.changes += 1
         self._node_version += 1
+        self._queue_version += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -246,6 +252,7 @@ class SchedulerCache:
         if key not in table:
             if kind == "PodGroup":
                 self._pg_added.add(key)
+                self._groupless.discard(key)
             elif kind == "Queue":
                 self._queue_keys += 1
         if ev.type == ADDED and key in table:
@@ -292,6 +299,8 @@ class SchedulerCache:
             self._pc_version += 1
         elif kind == "Node":
             self._node_version += 1
+        elif kind == "Queue":
+            self._queue_version += 1
 
     def _remove(self, kind: str, key: str, where: str) -> None:
         self._touch(kind, key, None)
@@ -303,6 +312,8 @@ class SchedulerCache:
         elif kind == "PodGroup":
             self._pg_removed.add(key)
             self._pg_added.discard(key)
+            if key in self._group_pods:
+                self._groupless.add(key)
         elif kind == "Queue":
             self._queue_keys += 1
         elif kind == "Node":
@@ -333,6 +344,8 @@ class SchedulerCache:
             self._loose[key] = seq
         else:
             self._group_pods.setdefault(group, {})[key] = seq
+            if group not in self.records.podgroups:
+                self._groupless.add(group)
         n = self._uids[ps.task.uid] = self._uids[ps.task.uid] + 1
         if n == 2:
             self._shared_uids += 1
@@ -356,6 +369,7 @@ class SchedulerCache:
             del members[key]
             if not members:
                 del self._group_pods[group]
+                self._groupless.discard(group)
         n = self._uids[ps.task.uid] - 1
         if n == 1:
             self._shared_uids -= 1
@@ -399,7 +413,7 @@ class SchedulerCache:
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
-            for group in self._group_pods.keys() - rec.podgroups.keys():
+            for group in self._groupless:
                 loose.extend(self._group_pods[group].items())
             loose.sort(key=lambda kv: kv[1])
             held = self._node_infos
@@ -439,8 +453,12 @@ class SchedulerCache:
         tail = list(islice(reversed(podgroups), len(added)))[::-1] if added else []
         if len(added) != len(tail) or not added.issuperset(tail):
             return None
+        held = self._queues
+        if held is None or held[0] != self._queue_version:
+            held = self._queues = (self._queue_version, {name: q for name, (_, q) in self.records.queues.items()})
         snap, built = assemble_delta(self.records, self._group_pods, loose, scheduler_names=self.scheduler_names,
-                                     reuse=self._reuse, nodes=nodes, base=last.jobs, visit=visit, tail=tail)
+                                     reuse=self._reuse, nodes=nodes, base=last.jobs, visit=visit, tail=tail,
+                                     queues=held[1])
         queues = snap.queues
         if any(snap.jobs[uid].queue not in queues for uid in built):
             return None  # a job that leaves the session (`_drop_missing_queues`): the full assembly warns
@@ -525,6 +543,9 @@ class SchedulerCache:
         """The self-check of the jobs' delta: every job of the last snapshot whose task statuses or
         phase moved since is in the log, and every job the delta does not name is the last one's."""
         from apportion.state import check
+        if self._groupless != self._group_pods.keys() - self.records.podgroups.keys():
+            raise check.StateCheckError(f"{check.ENV}: the cache's PodGroups named by pods but missing differ "
+                                        "from the pods' index less the PodGroups")
         handed, self._handed = self._handed, {uid: (ji, ji.version, ji.phase) for uid, ji in snap.jobs.items()}
         if handed is not None:
             for uid, (ji, version, phase) in handed.items():
