@@ -134,9 +134,10 @@ def test_a_job_changed_behind_the_log_fails_the_self_check(monkeypatch: pytest.M
     _session(cache, "s1")
     _session(cache, "s2")
     snap = cache.snapshot(keep=True)
+    check.check_snapshot(cache, snap)
     snap.jobs["ns/g0"].phase = PodGroupPhase.UNKNOWN  # not logged
     with pytest.raises(check.StateCheckError, match="without being logged"):
-        cache.snapshot(keep=True)
+        check.check_snapshot(cache, cache.snapshot(keep=True))
 
 
 @pytest.mark.parametrize("keep", ["changed", "gone", "log"])

@@ -346,7 +346,7 @@ class Session(NodeChoice):
         delta = self.snapshot.jobs_delta
         held = memo.get(PODGROUPS_MEMO) if memo is not None and delta is not None else None
         look = delta.since_last(held[0]) if held is not None and delta is not None else None
-        if look is None:
+        if look is None or held is None:
             out = {uid: j.phase.value for uid, j in jobs.items()}
         else:
             out = dict(held[1])

@@ -173,8 +173,10 @@ class SchedulerCache:
         self._groupless: set[str] = set()
         self._last: _Last | None = None
         self._snapshots = 0
-        #: the self-check's record of the last snapshot's jobs: uid -> (job, version, phase)
-        self._handed: dict[str, tuple[JobInfo, int, Any]] | None = None
+        #: the self-check's record of a snapshot's jobs (state/check.py): its number, and per uid the
+        #: job, its version and phase as handed out
+        self.handed: tuple[int, dict[str, tuple[JobInfo, int, Any]]] | None = None
+        self.last_drained: set[str] = set()
 
     # ================================================================= filling
     @classmethod
@@ -535,34 +537,8 @@ class SchedulerCache:
         log.clear()
         self._last = _Last(number, pg_jobs, synthetic, unkept, self._pc_version, self._node_deletions,
                            self._queue_keys, ok)
-        from apportion.state import check  # (check imports this module)
-        if check.enabled():
-            self._check_delta(snap, last, drained)
-
-    def _check_delta(self, snap: Snapshot, last: _Last | None, drained: set[str]) -> None:
-        """The self-check of the jobs' delta: every job of the last snapshot whose task statuses or
-        phase moved since is in the log, and every job the delta does not name is the last one's."""
-        from apportion.state import check
-        if self._groupless != self._group_pods.keys() - self.records.podgroups.keys():
-            raise check.StateCheckError(f"{check.ENV}: the cache's PodGroups named by pods but missing differ "
-                                        "from the pods' index less the PodGroups")
-        handed, self._handed = self._handed, {uid: (ji, ji.version, ji.phase) for uid, ji in snap.jobs.items()}
-        if handed is not None:
-            for uid, (ji, version, phase) in handed.items():
-                if (ji.version != version or ji.phase is not phase) and uid not in drained:
-                    raise check.StateCheckError(f"{check.ENV}: job {uid} changed since the last snapshot "
-                                                "without being logged (JobInfo.log)")
-        delta = snap.jobs_delta
-        if delta is None or delta.since is None or last is None or handed is None:
-            return
-        for uid, ji in snap.jobs.items():
-            if uid not in delta.changed and (uid not in handed or handed[uid][0] is not ji):
-                raise check.StateCheckError(f"{check.ENV}: job {uid} is not the last snapshot's object, "
-                                            "yet the snapshot's delta does not name it")
-        if delta.gone != handed.keys() - snap.jobs.keys():
-            raise check.StateCheckError(f"{check.ENV}: the snapshot's delta names gone jobs "
-                                        f"{sorted(delta.gone)[:5]}, the jobs that left are "
-                                        f"{sorted(handed.keys() - snap.jobs.keys())[:5]}")
+        #: what the self-check reads (state/check.py): the uids this snapshot drained from the log
+        self.last_drained = drained
 
     def _reuse(self, uid: str, nodes: frozenset[str]) -> JobInfo | None:
         hit = self._kept.get(uid)
