@@ -37,19 +37,25 @@ CONFS = {
 @st.composite
 def another_object(draw: st.DrawFn) -> dict:
     """What `an_object` leaves out: pods without a PodGroup (a job each), a PodGroup of a queue that is
-    missing (left out of the session), priority classes (every job's priority)."""
-    kind = draw(st.sampled_from(["loose", "missing", "pc"]))
+    missing (left out of the session) or of a parent queue (charged beside capacity's ledger), priority
+    classes (every job's priority)."""
+    kind = draw(st.sampled_from(["loose", "missing", "parent", "pc"]))
     if kind == "loose":
         node = draw(st.sampled_from(["", "n0"]))
         return k8s.pod(f"q{draw(st.integers(0, 2))}", None, cpu=1, node_name=node)
     if kind == "missing":
         return k8s.podgroup(draw(st.sampled_from(GROUPS)), queue="nowhere", phase="Inqueue")
+    if kind == "parent":
+        return k8s.podgroup(draw(st.sampled_from(GROUPS)), queue="a", phase=draw(st.sampled_from(["Inqueue", "Running"])))
     return k8s.priority_class("high", draw(st.sampled_from([10, 20])))
 
 
 step = st.one_of(st.tuples(st.sampled_from([ADDED, ADDED, MODIFIED, DELETED]), an_object()),
                  st.tuples(st.sampled_from([ADDED, DELETED]), another_object()),
-                 st.just(("SESSION", None)), st.just(("SESSION", None)), st.just(("SESSION", None)))
+                 st.just(("SESSION", None)), st.just(("SESSION", None)), st.just(("SESSION", None)),
+                 # a session whose decisions are not sent back (a shadow without --apply): only the jobs'
+                 # log tells the next snapshot what it changed
+                 st.just(("SESSION", "dry")))
 
 
 def _start() -> list[dict]:
@@ -81,7 +87,8 @@ def test_sessions_from_the_jobs_delta_decide_as_full_ones(conf: str, steps: list
                 decided.append((_decided(result), [(e.object, e.reason, e.message) for e in result.events],
                                 result.session.explanations, result.session.snapshot.warnings,
                                 sorted(result.podgroups.items())))
-                dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+                if obj != "dry":
+                    dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
             else:
                 cache.apply(WatchEvent(typ, obj, f"event {i}"))
         if decided:
