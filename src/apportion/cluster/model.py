@@ -291,16 +291,19 @@ class JobInfo:
     derived: dict[str, tuple[int, PodGroupPhase, Any, Any]] = field(default_factory=dict)
     #: a cache that sessions the same cluster again and again logs here (a set it shares between its
     #: jobs) the uid of every job of its snapshots that changed since it was handed out: a task added or
-    #: its status changed, the phase set, a session's notes on it (`note_change`); docs/semantics.md K17
+    #: its status changed, the phase set (docs/semantics.md K17)
     log: set[str] | None = field(default=None, compare=False, repr=False)
+    #: likewise, the jobs a session wrote notes on (conditions, fit errors: `note_change`), which a
+    #: snapshot clears before handing the job out again
+    notes: set[str] | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------- membership and status
     def note_change(self) -> None:
-        """Log the job as changed (see `log`): a session calls it on a job it writes notes on
-        (conditions, fit errors), which a snapshot must clear before handing the job out again."""
-        log = self.log
-        if log is not None:
-            log.add(self.uid)
+        """Log the job in `notes`: a session calls it on a job it writes notes on (conditions, fit
+        errors), which a snapshot must clear before handing the job out again."""
+        notes = self.notes
+        if notes is not None:
+            notes.add(self.uid)
 
     def set_phase(self, phase: PodGroupPhase) -> None:
         """Set the phase, logging the job as changed when the phase moves (see `log`)."""

@@ -51,6 +51,10 @@ class JobDelta:
     gone: set[str] = field(default_factory=set)
     #: the live log: uids of this snapshot's jobs changed since it was taken (`JobInfo.log`)
     log: set[str] = field(default_factory=set)
+    #: the live set of uids of this snapshot's jobs a session wrote notes on since it was taken
+    #: (`JobInfo.notes`: conditions, fit errors; the next snapshot clears them, and a job noted only is
+    #: not in the next delta's `changed`)
+    notes: set[str] = field(default_factory=set)
 
     def since_last(self, at: int | None) -> set[str] | None:
         """The uids to look at again for a pass that last looked at every job of snapshot `at`:

@@ -203,6 +203,7 @@ class Close:
         jobs = self.ssn.jobs
         explanations = self.ssn.explanations
         look |= last.marked
+        look |= delta.notes  # fit errors recorded in this session
         look.update(k for k in explanations if k in jobs)
         if check.enabled():
             self._check_look(look)
@@ -337,7 +338,7 @@ def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], 
     """The self-check: every carried close computed in full, as if nothing were carried."""
     jobs = [e.job for e in carried]
     sid = ssn.uid
-    got = {e.job.uid: (e.job.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
+    got = {e.job.uid: (e.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
                                      for t, st, reason, msg, tid in e.conditions}) for e in carried}
     for e in carried:
         e.job.conditions.clear()

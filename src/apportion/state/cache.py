@@ -157,8 +157,10 @@ class SchedulerCache:
         self._loose: dict[str, int] = {}
         self._uids: Counter[str] = Counter()
         self._shared_uids = 0
-        #: the log every job handed out with `keep=True` shares (JobInfo.log), drained by each snapshot
+        #: the log every job handed out with `keep=True` shares (JobInfo.log), drained by each snapshot,
+        #: and the jobs sessions wrote notes on (JobInfo.notes)
         self._log: set[str] = set()
+        self._notes: set[str] = set()
         #: since the last snapshot: the PodGroup keys an event touched (the group or one of its pods),
         #: the keys added to the PodGroup table and those removed from it (docs/semantics.md K17)
         self._touched_groups: set[str] = set()
@@ -407,10 +409,13 @@ class SchedulerCache:
         # a snapshot without `keep` hands nothing out again and leaves the delta's records as they are
         last: _Last | None = None
         drained: set[str] = set()
+        noted: set[str] = set()
         if keep:
             last, self._last = self._last, None
             drained = set(self._log)
             self._log.clear()
+            noted = set(self._notes)
+            self._notes.clear()
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
@@ -420,7 +425,8 @@ class SchedulerCache:
             loose.sort(key=lambda kv: kv[1])
             held = self._node_infos
             nodes = held[1] if held is not None and held[0] == self._node_version else None
-            step = self._assemble_delta(last, drained, [k for k, _ in loose], nodes) if last is not None else None
+            step = (self._assemble_delta(last, drained | noted, [k for k, _ in loose], nodes)
+                    if last is not None else None)
             if step is not None:
                 snap, built = step
             else:
@@ -449,7 +455,7 @@ class SchedulerCache:
                 and last.queue_keys == self._queue_keys):
             return None
         podgroups = self.records.podgroups
-        visit = self._touched_groups | drained | last.unkept | self._pg_removed
+        visit = self._touched_groups | drained | last.unkept | self._pg_removed  # (drained: log and notes)
         added = {k for k in self._pg_added if k in podgroups}
         # keys added to a dict come last in it, in the order they were added
         tail = list(islice(reversed(podgroups), len(added)))[::-1] if added else []
@@ -474,7 +480,7 @@ class SchedulerCache:
         jobs = snap.jobs
         podgroups = rec.podgroups
         n_synthetic = len(jobs) - len(podgroups)
-        log = self._log
+        log, notes = self._log, self._notes
         if built is not None:
             assert last is not None
             # the delta: only the PodGroups visited changed what `_kept` holds
@@ -501,7 +507,7 @@ class SchedulerCache:
         running, pending, succeeded, failed = _KEPT_STATUSES
         for uid in candidates:
             ji = jobs[uid]
-            ji.log = log
+            ji.log, ji.notes = log, notes
             pg = podgroups.get(uid)
             if pg is None:
                 continue
@@ -522,7 +528,7 @@ class SchedulerCache:
         else:
             synthetic = {uid for uid in jobs if uid not in podgroups}
         for uid in synthetic:
-            jobs[uid].log = log
+            jobs[uid].log, jobs[uid].notes = log, notes
         pg_jobs = dict(jobs)
         for uid in synthetic:
             del pg_jobs[uid]
@@ -531,9 +537,9 @@ class SchedulerCache:
             assert last is not None
             changed = set(built) | drained | synthetic | log
             gone = {uid for uid in (*self._pg_removed, *last.synthetic) if uid not in jobs}
-            snap.jobs_delta = JobDelta(number, last.number, changed, gone, log)
+            snap.jobs_delta = JobDelta(number, last.number, changed, gone, log, notes)
         else:
-            snap.jobs_delta = JobDelta(number, None, set(), set(), log)
+            snap.jobs_delta = JobDelta(number, None, set(), set(), log, notes)
         log.clear()
         self._last = _Last(number, pg_jobs, synthetic, unkept, self._pc_version, self._node_deletions,
                            self._queue_keys, ok)

@@ -138,7 +138,7 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     for uid, ji in snap.jobs.items():
         other = fresh.jobs[uid]
         for f in dataclasses.fields(ji):
-            if f.name in ("derived", "log"):
+            if f.name in ("derived", "log", "notes"):
                 continue
             a, b = getattr(ji, f.name), getattr(other, f.name)
             if f.name == "tasks":
