@@ -199,7 +199,7 @@ class Close:
         look = delta.since_last(last.snapshot) if last is not None and delta is not None else None
         if look is None:
             return self.split_reference()
-        assert last is not None
+        assert last is not None and delta is not None
         jobs = self.ssn.jobs
         explanations = self.ssn.explanations
         look |= last.marked
