@@ -536,7 +536,9 @@ class SchedulerCache:
         if built is not None and self.job_deltas:
             assert last is not None
             changed = set(built) | drained | synthetic | log
-            gone = {uid for uid in (*self._pg_removed, *last.synthetic) if uid not in jobs}
+            # (a PodGroup added and removed again since the last snapshot was never handed out)
+            gone = {uid for uid in self._pg_removed if uid in last.jobs and uid not in jobs}
+            gone.update(uid for uid in last.synthetic if uid not in jobs)
             snap.jobs_delta = JobDelta(number, last.number, changed, gone, log, notes)
         else:
             snap.jobs_delta = JobDelta(number, None, set(), set(), log, notes)
