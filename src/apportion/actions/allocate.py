@@ -22,7 +22,7 @@ def execute(ssn: Session) -> None:
         if job.is_pending():
             if enqueue_configured:
                 continue
-            job.phase = PodGroupPhase.INQUEUE
+            job.set_phase(PodGroupPhase.INQUEUE)
         valid, msg = ssn.job_valid(job)
         if not valid:
             ssn.explain(job.uid, msg)

@@ -100,6 +100,6 @@ def _admit(ssn: Session, job: JobInfo) -> bool:
     # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
     if job.min_resources is None or ssn.job_enqueueable(job):
         ssn.job_enqueued(job)
-        job.phase = PodGroupPhase.INQUEUE
+        job.set_phase(PodGroupPhase.INQUEUE)
         return True
     return False

@@ -289,11 +289,36 @@ class JobInfo:
     #: what plugins computed from the job (see `derive`), by name, as (version, phase, inputs, value).
     #: A caller that keeps a JobInfo across sessions keeps these too.
     derived: dict[str, tuple[int, PodGroupPhase, Any, Any]] = field(default_factory=dict)
+    #: a cache that sessions the same cluster again and again logs here (a set it shares between its
+    #: jobs) the uid of every job of its snapshots that changed since it was handed out: a task added or
+    #: its status changed, the phase set (docs/semantics.md K17)
+    log: set[str] | None = field(default=None, compare=False, repr=False)
+    #: likewise, the jobs a session wrote notes on (conditions, fit errors: `note_change`), which a
+    #: snapshot clears before handing the job out again
+    notes: set[str] | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------- membership and status
+    def note_change(self) -> None:
+        """Log the job in `notes`: a session calls it on a job it writes notes on (conditions, fit
+        errors), which a snapshot must clear before handing the job out again."""
+        notes = self.notes
+        if notes is not None:
+            notes.add(self.uid)
+
+    def set_phase(self, phase: PodGroupPhase) -> None:
+        """Set the phase, logging the job as changed when the phase moves (see `log`)."""
+        if phase is not self.phase:
+            self.phase = phase
+            log = self.log
+            if log is not None:
+                log.add(self.uid)
+
     def add_task(self, t: TaskInfo) -> None:
         """AddTaskInfo: add (or replace) a task, keeping the counts and `allocated` current."""
         self.version += 1
+        log = self.log
+        if log is not None:
+            log.add(self.uid)
         if t.uid in self.tasks:
             self.allocated_as_added = False
         if t.gated:
@@ -312,6 +337,9 @@ class JobInfo:
             return
         self.version += 1
         self.allocated_as_added = False
+        log = self.log
+        if log is not None:
+            log.add(self.uid)
         self.counts[old] -= 1
         self.counts[new] = self.counts.get(new, 0) + 1
         was, now = old in ALLOCATED_STATUSES, new in ALLOCATED_STATUSES

@@ -32,6 +32,40 @@ class ConfText:
 
 
 @dataclass
+class JobDelta:
+    """Which jobs of a snapshot are not as the last snapshot over the same cache handed them out
+    (docs/semantics.md, cluster state K17). A job of this snapshot whose uid is in neither `changed`
+    nor `log` is the last snapshot's JobInfo object, and nothing changed it since that snapshot was
+    taken: its task statuses (`version`), its phase and the notes a session writes on a job
+    (conditions, fit errors) are what they were then. So a pass that kept, per job of the last
+    snapshot, what it found then needs to look again only at `changed`, `gone` and the uids logged
+    since (`log`, which the jobs fill in as they change: `JobInfo.log`)."""
+
+    #: this snapshot's number, and the number of the one before it over the same cache (None: there
+    #: was none, or this snapshot was assembled in full and says nothing about what changed)
+    snapshot: int
+    since: int | None
+    #: uids of this snapshot's jobs that are not handed out as they were (new objects, or changed since)
+    changed: set[str] = field(default_factory=set)
+    #: uids of the last snapshot's jobs that this one does not hold
+    gone: set[str] = field(default_factory=set)
+    #: the live log: uids of this snapshot's jobs changed since it was taken (`JobInfo.log`)
+    log: set[str] = field(default_factory=set)
+    #: the live set of uids of this snapshot's jobs a session wrote notes on since it was taken
+    #: (`JobInfo.notes`: conditions, fit errors; the next snapshot clears them, and a job noted only is
+    #: not in the next delta's `changed`)
+    notes: set[str] = field(default_factory=set)
+
+    def since_last(self, at: int | None) -> set[str] | None:
+        """The uids to look at again for a pass that last looked at every job of snapshot `at`:
+        `changed`, `gone` and the uids logged so far; None when that was not the last snapshot (then
+        every job must be looked at)."""
+        if at is None or self.since != at:
+            return None
+        return self.changed | self.gone | self.log
+
+
+@dataclass
 class Snapshot:
     """Everything one session needs, built from Kubernetes objects."""
 
@@ -53,6 +87,10 @@ class Snapshot:
     #: taints, schedulability) are those of the last snapshot over the memo; None: unknown. Whoever
     #: changes `nodes` after the snapshot was taken sets it to None.
     nodes_key: Any = None
+    #: with a memo: which jobs changed since the last snapshot over the same cache (see JobDelta);
+    #: None: unknown. The delta speaks of `jobs`' uids and objects, not of their order: whoever
+    #: replaces or adds a job object after the snapshot was taken sets it to None.
+    jobs_delta: JobDelta | None = None
 
     def newest_time(self) -> datetime | None:
         """The newest creation or start time among the objects: the clock of a dump, which has none."""

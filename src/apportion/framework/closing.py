@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.snapshot import Snapshot
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.interface import Plugin
 from apportion.state import check
@@ -35,6 +36,7 @@ class Session(Protocol):
     uid: str
     conf: SchedulerConf
     memo: dict[str, Any] | None
+    snapshot: Snapshot
     jobs: dict[str, JobInfo]
     explanations: dict[str, list[str]]
     plugins: list[tuple[Any, Plugin[Any]]]
@@ -53,6 +55,8 @@ class Event(Protocol):
 
 #: the memo's entry: the last session's closes (a `Closes`)
 CLOSE_MEMO = "session.closes"
+#: the memo's entry: the conf object of the last session and its `conf_key`
+CONF_KEY_MEMO = "session.closes.conf"
 
 #: a condition as JobInfo.conditions holds it, its type first: (type, status, reason, message, session id)
 RawCondition = tuple[str, str, str, str, str]
@@ -80,18 +84,41 @@ class JobClose:
 
 @dataclass
 class Closes:
-    """The closes of the last session over a memo, per job uid (in the session's job order), for one
-    conf's plugins."""
+    """The closes of the last session over a memo, per job uid, for one conf's plugins. The uids are
+    in the session's job order when every job was looked at; a close from the jobs' delta keeps the
+    last session's order and adds the new jobs after it."""
 
     conf_key: str
     jobs: dict[str, JobClose]
     session: str = ""
+    #: the snapshot the session was over (`JobDelta.snapshot`; None: unknown)
+    snapshot: int | None = None
+    #: uids of the jobs whose close a session carries only after comparing the explanations (their
+    #: own, their pending tasks' or fit errors were not empty): looked at by every close
+    marked: set[str] = field(default_factory=set)
+    #: per uid of a job with an event, the event
+    events: dict[str, Any] = field(default_factory=dict)
 
 
 def conf_key(ssn: Session) -> str:
     """What of the conf a job's close depends on: the plugins (close hooks, task order) with their
     switches and arguments, in tier order."""
     return repr(ssn.conf.tiers)
+
+
+def _conf_key(ssn: Session, memo: dict[str, Any]) -> str:
+    """`conf_key`, worked out once per conf object over a memo (a caller that carries a memo never
+    edits a conf it sessions with, as `engine.run_cache_session` assumes too)."""
+    held = memo.get(CONF_KEY_MEMO)
+    if held is not None and held[0] is ssn.conf:
+        key: str = held[1]
+        if check.enabled() and key != conf_key(ssn):
+            raise check.StateCheckError(f"{check.ENV}: the conf's close key kept over the memo differs from "
+                                        "the conf's own (a conf edited between sessions)")
+        return key
+    key = conf_key(ssn)
+    memo[CONF_KEY_MEMO] = (ssn.conf, key)
+    return key
 
 
 def _per_job(plugin: Any) -> bool:
@@ -147,28 +174,91 @@ class Close:
             memo.pop(CLOSE_MEMO, None)
             memo = None  # a close hook that does not keep to the contract: every job is closed in full
         self.memo = memo
-        key = conf_key(ssn) if memo is not None else ""
+        key = _conf_key(ssn, memo) if memo is not None else ""
         last = memo.get(CLOSE_MEMO) if memo is not None else None
-        self.before: dict[str, JobClose] = last.jobs if isinstance(last, Closes) and last.conf_key == key else {}
-        #: this session's closes, in job order (the full ones filled in by `finish`)
-        self.closes = Closes(key, {}, ssn.uid)
+        self.last: Closes | None = last if isinstance(last, Closes) and last.conf_key == key else None
+        self.before: dict[str, JobClose] = self.last.jobs if self.last is not None else {}
+        delta = ssn.snapshot.jobs_delta
+        #: this session's closes (the full ones filled in by `finish`)
+        self.closes = Closes(key, {}, ssn.uid, delta.snapshot if delta is not None else None)
         #: the jobs closed in full (what close hooks visit), with their phase before close
         self.full: list[JobInfo] = []
         self.phase_in: list[PodGroupPhase] = []
         self.carried: list[JobClose] = []
+        #: with the jobs' delta: this close's events per uid and marked jobs (see Closes), else None
+        self._events: dict[str, Any] | None = None
+        self._marked: set[str] | None = None
 
     def split(self) -> list[JobInfo]:
-        """Sort the jobs into the carried closes and the jobs to close in full (returned)."""
+        """Sort the jobs into the carried closes and the jobs to close in full (returned). With the
+        snapshot's jobs delta from the last close's snapshot, only the jobs the delta names, the jobs
+        explained in this session and those the last close marked are looked at: every other job is
+        carried (docs/semantics.md K17); `split_reference` looks at every job."""
+        last = self.last
+        delta = self.ssn.snapshot.jobs_delta
+        look = delta.since_last(last.snapshot) if last is not None and delta is not None else None
+        if look is None:
+            return self.split_reference()
+        assert last is not None and delta is not None
+        jobs = self.ssn.jobs
+        explanations = self.ssn.explanations
+        look |= last.marked
+        look |= delta.notes  # fit errors recorded in this session
+        look.update(k for k in explanations if k in jobs)
+        if check.enabled():
+            self._check_look(look)
+        before = self.before
+        full, phase_in, carried = self.full, self.phase_in, self.carried
+        kept: dict[str, JobClose | None] = dict(before)
+        events = dict(last.events)
+        marked = set(last.marked)
+        for uid in sorted(look):
+            job = jobs.get(uid)
+            if job is None:
+                kept.pop(uid, None)
+                events.pop(uid, None)
+                marked.discard(uid)
+                continue
+            e = before.get(uid)
+            if e is not None and self._carries(e, job, explanations):
+                carried.append(e)
+            else:
+                full.append(job)
+                phase_in.append(job.phase)
+                kept[uid] = None
+        self.closes.jobs = kept  # type: ignore[assignment]  # the Nones are filled in by finish
+        self._events, self._marked = events, marked
+        return full
+
+    @staticmethod
+    def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]]) -> bool:
+        return (e.job is job and e.version == job.version and e.phase_in is job.phase
+                and e.fit_errors == job.job_fit_errors
+                and e.explained == _explained(explanations.get(job.uid))
+                and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations)))
+
+    def _check_look(self, look: set[str]) -> None:
+        """The self-check: every job outside `look` is one the full split carries."""
+        explanations = self.ssn.explanations
+        before = self.before
+        for uid, job in self.ssn.jobs.items():
+            if uid not in look and not ((e := before.get(uid)) is not None and self._carries(e, job, explanations)):
+                raise check.StateCheckError(f"{check.ENV}: the close of job {uid} would be carried from the jobs' "
+                                            "delta, but the full split closes it in full")
+        if self.before.keys() - self.ssn.jobs.keys() - look:
+            raise check.StateCheckError(f"{check.ENV}: a job gone since the last close is not in the jobs' delta")
+
+    def split_reference(self) -> list[JobInfo]:
+        """`split` looking at every job (the reference)."""
+        self._events = None
+        self._marked = None
         before = self.before
         explanations = self.ssn.explanations
         full, phase_in, carried = self.full, self.phase_in, self.carried
         kept: dict[str, JobClose | None] = {}
         for uid, job in self.ssn.jobs.items():
             e = before.get(uid)
-            if (e is not None and e.job is job and e.version == job.version and e.phase_in is job.phase
-                    and e.fit_errors == job.job_fit_errors
-                    and e.explained == _explained(explanations.get(uid))
-                    and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations))):
+            if e is not None and self._carries(e, job, explanations):
                 carried.append(e)
             else:
                 full.append(job)
@@ -185,27 +275,48 @@ class Close:
         sid = ssn.uid
         explanations = ssn.explanations
         kept = self.closes.jobs
+        closes = self.closes
+        events, marked = self._events, self._marked
+        if events is None and closes.snapshot is not None:
+            events, marked = {}, set()  # the first close a next one may carry from the jobs' delta
+            for e in self.carried:
+                _note(e, events, marked)
         for job, phase_in in zip(self.full, self.phase_in):
-            job.phase = phase_of(job)
+            # closed in full: the close hooks' conditions are on the job, which a snapshot clears
+            job.note_change()
+            job.set_phase(phase_of(job))
             msg = job_event(ssn, job)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
                 explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations),
                 session=sid, phase=job.phase, conditions=tuple((t, *c) for t, c in job.conditions.items()),
                 event=None if msg is None else make_event(job.uid, msg))
+            if events is not None and marked is not None:
+                events.pop(job.uid, None)
+                marked.discard(job.uid)
+                _note(kept[job.uid], events, marked)
+        if events is not None and marked is not None:
+            closes.events, closes.marked = events, marked
+        else:
+            closes.snapshot = None  # nothing for a next close to carry from
         # A carried job's phase is set; its JobInfo.conditions are left as the snapshot gave them (empty):
         # writing this session's id into each would visit every job. The session's conditions are read
         # from `closes` (ClosedConditions).
         for e in self.carried:
             if e.job.phase is not e.phase:
-                e.job.phase = e.phase
-        if check.enabled() and self.carried:
-            _check(ssn, self.carried, phase_of)
+                e.job.set_phase(e.phase)
+        if check.enabled():
+            # with the jobs' delta most carried closes were not looked at: every one is checked
+            carried = self.carried if self._events is None else [e for e in kept.values() if e.session != sid]
+            if carried:
+                _check(ssn, carried, phase_of)
         if self.memo is not None:
             self.memo[CLOSE_MEMO] = self.closes
 
     def events(self) -> list[Any]:
         """The jobs' events, in uid order."""
+        if self._events is not None:
+            return [self._events[uid] for uid in sorted(self._events)]
         kept = self.closes.jobs
         out = []
         for uid in sorted(kept):
@@ -215,11 +326,19 @@ class Close:
         return out
 
 
+def _note(e: JobClose, events: dict[str, Any], marked: set[str]) -> None:
+    """Record a job's close among the events and the jobs every close looks at (`Closes`)."""
+    if e.event is not None:
+        events[e.job.uid] = e.event
+    if e.explained or e.tasks_explained or e.fit_errors:
+        marked.add(e.job.uid)
+
+
 def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], PodGroupPhase]) -> None:
     """The self-check: every carried close computed in full, as if nothing were carried."""
     jobs = [e.job for e in carried]
     sid = ssn.uid
-    got = {e.job.uid: (e.job.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
+    got = {e.job.uid: (e.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
                                      for t, st, reason, msg, tid in e.conditions}) for e in carried}
     for e in carried:
         e.job.conditions.clear()

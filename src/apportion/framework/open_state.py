@@ -120,6 +120,9 @@ class OpenBase:
     scalar_counts: Counter[str]
     #: the job uids in the order of that open
     order: list[str]
+    #: the snapshot that open was over (`JobDelta.snapshot`; None: unknown): the next open may look at
+    #: the jobs its delta names only (docs/semantics.md K17)
+    snapshot: int | None = None
 
 
 def _scalar_names(job: JobInfo) -> frozenset[str]:
@@ -245,7 +248,7 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid], job.phase)
         at += k
     base = OpenBase(nodes_key, columns, generation, table, total, node_scalars, rows, node_tasks, kept_jobs,
-                    entries[at:], counts, list(jobs))
+                    entries[at:], counts, list(jobs), _snapshot_number(ssn))
     ssn.table = _fork(table)
     ssn.total_resource = total.clone()
     if nodes_key is not None and not (_table_exact(table) and (not len(vecs) or _exact(vecs))):
@@ -272,8 +275,44 @@ def _fork(base: NodeTable) -> NodeTable:
     return t
 
 
+def _snapshot_number(ssn: Session) -> int | None:
+    delta = ssn.snapshot.jobs_delta
+    return delta.snapshot if delta is not None else None
+
+
 def _classify(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | None:
-    """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved."""
+    """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved.
+    With the snapshot's jobs delta from the base's snapshot, only the jobs it names are compared with
+    the base (docs/semantics.md K17); `classify_reference` compares every job."""
+    delta = ssn.snapshot.jobs_delta
+    look = delta.since_last(base.snapshot) if delta is not None else None
+    if look is None:
+        return classify_reference(ssn, base)
+    carried = base.jobs
+    jobs = ssn.jobs
+    now = list(jobs)
+    changed: list[str] = []
+    for uid in [u for u in now if u in look] if look else ():
+        job = jobs[uid]
+        c = carried.get(uid)
+        if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
+            changed.append(uid)
+    moved = set(changed)
+    out = {uid for uid in look if uid in carried and (uid in moved or uid not in jobs)}
+    # the relative order of the kept jobs must be the base's, as the full comparison checks
+    if ([u for u in now if u not in moved] if moved else now) != (
+            [u for u in base.order if u not in out] if out else base.order):
+        got = None
+    else:
+        got = ([u for u in base.order if u in out] if out else []), changed
+    if check.enabled() and got != classify_reference(ssn, base):
+        raise check.StateCheckError(f"{check.ENV}: session open's jobs compared from the snapshot's delta differ "
+                                    "from every job compared with the last open's")
+    return got
+
+
+def classify_reference(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | None:
+    """`_classify` comparing every job with the base (the reference)."""
     carried = base.jobs
     changed: list[str] = []
     kept: list[str] = []
@@ -362,7 +401,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
     orphans = [e for e in added if e[4] is None]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
-                   node_tasks, jobs, orphans, +counts, list(ssn.jobs))
+                   node_tasks, jobs, orphans, +counts, list(ssn.jobs), _snapshot_number(ssn))
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
 
 
@@ -476,5 +515,5 @@ def check_against_full(ssn: Session, base: OpenBase) -> None:
                                     f"placement: {'; '.join(diff[:5])}")
 
 
-__all__: list[str] = ["OPEN_MEMO", "OpenBase", "OpenDelta", "differences", "full_reference", "open_nodes",
+__all__: list[str] = ["OPEN_MEMO", "OpenBase", "OpenDelta", "classify_reference", "differences", "full_reference", "open_nodes",
                       "place_full", "place_incremental", "node_kind", "KIND_OF", "job_scalar_names"]

@@ -35,8 +35,12 @@ from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
 from apportion.framework.queue_status import QueueStatuses
 from apportion.resources import Resource
+from apportion.state import check
 
 log = logging.getLogger(__name__)
+
+#: the memo's entry: the last session's PodGroup phases, with the snapshot it was over (`podgroup_phases`)
+PODGROUPS_MEMO = "session.podgroups"
 
 
 @dataclass
@@ -254,6 +258,7 @@ class Session(NodeChoice):
         else:
             parts = [f"{n} node(s) {text}" for text, n in sorted(summary, key=lambda x: (-x[1], x[0]))]
             text = f"0/{total} nodes are available: " + ", ".join(parts)
+        job.note_change()
         job.nodes_fit_errors[task.uid] = [FitError("", [text])]
         job.job_fit_errors = text
         if task.role:
@@ -331,6 +336,35 @@ class Session(NodeChoice):
         else:
             holding = (j for j in jobs.values() if j.counts.get(TaskStatus.PIPELINED))
         return {t.key: t.node_name for j in holding for t in j.tasks.values() if t.status is TaskStatus.PIPELINED}
+
+    def podgroup_phases(self) -> dict[str, str]:
+        """Job uid -> its phase's value, for every job (after close). A caller that carries a memo
+        gets the last session's map with only the jobs the snapshot's jobs delta names made again
+        (docs/semantics.md K17): not in the session's job order then, but a new job after the others."""
+        jobs = self.jobs
+        memo = self.memo
+        delta = self.snapshot.jobs_delta
+        held = memo.get(PODGROUPS_MEMO) if memo is not None and delta is not None else None
+        look = delta.since_last(held[0]) if held is not None and delta is not None else None
+        if look is None or held is None:
+            out = {uid: j.phase.value for uid, j in jobs.items()}
+        else:
+            out = dict(held[1])
+            for uid in look:
+                job = jobs.get(uid)
+                if job is None:
+                    out.pop(uid, None)
+                else:
+                    out[uid] = job.phase.value
+            if check.enabled() and out != {uid: j.phase.value for uid, j in jobs.items()}:
+                raise check.StateCheckError(f"{check.ENV}: the PodGroup phases made from the jobs' delta differ "
+                                            "from every job's")
+        if memo is not None:
+            if delta is None:
+                memo.pop(PODGROUPS_MEMO, None)
+            else:
+                memo[PODGROUPS_MEMO] = (delta.snapshot, dict(out))  # a copy: callers may edit theirs
+        return out
 
     def queue_reports(self) -> QueueStatuses:
         """Queue name -> its status from the plugins' queue reports (the first plugin to report a queue

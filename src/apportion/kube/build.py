@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
 from apportion.errors import InputError
 from apportion.kube.conf import CONF_KEY
@@ -196,7 +196,51 @@ def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], 
     return snap
 
 
-def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None) -> tuple[Snapshot, int | None]:
+def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], loose: Iterable[str], *,
+                   scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
+                   reuse: Callable[[str, NodeNames], JobInfo | None], nodes: list[NodeInfo] | None,
+                   base: dict[str, JobInfo], visit: Iterable[str], tail: list[str],
+                   queues: dict[str, QueueInfo] | None = None) -> tuple[Snapshot, list[str]]:
+    """What `assemble_indexed` gives, visiting only some PodGroups: `base` holds the jobs of the
+    records' PodGroups as the last assembly gave them, in the records' order of then; the caller
+    promises that every PodGroup of the records outside `visit` and `tail` is in `base` with a job that
+    `reuse` would hand out again, that `visit` names every PodGroup of `base` the records lack, that
+    `tail` lists the records' PodGroups that `base` lacks or that were added again since (they come
+    last in the records, in this order), and that no job would be dropped for a missing queue (the caller
+    checks the jobs built here). `queues`: the records' queues by name, in the records' order, when the
+    caller holds them so. Returns the snapshot and the uids of the jobs built anew."""
+    snap, global_default = _begin(rec, False, nodes, queues)
+    node_set = frozenset(n.name for n in snap.nodes)
+    podgroups, pods = rec.podgroups, rec.pods
+    jobs = dict(base)
+    built: list[str] = []
+    for uid in visit:
+        if uid not in podgroups:
+            jobs.pop(uid, None)
+    for uid in tail:
+        jobs.pop(uid, None)
+    todo = [uid for uid in visit if uid in jobs]
+    for uid in (*todo, *tail):
+        ji = reuse(uid, node_set)
+        if ji is None:
+            ji = _new_job(uid, podgroups[uid][1], snap, global_default)
+            members = group_pods.get(uid)
+            if members:
+                for key in sorted(members, key=members.__getitem__) if len(members) > 1 else members:
+                    task = _fresh_task(pods[key][1].task)
+                    task.job = uid
+                    ji.add_task(task)
+            built.append(uid)
+        jobs[uid] = ji
+    snap.jobs = jobs
+    rest = Records()
+    rest.pods = {key: pods[key] for key in loose}
+    _join_pods(snap, rest, scheduler_names, copy=True, strict=False, kept=set(), queues_checked=False)
+    return snap, built
+
+
+def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None,
+           queues: dict[str, QueueInfo] | None = None) -> tuple[Snapshot, int | None]:
     """A snapshot holding the records' priority classes, conf, nodes (`nodes` when given: the records'
     nodes as built before) and queues; the global default priority."""
     snap = Snapshot()
@@ -227,8 +271,11 @@ def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None) -> t
         for i, n in enumerate(specs):
             snap.nodes.append(NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
                                        taints=n.taints, unschedulable=n.unschedulable))
-    for name, (_, q) in rec.queues.items():
-        snap.queues[name] = q
+    if queues is not None:
+        snap.queues = dict(queues)
+    else:
+        for name, (_, q) in rec.queues.items():
+            snap.queues[name] = q
     snap.ensure_queue(DEFAULT_QUEUE)
     return snap, global_default
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
-from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.cluster.snapshot import ROOT_QUEUE, JobDelta, Snapshot
 from apportion.engine import CycleResult, dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
@@ -375,7 +375,14 @@ class Simulator(PlanFollower):
         by_key = self.task_by_key
         last = self._last_jobs
         checking = check.enabled()
-        for uid, ji in snap.jobs.items():
+        delta = snap.jobs_delta
+        # a job the cache's delta does not name is the last snapshot's object (docs/semantics.md K17)
+        names = delta.changed if (delta is not None and delta.since is not None and self.objects is None
+                                  and not checking) else snap.jobs
+        for uid in names:
+            ji = snap.jobs.get(uid)
+            if ji is None:
+                continue
             kept = last.get(uid) is ji
             if kept and not checking:
                 continue
@@ -413,11 +420,15 @@ class Simulator(PlanFollower):
             self.objects.adjust(snap, self.now, self.nodes)
             # the start state's nodes (not the cache's), the same while the same of them are live
             snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
+            snap.jobs_delta = _objects_delta(snap.jobs, last, delta)
         return snap
 
     def snapshot(self) -> Snapshot:
-        """The objects the next session would see (fresh per call), e.g. to try a change on them."""
-        return self._snapshot()
+        """The objects the next session would see (fresh per call), e.g. to try a change on them: with
+        no jobs' delta, since the caller may replace jobs in it."""
+        snap = self._snapshot()
+        snap.jobs_delta = None
+        return snap
 
     def _job_info(self, sj: SimJob) -> JobInfo:
         """The job as the cache's snapshot holds it, unless the start state's objects build it."""
@@ -499,6 +510,23 @@ class Simulator(PlanFollower):
                     sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
                 raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
                                             f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
+
+
+def _objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None) -> JobDelta | None:
+    """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
+    forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
+    job is given the cache's log, so that what changes one of them in place is logged as the cache's
+    jobs are (docs/semantics.md K17). None when the cache's delta says nothing."""
+    changed: set[str] = set()
+    for uid, ji in jobs.items():
+        if last.get(uid) is not ji:
+            changed.add(uid)
+            if cache is not None:
+                ji.log, ji.notes = cache.log, cache.notes
+    if cache is None or cache.since is None:
+        return None
+    return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,
+                    cache.notes)
 
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).

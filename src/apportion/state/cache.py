@@ -17,16 +17,19 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import orjson
 
 from apportion.cluster.model import JobInfo, NodeInfo, TaskStatus
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.kube.build import (
     KNOWN_KINDS,
     SCHEDULER_NAMES,
     assemble,
+    assemble_delta,
     assemble_indexed,
     object_key,
     parse_object,
@@ -70,6 +73,24 @@ def pod_inputs(obj: dict[str, Any]) -> bytes | None:
         return None
 
 
+@dataclass
+class _Last:
+    """What the last snapshot taken with `keep=True` handed out, for the next one's delta."""
+
+    number: int
+    #: the jobs of the records' PodGroups, in the records' order (a copy: the snapshot's dict is the caller's)
+    jobs: dict[str, JobInfo]
+    #: uids of the jobs made for pods without a PodGroup (rebuilt by every snapshot)
+    synthetic: set[str]
+    #: uids of the PodGroups' jobs not kept (rebuilt by every snapshot)
+    unkept: set[str]
+    pc_version: int
+    node_deletions: int
+    queue_keys: int
+    #: False when a job was dropped for a missing queue (such a job is looked at by every snapshot)
+    ok: bool
+
+
 def stderr_report(line: str) -> None:
     """The default report: one line on stderr."""
     sys.stderr.write(f"apportion: warning: {line}\n")
@@ -78,6 +99,10 @@ def stderr_report(line: str) -> None:
 class SchedulerCache:
     """Cluster state between sessions. Change it with `apply` (or `load` for a whole dump); read it with
     `snapshot`."""
+
+    #: False: every snapshot is assembled in full and says nothing about what changed (the reference
+    #: the property tests compare the jobs' delta with, docs/semantics.md K17)
+    job_deltas = True
 
     def __init__(self, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
                  report: Callable[[str], None] | None = None) -> None:
@@ -132,6 +157,28 @@ class SchedulerCache:
         self._loose: dict[str, int] = {}
         self._uids: Counter[str] = Counter()
         self._shared_uids = 0
+        #: the log every job handed out with `keep=True` shares (JobInfo.log), drained by each snapshot,
+        #: and the jobs sessions wrote notes on (JobInfo.notes)
+        self._log: set[str] = set()
+        self._notes: set[str] = set()
+        #: since the last snapshot: the PodGroup keys an event touched (the group or one of its pods),
+        #: the keys added to the PodGroup table and those removed from it (docs/semantics.md K17)
+        self._touched_groups: set[str] = set()
+        self._pg_added: set[str] = set()
+        self._pg_removed: set[str] = set()
+        #: bumped by every Queue added or removed (a job whose queue is missing leaves the session)
+        self._queue_keys = 0
+        #: bumped by every change to a Queue record; the records' queues by name at that count
+        self._queue_version = 0
+        self._queues: tuple[int, dict[str, Any]] | None = None
+        #: PodGroup keys that pods of this scheduler name but the records lack (their pods are loose)
+        self._groupless: set[str] = set()
+        self._last: _Last | None = None
+        self._snapshots = 0
+        #: the self-check's record of a snapshot's jobs (state/check.py): its number, and per uid the
+        #: job, its version and phase as handed out
+        self.handed: tuple[int, dict[str, tuple[JobInfo, int, Any]]] | None = None
+        self.last_drained: set[str] = set()
 
     # ================================================================= filling
     @classmethod
@@ -160,6 +207,7 @@ class SchedulerCache:
         self.version += 1
         self.changes += 1
         self._node_version += 1
+        self._queue_version += 1
 
     # ================================================================= events
     def apply(self, ev: WatchEvent) -> None:
@@ -205,6 +253,12 @@ class SchedulerCache:
                 record, same = held[1], True
         if not same:
             self._touch(kind, key, record)
+        if key not in table:
+            if kind == "PodGroup":
+                self._pg_added.add(key)
+                self._groupless.discard(key)
+            elif kind == "Queue":
+                self._queue_keys += 1
         if ev.type == ADDED and key in table:
             self._anomaly(DUPLICATE_ADDED, f"{where}: ADDED {kind} {key}, which the cache already holds; "
                                            "treated as MODIFIED")
@@ -239,13 +293,18 @@ class SchedulerCache:
         if kind == "Pod":
             for ps in (self.records.pods.get(key, (None, None))[1], record):
                 if ps is not None and ps.group:
-                    self._stamp[f"{ps.task.namespace}/{ps.group}"] = v
+                    group = f"{ps.task.namespace}/{ps.group}"
+                    self._stamp[group] = v
+                    self._touched_groups.add(group)
         elif kind == "PodGroup":
             self._stamp[key] = v
+            self._touched_groups.add(key)
         elif kind == "PriorityClass":
             self._pc_version += 1
         elif kind == "Node":
             self._node_version += 1
+        elif kind == "Queue":
+            self._queue_version += 1
 
     def _remove(self, kind: str, key: str, where: str) -> None:
         self._touch(kind, key, None)
@@ -254,6 +313,13 @@ class SchedulerCache:
             self.bind_errors.pop(key, None)
             self._pod_marks.pop(key, None)
             del self._pod_seq[key]
+        elif kind == "PodGroup":
+            self._pg_removed.add(key)
+            self._pg_added.discard(key)
+            if key in self._group_pods:
+                self._groupless.add(key)
+        elif kind == "Queue":
+            self._queue_keys += 1
         elif kind == "Node":
             self._node_deletions += 1
             on = self.pods_by_node.get(key)
@@ -282,6 +348,8 @@ class SchedulerCache:
             self._loose[key] = seq
         else:
             self._group_pods.setdefault(group, {})[key] = seq
+            if group not in self.records.podgroups:
+                self._groupless.add(group)
         n = self._uids[ps.task.uid] = self._uids[ps.task.uid] + 1
         if n == 2:
             self._shared_uids += 1
@@ -305,6 +373,7 @@ class SchedulerCache:
             del members[key]
             if not members:
                 del self._group_pods[group]
+                self._groupless.discard(group)
         n = self._uids[ps.task.uid] - 1
         if n == 1:
             self._shared_uids -= 1
@@ -336,48 +405,148 @@ class SchedulerCache:
         rec = self.records
         self._hits = []
         indexed = False
+        built: list[str] | None = None
+        # a snapshot without `keep` hands nothing out again and leaves the delta's records as they are
+        last: _Last | None = None
+        drained: set[str] = set()
+        noted: set[str] = set()
+        if keep:
+            last, self._last = self._last, None
+            drained = set(self._log)
+            self._log.clear()
+            noted = set(self._notes)
+            self._notes.clear()
         if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
-            for group in self._group_pods.keys() - rec.podgroups.keys():
+            for group in self._groupless:
                 loose.extend(self._group_pods[group].items())
             loose.sort(key=lambda kv: kv[1])
             held = self._node_infos
             nodes = held[1] if held is not None and held[0] == self._node_version else None
-            snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
-                                    scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
+            step = (self._assemble_delta(last, drained | noted, [k for k, _ in loose], nodes)
+                    if last is not None else None)
+            if step is not None:
+                snap, built = step
+            else:
+                self._hits = []
+                snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
+                                        scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
             self._node_infos = (self._node_version, snap.nodes)
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
                             reuse=self._reuse if keep else None)
         snap.nodes_key = (self._token, self._node_version)
         if keep:
-            jobs = snap.jobs
-            if indexed:
-                # a job handed out again still qualifies (its task statuses are those it was built
-                # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
-                # jobs built now are tested
-                prev = self._kept
-                kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
-                candidates: Iterable[str] = jobs.keys() - kept.keys()
-            else:
-                kept = {}
-                candidates = jobs.keys()
-            podgroups, group_pods = rec.podgroups, self._group_pods
-            running, pending, succeeded, failed = _KEPT_STATUSES
-            for uid in candidates:
-                ji = jobs[uid]
-                pg = podgroups.get(uid)
-                counts = ji.counts
-                # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
-                # would have to take it in once that changes, which no stamp records
-                if (pg is not None and ji.tasks and ji.phase is pg[1].phase
-                        and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
-                        + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
-                    kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
-            self._kept = kept
+            self._snapshots += 1
+            self._keep(snap, last, drained, built, self._snapshots, indexed)
+            self._touched_groups.clear()
+            self._pg_added.clear()
+            self._pg_removed.clear()
         return snap
+
+    def _assemble_delta(self, last: _Last, drained: set[str], loose: list[str],
+                        nodes: list[Any] | None) -> tuple[Snapshot, list[str]] | None:
+        """The snapshot assembled from the last one's jobs, visiting only the PodGroups that an event
+        touched, that the sessions since changed (`drained`: the jobs' log), that were not kept, or that
+        came or went; None when that cannot be the full assembly's outcome (then it is done in full)."""
+        if not (self.job_deltas and last.ok and last.pc_version == self._pc_version and last.node_deletions == self._node_deletions
+                and last.queue_keys == self._queue_keys):
+            return None
+        podgroups = self.records.podgroups
+        visit = self._touched_groups | drained | last.unkept | self._pg_removed  # (drained: log and notes)
+        added = {k for k in self._pg_added if k in podgroups}
+        # keys added to a dict come last in it, in the order they were added
+        tail = list(islice(reversed(podgroups), len(added)))[::-1] if added else []
+        if len(added) != len(tail) or not added.issuperset(tail):
+            return None
+        held = self._queues
+        if held is None or held[0] != self._queue_version:
+            held = self._queues = (self._queue_version, {name: q for name, (_, q) in self.records.queues.items()})
+        snap, built = assemble_delta(self.records, self._group_pods, loose, scheduler_names=self.scheduler_names,
+                                     reuse=self._reuse, nodes=nodes, base=last.jobs, visit=visit, tail=tail,
+                                     queues=held[1])
+        queues = snap.queues
+        if any(snap.jobs[uid].queue not in queues for uid in built):
+            return None  # a job that leaves the session (`_drop_missing_queues`): the full assembly warns
+        return snap, built
+
+    def _keep(self, snap: Snapshot, last: _Last | None, drained: set[str], built: list[str] | None, number: int,
+              indexed: bool) -> None:
+        """Record which jobs the next snapshot may hand out again (`_kept`) and what this one handed
+        out (`_last`), and give the snapshot its delta from the last one (`Snapshot.jobs_delta`)."""
+        rec = self.records
+        jobs = snap.jobs
+        podgroups = rec.podgroups
+        n_synthetic = len(jobs) - len(podgroups)
+        log, notes = self._log, self._notes
+        if built is not None:
+            assert last is not None
+            # the delta: only the PodGroups visited changed what `_kept` holds
+            kept = self._kept
+            for uid in self._pg_removed:
+                kept.pop(uid, None)
+            candidates: Iterable[str] = built
+            for uid in built:
+                kept.pop(uid, None)
+            unkept: set[str] = set()
+        elif indexed:
+            # a job handed out again still qualifies (its task statuses are those it was built
+            # with, its phase the PodGroup's: `_reuse` checked), with the entry it had; only the
+            # jobs built now are tested
+            prev = self._kept
+            kept = {uid: prev[uid] for uid in self._hits if uid in jobs}
+            candidates = jobs.keys() - kept.keys()
+            unkept = set()
+        else:
+            kept = {}
+            candidates = jobs.keys()
+            unkept = set()
+        group_pods = self._group_pods
+        running, pending, succeeded, failed = _KEPT_STATUSES
+        for uid in candidates:
+            ji = jobs[uid]
+            ji.log, ji.notes = log, notes
+            pg = podgroups.get(uid)
+            if pg is None:
+                continue
+            counts = ji.counts
+            # a job that left a pod of its group out (on a node the cache lacks, a repeated uid)
+            # would have to take it in once that changes, which no stamp records
+            if (ji.tasks and ji.phase is pg[1].phase
+                    and counts.get(running, 0) + counts.get(pending, 0) + counts.get(succeeded, 0)
+                    + counts.get(failed, 0) == len(ji.tasks) == len(group_pods.get(uid, ()))):
+                kept[uid] = (ji, self._stamp.get(uid, 0), self._pc_version, self._node_deletions)
+            else:
+                unkept.add(uid)
+        self._kept = kept
+        if built is not None:
+            # no job left for a missing queue (`_assemble_delta`): the jobs for pods without a
+            # PodGroup are the last ones
+            synthetic = set(islice(reversed(jobs), n_synthetic)) if n_synthetic > 0 else set()
+        else:
+            synthetic = {uid for uid in jobs if uid not in podgroups}
+        for uid in synthetic:
+            jobs[uid].log, jobs[uid].notes = log, notes
+        pg_jobs = dict(jobs)
+        for uid in synthetic:
+            del pg_jobs[uid]
+        ok = len(pg_jobs) == len(podgroups)
+        if built is not None and self.job_deltas:
+            assert last is not None
+            changed = set(built) | drained | synthetic | log
+            # (a PodGroup added and removed again since the last snapshot was never handed out)
+            gone = {uid for uid in self._pg_removed if uid in last.jobs and uid not in jobs}
+            gone.update(uid for uid in last.synthetic if uid not in jobs)
+            snap.jobs_delta = JobDelta(number, last.number, changed, gone, log, notes)
+        else:
+            snap.jobs_delta = JobDelta(number, None, set(), set(), log, notes)
+        log.clear()
+        self._last = _Last(number, pg_jobs, synthetic, unkept, self._pc_version, self._node_deletions,
+                           self._queue_keys, ok)
+        #: what the self-check reads (state/check.py): the uids this snapshot drained from the log
+        self.last_drained = drained
 
     def _reuse(self, uid: str, nodes: frozenset[str]) -> JobInfo | None:
         hit = self._kept.get(uid)

@@ -122,6 +122,7 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     on it) equals a fresh build from the cache's records, field by field and task by task; what
     plugins derived from a job, kube-scheduler's cached requests and a simulator's `started_at` are left
     out, as they are meant to be carried."""
+    check_delta(cache, snap)
     fresh = assemble(cache.records, scheduler_names=cache.scheduler_names, copy=True, strict=False)
     if snap.warnings != fresh.warnings:
         raise StateCheckError(f"{ENV}: the snapshot's warnings differ from a fresh build's: {snap.warnings[:3]} / "
@@ -137,7 +138,7 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
     for uid, ji in snap.jobs.items():
         other = fresh.jobs[uid]
         for f in dataclasses.fields(ji):
-            if f.name == "derived":
+            if f.name in ("derived", "log", "notes"):
                 continue
             a, b = getattr(ji, f.name), getattr(other, f.name)
             if f.name == "tasks":
@@ -147,6 +148,36 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
             if not ok:
                 raise StateCheckError(f"{ENV}: job {uid} kept from the last snapshot differs from a fresh "
                                       f"build in {f.name}")
+
+
+def check_delta(cache: SchedulerCache, snap: Snapshot) -> None:
+    """Raise StateCheckError unless the snapshot's jobs delta (docs/semantics.md K17) holds: every job
+    of the snapshot before whose task statuses or phase moved since was logged, every job the delta does
+    not name is that snapshot's object, the gone jobs are those that left; and the cache's set of
+    PodGroups that pods name but the records lack is the pods' index less the PodGroups."""
+    if cache._groupless != cache._group_pods.keys() - cache.records.podgroups.keys():
+        raise StateCheckError(f"{ENV}: the cache's PodGroups named by pods but missing differ from the pods' "
+                              "index less the PodGroups")
+    delta = snap.jobs_delta
+    if delta is None:
+        return
+    handed, cache.handed = cache.handed, (delta.snapshot, {uid: (ji, ji.version, ji.phase)
+                                                           for uid, ji in snap.jobs.items()})
+    if handed is None or delta.since is None or handed[0] != delta.since:
+        return
+    before = handed[1]
+    drained = cache.last_drained
+    for uid, (ji, version, phase) in before.items():
+        if (ji.version != version or ji.phase is not phase) and uid not in drained:
+            raise StateCheckError(f"{ENV}: job {uid} changed since the last snapshot without being logged "
+                                  "(JobInfo.log)")
+    for uid, ji in snap.jobs.items():
+        if uid not in delta.changed and (uid not in before or before[uid][0] is not ji):
+            raise StateCheckError(f"{ENV}: job {uid} is not the last snapshot's object, yet the snapshot's "
+                                  "delta does not name it")
+    if delta.gone != before.keys() - snap.jobs.keys():
+        raise StateCheckError(f"{ENV}: the snapshot's delta names gone jobs {sorted(delta.gone)[:5]}, the jobs "
+                              f"that left are {sorted(before.keys() - snap.jobs.keys())[:5]}")
 
 
 def _same_task(a: Any, b: Any) -> bool:

@@ -100,7 +100,7 @@ class FlatLedgerSetup(TreeSetup):
         if not isinstance(ledger, Ledger) or ledger.tree is not flat or ledger.elastic_enabled != self.elastic_enabled:
             ledger = ssn.memo[FLAT_LEDGER_MEMO] = Ledger(flat, self.elastic_enabled)
         plan: list[tuple[JobInfo, tuple[Amount | None, ...]]] = []
-        for job in ledger.split(ssn.jobs):
+        for job in ledger.split(ssn.jobs, ssn.snapshot.jobs_delta):
             if job.queue not in flat.limits:
                 continue
             amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)

@@ -23,10 +23,12 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.queue_common import JobContribution
 from apportion.resources import Resource
+from apportion.state import check
 
 LEDGER_MEMO = "capacity.ledger"
 #: the fields charged, in the order JobContribution holds them
@@ -123,6 +125,13 @@ class Ledger:
         self.rebuilt: set[str] = set()
         #: the last queue report made from this ledger's attributes (capacity's queue_report)
         self.report: LedgerReport | None = None
+        #: the snapshot (`JobDelta.snapshot`) whose every job the last completed split and refresh
+        #: looked at (None: none), and the one the split under way looks at
+        self.at: int | None = None
+        self._next: int | None = None
+        #: uids of the jobs the last split returned that were not taken in (charged beside the ledger
+        #: or not at all): a split from the jobs' delta returns them again, as the full split does
+        self.outside: set[str] = set()
 
     @staticmethod
     def keeps(job: JobInfo) -> bool:
@@ -130,10 +139,49 @@ class Ledger:
         does for a job whose tasks run or wait (the backlog) as well as for one that runs whole."""
         return bool(job.tasks)
 
-    def split(self, jobs: dict[str, JobInfo]) -> list[JobInfo]:
+    def split(self, jobs: dict[str, JobInfo], delta: JobDelta | None = None) -> list[JobInfo]:
         """Drop the entries of jobs that changed or left; return the jobs to charge (not in uid order).
         A job is unchanged when it is the same object with the task version and phase it was taken in
-        with (a session changes a waiting job's phase in place when enqueue admits it)."""
+        with (a session changes a waiting job's phase in place when enqueue admits it).
+
+        With the snapshot's jobs delta, when the last split looked at every job of the snapshot before
+        this one, only the jobs the delta names and those the last split returned and were not taken
+        in are looked at (docs/semantics.md K17); `split_reference` is the walk over every job."""
+        at, self.at = self.at, None
+        self._next = delta.snapshot if delta is not None else None
+        look = delta.since_last(at) if delta is not None else None
+        if look is None:
+            fresh = self.split_reference(jobs)
+        else:
+            look |= self.outside
+            if check.enabled():
+                self._check_split(jobs, look)
+            entries = self.entries
+            fresh = []
+            for uid in sorted(look):
+                job = jobs.get(uid)
+                e = entries.get(uid)
+                if e is not None:
+                    if job is not None and e.job is job and e.version == job.version and e.phase is job.phase:
+                        continue
+                    self._remove(uid, e)
+                if job is not None:
+                    fresh.append(job)
+        self.outside = {job.uid for job in fresh}
+        return fresh
+
+    def _check_split(self, jobs: dict[str, JobInfo], look: set[str]) -> None:
+        """The self-check: the delta names every job the full split would find changed or gone."""
+        entries = self.entries
+        missed = [uid for uid, job in jobs.items() if uid not in look and not (
+            (e := entries.get(uid)) is not None and e.job is job and e.version == job.version and e.phase is job.phase)]
+        missed.extend(uid for uid in entries.keys() - jobs.keys() if uid not in look)
+        if missed:
+            raise check.StateCheckError(f"{check.ENV}: capacity's ledger split from the jobs' delta passes over "
+                                        f"jobs the full split charges again: {sorted(missed)[:5]}")
+
+    def split_reference(self, jobs: dict[str, JobInfo]) -> list[JobInfo]:
+        """`split` walking every job (the reference its delta is compared with)."""
         entries = self.entries
         fresh: list[JobInfo] = []
         for uid, job in jobs.items():
@@ -150,6 +198,7 @@ class Ledger:
     def admit(self, job: JobInfo, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
         """Take in a job's exact amounts, charged to every queue of its path."""
         uid = job.uid
+        self.outside.discard(uid)
         self.entries[uid] = _Entry(job, job.version, job.phase, path, amounts)
         self.dirty.update(path)
         for q in path:
@@ -204,6 +253,7 @@ class Ledger:
             self.base[q] = a
         self.rebuilt |= self.dirty
         self.dirty.clear()
+        self.at = self._next
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
         """Per scalar name of queue q's field f, its first lister."""

@@ -137,7 +137,7 @@ class TreeSetup(CapacityBase):
         if not isinstance(ledger, Ledger) or ledger.tree is not tree or ledger.elastic_enabled != self.elastic_enabled:
             ledger = ssn.memo[LEDGER_MEMO] = Ledger(tree, self.elastic_enabled)
         plan: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
-        for job in ledger.split(ssn.jobs):
+        for job in ledger.split(ssn.jobs, ssn.snapshot.jobs_delta):
             lim = tree.limits.get(job.queue)
             if lim is None:
                 continue
