@@ -26,21 +26,20 @@ Everything is deterministic: events at the same time are ordered by kind then na
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
-from apportion.cluster.snapshot import ROOT_QUEUE, JobDelta, Snapshot
+from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import CycleResult, dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
+from apportion.simulation.collector import collector_for_long_runs
 from apportion.simulation.follower import PlanFollower
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
@@ -59,7 +58,7 @@ from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
-from apportion.simulation.start import SessionObjects, SimStart
+from apportion.simulation.start import SessionObjects, SimStart, objects_delta
 from apportion.simulation.workload import workload
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
@@ -226,7 +225,7 @@ class Simulator(PlanFollower):
 
     def run(self, progress: Callable[[float, float], None] | None = None) -> SimulationResult:
         """Run to the horizon (or until the workload drains and nothing can change)."""
-        with _collector_for_long_runs():
+        with collector_for_long_runs():
             return self._run(progress)
 
     def run_until(self, until: float) -> bool:
@@ -235,7 +234,7 @@ class Simulator(PlanFollower):
         caller can copy the simulator there and go on differently (the forecast's reservation tries,
         forecast/forward.py). False when the run ended before `until` (nothing left to change, the
         horizon, the session limit). `run_until` and `run` may follow; each goes on from here."""
-        with _collector_for_long_runs():
+        with collector_for_long_runs():
             while (t_sess := self._next_session()) is not None:
                 if t_sess >= until - 1e-9:
                     return True
@@ -420,7 +419,7 @@ class Simulator(PlanFollower):
             self.objects.adjust(snap, self.now, self.nodes)
             # the start state's nodes (not the cache's), the same while the same of them are live
             snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
-            snap.jobs_delta = _objects_delta(snap.jobs, last, delta)
+            snap.jobs_delta = objects_delta(snap.jobs, last, delta)
         return snap
 
     def snapshot(self) -> Snapshot:
@@ -510,48 +509,6 @@ class Simulator(PlanFollower):
                     sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
                 raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
                                             f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
-
-
-def _objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None) -> JobDelta | None:
-    """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
-    forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
-    job is given the cache's log, so that what changes one of them in place is logged as the cache's
-    jobs are (docs/semantics.md K17). None when the cache's delta says nothing."""
-    changed: set[str] = set()
-    for uid, ji in jobs.items():
-        if last.get(uid) is not ji:
-            changed.add(uid)
-            if cache is not None:
-                ji.log, ji.notes = cache.log, cache.notes
-    if cache is None or cache.since is None:
-        return None
-    return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,
-                    cache.notes)
-
-
-#: The cycle collector's first threshold while a simulation runs (Python's default is 700).
-GC_THRESHOLD = 50_000
-
-
-@contextlib.contextmanager
-def _collector_for_long_runs() -> Iterator[None]:
-    """Keep Python's cycle collector from scanning the simulation over and over.
-
-    A session allocates some 100,000 objects that live until it ends. At the default threshold they
-    trigger young collections mid-session, survive them, and count towards the next full collection,
-    which scans everything alive: the scenario, every job's history and the session, and frees
-    nothing (sessions free themselves on release; see Session.release). For the run, the objects
-    that exist before it are frozen out of collections and the threshold is raised; both are
-    restored afterwards. The measurements are in benchmarks/README.md.
-    """
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
 
 
 def simulate(scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from apportion.cluster.model import JobInfo, QueueInfo
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.reservations import SimPlan
 
@@ -74,3 +74,20 @@ class SimStart:
     wakes: list[float] = field(default_factory=list)
     #: job uids whose first start ends the run once all have started
     stop_when_started: frozenset[str] = frozenset()
+
+
+def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None) -> JobDelta | None:
+    """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
+    forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
+    job is given the cache's log, so that what changes one of them in place is logged as the cache's
+    jobs are (docs/semantics.md K17). None when the cache's delta says nothing."""
+    changed: set[str] = set()
+    for uid, ji in jobs.items():
+        if last.get(uid) is not ji:
+            changed.add(uid)
+            if cache is not None:
+                ji.log, ji.notes = cache.log, cache.notes
+    if cache is None or cache.since is None:
+        return None
+    return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,
+                    cache.notes)
