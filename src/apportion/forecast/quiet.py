@@ -36,7 +36,8 @@ import numpy as np
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
-from apportion.framework.session import Session
+from apportion.framework.session import Session, phase_written_back
+from apportion.plugins.gang import excused_for_releasing
 from apportion.resources import MIN_RESOURCE
 
 #: the actions the test is proven for (any other in the conf: every session runs)
@@ -125,25 +126,16 @@ def _gang_decides(ssn: Session) -> bool:
 
 def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) -> PodGroupPhase:
     """The phase close gives the job when the actions changed nothing: gang's close hook (an
-    Unschedulable condition for a job that is not ready, unless excused for releasing tasks) and
-    the session's phase write-back (`Session._pod_group_phase`), on the job as it opened."""
-    running = job.counts.get(TaskStatus.RUNNING, 0)
-    if running:
-        unschedulable = False
-        if gang is not None and job.tasks and not gang.job_ready(job) and not _excused_for_releasing(job):  # type: ignore[attr-defined]
+    Unschedulable condition for a running job that is not ready, unless excused for releasing tasks)
+    and the session's phase write-back (`phase_written_back`), on the job as it opened."""
+    unschedulable = False
+    if job.counts.get(TaskStatus.RUNNING, 0):
+        if gang is not None and job.tasks and not gang.job_ready(job) and not excused_for_releasing(job):  # type: ignore[attr-defined]
             unschedulable = True
         else:
             cond = job.conditions.get("Unschedulable")
             unschedulable = bool(cond and cond[0] == "True" and cond[3] == session_uid)
-        if unschedulable:
-            return PodGroupPhase.UNKNOWN
-    scheduled = job.scheduled_num() + job.releasing_with_node_num()
-    if scheduled >= job.min_available:
-        completed = job.counts.get(TaskStatus.SUCCEEDED, 0) + job.counts.get(TaskStatus.FAILED, 0)
-        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
-    if job.phase is not PodGroupPhase.INQUEUE:
-        return PodGroupPhase.PENDING
-    return PodGroupPhase.INQUEUE
+    return phase_written_back(job, unschedulable)
 
 
 def _phases_kept(ssn: Session, gang: Plugin[Session] | None,
@@ -159,16 +151,6 @@ def _phases_kept(ssn: Session, gang: Plugin[Session] | None,
         if "Unschedulable" not in job.conditions:
             settled[job.uid] = (job, job.version, job.phase)
     return True
-
-
-def _excused_for_releasing(job: JobInfo) -> bool:
-    # gang's own excuse (plugins/gang.py, GangPlugin._excused_for_releasing)
-    rel = job.releasing_with_node_num()
-    if not rel:
-        return False
-    if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
-        return False
-    return job.scheduled_num() + rel >= job.min_available
 
 
 def _nothing_placed(ssn: Session, gang_decides: bool,

@@ -310,18 +310,8 @@ class Session(NodeChoice):
         del self.placement
 
     def _pod_group_phase(self, job: JobInfo) -> PodGroupPhase:
-        running = job.counts.get(TaskStatus.RUNNING, 0)
         cond = job.conditions.get("Unschedulable")
-        if running and cond and cond[0] == "True" and cond[3] == self.uid:
-            return PodGroupPhase.UNKNOWN
-        scheduled = job.scheduled_num() + job.releasing_with_node_num()
-        if scheduled >= job.min_available:
-            completed = job.counts.get(TaskStatus.SUCCEEDED, 0) + job.counts.get(TaskStatus.FAILED, 0)
-            # "scheduled equals completed": releasing tasks with a node are scheduled but not completed
-            return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
-        if job.phase is not PodGroupPhase.INQUEUE:
-            return PodGroupPhase.PENDING
-        return PodGroupPhase.INQUEUE
+        return phase_written_back(job, bool(cond and cond[0] == "True" and cond[3] == self.uid))
 
     # ================================================================= results
     def pipelined(self) -> dict[str, str]:
@@ -379,3 +369,18 @@ class Session(NodeChoice):
             for name, attrs in rep.items():
                 out.setdefault(name, attrs)
         return out
+
+
+def phase_written_back(job: JobInfo, unschedulable: bool) -> PodGroupPhase:
+    """The PodGroup phase a session's close writes back for a job (Volcano's `jobStatus`):
+    `unschedulable` is whether the job holds this session's Unschedulable condition."""
+    if unschedulable and job.counts.get(TaskStatus.RUNNING, 0):
+        return PodGroupPhase.UNKNOWN
+    scheduled = job.scheduled_num() + job.releasing_with_node_num()
+    if scheduled >= job.min_available:
+        completed = job.counts.get(TaskStatus.SUCCEEDED, 0) + job.counts.get(TaskStatus.FAILED, 0)
+        # "scheduled equals completed": releasing tasks with a node are scheduled but not completed
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    if job.phase is not PodGroupPhase.INQUEUE:
+        return PodGroupPhase.PENDING
+    return PodGroupPhase.INQUEUE

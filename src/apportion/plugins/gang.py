@@ -112,7 +112,7 @@ class GangPlugin(Plugin):
             if self.job_ready(job):
                 job.conditions["Scheduled"] = ("True", "tasks in gang are ready to be scheduled", "", ssn.uid)
                 continue
-            if self._excused_for_releasing(job):
+            if excused_for_releasing(job):
                 continue
             placed = sum(
                 1
@@ -125,14 +125,17 @@ class GangPlugin(Plugin):
                 msg += f": {job.job_fit_errors}"
             job.conditions["Unschedulable"] = ("True", "NotEnoughResources", msg, ssn.uid)
 
-    @staticmethod
-    def _excused_for_releasing(job: JobInfo) -> bool:
-        rel = job.releasing_with_node_num()
-        if not rel:
-            return False
-        if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
-            return False
-        return job.scheduled_num() + rel >= job.min_available
 
 
-__all__ = ["GangPlugin", "READY_STATUSES"]
+def excused_for_releasing(job: JobInfo) -> bool:
+    """gang's close leaves a job that is not ready without an Unschedulable condition when it waits
+    only for its releasing tasks (none pending or waiting, and enough scheduled with them)."""
+    rel = job.releasing_with_node_num()
+    if not rel:
+        return False
+    if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
+        return False
+    return job.scheduled_num() + rel >= job.min_available
+
+
+__all__ = ["GangPlugin", "READY_STATUSES", "excused_for_releasing"]
