@@ -5,22 +5,19 @@ carried verdict that is wrong."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_closing import CONFS as CLOSING_CONFS
-from test_closing import GANG, _tree, running_gang_and_a_waiting_job, step
+from test_closing import GANG, START, running_gang_and_a_waiting_job, step, twin_sessions
 
 from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.framework import job_visits
 from apportion.framework.job_visits import MEMO, JobVisits
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.check import state_of
-from apportion.state.events import ADDED, WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
 
 import k8s
@@ -33,38 +30,22 @@ CONFS = {
 }
 
 
-def _start() -> list[dict]:
-    return [*_tree(), k8s.node("n0", cpu=3), k8s.podgroup("g0", queue="a1", min_member=2, phase="Running"),
-            k8s.pod("p0", "g0", cpu=1, node_name="n0"), k8s.pod("p1", "g0", cpu=1, node_name="n0"),
-            k8s.podgroup("g1", queue="b1", phase="Inqueue"), k8s.pod("p2", "g1", cpu=2),
-            k8s.podgroup("g2", queue="a2", phase="Pending", min_resources={"cpu": "2"}), k8s.pod("p3", "g2", cpu=2)]
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(conf=st.sampled_from(sorted(CONFS)), steps=st.lists(step, min_size=1, max_size=30))
 def test_passing_over_quiet_jobs_decides_as_visiting_every_job(conf: str, steps: list,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(check.ENV, "1")
-    caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
-    for cache in caches:
-        for o in _start():
-            cache.apply(WatchEvent(ADDED, o, "setup"))
-    for i, (typ, obj) in enumerate(steps):
-        decided = []
-        for skip, cache in zip((True, False), caches):
-            if typ == "SESSION":
-                monkeypatch.setattr(JobVisits, "enabled", skip)
-                result = run_cache_session(cache, CONFS[conf], session_id=f"s{i}", reuse=False)
-                assert result.session is not None
-                decided.append((_decided(result), [(e.object, e.reason, e.message) for e in result.events],
-                                result.session.explanations))
-                dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-            else:
-                cache.apply(WatchEvent(typ, obj, f"event {i}"))
-        if decided:
-            assert json.dumps(decided[0], default=str) == json.dumps(decided[1], default=str)
-        assert state_of(caches[0]) == state_of(caches[1])
+
+    def session(skip: bool, cache: SchedulerCache, sid: str, _: Any) -> Any:
+        monkeypatch.setattr(JobVisits, "enabled", skip)
+        result = run_cache_session(cache, CONFS[conf], session_id=sid, reuse=False)
+        assert result.session is not None
+        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+        return (_decided(result), [(e.object, e.reason, e.message) for e in result.events],
+                result.session.explanations)
+
+    twin_sessions(START, steps, session)
 
 
 def test_a_running_gang_is_quiet_and_carried(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,14 +6,13 @@ job changed behind the log's back."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_closing import CONFS as CLOSING_CONFS
-from test_closing import GANG, GROUPS, _tree, an_object, running_gang_and_a_waiting_job
+from test_closing import GANG, GROUPS, _tree, an_object, running_gang_and_a_waiting_job, twin_sessions
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.cluster.snapshot import JobDelta
@@ -21,7 +20,6 @@ from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.plugins.capacity.ledger import LEDGER_MEMO, Ledger
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.check import state_of
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
 
@@ -73,29 +71,18 @@ def _start() -> list[dict]:
 def test_sessions_from_the_jobs_delta_decide_as_full_ones(conf: str, steps: list,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(check.ENV, "1")  # every pass from the delta is also compared with its full walk
-    caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
-    for cache in caches:
-        for o in _start():
-            cache.apply(WatchEvent(ADDED, o, "setup"))
-    for i, (typ, obj) in enumerate(steps):
-        decided = []
-        for delta, cache in zip((True, False), caches):
-            if typ == "SESSION":
-                monkeypatch.setattr(SchedulerCache, "job_deltas", delta)
-                result = run_cache_session(cache, CONFS[conf], session_id=f"s{i}", reuse=False)
-                assert result.session is not None
-                decided.append((_decided(result), [(e.object, e.reason, e.message) for e in result.events],
-                                result.session.explanations, result.session.snapshot.warnings,
-                                sorted(result.podgroups.items())))
-                if obj != "dry":
-                    dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-            else:
-                cache.apply(WatchEvent(typ, obj, f"event {i}"))
-        if decided:
-            # keys sorted: the closes' and phases' maps from the delta hold a new job after the others
-            assert json.dumps(decided[0], default=str, sort_keys=True) == json.dumps(decided[1], default=str,
-                                                                                  sort_keys=True)
-        assert state_of(caches[0]) == state_of(caches[1])
+
+    def session(delta: bool, cache: SchedulerCache, sid: str, what: Any) -> Any:
+        monkeypatch.setattr(SchedulerCache, "job_deltas", delta)
+        result = run_cache_session(cache, CONFS[conf], session_id=sid, reuse=False)
+        assert result.session is not None
+        if what != "dry":
+            dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+        return (_decided(result), [(e.object, e.reason, e.message) for e in result.events],
+                result.session.explanations, result.session.snapshot.warnings, sorted(result.podgroups.items()))
+
+    # keys sorted: the closes' and phases' maps from the delta hold a new job after the others
+    twin_sessions(_start(), steps, session, sort_keys=True)
 
 
 def _session(cache: SchedulerCache, sid: str) -> Any:
