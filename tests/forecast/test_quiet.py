@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 from test_fit import NOW, snap_of
 from test_forecast_sim import busy_dumps
 
+from apportion.cluster.model import PodGroupPhase
 from apportion.engine import prepare, resolve_conf
 from apportion.forecast.quiet import QuietTest, places_at_most, places_at_most_reference
 from apportion.forecast.sim import forecast_simulator
@@ -112,7 +113,7 @@ def test_skipping_changes_no_forecast_on_the_benchmark_shape(seed: int, nodes: i
         assert test.quiet == skipping.sessions_skipped == 0 and set(test.reasons) == {"action"}
     else:
         # under the self-check (APPORTION_CHECK_STATE=1 for the whole suite) each is run and compared
-        assert skipping.sessions_skipped == (0 if check.enabled() else test.quiet)
+        assert skipping.sessions_skipped == (0 if check.enabled() else test.quiet + test.phases_only)
 
 
 def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,8 +123,10 @@ def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pyt
     skipping, every = _both(_bench_objects(0), None, horizon=3 * 3600.0)
     assert skipping.sessions_skipped >= skipping.sessions // 4 > 0
     test = skipping.quiet
-    assert isinstance(test, QuietTest) and test.quiet == skipping.sessions_skipped
-    assert test.reasons.get("phase", 0) + test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
+    assert isinstance(test, QuietTest) and test.quiet + test.phases_only == skipping.sessions_skipped
+    # sessions that only move a phase (a gang bound in the last one turns Running) are not run either
+    assert test.phases_only > 0 and "phase" not in test.reasons
+    assert test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
 
 
 def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,16 +137,35 @@ def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.Mon
     monkeypatch.setenv(ENV, "1")
     checked = _simulator(objs, None, True, 3600.0)
     checked.run()
-    assert isinstance(checked.quiet, QuietTest) and checked.quiet.quiet == plain.sessions_skipped > 0
-    assert checked.sessions_skipped == 0  # each was run, and changed nothing
+    test = checked.quiet
+    assert isinstance(test, QuietTest) and test.quiet + test.phases_only == plain.sessions_skipped > 0
+    assert test.quiet > 0 and test.phases_only > 0
+    assert checked.sessions_skipped == 0  # each was run, and changed nothing but the phases foretold
     assert _answer(checked) == _answer(plain)
 
 
 def test_the_self_check_fails_loudly_on_a_wrong_quiet_test(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV, "1")
     sim = _simulator(_bench_objects(2), None, True, 3600.0)
-    sim.quiet = lambda ssn: True  # calls the first session, which binds, quiet
+    sim.quiet = lambda ssn: {}  # calls the first session, which binds, quiet
     with pytest.raises(StateCheckError, match="called quiet"):
+        sim.run()
+
+
+def test_the_self_check_fails_loudly_on_wrong_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session whose close moves phases called quiet with none, or with a phase it does not write."""
+    monkeypatch.setenv(ENV, "1")
+    sim = _simulator(_bench_objects(1), None, True, 3600.0)
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+    sim.quiet = lambda ssn: {} if test(ssn) else None  # the phases the test foretold left out
+    with pytest.raises(StateCheckError, match="moves the phases"):
+        sim.run()
+    sim = _simulator(_bench_objects(1), None, True, 3600.0)
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+    sim.quiet = lambda ssn: None if (v := test(ssn)) is None else {**v, "bench/no-such-job": PodGroupPhase.RUNNING}
+    with pytest.raises(StateCheckError, match="moves the phases"):
         sim.run()
 
 

@@ -22,9 +22,15 @@ from the opened session instead, with bounds that can only over-count what the a
 * **close** changes no phase: each job's phase is worked out as gang's close hook and the session's
   phase write-back would work it out on the unchanged tasks, and must be the one it has.
 
+When everything but close is shown to change nothing, close's effect is known too (semantics F2):
+it writes each job the phase worked out above, and nothing else a later session reads (gang's
+conditions are cleared by the next snapshot; the why-pending texts are not kept). Such a session is
+not run either: the test hands the simulator the phases that move, and the simulator writes them as
+the session's close would have. The run then goes on to the next period, as after any phase change.
+
 Any other action (reclaim, preempt, ...), or a plugin other than gang with a close hook, and the
 session runs. Under `APPORTION_CHECK_STATE=1` the simulator runs a session the test calls quiet
-anyway and fails if it changed anything (simulation/engine.py, `Simulator.quiet`).
+anyway and fails if it changed anything but those phases (simulation/engine.py, `Simulator.quiet`).
 """
 
 from __future__ import annotations
@@ -46,12 +52,15 @@ PROVEN_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 
 @dataclass
 class QuietTest:
-    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): True when the
-    session provably changes nothing (see the module's docstring), and counts of its answers."""
+    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): None when the
+    session may bind, pipeline, evict or admit, else the phases its close would move (uid -> phase;
+    empty when it provably changes nothing at all; see the module's docstring), and counts of its
+    answers."""
 
-    #: sessions asked about, and how many of them were quiet
+    #: sessions asked about; those that change nothing, and those that change only phases
     asked: int = 0
     quiet: int = 0
+    phases_only: int = 0
     #: why the others ran, by the first reason found (for the benchmark's and the tests' reading)
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -62,47 +71,61 @@ class QuietTest:
     #: would try of it then: the number of its pending tasks and their smallest request as a row (`_least`)
     tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] = field(default_factory=dict)
 
-    def __call__(self, ssn: Session) -> bool:
-        """Whether the opened session provably changes nothing (counted)."""
+    def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
+        """The phases the opened session's close would move when its actions provably change nothing,
+        else None (counted)."""
         self.asked += 1
-        why = why_not_quiet(ssn, self.settled, self.tried)
+        why, phases = session_verdict(ssn, self.settled, self.tried)
         if why:
             self.reasons[why] = self.reasons.get(why, 0) + 1
-            return False
-        self.quiet += 1
-        return True
+            return None
+        if phases:
+            self.phases_only += 1
+        else:
+            self.quiet += 1
+        return phases
 
 
 def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
                   tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None) -> str:
-    """"" when the opened session provably changes nothing, else the first reason it may.
+    """"" when the opened session provably changes nothing, else the first reason it may ("phase"
+    when only close may change something: `session_verdict` then says what)."""
+    why, phases = session_verdict(ssn, settled, tried)
+    return why or ("phase" if phases else "")
+
+
+def session_verdict(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
+                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None,
+                    ) -> tuple[str, dict[str, PodGroupPhase]]:
+    """("", phases) when the opened session's actions provably change nothing: its close then moves
+    exactly the phases in `phases` (uid -> the phase close writes; only those that differ) and changes
+    nothing else a later session reads. Else (the first reason it may change more, {}).
 
     `settled` and `tried` (kept by the caller from session to session, as `QuietTest`'s): what was
     worked out of the jobs, not worked out again for a job handed out again unchanged."""
     actions = ssn.conf.actions
     if not PROVEN_ACTIONS.issuperset(actions):
-        return "action"
+        return "action", {}
     hooks_known, gang = _gang(ssn)
     if not hooks_known:
-        return "close hook"
+        return "close hook", {}
     jobs = ssn.jobs
     pending = [j for j in jobs.values() if j.is_pending()]
     if pending and "allocate" in actions and "enqueue" not in actions:
-        return "admission"  # allocate admits Pending jobs itself without enqueue
-    if not _phases_kept(ssn, gang, {} if settled is None else settled):
-        return "phase"
+        return "admission", {}  # allocate admits Pending jobs itself without enqueue
+    phases = phases_moved(ssn, gang, {} if settled is None else settled)
     if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
-        return "backfill"
+        return "backfill", {}
     if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn),
                                                      {} if tried is None else tried):
-        return "placement"
+        return "placement", {}
     if "enqueue" in actions:
         backlog = [j for uid_, j in sorted(jobs.items()) if j.is_pending() and j.queue in ssn.queues]
         # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
         # the same question first thing itself, on the same accounting
         if backlog and (any(j.min_resources is None for j in backlog) or ssn.enqueue_admissible(backlog) != []):
-            return "admission"
-    return ""
+            return "admission", {}
+    return "", phases
 
 
 def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
@@ -138,19 +161,22 @@ def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) ->
     return phase_written_back(job, unschedulable)
 
 
-def _phases_kept(ssn: Session, gang: Plugin[Session] | None,
-                 settled: dict[str, tuple[JobInfo, int, PodGroupPhase]]) -> bool:
-    """Close gives every job the phase it has (`close_phase`)."""
+def phases_moved(ssn: Session, gang: Plugin[Session] | None,
+                 settled: dict[str, tuple[JobInfo, int, PodGroupPhase]]) -> dict[str, PodGroupPhase]:
+    """The jobs to which close gives a phase other than the one they have (`close_phase`), with that
+    phase, in the session's job order."""
     uid = ssn.uid
+    moved: dict[str, PodGroupPhase] = {}
     for job in ssn.jobs.values():
         hit = settled.get(job.uid)
         if hit is not None and hit[0] is job and hit[1] == job.version and hit[2] is job.phase:
             continue
-        if close_phase(job, gang, uid) is not job.phase:
-            return False
-        if "Unschedulable" not in job.conditions:
+        phase = close_phase(job, gang, uid)
+        if phase is not job.phase:
+            moved[job.uid] = phase
+        elif "Unschedulable" not in job.conditions:
             settled[job.uid] = (job, job.version, job.phase)
-    return True
+    return moved
 
 
 def _nothing_placed(ssn: Session, gang_decides: bool,

@@ -30,7 +30,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
@@ -128,10 +128,12 @@ class Simulator(PlanFollower):
         self.children: dict[str, list[QueueInfo]] = {}
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         self.sessions = 0
-        #: asked of each opened session: True when it provably changes nothing, so it is not run (the
-        #: forecast's test, semantics F1; under the self-check it runs and must change nothing).
+        #: asked of each opened session: None when it may bind, pipeline, evict or admit; else the
+        #: PodGroup phases its close would move (uid -> phase; empty: it provably changes nothing), so
+        #: that it is not run and those phases are written instead (the forecast's test, semantics F1
+        #: and F2; under the self-check it runs and must change those phases and nothing else).
         #: `sessions` counts such sessions too, `sessions_skipped` them alone
-        self.quiet: Callable[[Session], bool] | None = None
+        self.quiet: Callable[[Session], Mapping[str, PodGroupPhase] | None] | None = None
         self.sessions_skipped = 0
         #: stop after this many sessions (None: no limit); `stopped_at_limit` says whether it did
         self.max_sessions: int | None = None
@@ -457,11 +459,12 @@ class Simulator(PlanFollower):
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
-        quiet = self.quiet is not None and self.quiet(ssn)
+        verdict = self.quiet(ssn) if self.quiet is not None else None
         warnings_at_open = list(ssn.warnings)
-        if quiet and not check.enabled():
-            self._skip_session(ssn)
+        if verdict is not None and not check.enabled():
+            self._skip_session(ssn, verdict)
             return
+        phases_before = {uid: sj.phase for uid, sj in self.active.items()} if verdict is not None else {}
         result = run_session(ssn)
         if check.enabled():
             check.check_cache(self.cache)
@@ -481,23 +484,36 @@ class Simulator(PlanFollower):
                     sj3.message = ev.message
         if check.enabled():
             self._check_carried(result)
-            if quiet and (changed or result.warnings != warnings_at_open):
-                raise check.StateCheckError(f"{check.ENV}: session {ssn.uid} at {self.now} was called quiet but "
-                                            f"binds {len(result.binds)}, pipelines {len(result.pipelined)}, "
-                                            f"evicts {len(result.evictions)} or changes a phase or warning")
+            if verdict is not None:
+                moved = {uid: sj.phase for uid, sj in self.active.items() if phases_before.get(uid) is not sj.phase}
+                if (result.binds or result.evictions or result.pipelined or result.warnings != warnings_at_open
+                        or moved != dict(verdict)):
+                    raise check.StateCheckError(
+                        f"{check.ENV}: session {ssn.uid} at {self.now} was called quiet (phases moved: "
+                        f"{dict(verdict)}) but binds {len(result.binds)}, pipelines {len(result.pipelined)}, "
+                        f"evicts {len(result.evictions)}, moves the phases {moved} or changes a warning")
         self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
 
-    def _skip_session(self, ssn: Session) -> None:
-        """A session the quiet test shows to change nothing: what running it would leave but the
-        why-pending texts (the jobs keep the last run session's) and its close."""
+    def _skip_session(self, ssn: Session, phases: Mapping[str, PodGroupPhase]) -> None:
+        """A session the quiet test shows to change nothing but the PodGroup phases `phases`: what
+        running it would leave but the why-pending texts (the jobs keep the last run session's): the
+        open's warnings, the queue report, and those phases, which the next period's session sees, as
+        after a session whose close moved them."""
         self.sessions_skipped += 1
         for w in ssn.warnings:
             self.warn(w)
         self.recorder.session_report(self.now, ssn.queue_reports())
         ssn.release()
-        self.dirty = False
+        changed = False
+        for uid, phase in phases.items():
+            sj = self.active.get(uid)
+            if sj is not None and sj.phase is not phase:
+                sj.phase = phase
+                self._dirty.add(uid)
+                changed = True
+        self.dirty = changed
 
     def _check_carried(self, result: CycleResult) -> None:
         """The self-check: a job the session closed as the last one did holds that phase and message."""
