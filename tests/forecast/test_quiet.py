@@ -15,10 +15,12 @@ from test_forecast_sim import busy_dumps
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.engine import prepare, resolve_conf
-from apportion.forecast.quiet import QuietTest, places_at_most, places_at_most_reference
+from apportion.forecast.quiet import places_at_most, places_at_most_reference, session_verdict
+from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
+from apportion.framework.session import Session
 from apportion.simulation.engine import Simulator
 from apportion.state import check
 from apportion.state.check import ENV, StateCheckError
@@ -181,3 +183,47 @@ def test_every_quiet_session_of_random_dumps_changes_nothing(case: tuple[list[di
         sim = _simulator(objs, _without_reclaim(conf_text, drop), True, 4 * 3600.0)
         sim.run()
     assert sim.sessions_skipped == 0
+
+
+def _compared(sim: Simulator) -> QuietTest:
+    """The simulator's kept test, each answer compared with the test over every job."""
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+
+    def compare(ssn: Session) -> dict[str, PodGroupPhase] | None:
+        got = test(ssn)
+        why, phases = session_verdict(ssn)
+        assert got == (None if why else phases)
+        return got
+
+    sim.quiet = compare
+    return test
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.booleans())
+def test_the_kept_test_answers_as_the_test_over_every_job(case: tuple[list[dict[str, Any]], str | None],
+                                                          drop: bool) -> None:
+    """forecast/quiet_kept.py against `session_verdict`, session by session, on random GPU dumps."""
+    objs, conf_text = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV, raising=False)
+        sim = _simulator(objs, _without_reclaim(conf_text, drop), True, 4 * 3600.0)
+        test = _compared(sim)
+        sim.run()
+    assert test.asked == sim.sessions
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([(4, 20), (10, 20), (20, 60)]))
+def test_the_kept_test_answers_as_the_test_over_every_job_on_the_benchmark_shape(seed: int,
+                                                                                 shape: tuple[int, int]) -> None:
+    nodes, gangs = shape
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV, raising=False)
+        sim = _simulator(_bench_objects(seed, nodes=nodes, gangs=gangs), None, True, 3 * 3600.0)
+        test = _compared(sim)
+        sim.run()
+    # the facts are carried over the jobs' delta, not worked out again every session
+    assert test.asked == sim.sessions and test.rebuilt < max(2, test.asked // 4)
+    assert test.quiet + test.phases_only == sim.sessions_skipped > 0

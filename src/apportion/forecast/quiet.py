@@ -35,8 +35,6 @@ anyway and fails if it changed anything but those phases (simulation/engine.py, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
@@ -50,74 +48,33 @@ from apportion.resources import MIN_RESOURCE
 PROVEN_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 
 
-@dataclass
-class QuietTest:
-    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): None when the
-    session may bind, pipeline, evict or admit, else the phases its close would move (uid -> phase;
-    empty when it provably changes nothing at all; see the module's docstring), and counts of its
-    answers."""
-
-    #: sessions asked about; those that change nothing, and those that change only phases
-    asked: int = 0
-    quiet: int = 0
-    phases_only: int = 0
-    #: why the others ran, by the first reason found (for the benchmark's and the tests' reading)
-    reasons: dict[str, int] = field(default_factory=dict)
-
-    #: per job uid, the last job object found to keep its phase at close, with its task version and
-    #: phase then (the answer is a function of those while the job has no Unschedulable condition)
-    settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] = field(default_factory=dict)
-    #: per job uid, the job object, its task version and the node table's columns, and what allocate
-    #: would try of it then: the number of its pending tasks and their smallest request as a row (`_least`)
-    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] = field(default_factory=dict)
-
-    def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
-        """The phases the opened session's close would move when its actions provably change nothing,
-        else None (counted)."""
-        self.asked += 1
-        why, phases = session_verdict(ssn, self.settled, self.tried)
-        if why:
-            self.reasons[why] = self.reasons.get(why, 0) + 1
-            return None
-        if phases:
-            self.phases_only += 1
-        else:
-            self.quiet += 1
-        return phases
-
-
-def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
-                  tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None) -> str:
+def why_not_quiet(ssn: Session) -> str:
     """"" when the opened session provably changes nothing, else the first reason it may ("phase"
     when only close may change something: `session_verdict` then says what)."""
-    why, phases = session_verdict(ssn, settled, tried)
+    why, phases = session_verdict(ssn)
     return why or ("phase" if phases else "")
 
 
-def session_verdict(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
-                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None,
-                    ) -> tuple[str, dict[str, PodGroupPhase]]:
+def session_verdict(ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
     """("", phases) when the opened session's actions provably change nothing: its close then moves
     exactly the phases in `phases` (uid -> the phase close writes; only those that differ) and changes
     nothing else a later session reads. Else (the first reason it may change more, {}).
 
-    `settled` and `tried` (kept by the caller from session to session, as `QuietTest`'s): what was
-    worked out of the jobs, not worked out again for a job handed out again unchanged."""
+    Every job is looked at (the reference: `QuietTest`, forecast/quiet_kept.py, keeps what it found
+    from session to session)."""
     actions = ssn.conf.actions
     if not PROVEN_ACTIONS.issuperset(actions):
         return "action", {}
-    hooks_known, gang = _gang(ssn)
+    hooks_known, gang = gang_of(ssn)
     if not hooks_known:
         return "close hook", {}
     jobs = ssn.jobs
-    pending = [j for j in jobs.values() if j.is_pending()]
-    if pending and "allocate" in actions and "enqueue" not in actions:
+    if "allocate" in actions and "enqueue" not in actions and any(j.is_pending() for j in jobs.values()):
         return "admission", {}  # allocate admits Pending jobs itself without enqueue
-    phases = phases_moved(ssn, gang, {} if settled is None else settled)
+    phases = phases_moved(ssn, gang)
     if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
         return "backfill", {}
-    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn),
-                                                     {} if tried is None else tried):
+    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and gang_decides(ssn)):
         return "placement", {}
     if "enqueue" in actions:
         backlog = [j for uid_, j in sorted(jobs.items()) if j.is_pending() and j.queue in ssn.queues]
@@ -128,7 +85,7 @@ def session_verdict(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGrou
     return "", phases
 
 
-def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
+def gang_of(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
     """(no plugin but gang has a close hook, whose effect on the phase write-back is not worked out
     here; the session's gang plugin or None)."""
     gang: Plugin[Session] | None = None
@@ -140,7 +97,7 @@ def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
     return True, gang
 
 
-def _gang_decides(ssn: Session) -> bool:
+def gang_decides(ssn: Session) -> bool:
     """gang is among the JobReady votes (all must agree) and the one JobPipelined vote."""
     ready = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_READY)]
     pipelined = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_PIPELINED)]
@@ -161,38 +118,27 @@ def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) ->
     return phase_written_back(job, unschedulable)
 
 
-def phases_moved(ssn: Session, gang: Plugin[Session] | None,
-                 settled: dict[str, tuple[JobInfo, int, PodGroupPhase]]) -> dict[str, PodGroupPhase]:
+def phases_moved(ssn: Session, gang: Plugin[Session] | None) -> dict[str, PodGroupPhase]:
     """The jobs to which close gives a phase other than the one they have (`close_phase`), with that
     phase, in the session's job order."""
     uid = ssn.uid
     moved: dict[str, PodGroupPhase] = {}
     for job in ssn.jobs.values():
-        hit = settled.get(job.uid)
-        if hit is not None and hit[0] is job and hit[1] == job.version and hit[2] is job.phase:
-            continue
         phase = close_phase(job, gang, uid)
         if phase is not job.phase:
             moved[job.uid] = phase
-        elif "Unschedulable" not in job.conditions:
-            settled[job.uid] = (job, job.version, job.phase)
     return moved
 
 
-def _nothing_placed(ssn: Session, gang_decides: bool,
-                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]]) -> bool:
+def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
     """No job allocate tries can place a task that stays (the bound of the module's docstring)."""
     enqueue = "enqueue" in ssn.enabled_actions
     future = ssn.table.future_idle()
-    columns = tuple(ssn.table.columns)
     bounds: dict[bytes, int] = {}
     for job in ssn.jobs.values():
         if (job.is_pending() and enqueue) or not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
-            continue  # a Pending job is not admitted, and enqueue admits none (asked in why_not_quiet)
-        hit = tried.get(job.uid)
-        if hit is None or hit[0] is not job or hit[1] != job.version or hit[2] != columns:
-            hit = tried[job.uid] = (job, job.version, columns, *_least(ssn, job))
-        n, least = hit[3], hit[4]
+            continue  # a Pending job is not admitted, and enqueue admits none (asked in session_verdict)
+        n, least = least_request(ssn, job)
         if least is None:
             continue
         key = least.tobytes()
@@ -209,7 +155,7 @@ def _nothing_placed(ssn: Session, gang_decides: bool,
     return True
 
 
-def _least(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
+def least_request(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
     """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
     smallest request component by component as a node-table row (None: no such task)."""
     tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
-from apportion.forecast.quiet import QuietTest
+from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource

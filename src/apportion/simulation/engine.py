@@ -30,7 +30,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
@@ -41,6 +41,7 @@ from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
 from apportion.simulation.follower import PlanFollower
+from apportion.simulation.handout import JobsHandout
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -81,8 +82,11 @@ class Simulator(PlanFollower):
         #: the clock's start: sessions run on the period grid from here
         self.t0 = 0.0
         self.now = 0.0
-        #: what sessions see of a start state that came from cluster objects (None: the scenario's jobs)
+        #: what sessions see of a start state that came from cluster objects (None: the scenario's jobs),
+        #: and the jobs they built for the last session (`handout.every = True`: every job asked for
+        #: at every session, the reference)
         self.objects: SessionObjects | None = None
+        self.handout: JobsHandout | None = None
         #: releasing tasks deleted in the start state: over once released, not restarted
         self.deleting: set[tuple[str, int]] = set()
         #: job uids whose first start ends the run once all have started (empty: run to the end)
@@ -106,7 +110,6 @@ class Simulator(PlanFollower):
         #: child queues the cache holds, by name
         self._told_queues: dict[str, QueueInfo] = {}
         self._requests: dict[str, dict[str, str]] = {}
-        self._assembled: dict[str, JobInfo] = {}
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
@@ -166,6 +169,7 @@ class Simulator(PlanFollower):
     def _begin(self, start: SimStart) -> None:
         self.t0 = self.now = start.t0
         self.objects = start.objects
+        self.handout = None if start.objects is None else JobsHandout(start.objects)
         self.stop_when_started = frozenset(start.stop_when_started)
         if start.plans:
             self.plans = start.plans
@@ -358,16 +362,18 @@ class Simulator(PlanFollower):
     def _snapshot(self) -> Snapshot:
         """The cache's snapshot, with jobs in uid order and queues in the scenario's order, then the plan
         follower's children, then root (the order sessions have always seen them in)."""
+        handout = self.handout
+        touched = handout.touched(self._dirty) if handout is not None else set()
         self._flush()
         snap = self.cache.snapshot(keep=True)
         if check.enabled():
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
-        if self.objects is not None:
+        changed: set[str] | None = None
+        if handout is not None:
             # a start state from cluster objects builds (some of) its jobs itself (the forecast, from
-            # a dump's pods)
-            self._assembled = snap.jobs
-            snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
+            # a dump's pods): asked again only for the jobs that may have changed (simulation/handout.py)
+            snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         # a running task's start on the session's clock (Session.now), as the model asks a simulator to
         # give it; a kept job has it from the session it was built for
         # (a job handed out again, by the cache or by a start state's objects, is the object this loop
@@ -378,8 +384,12 @@ class Simulator(PlanFollower):
         checking = check.enabled()
         delta = snap.jobs_delta
         # a job the cache's delta does not name is the last snapshot's object (docs/semantics.md K17)
-        names = delta.changed if (delta is not None and delta.since is not None and self.objects is None
-                                  and not checking) else snap.jobs
+        if checking:
+            names: Collection[str] = snap.jobs
+        elif self.objects is not None:
+            names = snap.jobs if changed is None else changed
+        else:
+            names = delta.changed if delta is not None and delta.since is not None else snap.jobs
         for uid in names:
             ji = snap.jobs.get(uid)
             if ji is None:
@@ -421,7 +431,7 @@ class Simulator(PlanFollower):
             self.objects.adjust(snap, self.now, self.nodes)
             # the start state's nodes (not the cache's), the same while the same of them are live
             snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
-            snap.jobs_delta = objects_delta(snap.jobs, last, delta)
+            snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed)
         return snap
 
     def snapshot(self) -> Snapshot:
@@ -429,15 +439,9 @@ class Simulator(PlanFollower):
         no jobs' delta, since the caller may replace jobs in it."""
         snap = self._snapshot()
         snap.jobs_delta = None
+        if self.handout is not None:
+            self.handout.forget()
         return snap
-
-    def _job_info(self, sj: SimJob) -> JobInfo:
-        """The job as the cache's snapshot holds it, unless the start state's objects build it."""
-        if self.objects is not None:
-            ji = self.objects.job_info(sj)
-            if ji is not None:
-                return ji
-        return self._assembled[sj.uid]
 
     def _session(self) -> None:
         for obs in self.observers:
