@@ -1,9 +1,11 @@
-"""Sessions of a forecast that provably change nothing (semantics F1), so that the run may skip them.
+"""Sessions of a forecast that provably change nothing, or nothing but phases (semantics F1, F2), so
+that the run may skip them: the rules, and `session_verdict`, which applies them to every job.
 
 A forecast runs the real session after every change, and most changes are completions: the session
 after one often binds, pipelines, evicts and admits nothing and leaves every PodGroup phase as it was.
-The simulator then jumps to the next event; only running the session showed that. `QuietTest` shows it
-from the opened session instead, with bounds that can only over-count what the actions could do:
+The simulator then jumps to the next event; only running the session showed that. The test shows it
+from the opened session instead (`QuietTest`, forecast/quiet_kept.py, asks it session after session),
+with bounds that can only over-count what the actions could do:
 
 * **enqueue** admits nothing: capacity's own backlog test (K14, `Session.enqueue_admissible`) finds
   no job it would admit (a refusal changes no accounting, so no vote order can admit one); a Pending

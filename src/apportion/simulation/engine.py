@@ -35,13 +35,13 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
-from apportion.engine import CycleResult, dispatch, open_session, run_session
+from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
 from apportion.simulation.follower import PlanFollower
-from apportion.simulation.handout import JobsHandout
+from apportion.simulation.handout import JobsHandout, give_starts
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -59,6 +59,7 @@ from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
+from apportion.simulation.session_checks import check_carried, check_quiet
 from apportion.simulation.start import SessionObjects, SimStart, objects_delta
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -102,6 +103,8 @@ class Simulator(PlanFollower):
         self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
         #: jobs whose pods or podgroup may differ from what the cache holds
         self._dirty: set[str] = set()
+        self._node_changes = 0
+        self._nodes_told = -1
         #: jobs a start state's objects build for every session (SimStart.objects): never told to the cache
         self._objects_jobs: set[str] = set()
         #: what the cache was last told: per pod key (status, node), per podgroup uid (phase, queue, ...)
@@ -374,38 +377,16 @@ class Simulator(PlanFollower):
             # a start state from cluster objects builds (some of) its jobs itself (the forecast, from
             # a dump's pods): asked again only for the jobs that may have changed (simulation/handout.py)
             snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
-        # a running task's start on the session's clock (Session.now), as the model asks a simulator to
-        # give it; a kept job has it from the session it was built for
-        # (a job handed out again, by the cache or by a start state's objects, is the object this loop
-        # already visited: its tasks' statuses are those it was built with, so it has nothing left to
-        # fill in)
-        by_key = self.task_by_key
         last = self._last_jobs
-        checking = check.enabled()
         delta = snap.jobs_delta
         # a job the cache's delta does not name is the last snapshot's object (docs/semantics.md K17)
-        if checking:
+        if check.enabled():
             names: Collection[str] = snap.jobs
         elif self.objects is not None:
             names = snap.jobs if changed is None else changed
         else:
             names = delta.changed if delta is not None and delta.since is not None else snap.jobs
-        for uid in names:
-            ji = snap.jobs.get(uid)
-            if ji is None:
-                continue
-            kept = last.get(uid) is ji
-            if kept and not checking:
-                continue
-            for t in ji.tasks.values():
-                if t.status is TaskStatus.RUNNING and t.started_at is None:
-                    hit = by_key.get(t.key)
-                    if hit is None or hit[1].start is None:
-                        continue
-                    if kept:
-                        raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
-                                                    "again has no start")
-                    t.started_at = hit[1].start
+        give_starts(snap.jobs, names, last, self.task_by_key)
         self._last_jobs = snap.jobs
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
@@ -428,9 +409,8 @@ class Simulator(PlanFollower):
         snap.queues = queues
         snap.memo = self._memo
         if self.objects is not None:
+            # the start state's nodes (not the cache's), with their key (K9)
             self.objects.adjust(snap, self.now, self.nodes)
-            # the start state's nodes (not the cache's), the same while the same of them are live
-            snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
             snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed)
         return snap
 
@@ -487,15 +467,10 @@ class Simulator(PlanFollower):
                 if sj3 is not None:
                     sj3.message = ev.message
         if check.enabled():
-            self._check_carried(result)
+            check_carried(self.active, result)
             if verdict is not None:
                 moved = {uid: sj.phase for uid, sj in self.active.items() if phases_before.get(uid) is not sj.phase}
-                if (result.binds or result.evictions or result.pipelined or result.warnings != warnings_at_open
-                        or moved != dict(verdict)):
-                    raise check.StateCheckError(
-                        f"{check.ENV}: session {ssn.uid} at {self.now} was called quiet (phases moved: "
-                        f"{dict(verdict)}) but binds {len(result.binds)}, pipelines {len(result.pipelined)}, "
-                        f"evicts {len(result.evictions)}, moves the phases {moved} or changes a warning")
+                check_quiet(f"session {ssn.uid} at {self.now}", result, verdict, moved, warnings_at_open)
         self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
@@ -518,17 +493,6 @@ class Simulator(PlanFollower):
                 self._dirty.add(uid)
                 changed = True
         self.dirty = changed
-
-    def _check_carried(self, result: CycleResult) -> None:
-        """The self-check: a job the session closed as the last one did holds that phase and message."""
-        recomputed = {j.uid for j in result.recomputed or ()}
-        messages = {ev.object: ev.message for ev in result.events}
-        for uid, phase in result.podgroups.items():
-            sj = self.active.get(uid)
-            if uid not in recomputed and sj is not None and (
-                    sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
-                raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
-                                            f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
 
 
 def simulate(scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,

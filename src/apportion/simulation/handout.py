@@ -1,4 +1,5 @@
-"""The jobs a simulator hands each session when a start state's objects build them (the forecast).
+"""The jobs a simulator hands each session when a start state's objects build them (the forecast), and
+the running tasks' starts it gives the jobs built anew (`give_starts`).
 
 `Simulator._snapshot` asked the objects (`SessionObjects.job_info`) for every active job at every
 session, although between two sessions of a forecast only the few jobs an event, a decision or the
@@ -21,11 +22,11 @@ out again without asking is asked and must be that object.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from apportion.cluster.model import JobInfo
+from apportion.cluster.model import JobInfo, TaskStatus
 from apportion.cluster.snapshot import JobDelta
-from apportion.simulation.jobs import SimJob
+from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.start import SessionObjects
 from apportion.state import check
 
@@ -138,3 +139,29 @@ class JobsHandout:
             if self._ask(active[uid], assembled) is not ji:
                 raise check.StateCheckError(f"{check.ENV}: job {uid} handed out again without asking is not "
                                             "what the start state's objects give")
+
+
+def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping[str, JobInfo],
+                task_by_key: Mapping[str, tuple[SimJob, SimTask]]) -> None:
+    """Give each running task of the jobs `names` its start on the session's clock (`Session.now`), as
+    the model asks a simulator to, unless it has one. A job handed out again (the last snapshot's
+    object, by the cache or by a start state's objects) has it from the session it was built for: its
+    tasks' statuses are those it was built with, so it has nothing left to fill in, and is passed over
+    (under the self-check it is looked at, and must have none left)."""
+    checking = check.enabled()
+    for uid in names:
+        ji = jobs.get(uid)
+        if ji is None:
+            continue
+        kept = last.get(uid) is ji
+        if kept and not checking:
+            continue
+        for t in ji.tasks.values():
+            if t.status is TaskStatus.RUNNING and t.started_at is None:
+                hit = task_by_key.get(t.key)
+                if hit is None or hit[1].start is None:
+                    continue
+                if kept:
+                    raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
+                                                "again has no start")
+                t.started_at = hit[1].start

@@ -31,7 +31,8 @@ class SessionObjects(Protocol):
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
         """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
-        ...); `live_nodes`: the nodes that have not failed."""
+        ...); `live_nodes`: the nodes that have not failed. Sets `snap.nodes` and their `nodes_key`
+        (the same key for the same node objects, as the cache gives its own: K9)."""
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The simulation changed this task's status (called before the change)."""
