@@ -19,7 +19,11 @@ reads the session's uid), and keeps the sums over the jobs the tests read:
   FutureIdle reaches the least of those (and the job has that many pending tasks).
 
 Only the bound over FutureIdle (one per distinct request) and capacity's backlog test are asked
-afresh each session. Everything else is worked out from scratch when the delta does not start at
+afresh each session, the latter of one job per queue and minResources: capacity's vote on a job reads
+its queue's levels and its minResources alone (K14: a level's verdict per minResources, shared by the
+jobs that ask it), and the test asks only whether any job would be admitted, so one job of each such
+pair gives the answer all of them give (the refusals' explanations, which a skipped session does not
+keep and enqueue records again in a session that runs, are the representatives' alone). Everything else is worked out from scratch when the delta does not start at
 the snapshot the test last saw, or a session-wide input moved. Under `APPORTION_CHECK_STATE=1` every
 answer is compared with `session_verdict` over every job.
 """
@@ -53,7 +57,8 @@ class _Facts:
     unschedulable: bool
     best_effort: bool
     pending: bool
-    backlog: bool
+    #: a backlog job's queue and minResources (`_admission_key`; None: not in the backlog)
+    admission: tuple[object, ...] | None
     no_min_resources: bool
     #: allocate's bound: the smallest request's bytes and row, and the fewest placements that keep
     #: something (None: the job can keep nothing, whatever fits)
@@ -86,7 +91,8 @@ class QuietTest:
     _unschedulable: set[str] = field(default_factory=set)
     _best_effort: set[str] = field(default_factory=set)
     _pending: set[str] = field(default_factory=set)
-    _backlog: set[str] = field(default_factory=set)
+    #: the backlog by queue and minResources (`_admission_key`)
+    _backlog: dict[tuple[object, ...], set[str]] = field(default_factory=dict)
     _no_min: set[str] = field(default_factory=set)
     #: per request key: its row, and the jobs allocate would try with it (uid -> need)
     _rows: dict[bytes, np.ndarray] = field(default_factory=dict)
@@ -132,7 +138,7 @@ class QuietTest:
                 if needs and places_at_most(future, self._rows[key]) >= min(needs.values()):
                     return "placement", {}
         if "enqueue" in actions and self._backlog:
-            backlog = [jobs[uid] for uid in sorted(self._backlog)]
+            backlog = [jobs[uid] for uid in sorted(min(uids) for uids in self._backlog.values())]
             # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
             # the same question first thing itself, on the same accounting
             if self._no_min or ssn.enqueue_admissible(backlog) != []:
@@ -170,8 +176,13 @@ class QuietTest:
         if facts is None:
             return
         self._moved.pop(uid, None)
-        for s in (self._unschedulable, self._best_effort, self._pending, self._backlog, self._no_min):
+        for s in (self._unschedulable, self._best_effort, self._pending, self._no_min):
             s.discard(uid)
+        if facts.admission is not None:
+            same = self._backlog[facts.admission]
+            same.discard(uid)
+            if not same:
+                del self._backlog[facts.admission]
         if facts.key is not None:
             needs = self._needs[facts.key]
             del needs[uid]
@@ -184,10 +195,11 @@ class QuietTest:
         if facts.moved is not None:
             self._moved[uid] = facts.moved
         for flag, s in ((facts.unschedulable, self._unschedulable), (facts.best_effort, self._best_effort),
-                        (facts.pending, self._pending), (facts.backlog, self._backlog),
-                        (facts.no_min_resources, self._no_min)):
+                        (facts.pending, self._pending), (facts.no_min_resources, self._no_min)):
             if flag:
                 s.add(uid)
+        if facts.admission is not None:
+            self._backlog.setdefault(facts.admission, set()).add(uid)
         if facts.key is not None:
             assert facts.least is not None
             self._rows.setdefault(facts.key, facts.least)
@@ -215,5 +227,14 @@ def _facts(ssn: Session, job: JobInfo, gang: Plugin[Session] | None, decides: bo
                 least = None
     return _Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
                   best_effort=bool(job.pending_be or job.counts.get(TaskStatus.PIPELINED)), pending=pending,
-                  backlog=backlog, no_min_resources=backlog and job.min_resources is None, key=key, least=least,
+                  admission=_admission_key(job) if backlog else None,
+                  no_min_resources=backlog and job.min_resources is None, key=key, least=least,
                   need=need)
+
+
+def _admission_key(job: JobInfo) -> tuple[object, ...]:
+    """What capacity's JobEnqueueable vote reads of a job: its queue and its minResources by value."""
+    r = job.min_resources
+    if r is None:
+        return (job.queue, None)
+    return (job.queue, r.cpu, r.memory, tuple(r.scalars.items()))
