@@ -192,6 +192,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT
+    # a forecast reads the jobs' starts and ends, never the recorder's time series or queue reports
+    sim.recording = False
     if skip_quiet:
         sim.quiet = QuietTest()
     return sim

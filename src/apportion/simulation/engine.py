@@ -133,6 +133,9 @@ class Simulator(PlanFollower):
         self.reservation_log: list[dict[str, Any]] = []
         self.children: dict[str, list[QueueInfo]] = {}
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
+        #: sample the recorder's time series after each session and take each session's queue report
+        #: (a forecast, which reads only the jobs, turns this off)
+        self.recording = True
         self.sessions = 0
         #: asked of each opened session: None when it may bind, pipeline, evict or admit; else the
         #: PodGroup phases its close would move (uid -> phase; empty: it provably changes nothing), so
@@ -299,7 +302,8 @@ class Simulator(PlanFollower):
             self.events += 1
         self.now = t_sess
         self._session()
-        self.recorder.sample(self.now)
+        if self.recording:
+            self.recorder.sample(self.now)
 
     # ================================================================= events
     def _event(self, kind: int, payload: Any) -> None:
@@ -471,7 +475,8 @@ class Simulator(PlanFollower):
             if verdict is not None:
                 moved = {uid: sj.phase for uid, sj in self.active.items() if phases_before.get(uid) is not sj.phase}
                 check_quiet(f"session {ssn.uid} at {self.now}", result, verdict, moved, warnings_at_open)
-        self.recorder.session_report(self.now, result.queue_status)
+        if self.recording:
+            self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
 
@@ -483,7 +488,8 @@ class Simulator(PlanFollower):
         self.sessions_skipped += 1
         for w in ssn.warnings:
             self.warn(w)
-        self.recorder.session_report(self.now, ssn.queue_reports())
+        if self.recording:
+            self.recorder.session_report(self.now, ssn.queue_reports())
         ssn.release()
         changed = False
         for uid, phase in phases.items():
