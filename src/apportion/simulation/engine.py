@@ -103,6 +103,7 @@ class Simulator(PlanFollower):
         self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
         #: jobs whose pods or podgroup may differ from what the cache holds
         self._dirty: set[str] = set()
+        #: node events so far, and their count when the cache was last told the nodes (-1: never)
         self._node_changes = 0
         self._nodes_told = -1
         #: jobs a start state's objects build for every session (SimStart.objects): never told to the cache
