@@ -84,7 +84,7 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0, horizon: f
                      and o["metadata"]["name"] not in placed)
     # the waiting job in the middle of the name order (names are drawn independently of queues and sizes)
     target = f"bench/{pending[len(pending) // 2]}"
-    times, cpu, sessions, skipped, answer = [], [], 0, 0, None
+    times, cpu, sessions, skipped, phases_only, answer = [], [], 0, 0, 0, None
     for _ in range(repeats):
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -98,14 +98,16 @@ def measure(shape: dict[str, int], repeats: int, period: float = 1.0, horizon: f
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         sessions = sim.sessions
-        # sessions the quiet test skipped (forecast/quiet.py; a tree from before it has none)
+        # sessions the quiet test skipped (forecast/quiet.py; a tree from before it has none), and of
+        # those the ones whose close only moved phases (semantics F2; none before it)
         skipped = getattr(sim, "sessions_skipped", 0)
+        phases_only = getattr(sim.quiet, "phases_only", 0)
         fs = sim.jobs[target].first_start
         answer = fs
         load_s = t1 - t0
     med = statistics.median(times)
     return {"median_s": med, "median_cpu_s": statistics.median(cpu), "runs": times, "sessions": sessions,
-            "sessions_skipped": skipped, "cpu_runs": cpu,
+            "sessions_skipped": skipped, "sessions_phases_only": phases_only, "cpu_runs": cpu,
             "load_s": load_s, "pending_jobs": len(pending), "target": target, "starts_in_s": answer,
             "running_pods": sum(1 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))}
 

@@ -100,3 +100,25 @@ def test_sessions_opening_over_the_last_open_change_no_start(case: tuple[list[di
         runs.append(({u: (j.first_start, j.finish, j.phase, j.evictions) for u, j in sim.jobs.items()},
                      sim.sessions, sim.events))
     assert runs[0] == runs[1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.booleans())
+def test_jobs_handed_out_again_without_asking_change_no_start(case: tuple[list[dict[str, Any]], str | None],
+                                                              keep: bool) -> None:
+    """simulation/handout.py: asking the start state's objects only for the jobs that may have changed
+    gives the run that asks for every job at every session (the reference), with or without skipping."""
+    objs, conf_text = case
+    runs = []
+    for every in (False, True):
+        snap = snap_of(objs)
+        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+        prepare(snap, conf)
+        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+        assert sim.handout is not None
+        sim.handout.every = every
+        sim.run()
+        runs.append(({u: (j.first_start, j.last_start, j.finish, j.phase, j.evictions,
+                          tuple((t.status, t.node, t.start) for t in j.tasks)) for u, j in sim.jobs.items()},
+                     sim.sessions, sim.sessions_skipped, sim.events, list(sim.warnings)))
+    assert runs[0] == runs[1]

@@ -13,11 +13,14 @@ from hypothesis.extra import numpy as hnp
 from test_fit import NOW, snap_of
 from test_forecast_sim import busy_dumps
 
+from apportion.cluster.model import PodGroupPhase
 from apportion.engine import prepare, resolve_conf
-from apportion.forecast.quiet import QuietTest, places_at_most, places_at_most_reference
+from apportion.forecast.quiet import places_at_most, places_at_most_reference, session_verdict
+from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
+from apportion.framework.session import Session
 from apportion.simulation.engine import Simulator
 from apportion.state import check
 from apportion.state.check import ENV, StateCheckError
@@ -112,7 +115,7 @@ def test_skipping_changes_no_forecast_on_the_benchmark_shape(seed: int, nodes: i
         assert test.quiet == skipping.sessions_skipped == 0 and set(test.reasons) == {"action"}
     else:
         # under the self-check (APPORTION_CHECK_STATE=1 for the whole suite) each is run and compared
-        assert skipping.sessions_skipped == (0 if check.enabled() else test.quiet)
+        assert skipping.sessions_skipped == (0 if check.enabled() else test.quiet + test.phases_only)
 
 
 def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,8 +125,10 @@ def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pyt
     skipping, every = _both(_bench_objects(0), None, horizon=3 * 3600.0)
     assert skipping.sessions_skipped >= skipping.sessions // 4 > 0
     test = skipping.quiet
-    assert isinstance(test, QuietTest) and test.quiet == skipping.sessions_skipped
-    assert test.reasons.get("phase", 0) + test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
+    assert isinstance(test, QuietTest) and test.quiet + test.phases_only == skipping.sessions_skipped
+    # sessions that only move a phase (a gang bound in the last one turns Running) are not run either
+    assert test.phases_only > 0 and "phase" not in test.reasons
+    assert test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
 
 
 def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,16 +139,35 @@ def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.Mon
     monkeypatch.setenv(ENV, "1")
     checked = _simulator(objs, None, True, 3600.0)
     checked.run()
-    assert isinstance(checked.quiet, QuietTest) and checked.quiet.quiet == plain.sessions_skipped > 0
-    assert checked.sessions_skipped == 0  # each was run, and changed nothing
+    test = checked.quiet
+    assert isinstance(test, QuietTest) and test.quiet + test.phases_only == plain.sessions_skipped > 0
+    assert test.quiet > 0 and test.phases_only > 0
+    assert checked.sessions_skipped == 0  # each was run, and changed nothing but the phases foretold
     assert _answer(checked) == _answer(plain)
 
 
 def test_the_self_check_fails_loudly_on_a_wrong_quiet_test(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV, "1")
     sim = _simulator(_bench_objects(2), None, True, 3600.0)
-    sim.quiet = lambda ssn: True  # calls the first session, which binds, quiet
+    sim.quiet = lambda ssn: {}  # calls the first session, which binds, quiet
     with pytest.raises(StateCheckError, match="called quiet"):
+        sim.run()
+
+
+def test_the_self_check_fails_loudly_on_wrong_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session whose close moves phases called quiet with none, or with a phase it does not write."""
+    monkeypatch.setenv(ENV, "1")
+    sim = _simulator(_bench_objects(1), None, True, 3600.0)
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+    sim.quiet = lambda ssn: {} if test(ssn) else None  # the phases the test foretold left out
+    with pytest.raises(StateCheckError, match="moves the phases"):
+        sim.run()
+    sim = _simulator(_bench_objects(1), None, True, 3600.0)
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+    sim.quiet = lambda ssn: None if (v := test(ssn)) is None else {**v, "bench/no-such-job": PodGroupPhase.RUNNING}
+    with pytest.raises(StateCheckError, match="moves the phases"):
         sim.run()
 
 
@@ -159,3 +183,47 @@ def test_every_quiet_session_of_random_dumps_changes_nothing(case: tuple[list[di
         sim = _simulator(objs, _without_reclaim(conf_text, drop), True, 4 * 3600.0)
         sim.run()
     assert sim.sessions_skipped == 0
+
+
+def _compared(sim: Simulator) -> QuietTest:
+    """The simulator's kept test, each answer compared with the test over every job."""
+    test = sim.quiet
+    assert isinstance(test, QuietTest)
+
+    def compare(ssn: Session) -> dict[str, PodGroupPhase] | None:
+        got = test(ssn)
+        why, phases = session_verdict(ssn)
+        assert got == (None if why else phases)
+        return got
+
+    sim.quiet = compare
+    return test
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.booleans())
+def test_the_kept_test_answers_as_the_test_over_every_job(case: tuple[list[dict[str, Any]], str | None],
+                                                          drop: bool) -> None:
+    """forecast/quiet_kept.py against `session_verdict`, session by session, on random GPU dumps."""
+    objs, conf_text = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV, raising=False)
+        sim = _simulator(objs, _without_reclaim(conf_text, drop), True, 4 * 3600.0)
+        test = _compared(sim)
+        sim.run()
+    assert test.asked == sim.sessions
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([(4, 20), (10, 20), (20, 60)]))
+def test_the_kept_test_answers_as_the_test_over_every_job_on_the_benchmark_shape(seed: int,
+                                                                                 shape: tuple[int, int]) -> None:
+    nodes, gangs = shape
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV, raising=False)
+        sim = _simulator(_bench_objects(seed, nodes=nodes, gangs=gangs), None, True, 3 * 3600.0)
+        test = _compared(sim)
+        sim.run()
+    # the facts are carried over the jobs' delta, not worked out again every session
+    assert test.asked == sim.sessions and test.rebuilt < max(2, test.asked // 4)
+    assert test.quiet + test.phases_only == sim.sessions_skipped > 0

@@ -1,9 +1,11 @@
-"""Sessions of a forecast that provably change nothing (semantics F1), so that the run may skip them.
+"""Sessions of a forecast that provably change nothing, or nothing but phases (semantics F1, F2), so
+that the run may skip them: the rules, and `session_verdict`, which applies them to every job.
 
 A forecast runs the real session after every change, and most changes are completions: the session
 after one often binds, pipelines, evicts and admits nothing and leaves every PodGroup phase as it was.
-The simulator then jumps to the next event; only running the session showed that. `QuietTest` shows it
-from the opened session instead, with bounds that can only over-count what the actions could do:
+The simulator then jumps to the next event; only running the session showed that. The test shows it
+from the opened session instead (`QuietTest`, forecast/quiet_kept.py, asks it session after session),
+with bounds that can only over-count what the actions could do:
 
 * **enqueue** admits nothing: capacity's own backlog test (K14, `Session.enqueue_admissible`) finds
   no job it would admit (a refusal changes no accounting, so no vote order can admit one); a Pending
@@ -22,14 +24,18 @@ from the opened session instead, with bounds that can only over-count what the a
 * **close** changes no phase: each job's phase is worked out as gang's close hook and the session's
   phase write-back would work it out on the unchanged tasks, and must be the one it has.
 
+When everything but close is shown to change nothing, close's effect is known too (semantics F2):
+it writes each job the phase worked out above, and nothing else a later session reads (gang's
+conditions are cleared by the next snapshot; the why-pending texts are not kept). Such a session is
+not run either: the test hands the simulator the phases that move, and the simulator writes them as
+the session's close would have. The run then goes on to the next period, as after any phase change.
+
 Any other action (reclaim, preempt, ...), or a plugin other than gang with a close hook, and the
 session runs. Under `APPORTION_CHECK_STATE=1` the simulator runs a session the test calls quiet
-anyway and fails if it changed anything (simulation/engine.py, `Simulator.quiet`).
+anyway and fails if it changed anything but those phases (simulation/engine.py, `Simulator.quiet`).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,68 +50,44 @@ from apportion.resources import MIN_RESOURCE
 PROVEN_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 
 
-@dataclass
-class QuietTest:
-    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): True when the
-    session provably changes nothing (see the module's docstring), and counts of its answers."""
-
-    #: sessions asked about, and how many of them were quiet
-    asked: int = 0
-    quiet: int = 0
-    #: why the others ran, by the first reason found (for the benchmark's and the tests' reading)
-    reasons: dict[str, int] = field(default_factory=dict)
-
-    #: per job uid, the last job object found to keep its phase at close, with its task version and
-    #: phase then (the answer is a function of those while the job has no Unschedulable condition)
-    settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] = field(default_factory=dict)
-    #: per job uid, the job object, its task version and the node table's columns, and what allocate
-    #: would try of it then: the number of its pending tasks and their smallest request as a row (`_least`)
-    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] = field(default_factory=dict)
-
-    def __call__(self, ssn: Session) -> bool:
-        """Whether the opened session provably changes nothing (counted)."""
-        self.asked += 1
-        why = why_not_quiet(ssn, self.settled, self.tried)
-        if why:
-            self.reasons[why] = self.reasons.get(why, 0) + 1
-            return False
-        self.quiet += 1
-        return True
+def why_not_quiet(ssn: Session) -> str:
+    """"" when the opened session provably changes nothing, else the first reason it may ("phase"
+    when only close may change something: `session_verdict` then says what)."""
+    why, phases = session_verdict(ssn)
+    return why or ("phase" if phases else "")
 
 
-def why_not_quiet(ssn: Session, settled: dict[str, tuple[JobInfo, int, PodGroupPhase]] | None = None,
-                  tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]] | None = None) -> str:
-    """"" when the opened session provably changes nothing, else the first reason it may.
+def session_verdict(ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
+    """("", phases) when the opened session's actions provably change nothing: its close then moves
+    exactly the phases in `phases` (uid -> the phase close writes; only those that differ) and changes
+    nothing else a later session reads. Else (the first reason it may change more, {}).
 
-    `settled` and `tried` (kept by the caller from session to session, as `QuietTest`'s): what was
-    worked out of the jobs, not worked out again for a job handed out again unchanged."""
+    Every job is looked at (the reference: `QuietTest`, forecast/quiet_kept.py, keeps what it found
+    from session to session)."""
     actions = ssn.conf.actions
     if not PROVEN_ACTIONS.issuperset(actions):
-        return "action"
-    hooks_known, gang = _gang(ssn)
+        return "action", {}
+    hooks_known, gang = gang_of(ssn)
     if not hooks_known:
-        return "close hook"
+        return "close hook", {}
     jobs = ssn.jobs
-    pending = [j for j in jobs.values() if j.is_pending()]
-    if pending and "allocate" in actions and "enqueue" not in actions:
-        return "admission"  # allocate admits Pending jobs itself without enqueue
-    if not _phases_kept(ssn, gang, {} if settled is None else settled):
-        return "phase"
+    if "allocate" in actions and "enqueue" not in actions and any(j.is_pending() for j in jobs.values()):
+        return "admission", {}  # allocate admits Pending jobs itself without enqueue
+    phases = phases_moved(ssn, gang)
     if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
-        return "backfill"
-    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and _gang_decides(ssn),
-                                                     {} if tried is None else tried):
-        return "placement"
+        return "backfill", {}
+    if "allocate" in actions and not _nothing_placed(ssn, gang is not None and gang_decides(ssn)):
+        return "placement", {}
     if "enqueue" in actions:
         backlog = [j for uid_, j in sorted(jobs.items()) if j.is_pending() and j.queue in ssn.queues]
         # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
         # the same question first thing itself, on the same accounting
         if backlog and (any(j.min_resources is None for j in backlog) or ssn.enqueue_admissible(backlog) != []):
-            return "admission"
-    return ""
+            return "admission", {}
+    return "", phases
 
 
-def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
+def gang_of(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
     """(no plugin but gang has a close hook, whose effect on the phase write-back is not worked out
     here; the session's gang plugin or None)."""
     gang: Plugin[Session] | None = None
@@ -117,7 +99,7 @@ def _gang(ssn: Session) -> tuple[bool, Plugin[Session] | None]:
     return True, gang
 
 
-def _gang_decides(ssn: Session) -> bool:
+def gang_decides(ssn: Session) -> bool:
     """gang is among the JobReady votes (all must agree) and the one JobPipelined vote."""
     ready = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_READY)]
     pipelined = [opt.name for _, opt, _ in ssn._consulted(ep.JOB_PIPELINED)]
@@ -138,35 +120,27 @@ def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) ->
     return phase_written_back(job, unschedulable)
 
 
-def _phases_kept(ssn: Session, gang: Plugin[Session] | None,
-                 settled: dict[str, tuple[JobInfo, int, PodGroupPhase]]) -> bool:
-    """Close gives every job the phase it has (`close_phase`)."""
+def phases_moved(ssn: Session, gang: Plugin[Session] | None) -> dict[str, PodGroupPhase]:
+    """The jobs to which close gives a phase other than the one they have (`close_phase`), with that
+    phase, in the session's job order."""
     uid = ssn.uid
+    moved: dict[str, PodGroupPhase] = {}
     for job in ssn.jobs.values():
-        hit = settled.get(job.uid)
-        if hit is not None and hit[0] is job and hit[1] == job.version and hit[2] is job.phase:
-            continue
-        if close_phase(job, gang, uid) is not job.phase:
-            return False
-        if "Unschedulable" not in job.conditions:
-            settled[job.uid] = (job, job.version, job.phase)
-    return True
+        phase = close_phase(job, gang, uid)
+        if phase is not job.phase:
+            moved[job.uid] = phase
+    return moved
 
 
-def _nothing_placed(ssn: Session, gang_decides: bool,
-                    tried: dict[str, tuple[JobInfo, int, tuple[str, ...], int, np.ndarray | None]]) -> bool:
+def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
     """No job allocate tries can place a task that stays (the bound of the module's docstring)."""
     enqueue = "enqueue" in ssn.enabled_actions
     future = ssn.table.future_idle()
-    columns = tuple(ssn.table.columns)
     bounds: dict[bytes, int] = {}
     for job in ssn.jobs.values():
         if (job.is_pending() and enqueue) or not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
-            continue  # a Pending job is not admitted, and enqueue admits none (asked in why_not_quiet)
-        hit = tried.get(job.uid)
-        if hit is None or hit[0] is not job or hit[1] != job.version or hit[2] != columns:
-            hit = tried[job.uid] = (job, job.version, columns, *_least(ssn, job))
-        n, least = hit[3], hit[4]
+            continue  # a Pending job is not admitted, and enqueue admits none (asked in session_verdict)
+        n, least = least_request(ssn, job)
         if least is None:
             continue
         key = least.tobytes()
@@ -183,7 +157,7 @@ def _nothing_placed(ssn: Session, gang_decides: bool,
     return True
 
 
-def _least(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
+def least_request(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
     """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
     smallest request component by component as a node-table row (None: no such task)."""
     tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]

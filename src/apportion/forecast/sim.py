@@ -22,7 +22,7 @@ from pathlib import Path
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
-from apportion.forecast.quiet import QuietTest
+from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource
@@ -77,28 +77,38 @@ class DumpObjects:
         #: changes to the sessions' objects from an instant on (seconds after the state's instant):
         #: a booked reservation as the plan follower would publish it (forecast/reserve.py)
         self.bookings = sorted(bookings, key=lambda b: b[0])
-        #: the live nodes' names and the NodeInfo objects last built for them
-        self._nodes: tuple[tuple[str, ...], list[NodeInfo]] | None = None
+        #: the live nodes' names (all of them, and the dump's in its order) and the NodeInfo objects
+        #: last built for them
+        self._nodes: tuple[frozenset[str], tuple[str, ...], list[NodeInfo]] | None = None
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
         self.original.pop((job.uid, task.index), None)
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
-        """The dump's nodes in its order, other schedulers' pods, and the bookings in force."""
-        order = [n for n in self.node_order if n.name in live_nodes]
-        names = tuple(n.name for n in order)
+        """The dump's nodes in its order (with their key: the same while the same of them are live),
+        other schedulers' pods, and the bookings in force."""
+        live = live_nodes.keys() if isinstance(live_nodes, dict) else frozenset(live_nodes)
         held = self._nodes
-        if held is not None and held[0] == names:
+        if held is not None and held[0] == live:
             # the last session's NodeInfo objects with empty task maps, as the cache hands its nodes
             # out again: a session changes nothing else on them (session open fills the task maps)
-            for node in held[1]:
+            for node in held[2]:
                 node.tasks = {}
-            snap.nodes = list(held[1])
+            names, snap.nodes = held[1], list(held[2])
         else:
-            snap.nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
-                                   taints=n.taints, unschedulable=n.unschedulable) for i, n in enumerate(order)]
-            self._nodes = (names, snap.nodes)
+            order = [n for n in self.node_order if n.name in live]
+            names = tuple(n.name for n in order)
+            if held is not None and held[1] == names:
+                nodes = held[2]
+                for node in nodes:
+                    node.tasks = {}
+            else:
+                nodes = [NodeInfo(name=n.name, index=i, allocatable=n.allocatable, labels=n.labels,
+                                  taints=n.taints, unschedulable=n.unschedulable) for i, n in enumerate(order)]
+            self._nodes = (frozenset(live), names, nodes)
+            snap.nodes = list(nodes)
+        snap.nodes_key = ("start", id(self), names)
         snap.orphan_tasks = [_fresh_task(t, t.status, t.node_name) for t in self.orphans]
         for at, patch in self.bookings:
             if now >= self.t0 + at - 1e-9:
@@ -182,6 +192,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT
+    # a forecast reads the jobs' starts and ends, never the recorder's time series or queue reports
+    sim.recording = False
     if skip_quiet:
         sim.quiet = QuietTest()
     return sim

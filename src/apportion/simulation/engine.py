@@ -30,17 +30,18 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
-from apportion.engine import CycleResult, dispatch, open_session, run_session
+from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
 from apportion.simulation.follower import PlanFollower
+from apportion.simulation.handout import JobsHandout, give_starts
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -58,6 +59,7 @@ from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
+from apportion.simulation.session_checks import check_carried, check_quiet
 from apportion.simulation.start import SessionObjects, SimStart, objects_delta
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -81,8 +83,11 @@ class Simulator(PlanFollower):
         #: the clock's start: sessions run on the period grid from here
         self.t0 = 0.0
         self.now = 0.0
-        #: what sessions see of a start state that came from cluster objects (None: the scenario's jobs)
+        #: what sessions see of a start state that came from cluster objects (None: the scenario's jobs),
+        #: and the jobs they built for the last session (`handout.every = True`: every job asked for
+        #: at every session, the reference)
         self.objects: SessionObjects | None = None
+        self.handout: JobsHandout | None = None
         #: releasing tasks deleted in the start state: over once released, not restarted
         self.deleting: set[tuple[str, int]] = set()
         #: job uids whose first start ends the run once all have started (empty: run to the end)
@@ -98,6 +103,9 @@ class Simulator(PlanFollower):
         self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
         #: jobs whose pods or podgroup may differ from what the cache holds
         self._dirty: set[str] = set()
+        #: node events so far, and their count when the cache was last told the nodes (-1: never)
+        self._node_changes = 0
+        self._nodes_told = -1
         #: jobs a start state's objects build for every session (SimStart.objects): never told to the cache
         self._objects_jobs: set[str] = set()
         #: what the cache was last told: per pod key (status, node), per podgroup uid (phase, queue, ...)
@@ -106,7 +114,6 @@ class Simulator(PlanFollower):
         #: child queues the cache holds, by name
         self._told_queues: dict[str, QueueInfo] = {}
         self._requests: dict[str, dict[str, str]] = {}
-        self._assembled: dict[str, JobInfo] = {}
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
@@ -127,11 +134,16 @@ class Simulator(PlanFollower):
         self.reservation_log: list[dict[str, Any]] = []
         self.children: dict[str, list[QueueInfo]] = {}
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
+        #: sample the recorder's time series after each session and take each session's queue report
+        #: (a forecast, which reads only the jobs, turns this off)
+        self.recording = True
         self.sessions = 0
-        #: asked of each opened session: True when it provably changes nothing, so it is not run (the
-        #: forecast's test, semantics F1; under the self-check it runs and must change nothing).
+        #: asked of each opened session: None when it may bind, pipeline, evict or admit; else the
+        #: PodGroup phases its close would move (uid -> phase; empty: it provably changes nothing), so
+        #: that it is not run and those phases are written instead (the forecast's test, semantics F1
+        #: and F2; under the self-check it runs and must change those phases and nothing else).
         #: `sessions` counts such sessions too, `sessions_skipped` them alone
-        self.quiet: Callable[[Session], bool] | None = None
+        self.quiet: Callable[[Session], Mapping[str, PodGroupPhase] | None] | None = None
         self.sessions_skipped = 0
         #: stop after this many sessions (None: no limit); `stopped_at_limit` says whether it did
         self.max_sessions: int | None = None
@@ -164,6 +176,7 @@ class Simulator(PlanFollower):
     def _begin(self, start: SimStart) -> None:
         self.t0 = self.now = start.t0
         self.objects = start.objects
+        self.handout = None if start.objects is None else JobsHandout(start.objects)
         self.stop_when_started = frozenset(start.stop_when_started)
         if start.plans:
             self.plans = start.plans
@@ -290,7 +303,8 @@ class Simulator(PlanFollower):
             self.events += 1
         self.now = t_sess
         self._session()
-        self.recorder.sample(self.now)
+        if self.recording:
+            self.recorder.sample(self.now)
 
     # ================================================================= events
     def _event(self, kind: int, payload: Any) -> None:
@@ -356,44 +370,28 @@ class Simulator(PlanFollower):
     def _snapshot(self) -> Snapshot:
         """The cache's snapshot, with jobs in uid order and queues in the scenario's order, then the plan
         follower's children, then root (the order sessions have always seen them in)."""
+        handout = self.handout
+        touched = handout.touched(self._dirty) if handout is not None else set()
         self._flush()
         snap = self.cache.snapshot(keep=True)
         if check.enabled():
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
-        if self.objects is not None:
+        changed: set[str] | None = None
+        if handout is not None:
             # a start state from cluster objects builds (some of) its jobs itself (the forecast, from
-            # a dump's pods)
-            self._assembled = snap.jobs
-            snap.jobs = {uid: self._job_info(self.active[uid]) for uid in sorted(self.active)}
-        # a running task's start on the session's clock (Session.now), as the model asks a simulator to
-        # give it; a kept job has it from the session it was built for
-        # (a job handed out again, by the cache or by a start state's objects, is the object this loop
-        # already visited: its tasks' statuses are those it was built with, so it has nothing left to
-        # fill in)
-        by_key = self.task_by_key
+            # a dump's pods): asked again only for the jobs that may have changed (simulation/handout.py)
+            snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         last = self._last_jobs
-        checking = check.enabled()
         delta = snap.jobs_delta
         # a job the cache's delta does not name is the last snapshot's object (docs/semantics.md K17)
-        names = delta.changed if (delta is not None and delta.since is not None and self.objects is None
-                                  and not checking) else snap.jobs
-        for uid in names:
-            ji = snap.jobs.get(uid)
-            if ji is None:
-                continue
-            kept = last.get(uid) is ji
-            if kept and not checking:
-                continue
-            for t in ji.tasks.values():
-                if t.status is TaskStatus.RUNNING and t.started_at is None:
-                    hit = by_key.get(t.key)
-                    if hit is None or hit[1].start is None:
-                        continue
-                    if kept:
-                        raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
-                                                    "again has no start")
-                    t.started_at = hit[1].start
+        if check.enabled():
+            names: Collection[str] = snap.jobs
+        elif self.objects is not None:
+            names = snap.jobs if changed is None else changed
+        else:
+            names = delta.changed if delta is not None and delta.since is not None else snap.jobs
+        give_starts(snap.jobs, names, last, self.task_by_key)
         self._last_jobs = snap.jobs
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:
@@ -416,10 +414,9 @@ class Simulator(PlanFollower):
         snap.queues = queues
         snap.memo = self._memo
         if self.objects is not None:
+            # the start state's nodes (not the cache's), with their key (K9)
             self.objects.adjust(snap, self.now, self.nodes)
-            # the start state's nodes (not the cache's), the same while the same of them are live
-            snap.nodes_key = ("start", id(self.objects), tuple(n.name for n in snap.nodes))
-            snap.jobs_delta = objects_delta(snap.jobs, last, delta)
+            snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed)
         return snap
 
     def snapshot(self) -> Snapshot:
@@ -427,15 +424,9 @@ class Simulator(PlanFollower):
         no jobs' delta, since the caller may replace jobs in it."""
         snap = self._snapshot()
         snap.jobs_delta = None
+        if self.handout is not None:
+            self.handout.forget()
         return snap
-
-    def _job_info(self, sj: SimJob) -> JobInfo:
-        """The job as the cache's snapshot holds it, unless the start state's objects build it."""
-        if self.objects is not None:
-            ji = self.objects.job_info(sj)
-            if ji is not None:
-                return ji
-        return self._assembled[sj.uid]
 
     def _session(self) -> None:
         for obs in self.observers:
@@ -457,11 +448,12 @@ class Simulator(PlanFollower):
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
-        quiet = self.quiet is not None and self.quiet(ssn)
+        verdict = self.quiet(ssn) if self.quiet is not None else None
         warnings_at_open = list(ssn.warnings)
-        if quiet and not check.enabled():
-            self._skip_session(ssn)
+        if verdict is not None and not check.enabled():
+            self._skip_session(ssn, verdict)
             return
+        phases_before = {uid: sj.phase for uid, sj in self.active.items()} if verdict is not None else {}
         result = run_session(ssn)
         if check.enabled():
             check.check_cache(self.cache)
@@ -480,35 +472,34 @@ class Simulator(PlanFollower):
                 if sj3 is not None:
                     sj3.message = ev.message
         if check.enabled():
-            self._check_carried(result)
-            if quiet and (changed or result.warnings != warnings_at_open):
-                raise check.StateCheckError(f"{check.ENV}: session {ssn.uid} at {self.now} was called quiet but "
-                                            f"binds {len(result.binds)}, pipelines {len(result.pipelined)}, "
-                                            f"evicts {len(result.evictions)} or changes a phase or warning")
-        self.recorder.session_report(self.now, result.queue_status)
+            check_carried(self.active, result)
+            if verdict is not None:
+                moved = {uid: sj.phase for uid, sj in self.active.items() if phases_before.get(uid) is not sj.phase}
+                check_quiet(f"session {ssn.uid} at {self.now}", result, verdict, moved, warnings_at_open)
+        if self.recording:
+            self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
         self.dirty = changed
 
-    def _skip_session(self, ssn: Session) -> None:
-        """A session the quiet test shows to change nothing: what running it would leave but the
-        why-pending texts (the jobs keep the last run session's) and its close."""
+    def _skip_session(self, ssn: Session, phases: Mapping[str, PodGroupPhase]) -> None:
+        """A session the quiet test shows to change nothing but the PodGroup phases `phases`: what
+        running it would leave but the why-pending texts (the jobs keep the last run session's): the
+        open's warnings, the queue report, and those phases, which the next period's session sees, as
+        after a session whose close moved them."""
         self.sessions_skipped += 1
         for w in ssn.warnings:
             self.warn(w)
-        self.recorder.session_report(self.now, ssn.queue_reports())
+        if self.recording:
+            self.recorder.session_report(self.now, ssn.queue_reports())
         ssn.release()
-        self.dirty = False
-
-    def _check_carried(self, result: CycleResult) -> None:
-        """The self-check: a job the session closed as the last one did holds that phase and message."""
-        recomputed = {j.uid for j in result.recomputed or ()}
-        messages = {ev.object: ev.message for ev in result.events}
-        for uid, phase in result.podgroups.items():
+        changed = False
+        for uid, phase in phases.items():
             sj = self.active.get(uid)
-            if uid not in recomputed and sj is not None and (
-                    sj.phase.value != phase or (uid in messages and sj.message != messages[uid])):
-                raise check.StateCheckError(f"{check.ENV}: job {uid} closed as in the last session holds "
-                                            f"{sj.phase.value}, {sj.message!r}, not {phase}, {messages.get(uid)!r}")
+            if sj is not None and sj.phase is not phase:
+                sj.phase = phase
+                self._dirty.add(uid)
+                changed = True
+        self.dirty = changed
 
 
 def simulate(scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,

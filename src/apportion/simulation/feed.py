@@ -32,6 +32,9 @@ class ClusterFeed:
     active: dict[str, SimJob]
     _node_objs: dict[str, tuple[str, dict[str, Any]]]
     _dirty: set[str]
+    #: node events so far, and their number when the cache was last told the nodes
+    _node_changes: int
+    _nodes_told: int
     _objects_jobs: set[str]
     _told: dict[str, tuple[Any, ...]]
     _told_pg: dict[str, tuple[Any, ...]]
@@ -66,11 +69,14 @@ class ClusterFeed:
 
     def _flush(self) -> None:
         """Tell the cache what changed since the last session: nodes that came, the plan follower's child
-        queues, every changed job (pods first, so none points at a node about to go), nodes that went."""
-        for name in sorted(self.nodes):
-            if name not in self.cache.raw["Node"]:
-                self._node_objs.setdefault(name, ("simulator", node_object(self.nodes[name])))
-                self._add_node(self.nodes[name])
+        queues, every changed job (pods first, so none points at a node about to go), nodes that went.
+        The nodes are compared only after a node event (`_node_changes`), the only thing that moves them."""
+        nodes_moved = self._nodes_told != self._node_changes
+        if nodes_moved:
+            for name in sorted(self.nodes):
+                if name not in self.cache.raw["Node"]:
+                    self._node_objs.setdefault(name, ("simulator", node_object(self.nodes[name])))
+                    self._add_node(self.nodes[name])
         kids = {q.name: q for qs in self.children.values() for q in qs}
         for name, q in kids.items():
             if self._told_queues.get(name) is not q:
@@ -82,8 +88,10 @@ class ClusterFeed:
         self._dirty.clear()
         for name in [n for n in self._told_queues if n not in kids]:
             self._apply(DELETED, queue_object(self._told_queues.pop(name)), "plan follower")
-        for name in [n for n in self.cache.raw["Node"] if n not in self.nodes]:
-            self._apply(DELETED, self._node_objs[name][1], "node event")
+        if nodes_moved:
+            for name in [n for n in self.cache.raw["Node"] if n not in self.nodes]:
+                self._apply(DELETED, self._node_objs[name][1], "node event")
+            self._nodes_told = self._node_changes
 
     def _flush_job(self, sj: SimJob) -> None:
         live = sj.uid in self.active

@@ -59,6 +59,8 @@ class PlanFollower(TaskLifecycle):
 
     # ================================================================= the plan follower
     def _follow_plans(self) -> None:
+        if not self.plans:
+            return  # (the cluster's total is a pass over every node)
         total = self._cluster_total()
         for qname, plan in sorted(self.plans.items()):
             before = {q.name for q in self.children.get(qname, [])}

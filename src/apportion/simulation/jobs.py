@@ -63,7 +63,7 @@ class SimJob:
     lost_cpu_seconds: float = 0.0
     message: str = ""
     done_tasks: int = 0
-    #: free for a Simulator subclass that builds its own JobInfo (see Simulator._job_info) to keep one
+    #: free for a Simulator subclass that builds its own JobInfo (`SessionObjects.job_info`, simulation/start.py) to keep one
     info: JobInfo | None = field(default=None, repr=False, compare=False)
     info_of: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     #: bumped by every task status change (Simulator._set_status); a task's node changes only with it

@@ -104,6 +104,7 @@ class TaskLifecycle(ClusterFeed):
         self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
 
     def _node_event(self, ev: Any) -> None:
+        self._node_changes += 1
         if ev.type == "fail":
             for name in ev.nodes:
                 node = self.nodes.pop(name, None)

@@ -24,11 +24,15 @@ class SessionObjects(Protocol):
 
     def job_info(self, job: SimJob) -> JobInfo | None:
         """The job as a session sees it, or None for the simulator's own (a job of the scenario).
-        `job.info` / `job.info_of` are free to keep one between sessions."""
+        `job.info` / `job.info_of` are free to keep one between sessions. The simulator hands a job
+        out again without asking while `job.info` is the object it last returned and nothing changed
+        either since (no task status, phase or queue of `job`; nothing logged or noted on the object:
+        simulation/handout.py), so asking must then give that object, with nothing to clear on it."""
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
         """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
-        ...); `live_nodes`: the nodes that have not failed."""
+        ...); `live_nodes`: the nodes that have not failed. Sets `snap.nodes` and their `nodes_key`
+        (the same key for the same node objects, as the cache gives its own: K9)."""
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The simulation changed this task's status (called before the change)."""
@@ -76,17 +80,21 @@ class SimStart:
     stop_when_started: frozenset[str] = frozenset()
 
 
-def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None) -> JobDelta | None:
+def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None,
+                  changed: set[str] | None = None) -> JobDelta | None:
     """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
     forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
     job is given the cache's log, so that what changes one of them in place is logged as the cache's
-    jobs are (docs/semantics.md K17). None when the cache's delta says nothing."""
-    changed: set[str] = set()
-    for uid, ji in jobs.items():
-        if last.get(uid) is not ji:
-            changed.add(uid)
-            if cache is not None:
-                ji.log, ji.notes = cache.log, cache.notes
+    jobs are (docs/semantics.md K17). None when the cache's delta says nothing.
+
+    `changed`: the uids of `jobs` whose object is not `last`'s, when the caller knows them (the jobs
+    handed out again, simulation/handout.py); else every job is compared."""
+    if changed is None:
+        changed = {uid for uid, ji in jobs.items() if last.get(uid) is not ji}
+    if cache is not None:
+        for uid in changed:
+            ji = jobs[uid]
+            ji.log, ji.notes = cache.log, cache.notes
     if cache is None or cache.since is None:
         return None
     return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,

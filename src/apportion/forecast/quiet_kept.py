@@ -1,0 +1,240 @@
+"""The quiet test (forecast/quiet.py, semantics F1 and F2) kept from session to session.
+
+`session_verdict` walks every job of the session (1,000 here) for each of its tests: the phase close
+gives it, its best-effort and pipelined tasks, what allocate could place of it, whether it waits
+for enqueue. Each of those is a function of the job object as it opened (its task statuses, phase,
+conditions) and of a few things of the session that rarely move (the node table's columns, the queue
+names, which actions run, whether gang decides). A forecast asks the test of every session, and
+between two sessions the snapshot's jobs' delta (K17) names every job that can be anything but the
+object the last session saw unchanged. So `QuietTest` keeps each job's facts and works them out
+again only for the jobs the delta names (and for a job with an Unschedulable condition, whose close
+reads the session's uid), and keeps the sums over the jobs the tests read:
+
+* the phases close would move (uid -> phase);
+* the jobs with a pending best-effort or a pipelined task; the Pending jobs; the backlog enqueue
+  would vote on (Pending, in a known queue) and those of it without minResources;
+* per smallest request (allocate's bound, `places_at_most`), the jobs allocate would try with it,
+  each with the fewest placements that would keep something (1, or with gang what it lacks of
+  minMember): the session places something only if, for some request, the bound over the table's
+  FutureIdle reaches the least of those (and the job has that many pending tasks).
+
+Only the bound over FutureIdle (one per distinct request) and capacity's backlog test are asked
+afresh each session, the latter of one job per queue and minResources: capacity's vote on a job reads
+its queue's levels and its minResources alone (K14: a level's verdict per minResources, shared by the
+jobs that ask it), and the test asks only whether any job would be admitted, so one job of each such
+pair gives the answer all of them give (the refusals' explanations, which a skipped session does not
+keep and enqueue records again in a session that runs, are the representatives' alone). Everything else is worked out from scratch when the delta does not start at
+the snapshot the test last saw, or a session-wide input moved. Under `APPORTION_CHECK_STATE=1` every
+answer is compared with `session_verdict` over every job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.forecast.quiet import (
+    PROVEN_ACTIONS,
+    close_phase,
+    gang_decides,
+    gang_of,
+    least_request,
+    places_at_most,
+    session_verdict,
+)
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
+from apportion.state import check
+
+
+@dataclass(slots=True)
+class _Facts:
+    """What the tests read of one job as it opened (see the module)."""
+
+    moved: PodGroupPhase | None
+    unschedulable: bool
+    best_effort: bool
+    pending: bool
+    #: a backlog job's queue and minResources (`_admission_key`; None: not in the backlog)
+    admission: tuple[object, ...] | None
+    no_min_resources: bool
+    #: allocate's bound: the smallest request's bytes and row, and the fewest placements that keep
+    #: something (None: the job can keep nothing, whatever fits)
+    key: bytes | None
+    least: np.ndarray | None
+    need: int
+
+
+@dataclass
+class QuietTest:
+    """The test a forecast simulator asks of each opened session (`Simulator.quiet`): None when the
+    session may bind, pipeline, evict or admit, else the phases its close would move (uid -> phase;
+    empty when it provably changes nothing at all; forecast/quiet.py), and counts of its answers."""
+
+    #: sessions asked about; those that change nothing, and those that change only phases
+    asked: int = 0
+    quiet: int = 0
+    phases_only: int = 0
+    #: why the others ran, by the first reason found (for the benchmark's and the tests' reading)
+    reasons: dict[str, int] = field(default_factory=dict)
+    #: sessions whose facts were all worked out again (no delta from the last one asked, or a
+    #: session-wide input moved)
+    rebuilt: int = 0
+
+    #: the snapshot number the facts were last brought up to, and the session-wide inputs then
+    _at: int | None = None
+    _inputs: tuple[object, ...] | None = None
+    _facts: dict[str, _Facts] = field(default_factory=dict)
+    _moved: dict[str, PodGroupPhase] = field(default_factory=dict)
+    _unschedulable: set[str] = field(default_factory=set)
+    _best_effort: set[str] = field(default_factory=set)
+    _pending: set[str] = field(default_factory=set)
+    #: the backlog by queue and minResources (`_admission_key`)
+    _backlog: dict[tuple[object, ...], set[str]] = field(default_factory=dict)
+    _no_min: set[str] = field(default_factory=set)
+    #: per request key: its row, and the jobs allocate would try with it (uid -> need)
+    _rows: dict[bytes, np.ndarray] = field(default_factory=dict)
+    _needs: dict[bytes, dict[str, int]] = field(default_factory=dict)
+
+    def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
+        """The phases the opened session's close would move when its actions provably change nothing,
+        else None (counted)."""
+        self.asked += 1
+        why, phases = self.verdict(ssn)
+        if check.enabled():
+            want = session_verdict(ssn)
+            if (why, phases) != want:
+                raise check.StateCheckError(f"{check.ENV}: the quiet test kept from session to session answers "
+                                            f"{(why, phases)}, the test over every job {want}")
+        if why:
+            self.reasons[why] = self.reasons.get(why, 0) + 1
+            return None
+        if phases:
+            self.phases_only += 1
+        else:
+            self.quiet += 1
+        return phases
+
+    def verdict(self, ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
+        """`session_verdict(ssn)`, from the facts kept (see the module)."""
+        actions = ssn.conf.actions
+        if not PROVEN_ACTIONS.issuperset(actions):
+            return "action", {}
+        hooks_known, gang = gang_of(ssn)
+        if not hooks_known:
+            return "close hook", {}
+        self._bring_up(ssn, gang)
+        if self._pending and "allocate" in actions and "enqueue" not in actions:
+            return "admission", {}  # allocate admits Pending jobs itself without enqueue
+        jobs = ssn.jobs
+        phases = dict(self._moved)
+        if "backfill" in actions and self._best_effort:
+            return "backfill", {}
+        if "allocate" in actions and self._needs:
+            future = ssn.table.future_idle()
+            for key, needs in self._needs.items():
+                if needs and places_at_most(future, self._rows[key]) >= min(needs.values()):
+                    return "placement", {}
+        if "enqueue" in actions and self._backlog:
+            backlog = [jobs[uid] for uid in sorted(min(uids) for uids in self._backlog.values())]
+            # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
+            # the same question first thing itself, on the same accounting
+            if self._no_min or ssn.enqueue_admissible(backlog) != []:
+                return "admission", {}
+        return "", phases
+
+    # ----------------------------------------------------------------- the facts kept
+    def _bring_up(self, ssn: Session, gang: Plugin[Session] | None) -> None:
+        """The facts of every job of the session, worked out again for the jobs the delta names."""
+        delta = ssn.snapshot.jobs_delta
+        inputs = (tuple(ssn.table.columns), tuple(ssn.queues), gang is not None,
+                  gang is not None and gang_decides(ssn), "enqueue" in ssn.enabled_actions)
+        look = delta.since_last(self._at) if delta is not None and inputs == self._inputs else None
+        self._at = None if delta is None else delta.snapshot
+        self._inputs = inputs
+        jobs = ssn.jobs
+        if look is None:
+            self.rebuilt += 1
+            for uid in list(self._facts):
+                self._drop(uid)
+            names = list(jobs)
+        else:
+            names = list(look | self._unschedulable)
+        decides, enqueue = bool(inputs[3]), bool(inputs[4])
+        for uid in names:
+            job = jobs.get(uid)
+            if job is None:
+                self._drop(uid)
+            else:
+                self._drop(uid)
+                self._add(uid, _facts(ssn, job, gang, decides, enqueue))
+
+    def _drop(self, uid: str) -> None:
+        facts = self._facts.pop(uid, None)
+        if facts is None:
+            return
+        self._moved.pop(uid, None)
+        for s in (self._unschedulable, self._best_effort, self._pending, self._no_min):
+            s.discard(uid)
+        if facts.admission is not None:
+            same = self._backlog[facts.admission]
+            same.discard(uid)
+            if not same:
+                del self._backlog[facts.admission]
+        if facts.key is not None:
+            needs = self._needs[facts.key]
+            del needs[uid]
+            if not needs:
+                del self._needs[facts.key]
+                del self._rows[facts.key]
+
+    def _add(self, uid: str, facts: _Facts) -> None:
+        self._facts[uid] = facts
+        if facts.moved is not None:
+            self._moved[uid] = facts.moved
+        for flag, s in ((facts.unschedulable, self._unschedulable), (facts.best_effort, self._best_effort),
+                        (facts.pending, self._pending), (facts.no_min_resources, self._no_min)):
+            if flag:
+                s.add(uid)
+        if facts.admission is not None:
+            self._backlog.setdefault(facts.admission, set()).add(uid)
+        if facts.key is not None:
+            assert facts.least is not None
+            self._rows.setdefault(facts.key, facts.least)
+            self._needs.setdefault(facts.key, {})[uid] = facts.need
+
+
+def _facts(ssn: Session, job: JobInfo, gang: Plugin[Session] | None, decides: bool, enqueue: bool) -> _Facts:
+    """One job's facts as `session_verdict`'s tests read them (forecast/quiet.py)."""
+    phase = close_phase(job, gang, ssn.uid)
+    pending = job.is_pending()
+    backlog = pending and job.queue in ssn.queues
+    key: bytes | None = None
+    least: np.ndarray | None = None
+    need = 0
+    if not (pending and enqueue) and job.counts.get(TaskStatus.PENDING) and job.queue in ssn.queues:
+        n, least = least_request(ssn, job)
+        if least is not None:
+            # a placement keeps something once min(bound, n) reaches `need`
+            need = 1
+            if decides:
+                need = max(1, job.min_available - job.ready_num() - job.waiting_num() - job.pending_best_effort_num())
+            if n >= need:
+                key = least.tobytes()
+            else:
+                least = None
+    return _Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
+                  best_effort=bool(job.pending_be or job.counts.get(TaskStatus.PIPELINED)), pending=pending,
+                  admission=_admission_key(job) if backlog else None,
+                  no_min_resources=backlog and job.min_resources is None, key=key, least=least,
+                  need=need)
+
+
+def _admission_key(job: JobInfo) -> tuple[object, ...]:
+    """What capacity's JobEnqueueable vote reads of a job: its queue and its minResources by value."""
+    r = job.min_resources
+    if r is None:
+        return (job.queue, None)
+    return (job.queue, r.cpu, r.memory, tuple(r.scalars.items()))

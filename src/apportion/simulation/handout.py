@@ -1,0 +1,167 @@
+"""The jobs a simulator hands each session when a start state's objects build them (the forecast), and
+the running tasks' starts it gives the jobs built anew (`give_starts`).
+
+`Simulator._snapshot` asked the objects (`SessionObjects.job_info`) for every active job at every
+session, although between two sessions of a forecast only the few jobs an event, a decision or the
+session itself touched can be anything but the object handed out last. `JobsHandout` keeps the last
+map and asks again only for:
+
+* the jobs the simulator changed since (`Simulator._dirty`: a task status, a phase, a queue, an
+  arrival or a departure; captured before the cache feed clears it);
+* the jobs a session changed in place or wrote notes on since the last snapshot (the cache's live
+  `log` and `notes` of that snapshot's jobs' delta, which every job handed out writes into: K17);
+* the jobs the objects did not keep (`SimJob.info` is not the object handed out), which they build
+  again each session;
+* the cache's own jobs (the scenario's arrivals), taken from its snapshot as before.
+
+Every other job is the last map's object, and asking would hand it out again: nothing that decides
+it changed, and nothing is noted on it to clear (the `SessionObjects` contract). `ask_all` is the
+reference (`every=True` asks it at every snapshot); under `APPORTION_CHECK_STATE=1` each job handed
+out again without asking is asked and must be that object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from apportion.cluster.model import JobInfo, TaskStatus
+from apportion.cluster.snapshot import JobDelta
+from apportion.simulation.jobs import SimJob, SimTask
+from apportion.simulation.start import SessionObjects
+from apportion.state import check
+
+
+class JobsHandout:
+    """The last jobs map a start state's objects built, kept from snapshot to snapshot (see the module)."""
+
+    def __init__(self, objects: SessionObjects, every: bool = False) -> None:
+        self.objects = objects
+        #: ask for every job at every snapshot (the reference the tests compare with)
+        self.every = every
+        #: the last map handed out, in uid order (None: ask for every job next time)
+        self.jobs: dict[str, JobInfo] | None = None
+        #: the live log and notes of the last snapshot's jobs' delta (the cache's)
+        self.live: tuple[set[str], set[str]] | None = None
+        #: uids whose last object the objects did not keep (asked every time)
+        self.volatile: set[str] = set()
+
+    def forget(self) -> None:
+        """Ask for every job next time (a caller may replace jobs of the snapshot just handed out)."""
+        self.jobs = None
+
+    def touched(self, dirty: set[str]) -> set[str]:
+        """The uids to ask for at the next snapshot: `dirty` (the simulator's, before the cache feed
+        clears it) and those logged or noted since the last snapshot. Call before the cache's
+        snapshot, which drains the log and the notes."""
+        out = set(dirty)
+        if self.live is not None:
+            out |= self.live[0]
+            out |= self.live[1]
+        return out
+
+    def hand_out(self, active: Mapping[str, SimJob], assembled: Mapping[str, JobInfo], touched: set[str],
+                 delta: JobDelta | None) -> tuple[dict[str, JobInfo], set[str] | None]:
+        """(the session's jobs in uid order, a fresh dict; the uids whose object is not the last map's,
+        or None when every job was asked for). `assembled`: the cache's snapshot jobs; `delta`: its
+        jobs' delta (its live log and notes are read at the next snapshot)."""
+        held = self.jobs
+        if delta is not None:
+            self.live = (delta.log, delta.notes)
+        else:
+            self.live, held = None, None
+        if held is None or self.every:
+            jobs = self.ask_all(active, assembled)
+            changed = None
+        else:
+            jobs, changed = self._ask_touched(held, active, assembled, touched)
+        self.jobs = jobs
+        return dict(jobs), changed
+
+    def ask_all(self, active: Mapping[str, SimJob], assembled: Mapping[str, JobInfo]) -> dict[str, JobInfo]:
+        """Every active job asked for (the reference)."""
+        jobs = {uid: self._ask(active[uid], assembled) for uid in sorted(active)}
+        self.volatile = {uid for uid, ji in jobs.items() if active[uid].info is not ji}
+        return jobs
+
+    def _ask(self, sj: SimJob, assembled: Mapping[str, JobInfo]) -> JobInfo:
+        ji = self.objects.job_info(sj)
+        return assembled[sj.uid] if ji is None else ji
+
+    def _ask_touched(self, held: dict[str, JobInfo], active: Mapping[str, SimJob],
+                     assembled: Mapping[str, JobInfo], touched: set[str]
+                     ) -> tuple[dict[str, JobInfo], set[str] | None]:
+        jobs = dict(held)
+        changed: set[str] = set()
+        volatile = self.volatile
+        reorder = False
+        for uid in touched | volatile:
+            sj = active.get(uid)
+            if sj is None:
+                jobs.pop(uid, None)
+                volatile.discard(uid)
+                continue
+            ji = self._ask(sj, assembled)
+            last = held.get(uid)
+            if last is None:
+                reorder = True
+            if ji is not last:
+                changed.add(uid)
+                jobs[uid] = ji
+            if sj.info is ji:
+                volatile.discard(uid)
+            else:
+                volatile.add(uid)
+        for uid, ji in assembled.items():
+            if uid in active and jobs.get(uid) is not ji:
+                reorder = reorder or uid not in held
+                changed.add(uid)
+                jobs[uid] = ji
+        if len(jobs) != len(active):
+            # a job came or went without the simulator naming it: ask for every one
+            return self.ask_all(active, assembled), None
+        if reorder:
+            jobs = {uid: jobs[uid] for uid in sorted(jobs)}
+        if check.enabled():
+            self._check(jobs, active, assembled, touched)
+        return jobs, changed
+
+    def _check(self, jobs: dict[str, JobInfo], active: Mapping[str, SimJob], assembled: Mapping[str, JobInfo],
+               asked: set[str]) -> None:
+        """The self-check: the map is every active job in uid order, and each job handed out again
+        without asking is what asking gives, with nothing noted on it."""
+        if list(jobs) != sorted(active):
+            raise check.StateCheckError(f"{check.ENV}: the jobs handed out are not the active jobs in uid order")
+        for uid, ji in jobs.items():
+            if uid in asked or uid in self.volatile:
+                continue
+            if ji.conditions or ji.nodes_fit_errors or ji.failed_roles or ji.job_fit_errors:
+                raise check.StateCheckError(f"{check.ENV}: job {uid} handed out again holds notes of a session")
+            if self._ask(active[uid], assembled) is not ji:
+                raise check.StateCheckError(f"{check.ENV}: job {uid} handed out again without asking is not "
+                                            "what the start state's objects give")
+
+
+def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping[str, JobInfo],
+                task_by_key: Mapping[str, tuple[SimJob, SimTask]]) -> None:
+    """Give each running task of the jobs `names` its start on the session's clock (`Session.now`), as
+    the model asks a simulator to, unless it has one. A job handed out again (the last snapshot's
+    object, by the cache or by a start state's objects) has it from the session it was built for: its
+    tasks' statuses are those it was built with, so it has nothing left to fill in, and is passed over
+    (under the self-check it is looked at, and must have none left)."""
+    checking = check.enabled()
+    for uid in names:
+        ji = jobs.get(uid)
+        if ji is None:
+            continue
+        kept = last.get(uid) is ji
+        if kept and not checking:
+            continue
+        for t in ji.tasks.values():
+            if t.status is TaskStatus.RUNNING and t.started_at is None:
+                hit = task_by_key.get(t.key)
+                if hit is None or hit[1].start is None:
+                    continue
+                if kept:
+                    raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
+                                                "again has no start")
+                t.started_at = hit[1].start
