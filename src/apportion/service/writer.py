@@ -95,13 +95,15 @@ class Writer:
 
     `transaction` opens the database transaction the jobs of a batch join (None: jobs are not
     grouped, e.g. without a database); `recover` puts memory back to what the database holds after a
-    failed batch; `settled` are the exceptions that end a job without undoing the batch."""
+    failed batch; `settled` are the exceptions that end a job without undoing the batch; the writer
+    thread runs inside `hold` (the store's: its transactions keep one connection)."""
 
     def __init__(self, lock: RWLock, transaction: Callable[[], AbstractContextManager[Any]] | None = None,
                  recover: Callable[[], None] | None = None, settled: tuple[type[BaseException], ...] = (),
-                 max_batch: int = 256) -> None:
+                 max_batch: int = 256, hold: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         self.lock = lock
         self.transaction = transaction or contextlib.nullcontext
+        self.hold = hold or contextlib.nullcontext
         self.recover = recover or (lambda: None)
         self.settled = settled
         self.max_batch = max_batch
@@ -114,7 +116,16 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="apportion-writer", daemon=True)
         self._thread.start()
 
+    @property
+    def native_id(self) -> int | None:
+        """The writer thread's id in the operating system (a benchmark reads its CPU from /proc)."""
+        return self._thread.native_id
+
     def _run(self) -> None:
+        with self.hold():
+            self._serve()
+
+    def _serve(self) -> None:
         while True:
             item = self._held if self._held is not None else self._jobs.get()
             self._held = None
