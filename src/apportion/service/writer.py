@@ -167,18 +167,21 @@ class Writer:
                     return [self._call(fn) for fn in jobs]
             except BaseException:  # noqa: BLE001 - a job or the commit failed: every job runs again alone
                 self.recover()
-        outcomes: list[Outcome] = []
-        for fn in jobs:
-            try:
-                # the outcome counts once the commit succeeded: a commit that fails after the job
-                # returned is the job's failure (it was once a second outcome, which ended the thread)
-                with self.transaction():
-                    outcome = self._call(fn)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller, who answers 500
-                self.recover()
-                outcome = (False, e)
-            outcomes.append(outcome)
-        return outcomes
+        return [self._alone(fn) for fn in jobs]
+
+    def _alone(self, fn: Callable[[], Any]) -> Outcome:
+        """Run one job in its own transaction. No frame here keeps an outcome once it returns: a
+        job's exception holds, through its traceback, the frames it was raised under, and one of
+        them holding the exception back is a cycle only the cycle collector frees (a server that
+        froze it meanwhile never does, see collector.py)."""
+        try:
+            # the outcome counts once the commit succeeded: a commit that fails after the job
+            # returned is the job's failure (it was once a second outcome, which ended the thread)
+            with self.transaction():
+                return self._call(fn)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, who answers 500
+            self.recover()
+            return False, e
 
     @staticmethod
     def _deliver(replies: list[Reply], outcomes: list[Outcome]) -> None:
@@ -207,9 +210,16 @@ class Writer:
     async def run(self, fn: Callable[[], T], alone: bool = False) -> T:
         """Run a job on the writer and wait for it (and its commit) without blocking the event loop."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
+        fut: asyncio.Future[T] | None = loop.create_future()
+        assert fut is not None
         self._jobs.put((fn, (loop, fut), alone))
-        return await fut
+        try:
+            return await fut
+        finally:
+            # a job's exception raised here holds this frame in its traceback, and the future holds
+            # the exception: without this the frame held the future, a cycle only the cycle
+            # collector frees (a server that froze it meanwhile never does, see collector.py)
+            fut = None
 
     def stop(self) -> None:
         """Finish the queued jobs and end the thread."""
