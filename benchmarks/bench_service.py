@@ -191,6 +191,47 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu(pid: int) -> dict[int, tuple[float, float, int]]:
+    """Each thread of a process: (user s, system s, context switches) so far (Linux /proc; {} elsewhere)."""
+    out: dict[int, tuple[float, float, int]] = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except OSError:
+            continue
+        switches = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches:" in line)
+        out[tid] = (int(fields[11]) / tck, int(fields[12]) / tck, switches)
+    return out
+
+
+def _threads_per_submit(pid: int, writer_tid: int | None, before: dict[int, tuple[float, float, int]],
+                        after: dict[int, tuple[float, float, int]], accepted: int) -> dict[str, Any]:
+    """The server's CPU per accepted submission (ms) by thread: the event loop (the main thread), the
+    writer (its thread id from the status; the busiest other thread on a server that does not say),
+    the rest (the thread pool's readers, the database's), each as user + system, and each thread's
+    context switches per submission (a wake-up of a thread that waited is one)."""
+    if not accepted:
+        return {}
+    diff = {t: tuple(a - b for a, b in zip(v, before.get(t, (0.0, 0.0, 0)), strict=True)) for t, v in after.items()}
+    if writer_tid is None:
+        others = [t for t in diff if t != pid]
+        writer_tid = max(others, key=lambda t: diff[t][0] + diff[t][1]) if others else None
+    out: dict[str, Any] = {}
+    for name, tids in (("loop", [pid]), ("writer", [writer_tid]),
+                       ("other", [t for t in diff if t not in (pid, writer_tid)])):
+        user = sum(diff[t][0] for t in tids if t in diff)
+        sys_ = sum(diff[t][1] for t in tids if t in diff)
+        out[name] = {"user_ms": round(user * 1000 / accepted, 3), "sys_ms": round(sys_ * 1000 / accepted, 3),
+                     "switches": round(sum(diff[t][2] for t in tids if t in diff) / accepted, 2)}
+    return out
+
+
 def _pct(lat: list[float], q: float) -> float:
     return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 1) if lat else float("nan")
 
@@ -224,6 +265,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
             load_before = os.getloadavg()[0]
             status0 = _status(server.port)
             cpu0 = _cpu_s(server.proc.pid)
+            threads0 = _thread_cpu(server.proc.pid)
             ticks_cpu: dict[int, float] = {}
             done = threading.Event()
             poller = threading.Thread(target=_poll_ticks, args=(server.port, ticks_cpu, done), daemon=True)
@@ -233,6 +275,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
             else:
                 lat, counts, wall = asyncio.run(_drive(server.port, clients, seconds))
             cpu = _cpu_s(server.proc.pid) - cpu0
+            threads1 = _thread_cpu(server.proc.pid)
             done.set()
             poller.join()
             status = _status(server.port)
@@ -248,6 +291,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
     ticks = status["ticks"] - status0["ticks"]
     tick_cpu = sorted(c / 1000 for k, c in ticks_cpu.items() if k > status0["ticks"])
     batches = status["writer"]["batches"] - status0["writer"]["batches"]
+    by_thread = _threads_per_submit(server.proc.pid, status["writer"].get("thread"), threads0, threads1, accepted)
     out.update({
         "seconds": round(wall, 1), "submits": len(lat), "answers": counts,
         "accepted_per_s": round(accepted / wall, 1),
@@ -258,6 +302,7 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         # included): on a shared machine the one figure that does not depend on the other load
         "server_cpu_ms_per_submit": round(cpu * 1000 / accepted, 2) if accepted else None,
         "server_cpu_share": round(cpu / wall, 2),
+        "server_cpu_ms_per_submit_by_thread": by_thread,
         # the longest tick's duration (wall), and the ticks' CPU as polled (the writer thread's: how
         # long a tick stalls the writer on an idle core)
         "ticks": ticks, "max_tick_ms": status["maxTickMs"],

@@ -3,14 +3,15 @@
 `bench_service.py submit` measures a live server over loopback, where the CPU per submission moves
 with the machine's load (the writer groups more jobs a commit on a starved server). This runs the
 writer's part alone, on one thread: a `Service` on a fresh SQLite file with the loop off and a clock
-that moves 1/300 s per submission, the benchmark's submissions (one 1 GiB / 1 vCore container for
-1 s, due in 10 to 60 minutes, users u0-u9; new-reservation, then the submit job as the writer runs
-it, one commit each), and every `--per-tick` submissions a tick's three parts (`follow`, `publish`,
-`schedule`) and a settle of the cycle collector, as the server runs them. It prints the median CPU
-time of a submit per block of 500 (the plan grows by one reservation a submission), the last
-ticks' parts, and a digest of every answer and every allocation: two trees that plan alike print
-the same digest. Under `valgrind --tool=callgrind` the difference of two `--submissions` counts is
-an instruction count per submission, which a shared machine does not move.
+that moves 1/300 s per submission, the benchmark's submissions (one 1 GiB / 1 vCore container for 1
+s, due in 10 to 60 minutes, users u0-u9; new-reservation, then the submit job as the writer runs it,
+one commit each, on a connection kept as the writer keeps it), and every `--per-tick` submissions a
+tick's three parts (`follow`, `publish`, `schedule`) and a settle of the cycle collector, as the
+server runs them. It prints the median CPU time of a submit per block of 500 (the plan grows by one
+reservation a submission), the last ticks' parts, and a digest of every answer and every allocation:
+two trees that plan alike print the same digest. Under `valgrind --tool=callgrind` the difference of
+two `--submissions` counts is an instruction count per submission, which a shared machine does not
+move.
 
     python -m benchmarks.bench_submit [--submissions 6000] [--per-tick 300] [--smoke]
 """
@@ -18,6 +19,7 @@ an instruction count per submission, which a shared machine does not move.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
@@ -50,6 +52,9 @@ def run(submissions: int, per_tick: int) -> dict[str, Any]:
         svc = Service(ServiceConfig(db_url=f"sqlite:///{d}/bench.db", loop=False, clock=lambda: clock[0]))
         rngs = [random.Random(k) for k in range(50)]
         svc.collector.start()  # as the server's lifespan starts it
+        # the writer thread's connection, which it keeps (a tree before that had none to keep)
+        held = getattr(svc.store, "hold", contextlib.nullcontext)()
+        held.__enter__()
         for i in range(submissions):
             clock[0] += 1000 // 3 if i % 3 else 1000 - 2 * (1000 // 3)
             user = f"u{i % 10}"
@@ -75,6 +80,7 @@ def run(submissions: int, per_tick: int) -> dict[str, Any]:
                 del followed  # the server keeps no state of a tick after it
                 svc.collector.settle()
                 ticks.append(((c1 - c0) * 1000, (c2 - c1) * 1000, (c3 - c2) * 1000))
+        held.__exit__(None, None, None)
         for _name, e in sorted(svc.reservations.plans.items()):
             for r in sorted(e.plan.reservations.values(), key=lambda r: str(r.id)):
                 digest.update(f"{r.id} {r.intervals!r}\n".encode())

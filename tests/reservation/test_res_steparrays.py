@@ -118,12 +118,13 @@ def _in_sync(plan: InMemoryPlan) -> None:
     assert plan._mirrored
     assert plan._load_arrays.breakpoints() == plan.load.breakpoints()
     assert plan._periodic_arrays.base.breakpoints() == plan.periodic_load.base.breakpoints()
-    assert set(plan._user_arrays) == set(plan.user_load)
-    assert set(plan._user_periodic_arrays) == set(plan.user_periodic)
-    for u, f in plan.user_load.items():
-        assert plan._user_arrays[u].breakpoints() == f.breakpoints()
-    for u, pf in plan.user_periodic.items():
-        assert plan._user_periodic_arrays[u].base.breakpoints() == pf.base.breakpoints()
+    # a user's mirrors are kept once read (a cap below the capacity reads them), and follow its loads
+    assert set(plan._user_arrays) <= set(plan.user_load)
+    assert set(plan._user_periodic_arrays) <= set(plan.user_periodic)
+    for u, a in plan._user_arrays.items():
+        assert a.breakpoints() == plan.user_load[u].breakpoints()
+    for u, pa in plan._user_periodic_arrays.items():
+        assert pa.base.breakpoints() == plan.user_periodic[u].base.breakpoints()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -346,3 +347,31 @@ def test_compact_keeps_the_times_where_the_value_changes(values, distinct, view)
     assert kt.tolist() == want_t and [tuple(v) for v in kv.tolist()] == want_v
     assert kv.shape == (len(want_t), 2) and kt.dtype == kv.dtype == np.int64
     assert not np.shares_memory(kt, t) and not np.shares_memory(kv, a)
+
+
+def test_a_users_mirrors_are_built_when_a_cap_reads_them_and_follow_the_edits_after():
+    """Under a per-user cap of the whole capacity the user's load is never read, so no user mirror
+    is kept; under a cap that can bind, the first availability for a user builds that user's
+    mirrors from the step functions, later edits keep them, and the answers are the walk's."""
+    for inst, built in ((1.0, False), (0.75, True)):
+        plan = _mirrored_plan((16 * 1024, 16))
+        plan.policy = CapacityOverTimePolicy(inst, 1.0, T)
+        plan.add_reservation(ReservationAllocation(rid(1), "alice", None, 0, 4000, [(0, 4000, (2048, 2))]))
+        plan.add_reservation(ReservationAllocation(rid(2), "alice", None, 0, 5000, [(0, 5000, (1024, 1))],
+                                                   period=10_000))
+        plan.add_reservation(ReservationAllocation(rid(3), "bob", None, 1000, 3000, [(1000, 3000, (4096, 1))]))
+        assert not plan._user_arrays and not plan._user_periodic_arrays
+        got = plan.available_arrays("alice", None, 0, 9000)
+        assert got is not None
+        want = plan._available_uncached("alice", None, 0, 9000, 0).breakpoints()
+        assert [(t, tuple(v)) for t, v in zip(got[0].tolist(), got[1].tolist())] == want
+        assert set(plan._user_arrays) == ({"alice"} if built else set())
+        assert set(plan._user_periodic_arrays) == ({"alice"} if built else set())
+        plan.add_reservation(ReservationAllocation(rid(4), "alice", None, 2000, 6000, [(2000, 6000, (1024, 1))]))
+        plan.delete_reservation(rid(2))
+        _in_sync(plan)
+        assert set(plan._user_periodic_arrays) == set()  # alice's periodic load is gone
+        got = plan.available_arrays("alice", None, 0, 9000)
+        assert got is not None
+        want = plan._available_uncached("alice", None, 0, 9000, 0).breakpoints()
+        assert [(t, tuple(v)) for t, v in zip(got[0].tolist(), got[1].tolist())] == want

@@ -63,3 +63,28 @@ def test_the_same_request_arriving_after_the_vcores_are_free_is_accepted() -> No
     assert _submit(system, A + 5)[0] == 202
     placed = system.plan.get_reservations(None, None, "u1")
     assert [r.rle.nonzero_pieces() for r in placed] == [[(A + 5, A + 1005, (1024, 1))]]
+
+
+def test_a_refusal_leaves_no_reference_cycle_behind() -> None:
+    """The service freezes what is alive between ticks (service/collector.py), so a reference cycle
+    alive at that moment is only freed by a collection over the whole heap. A refusal raised out of
+    TryMany once held itself through the frame that raised it (exception -> traceback -> frame ->
+    the exception): alive while the writer answered it, frozen if the settle ran then, and with it
+    the agent's frames and step functions (the short load test's audit found them)."""
+    import gc
+
+    system = _system()
+    gc.collect()
+    flags = gc.get_debug()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    before = len(gc.garbage)
+    try:
+        assert _submit(system, A)[0] == 400
+        gc.collect()
+        cyclic = [o for o in gc.garbage[before:] if type(o).__name__ in ("frame", "traceback", "StepFunction")]
+    finally:
+        del gc.garbage[before:]
+        gc.set_debug(flags)
+        gc.enable()
+    assert not cyclic, [getattr(getattr(o, "f_code", None), "co_name", type(o).__name__) for o in cyclic][:10]

@@ -116,3 +116,42 @@ def test_a_commit_that_fails_after_its_job_returned_fails_that_job_and_the_write
         assert writer.submit(lambda: "second").result(timeout=10) == "second"
     finally:
         writer.stop()
+
+
+def test_a_job_that_raises_leaves_no_reference_cycle_through_the_awaiting_frame() -> None:
+    """The server freezes what is alive between ticks (collector.py): a cycle alive then is only
+    freed by a collection over the whole heap. An exception delivered through the writer's future
+    once made one (the exception's traceback -> the awaiting frame -> the future -> the exception)."""
+    import asyncio
+    import gc
+
+    class Settled(Exception):
+        pass
+
+    def refuse() -> None:
+        raise Settled("no")
+
+    writer = Writer(RWLock(), settled=(Settled,))
+
+    async def ask() -> None:
+        with pytest.raises(Settled):
+            await writer.run(refuse)
+
+    try:
+        asyncio.run(ask())
+        gc.collect()
+        flags = gc.get_debug()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        before = len(gc.garbage)
+        try:
+            asyncio.run(ask())
+            gc.collect()
+            frames = [o.f_code.co_name for o in gc.garbage[before:] if type(o).__name__ == "frame"]
+        finally:
+            del gc.garbage[before:]
+            gc.set_debug(flags)
+            gc.enable()
+        assert "run" not in frames, frames
+    finally:
+        writer.stop()

@@ -61,6 +61,12 @@ class PlanAvailability:
         """Whether the plan keeps its loads as numpy mirrors (InMemoryPlan decides)."""
         raise NotImplementedError
 
+    def _user_mirrors(  # pragma: no cover - InMemoryPlan's
+        self, user: str
+    ) -> tuple[StepArrays | None, PeriodicStepArrays | None] | None:
+        """A user's mirrors, made when first read (InMemoryPlan's)."""
+        raise NotImplementedError
+
     def available(
         self, user: str | None, old_id: ReservationId | None, s: int, e: int, period: int = 0, *, shared: bool = False
     ) -> StepFunction:
@@ -158,9 +164,10 @@ class PlanAvailability:
         if not self._periodic_arrays.is_empty():
             sources.append((self._periodic_arrays.read(s, end), 0))
         if limit is not None:
-            name = user or ""
-            ua = self._user_arrays.get(name)
-            up = self._user_periodic_arrays.get(name)
+            mine = self._user_mirrors(user or "")
+            if mine is None:
+                return None
+            ua, up = mine
             if ua is not None:
                 sources.append((ua.read(s, end), 2))
             if up is not None:

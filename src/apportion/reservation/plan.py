@@ -120,7 +120,9 @@ class InMemoryPlan(PlanAvailability):
         # the same loads as numpy change-point arrays (steparrays), for window queries. A small plan
         # answers from its step functions (cheaper there); the mirrors are built once it holds
         # MIRROR_MIN breakpoints, kept up to date from then on, and off for good once an edit does
-        # not fit int64 or fails half-way
+        # not fit int64 or fails half-way. A user's mirrors are read only where a per-user cap can
+        # bind: each is built the first time it is read and kept up to date from then on (a plan
+        # under the default cap of the whole capacity never builds one)
         self._mirrored = False
         # the mirrors' array paths are written for the two YARN dimensions only
         self._mirrors_off = k != 2
@@ -218,37 +220,52 @@ class InMemoryPlan(PlanAvailability):
             return False
         load = StepArrays.of(self.load)
         periodic = PeriodicStepArrays.of(self.periodic_load)
-        users = {u: StepArrays.of(f) for u, f in self.user_load.items()}
-        users_periodic = {u: PeriodicStepArrays.of(f) for u, f in self.user_periodic.items()}
-        if load is None or periodic is None or None in users.values() or None in users_periodic.values():
+        if load is None or periodic is None:
             self._mirrors_off = True
             return False
         self._load_arrays = load
         self._periodic_arrays = periodic
-        self._user_arrays = {u: a for u, a in users.items() if a is not None}
-        self._user_periodic_arrays = {u: a for u, a in users_periodic.items() if a is not None}
+        self._user_arrays = {}
+        self._user_periodic_arrays = {}
         self._mirrored = True
         return True
+
+    def _user_mirrors(self, user: str) -> tuple[StepArrays | None, PeriodicStepArrays | None] | None:
+        """The user's non-periodic and periodic mirrors (None for a load the user does not have),
+        built now from the step functions if not kept yet, and kept from then on; None when int64
+        cannot hold one of them (the caller answers from the step functions)."""
+        ua = self._user_arrays.get(user)
+        if ua is None and user in self.user_load:
+            ua = StepArrays.of(self.user_load[user])
+            if ua is None:
+                return None
+            self._user_arrays[user] = ua
+        up = self._user_periodic_arrays.get(user)
+        if up is None and user in self.user_periodic:
+            up = PeriodicStepArrays.of(self.user_periodic[user])
+            if up is None:
+                return None
+            self._user_periodic_arrays[user] = up
+        return ua, up
 
     def _apply_mirrors(self, period: int, user: str, pieces: list[Interval], sign: int) -> bool:
         """The edit `_apply_loads` made, on the arrays; False when they cannot follow it."""
         if period > 0:
             every = [(a + k * period, b + k * period, r) for k in range(self.max_periodicity // period)
                      for a, b, r in pieces]
+            if not self._periodic_arrays.add_pieces(every, sign):
+                return False
             mine = self._user_periodic_arrays.get(user)
-            if mine is None:
-                mine = self._user_periodic_arrays[user] = PeriodicStepArrays(self.max_periodicity)
-            ok = self._periodic_arrays.add_pieces(every, sign) and mine.add_pieces(every, sign)
-            if user not in self.user_periodic:
+            if mine is not None and (user not in self.user_periodic or not mine.add_pieces(every, sign)):
+                # gone, or int64 might not hold it: built again from the step function if read
                 del self._user_periodic_arrays[user]
-            return ok
+            return True
+        if not self._load_arrays.add_pieces(pieces, sign):
+            return False
         ua = self._user_arrays.get(user)
-        if ua is None:
-            ua = self._user_arrays[user] = StepArrays()
-        ok = self._load_arrays.add_pieces(pieces, sign) and ua.add_pieces(pieces, sign)
-        if user not in self.user_load:
+        if ua is not None and (user not in self.user_load or not ua.add_pieces(pieces, sign)):
             del self._user_arrays[user]
-        return ok
+        return True
 
     # -- queries ------------------------------------------------------------------------------
     def total_at(self, t: int) -> Res:

@@ -139,7 +139,8 @@ class Service:
             self._apply_now(read_documents([config.cluster_path]), [])
         # Refused and InputError end a job before it changed anything, or with memory and its writes
         # agreeing (a tick whose session refused the conf): they never undo the jobs grouped with it
-        self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError))
+        self.writer = Writer(self.lock, self.store.transaction, self._reload_after_failure, (Refused, InputError),
+                             hold=self.store.hold)
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
         #: the cycle collector's schedule while the server runs (started by the app's lifespan)
         self.collector = Collector(lambda: self.writer.jobs_run)

@@ -6,17 +6,21 @@ intervals), the id -> queue record of accepted submissions and the id sequence, 
 the very same allocations back into the plans without asking the agent or the policy again (YARN's
 RM recovery). It also keeps the applied cluster objects, token digests and small settings.
 
-A write made inside `transaction()` joins that transaction: the writer opens one per request, so
-everything one request changes (a plan edit and its id record, an apply of many objects) is one
-commit, made before the answer is sent. A write outside a transaction commits on its own. The
-reservation and id upserts of a transaction are sent together, one executemany per table, before
-its commit and before any other statement or read of it, so the database sees them in their order.
+A write made inside `transaction()` joins that transaction: the writer opens one per batch of
+requests, so everything one request changes (a plan edit and its id record, an apply of many
+objects) is in one commit, made before the answer is sent. A write outside a transaction commits on
+its own. The reservation and id upserts of a transaction, and the id sequence, are sent together,
+one executemany per table on the driver's cursor, before its commit and before any other statement
+or read of it, so the database sees them in their order. On SQLite the writer thread keeps one
+connection (`hold`) for all its transactions; a transaction that fails drops it, and the next one
+checks a fresh connection out of the pool.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +56,20 @@ _PUT_RESERVATION = sa.text(
 _PUT_QUEUE_OF = sa.text("INSERT INTO reservation_ids (id, queue) VALUES (:id, :queue) ON CONFLICT (id) DO NOTHING")
 _SET_META = sa.text("INSERT INTO meta (key, value) VALUES (:key, :value) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+#: the statements `_flush_rows` sends on the driver's cursor, in their order
+_QUEUED = (_PUT_RESERVATION, _PUT_QUEUE_OF, _SET_META)
+_PARAM = re.compile(r":(\w+)")
+
+
+def driver_sql(statement: sa.TextClause, paramstyle: str) -> str:
+    """A `:name` statement in the driver's parameter style (sqlite3 reads `:name` itself, psycopg
+    `%(name)s`), for an executemany on the driver's cursor: SQLAlchemy's execution of a text clause
+    binds every row's parameters in Python, which cost more than the database's work on them."""
+    if paramstyle == "named":
+        return statement.text
+    if paramstyle == "pyformat":
+        return _PARAM.sub(r"%(\1)s", statement.text.replace("%", "%%"))
+    raise ValueError(f"no driver form of the store's statements for paramstyle {paramstyle!r}")
 
 
 def _dump(body: Any) -> str:
@@ -114,6 +132,9 @@ class SqlStore:
         self._stored_sequence = 0
         #: each plan's resource types, as configure_plans made it: how its vectors are stored and read
         self.dims: dict[str, tuple[str, ...]] = {}
+        # sqlite3 reads `:name` whatever style it announces; psycopg's is pyformat
+        style = "named" if engine.dialect.name == "sqlite" else str(getattr(engine.dialect.dbapi, "paramstyle", ""))
+        self._driver_sql = {st: driver_sql(st, style) for st in _QUEUED}
 
     @property
     def _conn(self) -> Connection | None:
@@ -128,19 +149,67 @@ class SqlStore:
         return self._conn is not None
 
     @contextmanager
+    def hold(self) -> Iterator[None]:
+        """While inside, this thread's transactions reuse one connection (the writer holds it for its
+        life): a checkout from the pool and its return cost more than a small batch's SQL did. SQLite
+        only: its connection is a file in this process, which nothing outside can drop, where a
+        PostgreSQL connection is checked out per transaction so that the pool's pre-ping replaces one
+        the server closed before a transaction fails on it."""
+        if self.engine.dialect.name != "sqlite":
+            yield
+            return
+        self._local.holding = True
+        try:
+            yield
+        finally:
+            self._local.holding = False
+            self._drop_held()
+
+    def _drop_held(self) -> None:
+        conn: Connection | None = getattr(self._local, "held", None)
+        self._local.held = None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection is being dropped anyway
+                conn.invalidate()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A connection in a transaction (committed at the end, rolled back on error): the held one
+        when this thread holds one, dropped after a failure (it may be broken: the next transaction
+        checks out a fresh one, with the pool's pre-ping), else one from the pool for this one."""
+        if not getattr(self._local, "holding", False):
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        held: Connection | None = getattr(self._local, "held", None)
+        if held is None:
+            held = self._local.held = self.engine.connect()
+        try:
+            with held.begin():
+                yield held
+        except BaseException:
+            self._drop_held()
+            raise
+
+    @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One transaction for every write made inside it; committed at the end, rolled back on error."""
         if self._conn is not None:
             yield self._conn
             return
-        with self.engine.begin() as conn:
+        with self._connection() as conn:
             self._conn = conn
             self._local.rows = {}
+            self._local.sequence = 0
             try:
-                if self._pending_sequence:
-                    self._flush_sequence(conn)
                 yield conn
                 self._flush_rows(conn)
+            except BaseException:
+                # not written: the next transaction writes it
+                self._repend(self._local.sequence)
+                raise
             finally:
                 self._conn = None
                 self._local.rows = {}
@@ -156,13 +225,36 @@ class SqlStore:
         self._local.rows.setdefault(statement, []).append(row)
 
     def _flush_rows(self, conn: Connection) -> None:
-        """Send the queued upserts, each table's in the order they were made."""
-        rows: dict[sa.TextClause, list[dict[str, Any]]] = getattr(self._local, "rows", None) or {}
-        if conn is not self._conn or not rows:
+        """Send the queued upserts and the pending id sequence, each table's in the order they were
+        made, as one executemany each on the driver's cursor (inside the connection's transaction)."""
+        if conn is not self._conn:
+            return
+        rows: dict[sa.TextClause, list[dict[str, Any]]] = self._local.rows
+        with self._pending_lock:
+            seq, self._pending_sequence = self._pending_sequence, 0
+        if seq > self._stored_sequence:
+            rows.setdefault(_SET_META, []).append({"key": "sequence", "value": str(seq)})
+            self._local.sequence = max(self._local.sequence, seq)
+            self._stored_sequence = seq
+        if not rows:
             return
         self._local.rows = {}
-        for statement, params in rows.items():
-            conn.execute(statement, params)
+        cursor = conn.connection.cursor()
+        try:
+            for statement in _QUEUED:
+                params = rows.get(statement)
+                if params:
+                    cursor.executemany(self._driver_sql[statement], params)
+        finally:
+            cursor.close()
+
+    def _repend(self, seq: int) -> None:
+        """A sequence whose write was rolled back is pending again (and not stored)."""
+        if seq:
+            with self._pending_lock:
+                self._pending_sequence = max(self._pending_sequence, seq)
+                if self._stored_sequence <= seq:
+                    self._stored_sequence = 0
 
     # -- PlanStore ------------------------------------------------------------------------------
     def put_reservation(self, queue: str, res: StoredReservation) -> None:
@@ -231,22 +323,13 @@ class SqlStore:
             return {ReservationId.parse(r.id): str(r.queue) for r in conn.execute(sa.select(db.reservation_ids))}
 
     def put_sequence(self, seq: int) -> None:
-        """The last reservation id sequence number handed out. Inside a transaction it is written there;
-        outside one (new-reservation is answered without the writer, as YARN keeps its counter in
-        memory only) it is written by the next transaction the writer commits, e.g. the submit that
-        uses the id. Ids carry the server's start time, so an id handed out but not yet stored when
-        the server stops is never handed out again by the next server."""
+        """The last reservation id sequence number handed out. It is written by the next transaction
+        the writer commits (new-reservation is answered without the writer, as YARN keeps its counter
+        in memory only), e.g. the submit that uses the id, or by one open now. Ids carry the server's
+        start time, so an id handed out but not yet stored when the server stops is never handed out
+        again by the next server."""
         with self._pending_lock:
             self._pending_sequence = max(self._pending_sequence, seq)
-        if self._conn is not None:
-            self._flush_sequence(self._conn)
-
-    def _flush_sequence(self, conn: Connection) -> None:
-        with self._pending_lock:
-            seq, self._pending_sequence = self._pending_sequence, 0
-        if seq > self._stored_sequence:
-            self.set_meta(conn, "sequence", str(seq))
-            self._stored_sequence = seq
 
     def sequence(self) -> int:
         """The last sequence number stored (0 when none was)."""

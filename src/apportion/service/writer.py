@@ -95,13 +95,15 @@ class Writer:
 
     `transaction` opens the database transaction the jobs of a batch join (None: jobs are not
     grouped, e.g. without a database); `recover` puts memory back to what the database holds after a
-    failed batch; `settled` are the exceptions that end a job without undoing the batch."""
+    failed batch; `settled` are the exceptions that end a job without undoing the batch; the writer
+    thread runs inside `hold` (the store's: its transactions keep one connection)."""
 
     def __init__(self, lock: RWLock, transaction: Callable[[], AbstractContextManager[Any]] | None = None,
                  recover: Callable[[], None] | None = None, settled: tuple[type[BaseException], ...] = (),
-                 max_batch: int = 256) -> None:
+                 max_batch: int = 256, hold: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         self.lock = lock
         self.transaction = transaction or contextlib.nullcontext
+        self.hold = hold or contextlib.nullcontext
         self.recover = recover or (lambda: None)
         self.settled = settled
         self.max_batch = max_batch
@@ -114,7 +116,16 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="apportion-writer", daemon=True)
         self._thread.start()
 
+    @property
+    def native_id(self) -> int | None:
+        """The writer thread's id in the operating system (a benchmark reads its CPU from /proc)."""
+        return self._thread.native_id
+
     def _run(self) -> None:
+        with self.hold():
+            self._serve()
+
+    def _serve(self) -> None:
         while True:
             item = self._held if self._held is not None else self._jobs.get()
             self._held = None
@@ -156,18 +167,21 @@ class Writer:
                     return [self._call(fn) for fn in jobs]
             except BaseException:  # noqa: BLE001 - a job or the commit failed: every job runs again alone
                 self.recover()
-        outcomes: list[Outcome] = []
-        for fn in jobs:
-            try:
-                # the outcome counts once the commit succeeded: a commit that fails after the job
-                # returned is the job's failure (it was once a second outcome, which ended the thread)
-                with self.transaction():
-                    outcome = self._call(fn)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller, who answers 500
-                self.recover()
-                outcome = (False, e)
-            outcomes.append(outcome)
-        return outcomes
+        return [self._alone(fn) for fn in jobs]
+
+    def _alone(self, fn: Callable[[], Any]) -> Outcome:
+        """Run one job in its own transaction. No frame here keeps an outcome once it returns: a
+        job's exception holds, through its traceback, the frames it was raised under, and one of
+        them holding the exception back is a cycle only the cycle collector frees (a server that
+        froze it meanwhile never does, see collector.py)."""
+        try:
+            # the outcome counts once the commit succeeded: a commit that fails after the job
+            # returned is the job's failure (it was once a second outcome, which ended the thread)
+            with self.transaction():
+                return self._call(fn)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, who answers 500
+            self.recover()
+            return False, e
 
     @staticmethod
     def _deliver(replies: list[Reply], outcomes: list[Outcome]) -> None:
@@ -196,9 +210,16 @@ class Writer:
     async def run(self, fn: Callable[[], T], alone: bool = False) -> T:
         """Run a job on the writer and wait for it (and its commit) without blocking the event loop."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
+        fut: asyncio.Future[T] | None = loop.create_future()
+        assert fut is not None
         self._jobs.put((fn, (loop, fut), alone))
-        return await fut
+        try:
+            return await fut
+        finally:
+            # a job's exception raised here holds this frame in its traceback, and the future holds
+            # the exception: without this the frame held the future, a cycle only the cycle
+            # collector frees (a server that froze it meanwhile never does, see collector.py)
+            fut = None
 
     def stop(self) -> None:
         """Finish the queued jobs and end the thread."""

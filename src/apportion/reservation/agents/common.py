@@ -122,5 +122,11 @@ class TryMany(ReservationAgent):
             except PlanningException as e:
                 last = e
         if last is not None:
-            raise last
+            try:
+                raise last
+            finally:
+                # the raised refusal's traceback holds this frame: without this, the frame held the
+                # refusal and the refusal the frame, a cycle only the cycle collector frees (a server
+                # that froze it meanwhile never does, see service/collector.py)
+                last = None
         return False
