@@ -171,6 +171,15 @@ def balanced_score(fractions: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.trunc((1 - std) * float(MAX_NODE_SCORE))
 
 
+def _std3(f0: float, f1: float, f2: float) -> float:
+    """balanced_score's population standard deviation of three capped fractions, in plain floats: the
+    array code's sum from 0.0 in resource order, its mean, its sum of squares from 0.0 in the same
+    order, and a correctly rounded square root (as np.sqrt), so the same value bit for bit."""
+    mean = (0.0 + f0 + f1 + f2) / 3
+    d0, d1, d2 = f0 - mean, f1 - mean, f2 - mean
+    return math.sqrt((0.0 + d0 * d0 + d1 * d1 + d2 * d2) / 3)
+
+
 def _floor_div(a: float, b: float) -> float:
     """floor_div on one pair of floats (the same two steps, so the same result)."""
     q = float(math.floor(a / b))
@@ -261,18 +270,18 @@ class NodeOrderPlugin(Plugin):
     def node_order_row(self, task: TaskInfo, row: int) -> float:
         """node_order(task, [row])[0] in plain floats, for the placement cache's one-node refresh.
 
-        The common terms (LeastAllocated, two-resource BalancedAllocation, constant TaintToleration) are
-        the same IEEE operations in the same order as the array code, so the result is identical; any
-        other configuration takes the array code on one row.
+        The common terms (LeastAllocated, BalancedAllocation over two or three resources, constant
+        TaintToleration) are the same IEEE operations in the same order as the array code, so the result
+        is identical; any other configuration takes the array code on one row.
         """
         w = self.w
         nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
-        if (not self.cpu_mem_everywhere or w.most_requested or (balanced and gpu != 0)
+        if (not self.cpu_mem_everywhere or w.most_requested
                 or (w.node_affinity and task.preferred_terms) or (w.taint_toleration and not self.no_soft_taints)):
             return float(self.node_order(task, np.array([row]))[0])
         total = 0.0
-        cap_cpu, cap_mem, _ = self._alloc_rows[row]
+        cap_cpu, cap_mem, cap_gpu = self._alloc_rows[row]
         if w.least_requested or balanced:
             sums = self.view.sums[row].tolist()
             if w.least_requested:
@@ -282,7 +291,13 @@ class NodeOrderPlugin(Plugin):
             if balanced:
                 fc = min((sums[REQ_CPU] + cpu) / cap_cpu, 1.0)
                 fm = min((sums[REQ_MEM] + mem) / cap_mem, 1.0)
-                total += w.balanced_resource * float(math.trunc((1 - abs(fc - fm) / 2) * float(MAX_NODE_SCORE)))
+                if gpu == 0 or not cap_gpu > 0:
+                    # two fractions (an extended resource the pod does not request, or the node lacks, is
+                    # not scored): std = |f_cpu - f_mem| / 2
+                    std = abs(fc - fm) / 2
+                else:
+                    std = _std3(fc, fm, min((sums[REQ_GPU] + gpu) / cap_gpu, 1.0))
+                total += w.balanced_resource * float(math.trunc((1 - std) * float(MAX_NODE_SCORE)))
         if w.taint_toleration:
             total += w.taint_toleration * float(MAX_NODE_SCORE)
         return total
