@@ -322,8 +322,9 @@ def test_one_node_score_is_the_array_score_bit_for_bit(caps: list[tuple[float, f
                                                        request: tuple[float, float, float, float, float],
                                                        weights: tuple[int, int, int]) -> None:
     """node_order_row (the placement cache's one-node refresh: LeastAllocated, BalancedAllocation over
-    two or three resources, TaintToleration in plain floats) gives the array code's float on every row,
-    GPU requests and nodes without GPUs included: the scores feed ties broken by node name."""
+    two or three resources, TaintToleration in plain floats) and the three-fraction column form (every
+    node with GPUs) give the general array code's float on every row, GPU requests and nodes without
+    GPUs included: the scores feed ties broken by node name."""
     ssn = _session(_used_node(), **{"leastrequested.weight": weights[0], "balancedresource.weight": weights[1],
                                     "tainttoleration.weight": weights[2]})
     plugin = _plugin(ssn)
@@ -331,7 +332,10 @@ def test_one_node_score_is_the_array_score_bit_for_bit(caps: list[tuple[float, f
     alloc = np.array(caps, dtype=float)
     plugin.alloc, plugin._alloc_rows = alloc, alloc.tolist()
     plugin.view = _View(np.array(used[:len(caps)], dtype=float), request)  # type: ignore[assignment]
-    full = plugin.node_order(task, np.arange(len(caps)))
+    plugin.three_everywhere = False
+    full = plugin.node_order(task, np.arange(len(caps)))  # balanced_score, the general array code
+    plugin.three_everywhere = bool(np.all(alloc > 0))
+    assert plugin.node_order(task, np.arange(len(caps))).tobytes() == full.tobytes()  # its column form
     for row in range(len(caps)):
         got = plugin.node_order_row(task, row)
         assert isinstance(got, float)

@@ -67,6 +67,8 @@ class _NodeFacts:
     alloc_rows: list[list[float]]
     cpu_mem_everywhere: bool
     no_soft_taints: bool
+    #: every node has cpu, memory and GPUs allocatable: a GPU request is scored on three fractions everywhere
+    three_everywhere: bool
 
     @classmethod
     def read(cls, ssn: Session) -> _NodeFacts:
@@ -80,7 +82,7 @@ class _NodeFacts:
             table.allocatable[:, gpu_col] if gpu_col is not None else np.zeros(len(ssn.nodes)),
         ], axis=1)
         no_soft = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
-        return cls(alloc, alloc.tolist(), bool(np.all(alloc[:, :2] > 0)), no_soft)
+        return cls(alloc, alloc.tolist(), bool(np.all(alloc[:, :2] > 0)), no_soft, bool(np.all(alloc > 0)))
 
 
 def _node_facts(ssn: Session) -> _NodeFacts:
@@ -92,8 +94,8 @@ def _node_facts(ssn: Session) -> _NodeFacts:
         if check.enabled():
             fresh = _NodeFacts.read(ssn)
             if not (np.array_equal(fresh.alloc, facts.alloc) and fresh.alloc_rows == facts.alloc_rows
-                    and (fresh.cpu_mem_everywhere, fresh.no_soft_taints)
-                    == (facts.cpu_mem_everywhere, facts.no_soft_taints)):
+                    and (fresh.cpu_mem_everywhere, fresh.no_soft_taints, fresh.three_everywhere)
+                    == (facts.cpu_mem_everywhere, facts.no_soft_taints, facts.three_everywhere)):
                 raise check.StateCheckError(f"{check.ENV}: nodeorder's node facts carried from the last "
                                             "session differ from this session's nodes")
         return facts
@@ -213,6 +215,7 @@ class NodeOrderPlugin(Plugin):
         self.alloc = facts.alloc
         #: every node has cpu and memory allocatable: the common case, scored without per-node branches.
         self.cpu_mem_everywhere = facts.cpu_mem_everywhere
+        self.three_everywhere = facts.three_everywhere
         self.index = session_node_index(ssn)
         self.view = session_node_view(ssn)
         self._affinity: dict[Any, np.ndarray] = {}
@@ -328,6 +331,15 @@ class NodeOrderPlugin(Plugin):
             fc = np.minimum((sums[:, REQ_CPU] + cpu) / alloc[:, 0], 1.0)
             fm = np.minimum((sums[:, REQ_MEM] + mem) / alloc[:, 1], 1.0)
             return np.trunc((1 - np.abs(fc - fm) / 2) * float(MAX_NODE_SCORE))
+        if gpu != 0 and self.three_everywhere:
+            # Three fractions on every node: balanced_score's k == 3 arithmetic on columns, the same
+            # operations in the same order (sums from 0.0 in resource order), hence the same values.
+            fc = np.minimum((sums[:, REQ_CPU] + cpu) / alloc[:, 0], 1.0)
+            fm = np.minimum((sums[:, REQ_MEM] + mem) / alloc[:, 1], 1.0)
+            fg = np.minimum((sums[:, REQ_GPU] + gpu) / alloc[:, 2], 1.0)
+            mean = (0.0 + fc + fm + fg) / 3
+            dc, dm, dg = fc - mean, fm - mean, fg - mean
+            return np.trunc((1 - np.sqrt((0.0 + dc * dc + dm * dm + dg * dg) / 3)) * float(MAX_NODE_SCORE))
         req = np.stack([sums[:, REQ_CPU] + cpu, sums[:, REQ_MEM] + mem, sums[:, REQ_GPU] + gpu], axis=1)
         valid = alloc > 0
         # An extended resource the pod does not request is not scored (calculateResourceAllocatableRequest).
