@@ -20,8 +20,7 @@ def execute(ssn: Session) -> None:
     queues, pending, backlog = backlog_of(ssn)
     # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
-    waiting = sum(1 for jobs in pending.values() if jobs)
-    if not waiting:
+    if not backlog:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
     # A refusal changes nothing the next vote reads. So with the jobs the votes would admit as things
     # stand known, a backlog that has none is refused whole without a queue order (the commonest
@@ -42,6 +41,7 @@ def execute(ssn: Session) -> None:
             if votes.cast(queue):
                 return
         return
+    waiting = sum(1 for jobs in pending.values() if jobs)
     while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
