@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework.session import Session
@@ -290,3 +292,51 @@ def test_node_without_memory_allocatable_scores_cpu_only() -> None:
     # LeastAllocated: memory has no allocatable, so only cpu counts: (4000 - 1000) x 100 / 4000 = 75.
     # BalancedAllocation: one fraction only -> std 0 -> 100.
     assert list(_plugin(ssn).node_order(_task(ssn, "p"), np.array([0]))) == [75.0 + 100.0]
+
+
+# ---------------------------------------------------------------------- the one-node score equals the array score
+class _View:
+    """A node view with given per-node sums and one task's requests (what node_order reads of it)."""
+
+    def __init__(self, sums: np.ndarray, requests: tuple[float, float, float, float, float]) -> None:
+        self.sums = sums
+        self._requests = requests
+
+    def requests(self, task: TaskInfo) -> tuple[float, float, float, float, float]:
+        return self._requests
+
+
+_AMOUNTS = st.one_of(st.integers(0, 2**41).map(float), st.floats(0, 1e13, allow_nan=False),
+                     st.sampled_from([0.0, 1.0, 1000.0, 8.0, 2.0 * GI, 0.1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(caps=st.lists(st.tuples(st.integers(1, 256_000).map(float), st.integers(1, 2**41).map(float),
+                               st.one_of(st.just(0.0), st.integers(1, 16).map(float), st.floats(0.5, 64))),
+                     min_size=1, max_size=12),
+       used=st.lists(st.tuples(_AMOUNTS, _AMOUNTS, _AMOUNTS, _AMOUNTS, _AMOUNTS), min_size=12, max_size=12),
+       request=st.tuples(_AMOUNTS, _AMOUNTS, _AMOUNTS, _AMOUNTS, st.one_of(st.just(0.0), _AMOUNTS)),
+       weights=st.sampled_from([(1, 1, 3), (1, 0, 0), (0, 1, 0), (2, 3, 3), (0, 1, 3)]))
+def test_one_node_score_is_the_array_score_bit_for_bit(caps: list[tuple[float, float, float]],
+                                                       used: list[tuple[float, ...]],
+                                                       request: tuple[float, float, float, float, float],
+                                                       weights: tuple[int, int, int]) -> None:
+    """node_order_row (the placement cache's one-node refresh: LeastAllocated, BalancedAllocation over
+    two or three resources, TaintToleration in plain floats) and the three-fraction column form (every
+    node with GPUs) give the general array code's float on every row, GPU requests and nodes without
+    GPUs included: the scores feed ties broken by node name."""
+    ssn = _session(_used_node(), **{"leastrequested.weight": weights[0], "balancedresource.weight": weights[1],
+                                    "tainttoleration.weight": weights[2]})
+    plugin = _plugin(ssn)
+    task = _task(ssn, "p")
+    alloc = np.array(caps, dtype=float)
+    plugin.alloc, plugin._alloc_rows = alloc, alloc.tolist()
+    plugin.view = _View(np.array(used[:len(caps)], dtype=float), request)  # type: ignore[assignment]
+    plugin.three_everywhere = False
+    full = plugin.node_order(task, np.arange(len(caps)))  # balanced_score, the general array code
+    plugin.three_everywhere = bool(np.all(alloc > 0))
+    assert plugin.node_order(task, np.arange(len(caps))).tobytes() == full.tobytes()  # its column form
+    for row in range(len(caps)):
+        got = plugin.node_order_row(task, row)
+        assert isinstance(got, float)
+        assert np.float64(got).tobytes() == full[row].tobytes(), (row, got, full[row])

@@ -5,29 +5,22 @@ from __future__ import annotations
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.framework.session import Session
+from apportion.state import check
+
+_PENDING = PodGroupPhase.PENDING
+
+
+#: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
+#: and every pending job in uid order
+_Backlog = tuple[list[QueueInfo], dict[str, list[JobInfo]], list[JobInfo]]
 
 
 def execute(ssn: Session) -> None:
     """Run enqueue over the session."""
-    queues: list[QueueInfo] = []
-    pending: dict[str, list[JobInfo]] = {}
-    backlog: list[JobInfo] = []
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in pending:
-            pending[queue.name] = []
-            queues.append(queue)
-        if job.is_pending():
-            pending[queue.name].append(job)
-            backlog.append(job)
-
+    queues, pending, backlog = backlog_of(ssn)
     # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
-    waiting = sum(1 for jobs in pending.values() if jobs)
-    if not waiting:
+    if not backlog:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
     # A refusal changes nothing the next vote reads. So with the jobs the votes would admit as things
     # stand known, a backlog that has none is refused whole without a queue order (the commonest
@@ -48,6 +41,7 @@ def execute(ssn: Session) -> None:
             if votes.cast(queue):
                 return
         return
+    waiting = sum(1 for jobs in pending.values() if jobs)
     while waiting and len(picker):
         queue = picker.pop()
         jobs = pending[queue.name]
@@ -58,6 +52,75 @@ def execute(ssn: Session) -> None:
         if not jobs:
             waiting -= 1
         picker.push(queue)
+
+
+def backlog_of(ssn: Session) -> _Backlog:
+    """What enqueue starts from (`backlog_reference`'s answer), from the jobs the actions visit.
+
+    Every Pending job is visited (a quiet job is admitted, K15), so the pending lists need only the
+    visited jobs; a queue's first job is the first of its visited jobs or of its quiet ones not moved
+    (`JobVisits.quiet_firsts`), whichever uid is smaller. The queues' order matters (the reference
+    picker scans them in list order, and an open tie's order is cyclic), so they are sorted by that uid.
+    A session that can admit nothing then costs its Pending jobs and one pass over the queues, not a
+    sorted pass over every job."""
+    visits = ssn.visits
+    if not visits.active:
+        return backlog_reference(ssn)
+    jobs = ssn.jobs
+    first = visits.quiet_firsts()
+    pending: dict[str, list[JobInfo]] = {}
+    backlog: list[JobInfo] = []
+    for uid in visits.visit():
+        job = jobs[uid]
+        name = job.queue
+        held = first.get(name)
+        if held is None or uid < held:
+            first[name] = uid
+        if job.phase is _PENDING:
+            mine = pending.get(name)
+            if mine is None:
+                mine = pending[name] = []
+            mine.append(job)
+            backlog.append(job)
+    known = ssn.queues
+    queues: list[QueueInfo] = []
+    # in the queues' order, as the reference fills it (the votes read the rest of the backlog in it)
+    ordered: dict[str, list[JobInfo]] = {}
+    for name in sorted(first, key=first.__getitem__):
+        queue = known.get(name)
+        if queue is not None:
+            queues.append(queue)
+            ordered[name] = pending.get(name) or []
+    if any(name not in known for name in pending):
+        backlog = [job for job in backlog if job.queue in known]
+    out = queues, ordered, backlog
+    if check.enabled():
+        ref = backlog_reference(ssn)
+        if (ref[0] != queues or ref[2] != backlog
+                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
+                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
+            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
+                                        "its pass over every job")
+    return out
+
+
+def backlog_reference(ssn: Session) -> _Backlog:
+    """What enqueue starts from, by a pass over every job in uid order (the reference)."""
+    queues: list[QueueInfo] = []
+    pending: dict[str, list[JobInfo]] = {}
+    backlog: list[JobInfo] = []
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in pending:
+            pending[queue.name] = []
+            queues.append(queue)
+        if job.is_pending():
+            pending[queue.name].append(job)
+            backlog.append(job)
+    return queues, pending, backlog
 
 
 class _Votes:

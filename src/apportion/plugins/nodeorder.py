@@ -67,6 +67,8 @@ class _NodeFacts:
     alloc_rows: list[list[float]]
     cpu_mem_everywhere: bool
     no_soft_taints: bool
+    #: every node has cpu, memory and GPUs allocatable: a GPU request is scored on three fractions everywhere
+    three_everywhere: bool
 
     @classmethod
     def read(cls, ssn: Session) -> _NodeFacts:
@@ -80,7 +82,7 @@ class _NodeFacts:
             table.allocatable[:, gpu_col] if gpu_col is not None else np.zeros(len(ssn.nodes)),
         ], axis=1)
         no_soft = not any(t.effect == "PreferNoSchedule" for nd in ssn.nodes for t in nd.taints)
-        return cls(alloc, alloc.tolist(), bool(np.all(alloc[:, :2] > 0)), no_soft)
+        return cls(alloc, alloc.tolist(), bool(np.all(alloc[:, :2] > 0)), no_soft, bool(np.all(alloc > 0)))
 
 
 def _node_facts(ssn: Session) -> _NodeFacts:
@@ -92,8 +94,8 @@ def _node_facts(ssn: Session) -> _NodeFacts:
         if check.enabled():
             fresh = _NodeFacts.read(ssn)
             if not (np.array_equal(fresh.alloc, facts.alloc) and fresh.alloc_rows == facts.alloc_rows
-                    and (fresh.cpu_mem_everywhere, fresh.no_soft_taints)
-                    == (facts.cpu_mem_everywhere, facts.no_soft_taints)):
+                    and (fresh.cpu_mem_everywhere, fresh.no_soft_taints, fresh.three_everywhere)
+                    == (facts.cpu_mem_everywhere, facts.no_soft_taints, facts.three_everywhere)):
                 raise check.StateCheckError(f"{check.ENV}: nodeorder's node facts carried from the last "
                                             "session differ from this session's nodes")
         return facts
@@ -171,6 +173,15 @@ def balanced_score(fractions: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.trunc((1 - std) * float(MAX_NODE_SCORE))
 
 
+def _std3(f0: float, f1: float, f2: float) -> float:
+    """balanced_score's population standard deviation of three capped fractions, in plain floats: the
+    array code's sum from 0.0 in resource order, its mean, its sum of squares from 0.0 in the same
+    order, and a correctly rounded square root (as np.sqrt), so the same value bit for bit."""
+    mean = (0.0 + f0 + f1 + f2) / 3
+    d0, d1, d2 = f0 - mean, f1 - mean, f2 - mean
+    return math.sqrt((0.0 + d0 * d0 + d1 * d1 + d2 * d2) / 3)
+
+
 def _floor_div(a: float, b: float) -> float:
     """floor_div on one pair of floats (the same two steps, so the same result)."""
     q = float(math.floor(a / b))
@@ -204,6 +215,7 @@ class NodeOrderPlugin(Plugin):
         self.alloc = facts.alloc
         #: every node has cpu and memory allocatable: the common case, scored without per-node branches.
         self.cpu_mem_everywhere = facts.cpu_mem_everywhere
+        self.three_everywhere = facts.three_everywhere
         self.index = session_node_index(ssn)
         self.view = session_node_view(ssn)
         self._affinity: dict[Any, np.ndarray] = {}
@@ -261,18 +273,18 @@ class NodeOrderPlugin(Plugin):
     def node_order_row(self, task: TaskInfo, row: int) -> float:
         """node_order(task, [row])[0] in plain floats, for the placement cache's one-node refresh.
 
-        The common terms (LeastAllocated, two-resource BalancedAllocation, constant TaintToleration) are
-        the same IEEE operations in the same order as the array code, so the result is identical; any
-        other configuration takes the array code on one row.
+        The common terms (LeastAllocated, BalancedAllocation over two or three resources, constant
+        TaintToleration) are the same IEEE operations in the same order as the array code, so the result
+        is identical; any other configuration takes the array code on one row.
         """
         w = self.w
         nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
-        if (not self.cpu_mem_everywhere or w.most_requested or (balanced and gpu != 0)
+        if (not self.cpu_mem_everywhere or w.most_requested
                 or (w.node_affinity and task.preferred_terms) or (w.taint_toleration and not self.no_soft_taints)):
             return float(self.node_order(task, np.array([row]))[0])
         total = 0.0
-        cap_cpu, cap_mem, _ = self._alloc_rows[row]
+        cap_cpu, cap_mem, cap_gpu = self._alloc_rows[row]
         if w.least_requested or balanced:
             sums = self.view.sums[row].tolist()
             if w.least_requested:
@@ -282,7 +294,13 @@ class NodeOrderPlugin(Plugin):
             if balanced:
                 fc = min((sums[REQ_CPU] + cpu) / cap_cpu, 1.0)
                 fm = min((sums[REQ_MEM] + mem) / cap_mem, 1.0)
-                total += w.balanced_resource * float(math.trunc((1 - abs(fc - fm) / 2) * float(MAX_NODE_SCORE)))
+                if gpu == 0 or not cap_gpu > 0:
+                    # two fractions (an extended resource the pod does not request, or the node lacks, is
+                    # not scored): std = |f_cpu - f_mem| / 2
+                    std = abs(fc - fm) / 2
+                else:
+                    std = _std3(fc, fm, min((sums[REQ_GPU] + gpu) / cap_gpu, 1.0))
+                total += w.balanced_resource * float(math.trunc((1 - std) * float(MAX_NODE_SCORE)))
         if w.taint_toleration:
             total += w.taint_toleration * float(MAX_NODE_SCORE)
         return total
@@ -313,6 +331,15 @@ class NodeOrderPlugin(Plugin):
             fc = np.minimum((sums[:, REQ_CPU] + cpu) / alloc[:, 0], 1.0)
             fm = np.minimum((sums[:, REQ_MEM] + mem) / alloc[:, 1], 1.0)
             return np.trunc((1 - np.abs(fc - fm) / 2) * float(MAX_NODE_SCORE))
+        if gpu != 0 and self.three_everywhere:
+            # Three fractions on every node: balanced_score's k == 3 arithmetic on columns, the same
+            # operations in the same order (sums from 0.0 in resource order), hence the same values.
+            fc = np.minimum((sums[:, REQ_CPU] + cpu) / alloc[:, 0], 1.0)
+            fm = np.minimum((sums[:, REQ_MEM] + mem) / alloc[:, 1], 1.0)
+            fg = np.minimum((sums[:, REQ_GPU] + gpu) / alloc[:, 2], 1.0)
+            mean = (0.0 + fc + fm + fg) / 3
+            dc, dm, dg = fc - mean, fm - mean, fg - mean
+            return np.trunc((1 - np.sqrt((0.0 + dc * dc + dm * dm + dg * dg) / 3)) * float(MAX_NODE_SCORE))
         req = np.stack([sums[:, REQ_CPU] + cpu, sums[:, REQ_MEM] + mem, sums[:, REQ_GPU] + gpu], axis=1)
         valid = alloc > 0
         # An extended resource the pod does not request is not scored (calculateResourceAllocatableRequest).
