@@ -292,6 +292,18 @@ class Ledger:
         self.rebuilt |= self.dirty
         self.dirty.clear()
         self.at = self._next
+        if check.enabled():
+            self._check_first_listers()
+
+    def _check_first_listers(self) -> None:
+        """The self-check: every cached first lister is the smallest of its name's listers."""
+        for q, sums in self.sums.items():
+            for f, s in enumerate(sums):
+                for n, at in s.first.items():
+                    if at != min(s.listers[n]):
+                        raise check.StateCheckError(
+                            f"{check.ENV}: capacity's ledger holds {at} as the first lister of {n} in queue {q}'s "
+                            f"{FIELDS[f]}, but the smallest of its listers is {min(s.listers[n])}")
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
         """Per scalar name of queue q's field f, its first lister."""
