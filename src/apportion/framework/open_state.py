@@ -12,8 +12,10 @@ left or changed, plus those of the jobs that are new or changed (`place_incremen
 Exactness (docs/semantics.md, cluster-state K9): the table's sums equal a full placement's bit for bit
 because every amount involved is an integer below 2**53, so every partial sum is exact and the order of
 additions cannot matter; a base holding any other amount is not kept, and a delta holding one falls back
-to the full placement. A node's task map is rebuilt, in the full placement's order, on every node a
-change reached; the relative order of the kept jobs is checked to be the last open's. Under
+to the full placement; the base carries a bound on its amounts, so an incremental open knows its sums
+exact without looking at the table while the bound stays below 2**52 (K18). A node's task map is
+rebuilt, in the full placement's order, on every node a change reached; the relative order of the kept
+jobs is checked to be the last open's. Under
 `APPORTION_CHECK_STATE=1` every incremental open is compared with a full placement.
 """
 

@@ -12,6 +12,9 @@ partial float sum of the recount is exact and the order of the additions cannot 
 other amount is never taken in, and a session that must charge one recounts everything. The order of a
 sum's scalar names (which decides the order messages name dimensions in) is the recount's: by the first
 job in uid order that lists the name, then that job's own order.
+
+A changed job's entry stays counted until the job is taken in again, which then changes only the
+fields whose amounts moved (docs/semantics.md K18): its queues' attributes are rebuilt only if one did.
 """
 
 from __future__ import annotations
