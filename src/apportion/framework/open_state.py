@@ -103,7 +103,8 @@ class OpenDelta:
 @dataclass
 class OpenBase:
     """The node side of the last open, before its session changed anything (never edited afterwards:
-    the next open builds new arrays and new task maps for the rows it changes)."""
+    the next open builds new arrays and new task maps for the rows it changes; only the job map, which
+    no session reads, is handed on to the next base and updated there)."""
 
     nodes_key: Any
     columns: tuple[str, ...]
@@ -427,7 +428,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             merged.sort(key=lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5]))
             rows[row] = merged
             node_tasks[row] = _tasks_map(merged)
-    jobs = dict(base.jobs)
+    # the job map goes on to the next base as it is: only the next open reads a base's job map, and
+    # the memo holds the next base from here on (every way out that keeps this base was taken above)
+    jobs = base.jobs
     for uid in gone:
         del jobs[uid]
     by_uid: dict[str, list[Entry]] = {}
