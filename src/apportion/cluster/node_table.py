@@ -124,10 +124,10 @@ class NodeTable:
         self.apply_placements(np.asarray(rows, dtype=np.int64), reqs, kinds, 1)
         self.touched.extend(rows)
 
-    def apply_placements(self, at: np.ndarray, reqs: np.ndarray, kinds: list[str], sign: int) -> None:
+    def apply_placements(self, at: np.ndarray, reqs: np.ndarray, kinds: list[str], sign: int | np.ndarray) -> None:
         """The sums of `add_many` (sign 1, `reqs` as given) or of their undoing (sign -1, `reqs`
         already negated), without recording the rows as touched (a session open that carries the last
-        open's table applies what changed since)."""
+        open's table applies what changed since); `sign` may also give each placement its own."""
         pipelined = np.fromiter((kind == "pipelined" for kind in kinds), dtype=bool, count=len(kinds))
         releasing = np.fromiter((kind == "releasing" for kind in kinds), dtype=bool, count=len(kinds))
         on_node = ~pipelined

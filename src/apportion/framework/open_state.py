@@ -12,8 +12,10 @@ left or changed, plus those of the jobs that are new or changed (`place_incremen
 Exactness (docs/semantics.md, cluster-state K9): the table's sums equal a full placement's bit for bit
 because every amount involved is an integer below 2**53, so every partial sum is exact and the order of
 additions cannot matter; a base holding any other amount is not kept, and a delta holding one falls back
-to the full placement. A node's task map is rebuilt, in the full placement's order, on every node a
-change reached; the relative order of the kept jobs is checked to be the last open's. Under
+to the full placement; the base carries a bound on its amounts, so an incremental open knows its sums
+exact without looking at the table while the bound stays below 2**52 (K18). A node's task map is
+rebuilt, in the full placement's order, on every node a change reached; the relative order of the kept
+jobs is checked to be the last open's. Under
 `APPORTION_CHECK_STATE=1` every incremental open is compared with a full placement.
 """
 
@@ -101,7 +103,8 @@ class OpenDelta:
 @dataclass
 class OpenBase:
     """The node side of the last open, before its session changed anything (never edited afterwards:
-    the next open builds new arrays and new task maps for the rows it changes)."""
+    the next open builds new arrays and new task maps for the rows it changes; only the job map, which
+    no session reads, is handed on to the next base and updated there)."""
 
     nodes_key: Any
     columns: tuple[str, ...]
@@ -123,6 +126,10 @@ class OpenBase:
     #: the snapshot that open was over (`JobDelta.snapshot`; None: unknown): the next open may look at
     #: the jobs its delta names only (docs/semantics.md K17)
     snapshot: int | None = None
+    #: a bound on every amount of the table's arrays (a base's amounts are integers): while the bound
+    #: plus what the next open adds and takes out stays below 2**52, that open's sums are exact
+    #: without looking at the table (docs/semantics.md K18)
+    bound: float = float(2**53)
 
 
 def _scalar_names(job: JobInfo) -> frozenset[str]:
@@ -142,6 +149,17 @@ def _exact(arr: np.ndarray) -> bool:
 def _table_exact(t: NodeTable) -> bool:
     """Whether every amount of the table is an integer below 2**53 (then any order of sums is exact)."""
     return all(_exact(a) for a in (t.allocatable, t.idle, t.used, t.releasing, t.pipelined, t.future))
+
+
+def _table_bound(t: NodeTable) -> float:
+    """The largest magnitude of any amount of the table (0 for a table without rows)."""
+    arrays = (t.allocatable, t.idle, t.used, t.releasing, t.pipelined, t.future)
+    return max((float(np.abs(a).max()) for a in arrays if a.size), default=0.0)
+
+
+#: the bound below which sums of integers are exact, with room for the float rounding of the bound's
+#: own sum (each term is below 2**53, so the sum is off by far less than 2**52)
+_BOUND = float(2**52)
 
 
 def _job_entries(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], entries: list[Entry]) -> list[Entry]:
@@ -253,6 +271,8 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     ssn.total_resource = total.clone()
     if nodes_key is not None and not (_table_exact(table) and (not len(vecs) or _exact(vecs))):
         base.nodes_key = None  # not exact: never a base
+    elif nodes_key is not None:
+        base.bound = _table_bound(table)
     return base
 
 
@@ -341,6 +361,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     if split is None:
         return None
     gone, changed = split
+    now = list(ssn.jobs)
     counts = Counter(base.scalar_counts)
     for uid in gone:
         counts.subtract(base.jobs[uid][3])
@@ -362,15 +383,27 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         _job_entries(ssn.jobs[uid], uid, node_by_name, added)
     _orphan_entries(ssn, node_by_name, added)
     added = _with_vectors(added, table, True)
-    if added and not _exact(np.array([e[3] for e in added])):
-        return None
     new = _fork(table)
-    if removed:
-        _apply(new, removed, -1)
-    if added:
-        _apply(new, added, 1)
-    if not _table_exact(new):
-        return None
+    bound = base.bound
+    if removed or added:
+        # what left and what came, in one step: the removed placements' vectors negated
+        vecs = np.array([e[3] for e in removed] + [e[3] for e in added])
+        if added and not _exact(vecs[len(removed):]):
+            return None
+        signs = np.ones(len(vecs), dtype=np.int64)
+        signs[:len(removed)] = -1
+        at = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
+        new.apply_placements(at, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
+        # every amount is an integer (the base's and the vectors' are); its magnitude is at most the
+        # base's bound plus every vector's largest, else the table is looked at
+        bound += float(np.abs(vecs).max(axis=1).sum())
+        if not bound < _BOUND:
+            if not _table_exact(new):
+                return None
+            bound = _table_bound(new)
+    if check.enabled() and not _table_exact(new):
+        raise check.StateCheckError(f"{check.ENV}: session open's node table bound {bound} holds but the "
+                                    "table is not exact")
     # the rows a change reached get new task maps, in the full placement's order
     rows = list(base.rows)
     node_tasks = list(base.node_tasks)
@@ -381,15 +414,23 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     for e in added:
         touched.setdefault(e[0], []).append(e)
     if touched:
-        pos = {uid: i for i, uid in enumerate(ssn.jobs)}
-        big = len(pos)
+        merging: list[tuple[int, list[Entry]]] = []
+        uids: set[str] = set()
         for row, new_entries in touched.items():
             keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
             merged = keep_entries + new_entries
+            uids.update(e[4] for e in merged if e[4] is not None)
+            merging.append((row, merged))
+        # the positions in the session's job order of the jobs on those rows only
+        pos = {uid: i for i, uid in enumerate([u for u in now if u in uids])}
+        big = len(pos)
+        for row, merged in merging:
             merged.sort(key=lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5]))
             rows[row] = merged
             node_tasks[row] = _tasks_map(merged)
-    jobs = dict(base.jobs)
+    # the job map goes on to the next base as it is: only the next open reads a base's job map, and
+    # the memo holds the next base from here on (every way out that keeps this base was taken above)
+    jobs = base.jobs
     for uid in gone:
         del jobs[uid]
     by_uid: dict[str, list[Entry]] = {}
@@ -401,7 +442,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
     orphans = [e for e in added if e[4] is None]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
-                   node_tasks, jobs, orphans, +counts, list(ssn.jobs), _snapshot_number(ssn))
+                   node_tasks, jobs, orphans, +counts, now, _snapshot_number(ssn), bound)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
 
 
@@ -409,12 +450,6 @@ def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
     # NodeTable's columns for these names (cpu, memory, then the scalars sorted; pods always listed)
     scalars = sorted((set(node_scalars) | extra | {"pods"}) - {"cpu", "memory"})
     return ("cpu", "memory", *scalars)
-
-
-def _apply(table: NodeTable, entries: list[Entry], sign: int) -> None:
-    """`add_many` (sign 1) or its undoing (sign -1) of these placements."""
-    at = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-    table.apply_placements(at, np.array([e[3] for e in entries]) * sign, [e[2] for e in entries], sign)
 
 
 def open_nodes(ssn: Session) -> OpenDelta | None:

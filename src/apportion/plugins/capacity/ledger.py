@@ -12,6 +12,9 @@ partial float sum of the recount is exact and the order of the additions cannot 
 other amount is never taken in, and a session that must charge one recounts everything. The order of a
 sum's scalar names (which decides the order messages name dimensions in) is the recount's: by the first
 job in uid order that lists the name, then that job's own order.
+
+A changed job's entry stays counted until the job is taken in again, which then changes only the
+fields whose amounts moved (docs/semantics.md K18): its queues' attributes are rebuilt only if one did.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from sortedcontainers import SortedList
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.cluster.snapshot import JobDelta
@@ -77,10 +78,20 @@ class _Sum:
     cpu: int = 0
     memory: int = 0
     scalars: dict[str, int] = field(default_factory=dict)
-    #: per scalar name, (uid, position in that job's scalars) of every member that lists it, sorted: the
-    #: first is the name's first lister in a recount
-    listers: dict[str, SortedList] = field(default_factory=dict)
+    #: per scalar name, (uid, position in that job's scalars) of every member that lists it: the
+    #: smallest is the name's first lister in a recount
+    listers: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    #: per scalar name, its smallest lister, when known: worked out when first asked for (only a sum
+    #: with two names or more is ordered by it), kept while members come, forgotten when it leaves
+    first: dict[str, tuple[str, int]] = field(default_factory=dict)
     members: int = 0
+
+    def first_lister(self, name: str) -> tuple[str, int]:
+        """The smallest (uid, position) listing `name`."""
+        got = self.first.get(name)
+        if got is None:
+            got = self.first[name] = min(self.listers[name])
+        return got
 
 
 @dataclass
@@ -132,6 +143,9 @@ class Ledger:
         #: uids of the jobs the last split returned that were not taken in (charged beside the ledger
         #: or not at all): a split from the jobs' delta returns them again, as the full split does
         self.outside: set[str] = set()
+        #: entries of jobs the split under way found changed: still counted in the sums until the job
+        #: is taken in again (`admit` then changes only the fields whose amounts moved) or `settle`
+        self.replacing: dict[str, _Entry] = {}
 
     @staticmethod
     def keeps(job: JobInfo) -> bool:
@@ -147,6 +161,7 @@ class Ledger:
         With the snapshot's jobs delta, when the last split looked at every job of the snapshot before
         this one, only the jobs the delta names and those the last split returned and were not taken
         in are looked at (docs/semantics.md K17); `split_reference` is the walk over every job."""
+        self.settle()
         at, self.at = self.at, None
         self._next = delta.snapshot if delta is not None else None
         look = delta.since_last(at) if delta is not None else None
@@ -162,9 +177,12 @@ class Ledger:
                 job = jobs.get(uid)
                 e = entries.get(uid)
                 if e is not None:
-                    if job is not None and e.job is job and e.version == job.version and e.phase is job.phase:
+                    if job is None:
+                        self._remove(uid, e)
                         continue
-                    self._remove(uid, e)
+                    if e.job is job and e.version == job.version and e.phase is job.phase:
+                        continue
+                    self.replacing[uid] = e
                 if job is not None:
                     fresh.append(job)
         self.outside = {job.uid for job in fresh}
@@ -189,75 +207,111 @@ class Ledger:
             if e is not None:
                 if e.job is job and e.version == job.version and e.phase is job.phase:
                     continue
-                self._remove(uid, e)
+                self.replacing[uid] = e
             fresh.append(job)
         for uid in entries.keys() - jobs.keys():
             self._remove(uid, entries[uid])
         return fresh
 
     def admit(self, job: JobInfo, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
-        """Take in a job's exact amounts, charged to every queue of its path."""
+        """Take in a job's exact amounts, charged to every queue of its path. A job the split found
+        changed had its last amounts counted until now: only the fields that moved are changed (most
+        changes of a job move no amount: a bound task that starts to run), and its queues are not
+        made dirty when none did."""
         uid = job.uid
         self.outside.discard(uid)
+        old = self.replacing.pop(uid, None)
         self.entries[uid] = _Entry(job, job.version, job.phase, path, amounts)
-        self.dirty.update(path)
-        for q in path:
-            sums = self.sums.get(q)
-            if sums is None:
-                sums = self.sums[q] = [_Sum() for _ in FIELDS]
-            for s, a in zip(sums, amounts):
-                if a is None:
+        if old is not None and old.path != path:
+            self._take_out(uid, old)
+            old = None
+        moved = False
+        for f, a in enumerate(amounts):
+            was = old.amounts[f] if old is not None else None
+            if was == a:
+                continue
+            moved = True
+            same_names = was is not None and a is not None and [n for n, _ in was[2]] == [n for n, _ in a[2]]
+            for q in path:
+                sums = self.sums.get(q)
+                if sums is None:
+                    sums = self.sums[q] = [_Sum() for _ in FIELDS]
+                s = sums[f]
+                if same_names:
+                    # the same names at the same positions: the listers stay as they are
+                    assert was is not None and a is not None
+                    s.cpu += a[0] - was[0]
+                    s.memory += a[1] - was[1]
+                    for (n, v), (_, w) in zip(a[2], was[2]):
+                        s.scalars[n] += v - w
                     continue
-                s.members += 1
-                s.cpu += a[0]
-                s.memory += a[1]
-                for i, (n, v) in enumerate(a[2]):
-                    s.scalars[n] = s.scalars.get(n, 0) + v
-                    listers = s.listers.get(n)
-                    if listers is None:
-                        listers = s.listers[n] = SortedList()
-                    listers.add((uid, i))
+                if was is not None:
+                    _sub(s, uid, was)
+                if a is not None:
+                    _add(s, uid, a)
+        if moved:
+            self.dirty.update(path)
+            if old is not None:
+                for q in path:
+                    if not any(s.members for s in self.sums[q]):
+                        del self.sums[q]
+
+    def settle(self) -> None:
+        """Take out the entries of the changed jobs that were not taken in again."""
+        for uid, e in self.replacing.items():
+            self._take_out(uid, e)
+            del self.entries[uid]
+        self.replacing.clear()
 
     def _remove(self, uid: str, e: _Entry) -> None:
         del self.entries[uid]
+        self._take_out(uid, e)
+
+    def _take_out(self, uid: str, e: _Entry) -> None:
+        """Subtract an entry's amounts from every queue of its path."""
         self.dirty.update(e.path)
         for q in e.path:
             sums = self.sums[q]
             for s, a in zip(sums, e.amounts):
-                if a is None:
-                    continue
-                s.members -= 1
-                s.cpu -= a[0]
-                s.memory -= a[1]
-                for i, (n, v) in enumerate(a[2]):
-                    s.scalars[n] -= v
-                    listers = s.listers[n]
-                    listers.remove((uid, i))
-                    if not listers:
-                        del s.listers[n]
-                        del s.scalars[n]
+                if a is not None:
+                    _sub(s, uid, a)
             if not any(s.members for s in sums):
                 del self.sums[q]
 
     def refresh(self, fresh_attr: Callable[[str], QueueAttr]) -> None:
         """Build `base` again for the queues whose sums changed: `fresh_attr(name)` gives the queue's
         attributes with no accounting, the sums are filled in and the share computed."""
+        self.settle()
         for q in self.dirty:
             a = fresh_attr(q)
-            if q in self.sums:
+            sums = self.sums.get(q)
+            if sums is not None:
+                d = a.__dict__
                 for f, name in enumerate(FIELDS):
-                    r = self.resource(q, f)
-                    if r is not None:
-                        setattr(a, name, r)
+                    if sums[f].members:
+                        d[name] = self._resource(q, f, sums[f])
                 a.update_share()
             self.base[q] = a
         self.rebuilt |= self.dirty
         self.dirty.clear()
         self.at = self._next
+        if check.enabled():
+            self._check_first_listers()
+
+    def _check_first_listers(self) -> None:
+        """The self-check: every cached first lister is the smallest of its name's listers."""
+        for q, sums in self.sums.items():
+            for f, s in enumerate(sums):
+                for n, at in s.first.items():
+                    if at != min(s.listers[n]):
+                        raise check.StateCheckError(
+                            f"{check.ENV}: capacity's ledger holds {at} as the first lister of {n} in queue {q}'s "
+                            f"{FIELDS[f]}, but the smallest of its listers is {min(s.listers[n])}")
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
         """Per scalar name of queue q's field f, its first lister."""
-        return {n: listers[0] for n, listers in self.sums[q][f].listers.items()}
+        s = self.sums[q][f]
+        return {n: s.first_lister(n) for n in s.listers}
 
     def resource(self, q: str, f: int) -> Resource | None:
         """Queue q's field f as a Resource (scalars in the first listers' order), or None if no member
@@ -265,17 +319,55 @@ class Ledger:
         sums = self.sums.get(q)
         if sums is None or not sums[f].members:
             return None
-        s = sums[f]
-        r = Resource.zero()
+        return self._resource(q, f, sums[f])
+
+    def _resource(self, q: str, f: int, s: _Sum) -> Resource:
+        r = Resource.__new__(Resource)
         r.cpu = float(s.cpu)
         r.memory = float(s.memory)
-        if s.scalars:
-            if len(s.scalars) == 1:
-                r.scalars = {n: float(v) for n, v in s.scalars.items()}
-            else:
-                first = self.first_listers(q, f)
-                r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
+        if len(s.scalars) < 2:
+            r.scalars = {n: float(v) for n, v in s.scalars.items()}
+        else:
+            first = self.first_listers(q, f)
+            r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
+
+
+def _add(s: _Sum, uid: str, a: Amount) -> None:
+    """Count one member's amount of one field in."""
+    s.members += 1
+    s.cpu += a[0]
+    s.memory += a[1]
+    for i, (n, v) in enumerate(a[2]):
+        s.scalars[n] = s.scalars.get(n, 0) + v
+        at = (uid, i)
+        listers = s.listers.get(n)
+        if listers is None:
+            s.listers[n] = {at}
+            s.first[n] = at
+            continue
+        listers.add(at)
+        first = s.first.get(n)
+        if first is not None and at < first:
+            s.first[n] = at
+
+
+def _sub(s: _Sum, uid: str, a: Amount) -> None:
+    """Count one member's amount of one field out."""
+    s.members -= 1
+    s.cpu -= a[0]
+    s.memory -= a[1]
+    for i, (n, v) in enumerate(a[2]):
+        s.scalars[n] -= v
+        at = (uid, i)
+        listers = s.listers[n]
+        listers.remove(at)
+        if not listers:
+            del s.listers[n]
+            del s.scalars[n]
+            s.first.pop(n, None)
+        elif s.first.get(n) == at:
+            del s.first[n]
 
 
 Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]
