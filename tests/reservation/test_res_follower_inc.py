@@ -139,6 +139,16 @@ def test_the_incremental_step_publishes_what_the_full_step_does(ops: list[tuple[
     _run(ops, replan, move, late)
 
 
+def test_queues_the_replanner_emptied_within_a_full_step_go_at_the_next_step() -> None:
+    """The full step lists the active reservations before the replanner runs, so it publishes queues
+    for reservations the replanner then removes (plan capacity 0 here); the next step expires them.
+    The incremental step that follows a full one must expire them too, and say they are gone."""
+    one = ("add", (0, 1, 1, 1, False, 0, 0))
+    for late in (False, True):
+        _run([one] * 4 + [("capacity", (0, 0))] + [one] * 4 + [("step", 0), ("step", 0)],
+             replan=True, move=False, late=late)
+
+
 def test_steps_without_change_are_incremental_and_equal() -> None:
     """A long run of ordinary steps (no periodic reservation, no capacity change) is served by the
     incremental step, and still equals the full one."""

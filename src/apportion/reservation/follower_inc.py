@@ -184,6 +184,12 @@ class IncrementalFollower(PlanFollower):
             if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
                 self._unsettled.add(row.name)
         self._lingering = {n for n, q in self.queues.items() if q.expired}
+        # a child queue the full step published for a reservation that is no longer active (the
+        # replanner removed it within that step, after the step had listed the active ones) goes at
+        # the next step, as the full step expires every child not active then: visited as gone
+        self._unsettled.update(n for n, q in self.queues.items()
+                               if not q.expired and n != self.default_queue and n not in self._live
+                               and n not in self._periodic)
         self._seq = {n: i for i, n in enumerate(self.queues)}
         self._next_seq = len(self._seq)
         self._sums = _LiveSums(self.queues)
