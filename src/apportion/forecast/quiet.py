@@ -65,11 +65,9 @@ def session_verdict(ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
     Every job is looked at (the reference: `QuietTest`, forecast/quiet_kept.py, keeps what it found
     from session to session)."""
     actions = ssn.conf.actions
-    if not PROVEN_ACTIONS.issuperset(actions):
-        return "action", {}
-    hooks_known, gang = gang_of(ssn)
-    if not hooks_known:
-        return "close hook", {}
+    unproven, gang = proof_blocker(ssn)
+    if unproven:
+        return unproven, {}
     jobs = ssn.jobs
     if "allocate" in actions and "enqueue" not in actions and any(j.is_pending() for j in jobs.values()):
         return "admission", {}  # allocate admits Pending jobs itself without enqueue
@@ -85,6 +83,18 @@ def session_verdict(ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
         if backlog and (any(j.min_resources is None for j in backlog) or ssn.enqueue_admissible(backlog) != []):
             return "admission", {}
     return "", phases
+
+
+def proof_blocker(ssn: Session) -> tuple[str, Plugin[Session] | None]:
+    """The first reason no proof is tried for this session's conf ("action": an action the proof does
+    not cover; "close hook": a plugin other than gang acts at close), else ("", the gang plugin or
+    None). Shared by the reference walk and the kept test, so both refuse the same confs."""
+    if not PROVEN_ACTIONS.issuperset(ssn.conf.actions):
+        return "action", None
+    hooks_known, gang = gang_of(ssn)
+    if not hooks_known:
+        return "close hook", None
+    return "", gang
 
 
 def gang_of(ssn: Session) -> tuple[bool, Plugin[Session] | None]:

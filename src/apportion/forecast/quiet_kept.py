@@ -36,12 +36,11 @@ import numpy as np
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.forecast.quiet import (
-    PROVEN_ACTIONS,
     close_phase,
     gang_decides,
-    gang_of,
     least_request,
     places_at_most,
+    proof_blocker,
     session_verdict,
 )
 from apportion.framework.interface import Plugin
@@ -120,11 +119,9 @@ class QuietTest:
     def verdict(self, ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
         """`session_verdict(ssn)`, from the facts kept (see the module)."""
         actions = ssn.conf.actions
-        if not PROVEN_ACTIONS.issuperset(actions):
-            return "action", {}
-        hooks_known, gang = gang_of(ssn)
-        if not hooks_known:
-            return "close hook", {}
+        unproven, gang = proof_blocker(ssn)
+        if unproven:
+            return unproven, {}
         self._bring_up(ssn, gang)
         if self._pending and "allocate" in actions and "enqueue" not in actions:
             return "admission", {}  # allocate admits Pending jobs itself without enqueue
