@@ -5,12 +5,12 @@ session decides and explains the same."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_job_visits_actions import _decide
 
 from apportion.actions import enqueue
 from apportion.framework.job_visits import JobVisits
@@ -69,21 +69,6 @@ def _names(backlog: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[s
 
 
 ORDERS = ["enqueue, allocate, backfill", "allocate, enqueue, backfill", "enqueue, allocate, reclaim, backfill"]
-
-
-def _decide(objs: list[dict], conf: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Any, list[list[str]]]:
-    listed: list[list[str]] = []
-    real = Session.queue_picker
-
-    def spy(self: Session, queues: list[Any]) -> Any:
-        listed.append([q.name for q in queues])
-        return real(self, queues)
-
-    monkeypatch.setattr(Session, "queue_picker", spy)
-    result = k8s.cycle(objs, conf)
-    monkeypatch.setattr(Session, "queue_picker", real)
-    assert result.session is not None
-    return json.dumps(result.to_json()), result.session.explanations, listed
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
