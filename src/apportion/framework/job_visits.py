@@ -28,7 +28,7 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.errors import InternalError
-from apportion.framework.open_state import OpenDelta
+from apportion.framework.open_parts import OpenDelta
 from apportion.state import check
 
 #: the memo's entry: the verdicts of the last open (a `_Held`)

@@ -24,32 +24,26 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
-from apportion.cluster.snapshot import Snapshot
+from apportion.framework.open_parts import (
+    KIND_OF,
+    Entry,
+    Held,
+    OpenBase,
+    OpenDelta,
+    Session,
+    job_scalar_names,
+    nodes_scalar_names,
+    table_for,
+)
+from apportion.framework.open_reference import check_against_full
 from apportion.resources import Resource
 from apportion.state import check
-
-
-class Session(Protocol):
-    """What the open state reads and sets on the session being opened (the session implements it;
-    naming the members here rather than importing the session keeps the framework free of import
-    cycles, as `placement.PlacementSession` does)."""
-
-    snapshot: Snapshot
-    jobs: dict[str, JobInfo]
-    nodes: list[NodeInfo]
-    node_by_name: dict[str, NodeInfo]
-    memo: dict[str, Any] | None
-    table: NodeTable
-    total_resource: Resource
-    shared_node_tasks: bool
-    open_generation: int | None
 
 #: the memo's entry: the last open's OpenBase
 OPEN_MEMO = "session.open"
@@ -59,87 +53,6 @@ _EXACT = float(2**53)
 #: every open's generation, unique in the process: state kept from an open is matched to the open a
 #: delta starts from by it, also across memos and after a memo lost its base
 _GENERATIONS = itertools.count(1)
-
-#: one placement: (row, task, kind, vector, job uid or None for an orphan, position of the task in its
-#: job or among the orphans)
-Entry = tuple[int, TaskInfo, str, np.ndarray, str | None, int]
-
-
-#: what the base holds of one job: the job, its version, its placements, its scalar names, its phase
-_Held = tuple[JobInfo, int, list[Entry], frozenset[str], PodGroupPhase]
-
-
-def node_kind(status: TaskStatus) -> str | None:
-    """How a task of this status occupies a node's row: releasing, pipelined, used, or not at all."""
-    if status is TaskStatus.RELEASING:
-        return "releasing"
-    if status is TaskStatus.PIPELINED:
-        return "pipelined"
-    if status in ON_NODE_STATUSES:
-        return "used"
-    return None
-
-
-#: `node_kind` of every status, for the loops over tasks at open
-KIND_OF = {st: node_kind(st) for st in TaskStatus}
-
-
-@dataclass
-class OpenDelta:
-    """What changed between the last open (`since`) and this one: placements gone and placements new.
-    Per-node views kept by plugins apply it to their own state of generation `since`."""
-
-    since: int
-    generation: int
-    removed: list[Entry]
-    added: list[Entry]
-    #: uids of the jobs of the last open that are not handed out unchanged (gone or changed), and of
-    #: this open's jobs that are new or changed; every other job is the last open's object, with the
-    #: task statuses (`JobInfo.version`) and phase it had then
-    gone: list[str]
-    changed: list[str]
-
-
-@dataclass
-class OpenBase:
-    """The node side of the last open, before its session changed anything (never edited afterwards:
-    the next open builds new arrays and new task maps for the rows it changes; only the job map, which
-    no session reads, is handed on to the next base and updated there)."""
-
-    nodes_key: Any
-    columns: tuple[str, ...]
-    generation: int
-    table: NodeTable
-    total: Resource
-    #: the scalar names the nodes' allocatable lists (the columns are these, the jobs' and cpu, memory)
-    node_scalars: frozenset[str]
-    #: per row, the placements in the full order, and the task map built from them
-    rows: list[list[Entry]]
-    node_tasks: list[dict[str, TaskInfo]]
-    #: per job uid: the job, its version and phase at open, its placements and its scalar names
-    jobs: dict[str, _Held]
-    orphans: list[Entry]
-    #: how many jobs list each scalar name
-    scalar_counts: Counter[str]
-    #: the job uids in the order of that open
-    order: list[str]
-    #: the snapshot that open was over (`JobDelta.snapshot`; None: unknown): the next open may look at
-    #: the jobs its delta names only (docs/semantics.md K17)
-    snapshot: int | None = None
-    #: a bound on every amount of the table's arrays (a base's amounts are integers): while the bound
-    #: plus what the next open adds and takes out stays below 2**52, that open's sums are exact
-    #: without looking at the table (docs/semantics.md K18)
-    bound: float = float(2**53)
-
-
-def _scalar_names(job: JobInfo) -> frozenset[str]:
-    # kept on the job (JobInfo.derive): its tasks' requests do not change while it is kept
-    return frozenset(n for t in job.tasks.values() for n in t.resreq.scalars)
-
-
-def job_scalar_names(job: JobInfo) -> frozenset[str]:
-    """The scalar names the job's tasks request (derived once per job version)."""
-    return job.derive("scalar-names", None, lambda: _scalar_names(job))
 
 
 def _exact(arr: np.ndarray) -> bool:
@@ -195,14 +108,6 @@ def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> l
     return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries]
 
 
-def _table_for(ssn: Session, node_scalars: frozenset[str], extra: Iterable[str]) -> NodeTable:
-    return NodeTable([n.name for n in ssn.nodes], [n.allocatable for n in ssn.nodes], set(extra) | node_scalars)
-
-
-def _node_scalars(nodes: list[NodeInfo]) -> frozenset[str]:
-    return frozenset(n for node in nodes for n in node.allocatable.scalars)
-
-
 def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
     return {e[1].key: e[1] for e in entries}
 
@@ -228,8 +133,8 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         counts.update(ns)
     extra = set(counts)
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
-    node_scalars = _node_scalars(ssn.nodes)
-    table = _table_for(ssn, node_scalars, extra)
+    node_scalars = nodes_scalar_names(ssn.nodes)
+    table = table_for(ssn, node_scalars, extra)
     columns = tuple(table.columns)
     memo = ssn.memo
     reuse_rows = memo is not None and memo.get(COLUMNS_MEMO) == columns
@@ -260,7 +165,7 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         total.add(n.allocatable)
     # rebuild the per-job entries with their vectors
     at = 0
-    kept_jobs: dict[str, _Held] = {}
+    kept_jobs: dict[str, Held] = {}
     for uid, job in jobs.items():
         k = len(per_job[uid])
         kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid], job.phase)
@@ -486,69 +391,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-def full_reference(ssn: Session) -> tuple[NodeTable, list[list[str]], Resource]:
-    """What a full placement gives for this session's jobs and nodes (the reference of the self-check
-    and the tests): the table, each node's task keys in order, the total; tasks are not written to."""
-    jobs = ssn.jobs
-    extra: set[str] = set()
-    for j in jobs.values():
-        extra.update(_scalar_names(j))
-    extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
-    table = _table_for(ssn, _node_scalars(ssn.nodes), extra)
-    keys: list[list[str]] = [[] for _ in ssn.nodes]
-    seen: list[dict[str, None]] = [{} for _ in ssn.nodes]
-    for t in [t for j in jobs.values() for t in j.tasks.values()] + list(ssn.snapshot.orphan_tasks):
-        kind = KIND_OF[t.status]
-        if kind is None or not t.node_name:
-            continue
-        node = ssn.node_by_name.get(t.node_name)
-        if node is None:
-            continue
-        seen[node.index][t.key] = None
-        table.add(node.index, table.vector(t.resreq), kind)
-    for i, s in enumerate(seen):
-        keys[i] = list(s)
-    total = Resource()
-    for n in ssn.nodes:
-        total.add(n.allocatable)
-    return table, keys, total
-
-
-#: the table's arrays the self-check compares
-TABLE_ARRAYS = ("allocatable", "idle", "used", "releasing", "pipelined", "future", "pod_count", "max_pods")
-
-
-def differences(ssn: Session) -> list[str]:
-    """Where the session's node side (as opened) differs from a full placement's: empty when equal."""
-    ref, keys, total = full_reference(ssn)
-    out: list[str] = []
-    if list(ref.columns) != list(ssn.table.columns):
-        return [f"columns {ssn.table.columns} != {ref.columns}"]
-    for name in TABLE_ARRAYS:
-        if not np.array_equal(getattr(ref, name), getattr(ssn.table, name)):
-            out.append(f"table.{name}")
-    for node, want in zip(ssn.nodes, keys):
-        if list(node.tasks) != want:
-            out.append(f"node {node.name}: tasks {list(node.tasks)} != {want}")
-            break
-    if (total.cpu, total.memory, list(total.scalars.items())) != (
-            ssn.total_resource.cpu, ssn.total_resource.memory, list(ssn.total_resource.scalars.items())):
-        out.append("total_resource")
-    return out
-
-
-def check_against_full(ssn: Session, base: OpenBase) -> None:
-    """The self-check: raise StateCheckError unless the incremental open equals a full placement."""
-    diff = differences(ssn)
-    for job in ssn.jobs.values():
-        for t in job.tasks.values():
-            if t.initial_status is not t.status:
-                diff.append(f"task {t.key}: initial_status {t.initial_status} at open, status {t.status}")
-                break
-    if diff:
-        raise check.StateCheckError(f"{check.ENV}: an incremental session open differs from a full "
-                                    f"placement: {'; '.join(diff[:5])}")
-
-
-__all__: list[str] = ["OPEN_MEMO", "OpenBase", "OpenDelta", "classify_reference", "differences", "full_reference", "open_nodes",
-                      "place_full", "place_incremental", "node_kind", "KIND_OF", "job_scalar_names"]
+__all__: list[str] = ["OPEN_MEMO", "classify_reference", "open_nodes", "place_full", "place_incremental"]

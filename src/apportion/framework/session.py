@@ -30,7 +30,8 @@ from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.job_visits import JobVisits
 from apportion.framework.node_choice import NodeChoice
-from apportion.framework.open_state import KIND_OF, OpenDelta, open_nodes
+from apportion.framework.open_parts import KIND_OF, OpenDelta
+from apportion.framework.open_state import open_nodes
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
 from apportion.framework.queue_status import QueueStatuses
