@@ -19,6 +19,8 @@ import pytest
 from res_helpers import alloc
 
 from apportion.reservation.agents import make_agent
+from apportion.reservation.agents.common import TryMany
+from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import make_policy
 from apportion.reservation.system import ReservationSystem
@@ -83,6 +85,49 @@ def test_a_refusal_leaves_no_reference_cycle_behind() -> None:
         assert _submit(system, A)[0] == 400
         gc.collect()
         cyclic = [o for o in gc.garbage[before:] if type(o).__name__ in ("frame", "traceback", "StepFunction")]
+    finally:
+        del gc.garbage[before:]
+        gc.set_debug(flags)
+        gc.enable()
+    assert not cyclic, [getattr(getattr(o, "f_code", None), "co_name", type(o).__name__) for o in cyclic][:10]
+
+
+class _Refuses:
+    """An agent that refuses every request from a frame holding a large local (as a planner's step
+    functions are), so a leaked frame shows."""
+
+    def create(self, *_: Any) -> bool:
+        held = bytearray(1 << 16)  # noqa: F841 - kept in the frame the refusal's traceback holds
+        raise PlanningException("refused")
+
+
+class _Accepts:
+    def create(self, *_: Any) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("agents,accepted", [((_Refuses, _Accepts), True), ((_Refuses, _Refuses), False)])
+def test_trymany_leaves_no_cycle_whether_a_later_agent_accepts_or_all_refuse(agents: tuple[type, ...],
+                                                                             accepted: bool) -> None:
+    """A refusal kept while a later agent was tried held TryMany's frame through its traceback, and the
+    frame held the refusal: a cycle when a later agent accepted (the frame outlives the call as an
+    object), as when the last refusal was raised again."""
+    import gc
+
+    many = TryMany("t", [a() for a in agents])
+    gc.collect()
+    flags = gc.get_debug()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    before = len(gc.garbage)
+    try:
+        if accepted:
+            assert many.create(None, None, "u", None)  # type: ignore[arg-type]
+        else:
+            with pytest.raises(PlanningException):
+                many.create(None, None, "u", None)  # type: ignore[arg-type]
+        gc.collect()
+        cyclic = [o for o in gc.garbage[before:] if type(o).__name__ in ("frame", "traceback", "PlanningException")]
     finally:
         del gc.garbage[before:]
         gc.set_debug(flags)

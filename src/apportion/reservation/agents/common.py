@@ -115,18 +115,19 @@ class TryMany(ReservationAgent):
     def _first(self, attempt: Callable[[ReservationAgent], bool]) -> bool:
         """The first agent that succeeds wins; if none does, the last one's refusal is raised."""
         last: PlanningException | None = None
-        for a in self.agents:
-            try:
-                if attempt(a):
-                    return True
-            except PlanningException as e:
-                last = e
-        if last is not None:
-            try:
+        try:
+            for a in self.agents:
+                try:
+                    if attempt(a):
+                        return True
+                except PlanningException as e:
+                    last = e
+            if last is not None:
                 raise last
-            finally:
-                # the raised refusal's traceback holds this frame: without this, the frame held the
-                # refusal and the refusal the frame, a cycle only the cycle collector frees (a server
-                # that froze it meanwhile never does, see service/collector.py)
-                last = None
-        return False
+            return False
+        finally:
+            # a refusal's traceback holds this frame, which outlives the call as an object: while the
+            # frame held the refusal (raised again, or kept when a later agent succeeded) the two made a
+            # cycle only the cycle collector frees (a server that froze it meanwhile never does, see
+            # service/collector.py)
+            last = None
