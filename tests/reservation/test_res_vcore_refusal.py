@@ -24,6 +24,7 @@ from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.policies import make_policy
 from apportion.reservation.system import ReservationSystem
+from gc_garbage import cyclic_garbage, named
 
 A = 1_800_000_000_003
 
@@ -73,23 +74,10 @@ def test_a_refusal_leaves_no_reference_cycle_behind() -> None:
     TryMany once held itself through the frame that raised it (exception -> traceback -> frame ->
     the exception): alive while the writer answered it, frozen if the settle ran then, and with it
     the agent's frames and step functions (the short load test's audit found them)."""
-    import gc
-
     system = _system()
-    gc.collect()
-    flags = gc.get_debug()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    before = len(gc.garbage)
-    try:
+    with cyclic_garbage(("frame", "traceback", "StepFunction")) as cyclic:
         assert _submit(system, A)[0] == 400
-        gc.collect()
-        cyclic = [o for o in gc.garbage[before:] if type(o).__name__ in ("frame", "traceback", "StepFunction")]
-    finally:
-        del gc.garbage[before:]
-        gc.set_debug(flags)
-        gc.enable()
-    assert not cyclic, [getattr(getattr(o, "f_code", None), "co_name", type(o).__name__) for o in cyclic][:10]
+    assert not cyclic, named(cyclic)[:10]
 
 
 class _Refuses:
@@ -112,24 +100,11 @@ def test_trymany_leaves_no_cycle_whether_a_later_agent_accepts_or_all_refuse(age
     """A refusal kept while a later agent was tried held TryMany's frame through its traceback, and the
     frame held the refusal: a cycle when a later agent accepted (the frame outlives the call as an
     object), as when the last refusal was raised again."""
-    import gc
-
     many = TryMany("t", [a() for a in agents])
-    gc.collect()
-    flags = gc.get_debug()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    before = len(gc.garbage)
-    try:
+    with cyclic_garbage(("frame", "traceback", "PlanningException")) as cyclic:
         if accepted:
             assert many.create(None, None, "u", None)  # type: ignore[arg-type]
         else:
             with pytest.raises(PlanningException):
                 many.create(None, None, "u", None)  # type: ignore[arg-type]
-        gc.collect()
-        cyclic = [o for o in gc.garbage[before:] if type(o).__name__ in ("frame", "traceback", "PlanningException")]
-    finally:
-        del gc.garbage[before:]
-        gc.set_debug(flags)
-        gc.enable()
-    assert not cyclic, [getattr(getattr(o, "f_code", None), "co_name", type(o).__name__) for o in cyclic][:10]
+    assert not cyclic, named(cyclic)[:10]

@@ -12,6 +12,7 @@ from apportion.errors import InputError
 from apportion.service.auth import Acls, CookieSigner, QueueMeta
 from apportion.service.reservations import parse_plan_settings
 from apportion.service.writer import RWLock, Writer
+from gc_garbage import cyclic_garbage, named
 
 
 @pytest.mark.parametrize(("text", "field"), [
@@ -123,7 +124,6 @@ def test_a_job_that_raises_leaves_no_reference_cycle_through_the_awaiting_frame(
     freed by a collection over the whole heap. An exception delivered through the writer's future
     once made one (the exception's traceback -> the awaiting frame -> the future -> the exception)."""
     import asyncio
-    import gc
 
     class Settled(Exception):
         pass
@@ -139,19 +139,8 @@ def test_a_job_that_raises_leaves_no_reference_cycle_through_the_awaiting_frame(
 
     try:
         asyncio.run(ask())
-        gc.collect()
-        flags = gc.get_debug()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        before = len(gc.garbage)
-        try:
+        with cyclic_garbage(("frame",)) as cyclic:
             asyncio.run(ask())
-            gc.collect()
-            frames = [o.f_code.co_name for o in gc.garbage[before:] if type(o).__name__ == "frame"]
-        finally:
-            del gc.garbage[before:]
-            gc.set_debug(flags)
-            gc.enable()
-        assert "run" not in frames, frames
+        assert "run" not in named(cyclic), named(cyclic)
     finally:
         writer.stop()
