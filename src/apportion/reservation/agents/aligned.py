@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
+from apportion.reservation.agents.bounded_windows import BoundedWindows
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
+from apportion.reservation.agents.sorted_runs import RunEntry
 from apportion.reservation.breakpoints import interval_breakpoints
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
@@ -49,8 +51,10 @@ class LowCostAlignedAllocator:
             load_arrays = job.load_arrays()
             if load_arrays is not None:
                 # a candidate's cost is asked for with 0, per_step, 2 per_step, ... gangs on it
-                ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, per_step,
-                                       -(-to_place // per_step))
+                asks = -(-to_place // per_step)
+                ev = BoundedWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, per_step, asks)
+                if ev is None:
+                    ev = ArrayWindows.make(job, load_arrays, avail_arrays, lo, dur, windows, gang, per_step, asks)
         if ev is None:
             ev = WalkWindows(job, self._ratio_cache(job), s, d, lo, dur, windows, gang)
         placed = place_gangs(ev, job, to_place, per_step)
@@ -71,6 +75,15 @@ class LowCostAlignedAllocator:
         return ratios
 
 
+class Runs(Protocol):
+    """A stage's runs in the order the allocator takes them, read by index (a list, `SortedRuns`,
+    `CheapestFirst`)."""
+
+    def __getitem__(self, i: int, /) -> RunEntry:
+        """The i-th run; IndexError past the last."""
+        ...
+
+
 class Windows(Protocol):
     """The candidate windows of one stage `[lo + k dur, lo + (k + 1) dur)`, k < count, as
     `place_gangs` reads them; the stage's own placements are kept here until it ends."""
@@ -79,8 +92,9 @@ class Windows(Protocol):
     dur: int
     count: int
 
-    def runs(self, left: bool) -> Sequence[tuple[float, int, int, int, int]]:
-        """(cost, end key, p0, p1, fit), ascending: the candidates cut into runs `[p0, p1)` whose
+    def runs(self, left: bool) -> Runs:
+        """(cost, end key, p0, p1, fit), ascending, read by index from the first on (IndexError
+        past the last; a lazy order need not know how many there are): the candidates cut into runs `[p0, p1)` whose
         members have the same cost and fit (evaluated as trunk evaluates every candidate when the
         stage starts), only those that fit a gang. The end key is that of the run's member taken
         first on a cost tie: its end allocating left (the earliest), minus its end allocating
@@ -134,10 +148,11 @@ def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> l
     heap: list[tuple[float, int, int, int, int]] = []
     try:
         while to_place > 0:
-            if heap and (i == len(ordered) or heap[0] < ordered[i]):
+            head = _entry(ordered, i)
+            if heap and (head is None or heap[0] < head):
                 c0, _key, p0, p1, f0 = heapq.heappop(heap)
-            elif i < len(ordered):
-                c0, _key, p0, p1, f0 = ordered[i]
+            elif head is not None:
+                c0, _key, p0, p1, f0 = head
                 i += 1
             else:
                 return None
@@ -165,6 +180,14 @@ def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> l
         # leaves its first time behind, which keeps the check above on from there
         job.first_placed = first
     return ev.placed()
+
+
+def _entry(ordered: Runs, i: int) -> RunEntry | None:
+    """The i-th run, None past the last."""
+    try:
+        return ordered[i]
+    except IndexError:
+        return None
 
 
 NEGATIVE_MERGE = "RLESparseResourceAllocation: merge failed as the resulting RLESparseResourceAllocation would be negative"
