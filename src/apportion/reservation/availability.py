@@ -26,6 +26,7 @@ from apportion.reservation.steparrays import (
     StepArrays,
     arrays_of,
     compact,
+    one_function,
     running,
 )
 from apportion.reservation.stepfn import StepFunction, merge, merge_pieces, segments
@@ -50,7 +51,7 @@ class PlanAvailability:
     reservations: dict[ReservationId, ReservationAllocation]
     _version: int
     _avail_cache: _Availability | None
-    _committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None
+    _committed_seen: tuple[int, int, int, np.ndarray, np.ndarray, bool] | None
     _nonnegative: bool
     _load_arrays: StepArrays
     _periodic_arrays: PeriodicStepArrays
@@ -172,12 +173,14 @@ class PlanAvailability:
                 sources.append((ua.read(s, end), 2))
             if up is not None:
                 sources.append((up.read(s, end), 2))
-        t, run = running(s, sources, 4 if limit is not None else 2)
+        width = 4 if limit is not None else 2
+        distinct = one_function(sources, width)
+        t, run = running(s, sources, width)
         free = np.subtract((cap[0], cap[1]), run[:, 0:2])
         if int(free.min()) < 0:
             self._over_committed(int(t[(free < 0).any(axis=1)][0]), e)
         # the committed load at every time it changes on [s, e + 1): committed_arrays reads it
-        self._committed_seen = (self._version, s, end, t, run[:, 0:2])
+        self._committed_seen = (self._version, s, end, t, run[:, 0:2], distinct)
         if limit is not None:
             # the quota where its memory is below the free memory (a tie keeps the free value);
             # usually nowhere, and then there is nothing to copy
@@ -185,7 +188,7 @@ class PlanAvailability:
             lower = quota[:, 0] < free[:, 0]
             if lower.any():
                 free[lower] = quota[lower]
-        return compact(t, free, end)
+        return compact(t, free, end, distinct and limit is None)
 
     def _over_committed(self, t: int, e: int) -> None:
         """The committed load exceeds the capacity from t on, inside an availability query over

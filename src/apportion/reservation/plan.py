@@ -42,6 +42,7 @@ from apportion.reservation.steparrays import (
     PeriodicStepArrays,
     StepArrays,
     compact,
+    one_function,
     running,
     window,
 )
@@ -131,7 +132,7 @@ class InMemoryPlan(PlanAvailability):
         self._user_arrays: dict[str, StepArrays] = {}
         self._user_periodic_arrays: dict[str, PeriodicStepArrays] = {}
         # (version, s, e, times, committed sums) of the last mirrored availability
-        self._committed_seen: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
+        self._committed_seen: tuple[int, int, int, np.ndarray, np.ndarray, bool] | None = None
         self._avail_cache: _Availability | None = None
         #: where accepted reservations are written (YARN's RMStateStore); set by the ReservationSystem
         self.store: PlanStore | None = None
@@ -297,12 +298,12 @@ class InMemoryPlan(PlanAvailability):
         seen = self._committed_seen
         if seen is not None and seen[0] == self._version and seen[1] <= s and e <= seen[2]:
             # the last availability summed the committed load over a range holding this one
-            return compact(*window(seen[3], seen[4], s, e), e)
+            return compact(*window(seen[3], seen[4], s, e), e, seen[5])
         sources = [(self._load_arrays.read(s, e), 0)]
         if not self._periodic_arrays.is_empty():
             sources.append((self._periodic_arrays.read(s, e), 0))
         t, run = running(s, sources, 2)
-        return compact(t, run, e)
+        return compact(t, run, e, one_function(sources, 2))
 
     def user_over(self, user: str, s: int, e: int) -> StepFunction:
         """The user's consumption over `[s, e)`."""

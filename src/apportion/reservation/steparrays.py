@@ -267,9 +267,15 @@ def running(s: int, sources: list[tuple[Read, int]], width: int) -> tuple[np.nda
     """Sums of functions read from the same s (`read`), source by source into columns
     `col, col + 1` of `width`: the distinct times where some value may change, and the running
     sums there (the changes summed in time order, as the scalar pass sums them)."""
-    if width == 2 and len(sources) == 1 and len(sources[0][0][1]) <= 1:
+    if one_function(sources, width):
         return running_one(s, sources[0][0])
     return running_merged(s, sources, width)
+
+
+def one_function(sources: list[tuple[Read, int]], width: int) -> bool:
+    """Whether `running` sums one plain function read in one block: a mirror's changes are never
+    zero, so each of its sums then differs from the one before (`compact(..., distinct=True)`)."""
+    return width == 2 and len(sources) == 1 and len(sources[0][0][1]) <= 1
 
 
 def running_one(s: int, read: Read) -> tuple[np.ndarray, np.ndarray]:
@@ -317,24 +323,41 @@ def running_merged(s: int, sources: list[tuple[Read, int]], width: int) -> tuple
     return times[last], run[last]
 
 
-def compact(t: np.ndarray, a: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the times where the value changes (the first one if non-zero); close with zero at end."""
-    change = np.empty(len(t), dtype=bool)
+def compact(t: np.ndarray, a: np.ndarray, end: int, distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the times where the value changes (the first one if non-zero); close with zero at end.
+    `distinct`: the caller knows that every row differs from the one before (`one_function`), so
+    only the first row and the close are looked at. The answer is written once into arrays of its
+    final length (an append copies it again)."""
+    n = len(t)
+    change = np.empty(n, dtype=bool)
     change[0] = bool(a[0, 0] != 0 or a[0, 1] != 0)
-    # column by column: .any(axis=1) over two columns is three times slower
-    np.logical_or(a[1:, 0] != a[:-1, 0], a[1:, 1] != a[:-1, 1], out=change[1:])
-    if change[1:].all():
+    if distinct:
+        change[1:] = True
+    else:
+        # column by column: .any(axis=1) over two columns is three times slower
+        np.logical_or(a[1:, 0] != a[:-1, 0], a[1:, 1] != a[:-1, 1], out=change[1:])
+    # the last kept value is the last row's (every row after the last change repeats it)
+    close = bool(a[-1, 0] != 0 or a[-1, 1] != 0)
+    if distinct or change[1:].all():
         # the usual case (a sum of canonical functions over one source): every row after the first
         # is kept, copied whole rather than gathered by index
-        kt, kv = (t.copy(), a.copy()) if change[0] else (t[1:].copy(), a[1:].copy())
+        first = 0 if change[0] else 1
+        k = n - first
+        kt = np.empty(k + close, dtype=np.int64)
+        kv = np.empty((k + close, 2), dtype=np.int64)
+        kt[:k] = t[first:]
+        kv[:k] = a[first:]
     else:
         # rows taken by index: a boolean mask over the rows of a two-column array is several times slower
         keep = np.flatnonzero(change)
-        kt = t[keep]
-        kv = a.take(keep, axis=0)
-    if len(kv) and (kv[-1, 0] != 0 or kv[-1, 1] != 0):
-        kt = np.append(kt, np.int64(end))
-        kv = np.concatenate((kv, _ZERO_ROW))
+        k = len(keep)
+        kt = np.empty(k + close, dtype=np.int64)
+        kv = np.empty((k + close, 2), dtype=np.int64)
+        np.take(t, keep, out=kt[:k])
+        np.take(a, keep, axis=0, out=kv[:k])
+    if close:
+        kt[k] = end
+        kv[k] = 0
     return kt, kv
 
 
