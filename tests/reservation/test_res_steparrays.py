@@ -36,6 +36,8 @@ from apportion.reservation.steparrays import (
     running,
     running_merged,
     running_one,
+    window,
+    window_compact,
 )
 from apportion.reservation.stepfn import StepFunction, merge_pieces, segments
 
@@ -353,6 +355,21 @@ def test_compact_keeps_the_times_where_the_value_changes(values, distinct, view)
         assert kt.tolist() == want_t and [tuple(v) for v in kv.tolist()] == want_v
         assert kv.shape == (len(want_t), 2) and kt.dtype == kv.dtype == np.int64
         assert not np.shares_memory(kt, t) and not np.shares_memory(kv, a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=30),
+       s=st.integers(-20, 320), n=st.integers(0, 120))
+def test_window_compact_is_compact_of_the_window(values, s, n):
+    """`window_compact` against its reference, `compact(window(...))`, on rows that each differ from
+    the one before (a mirror's running sums), windows before, across and after the rows."""
+    values = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+    t = np.arange(0, 10 * len(values), 10, dtype=np.int64)
+    a = np.array(values, dtype=np.int64).reshape(-1, 2)
+    want_t, want_v = compact(*window(t, a, s, s + n + 1), s + n + 1)
+    got_t, got_v = window_compact(t, a, s, s + n + 1)
+    assert got_t.tolist() == want_t.tolist() and got_v.tolist() == want_v.tolist()
+    assert got_v.shape == (len(got_t), 2) and not np.shares_memory(got_v, a) and not np.shares_memory(got_t, t)
 
 
 def test_a_users_mirrors_are_built_when_a_cap_reads_them_and_follow_the_edits_after():

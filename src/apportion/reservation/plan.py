@@ -45,6 +45,7 @@ from apportion.reservation.steparrays import (
     one_function,
     running,
     window,
+    window_compact,
 )
 from apportion.reservation.stepfn import StepFunction, merge
 from apportion.reservation.store import StoredReservation
@@ -298,7 +299,9 @@ class InMemoryPlan(PlanAvailability):
         seen = self._committed_seen
         if seen is not None and seen[0] == self._version and seen[1] <= s and e <= seen[2]:
             # the last availability summed the committed load over a range holding this one
-            return compact(*window(seen[3], seen[4], s, e), e, seen[5])
+            if seen[5]:
+                return window_compact(seen[3], seen[4], s, e)
+            return compact(*window(seen[3], seen[4], s, e), e)
         sources = [(self._load_arrays.read(s, e), 0)]
         if not self._periodic_arrays.is_empty():
             sources.append((self._periodic_arrays.read(s, e), 0))

@@ -253,6 +253,29 @@ def window(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np
     return keys, vals
 
 
+def window_compact(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """`compact(*window(t, v, s, e), e, distinct=True)` (the reference) for rows that each differ
+    from the one before, with a time at or before s: the answer written once, without the
+    window's copies."""
+    i, j = t.searchsorted((s, max(s, e - 1)), "right").tolist()
+    if i == 0:
+        return compact(*window(t, v, s, e), e)
+    head = 1 if (v[i - 1, 0] != 0 or v[i - 1, 1] != 0) else 0
+    close = 1 if (v[j - 1, 0] != 0 or v[j - 1, 1] != 0) else 0
+    m = j - i
+    kt = np.empty(head + m + close, dtype=np.int64)
+    kv = np.empty((head + m + close, 2), dtype=np.int64)
+    if head:
+        kt[0] = s
+        kv[0] = v[i - 1]
+    kt[head:head + m] = t[i:j]
+    kv[head:head + m] = v[i:j]
+    if close:
+        kt[-1] = e
+        kv[-1] = 0
+    return kt, kv
+
+
 def union(*parts: np.ndarray) -> np.ndarray:
     """Sorted distinct times of the parts (np.union1d without its general-purpose overhead)."""
     x = np.concatenate(parts)

@@ -281,19 +281,26 @@ class BoundedWindows:
 
 
 def integrals(lt: np.ndarray, mem: np.ndarray, lo: int, dur: int, count: int) -> np.ndarray:
-    """The exact integral of the load (times lt from at or before lo, memory values mem) over
-    each candidate `[lo + k dur, lo + (k + 1) dur)`: one prefix sum of value x length, read at the
-    candidates' bounds (`integrals_walk` is the reference)."""
-    t = np.maximum(lt, lo)
-    prefix = np.zeros(len(t), dtype=np.int64)
-    np.cumsum(mem[:-1] * np.diff(t), out=prefix[1:])
-    # the last time at or before each bound lo + k dur: the times counted by the first bound at
-    # or after them (a histogram of the lattice, cheaper than a search per bound)
-    k = np.minimum(-((lo - t) // dur), count + 1)
-    at = np.cumsum(np.bincount(k, minlength=count + 2)[:count + 1]) - 1
+    """The exact integral of the load (times lt, the first at or before lo and the others inside
+    the candidates, memory values mem) over each candidate `[lo + k dur, lo + (k + 1) dur)`: one
+    prefix sum of value x length from lo, read at the candidates' bounds (`integrals_walk` is
+    the reference)."""
+    n = len(lt)
+    t = lt.copy()
+    t[0] = lo
+    prefix = np.empty(n, dtype=np.int64)
+    prefix[0] = 0
+    np.cumsum(mem[:-1] * (t[1:] - t[:-1]), out=prefix[1:])
+    # the last time at or before each bound lo + k dur: the first time, and the later ones k dur
+    # reaches (the first bound at or after time x is ceil((x - lo) / dur), from 1 to count for a
+    # time inside): a histogram of the lattice, cheaper than a search per bound
+    at = np.empty(count + 1, dtype=np.int64)
+    at[0] = 0
+    np.cumsum(np.bincount((t[1:] - (lo + 1)) // dur, minlength=count), out=at[1:])
     bounds = np.arange(lo, lo + (count + 1) * dur, dur, dtype=np.int64)
-    area = prefix.take(at) + mem.take(at) * (bounds - t.take(at))
-    return np.diff(area)
+    area = prefix.take(at)
+    area += mem.take(at) * (bounds - t.take(at))
+    return area[1:] - area[:-1]
 
 
 def integrals_walk(lt: list[int], mem: list[int], lo: int, dur: int, count: int) -> list[int]:
@@ -333,10 +340,13 @@ class CheapestFirst:
         self.top = int(integ.max())
         # every candidate can cost as little as the cheapest by its integral up to a relative
         # 2 REL_ERROR: the first level holds all of them, so the cheapest is handed out from it
-        zero = np.flatnonzero(integ == 0) if least == 0 else np.zeros(0, dtype=np.int64)
         self.level = least + (least >> 17) + 1
-        some = np.flatnonzero((integ > 0) & (integ <= self.level)) if self.level >= 1 else zero[:0]
-        self._queue(zero, some)
+        ks = np.flatnonzero(integ <= self.level)
+        if least == 0:
+            zero = integ.take(ks) == 0
+            self._queue(ks[zero], ks[~zero])
+        else:
+            self._queue(ks[:0], ks)
 
     def _queue(self, zero: np.ndarray, ks: np.ndarray) -> None:
         """Queue the candidates ks (summed here) and zero (of cost exactly 0.0, first), behind
@@ -344,22 +354,23 @@ class CheapestFirst:
         w = self.w
         self.queued += len(zero) + len(ks)
         self.summed += len(ks)
-        rest_c, rest_k = self.q_cost[self.cursor:], self.q_k[self.cursor:]
-        cost = np.array(w.costs(ks), dtype=np.float64) if len(ks) else np.zeros(0, dtype=np.float64)
-        c = np.concatenate((rest_c, cost))
-        k = np.concatenate((rest_k, ks))
-        # the end key: ascending end allocating left, descending allocating right
-        order = np.lexsort((k if self.left else -k, c))
-        c, k = c.take(order), k.take(order)
+        c = np.array(w.costs(ks), dtype=np.float64) if len(ks) else np.zeros(0, dtype=np.float64)
+        k = ks
+        if self.cursor < len(self.q_k):
+            c = np.concatenate((self.q_cost[self.cursor:], c))
+            k = np.concatenate((self.q_k[self.cursor:], k))
+        if len(k) > 1:
+            # the end key: ascending end allocating left, descending allocating right
+            order = np.lexsort((k if self.left else -k, c))
+            c, k = c.take(order), k.take(order)
         if len(zero):
             # every summed cost is positive: the zero-cost candidates go first, in end key order
             zk = zero if self.left else zero[::-1]
-            c = np.concatenate((np.zeros(len(zk), dtype=np.float64), c))
-            k = np.concatenate((zk, k))
+            c = np.concatenate((np.zeros(len(zk), dtype=np.float64), c)) if len(c) else np.zeros(len(zk))
+            k = np.concatenate((zk, k)) if len(k) else zk
         self.q_cost, self.q_k, self.cursor = c, k, 0
         # every candidate above the level costs at least this (as a float: the margin covers the
         # rounding of the division as well)
-        w = self.w
         self.bound = ((self.level + 1) / (w.cap[0] * w.step) * (1.0 - 2 * REL_ERROR)
                       if self.level < self.top else float("inf"))
 
