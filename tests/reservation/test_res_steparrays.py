@@ -32,6 +32,7 @@ from apportion.reservation.steparrays import (
     arrays_of_walk,
     compact,
     fits_under,
+    fits_under_merged,
     one_function,
     running,
     running_merged,
@@ -171,7 +172,7 @@ def _function(points):
     return StepFunction(out)
 
 
-fn_points = st.lists(st.tuples(st.integers(1, 20), st.integers(-2, 6), st.integers(-1, 4)), max_size=8)
+fn_points = st.lists(st.tuples(st.integers(1, 20), st.integers(-2, 6), st.integers(-1, 4)), max_size=12)
 
 
 @settings(max_examples=400, deadline=None)
@@ -183,6 +184,10 @@ def test_fits_under_checks_what_the_merge_walk_checks(f, g, s, n):
     fa, ga = arrays_of(ff), arrays_of(gg)
     assert fa is not None and ga is not None
     assert fits_under(fa, ga, s, e) == want
+    assert fits_under_merged(fa, ga, s, e) == want
+    # the other way round: many breakpoints in f, few in g
+    want = all(r[0] >= 0 and r[1] >= 0 for _a, _b, r in merge_pieces(ff, gg, s, e, rsub))
+    assert fits_under(ga, fa, s, e) == fits_under_merged(ga, fa, s, e) == want
 
 
 big_value = st.one_of(st.integers(-6, 6), st.sampled_from([MAX_VALUE - 1, MAX_VALUE, MAX_VALUE + 1, -MAX_VALUE,

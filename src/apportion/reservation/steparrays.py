@@ -424,7 +424,31 @@ def arrays_of_walk(f: StepFunction) -> tuple[np.ndarray, np.ndarray] | None:
 
 def fits_under(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray], s: int, e: int) -> bool:
     """Whether f(t) <= g(t) in both components for every t in `[s, e)`: what a walk of
-    `merge_pieces(g, f, s, e, rsub)` checks piece by piece, on the union of both breakpoints."""
+    `merge_pieces(g, f, s, e, rsub)` checks piece by piece. An f of a few pieces (a reservation's
+    ask against the availability) is compared piece by piece with g's minima there, reading g's
+    rows in place; `fits_under_merged` is the general form and the reference."""
+    if s >= e:
+        return True
+    ft, fv = f
+    if len(ft) > _FEW_PIECES:
+        return fits_under_merged(f, g, s, e)
+    gt, gv = g
+    i, j = ft.searchsorted((s, max(s, e - 1)), "right").tolist()
+    xs = [s, *ft[i:j].tolist()]
+    vals = ([fv[i - 1].tolist()] if i > 0 else [[0, 0]]) + fv[i:j].tolist()
+    for x, y, (m, c) in zip(xs, [*xs[1:], e], vals):
+        a, b = gt.searchsorted((x, y - 1), "right").tolist()
+        # g's rows over [x, y): from its last breakpoint at or before x (zero before its first)
+        if a == 0 and (m > 0 or c > 0):
+            return False
+        rows = gv[max(a - 1, 0):b]
+        if len(rows) and (int(rows[:, 0].min()) < m or int(rows[:, 1].min()) < c):
+            return False
+    return True
+
+
+def fits_under_merged(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray], s: int, e: int) -> bool:
+    """`fits_under` on the union of both breakpoints (the reference, and the form for any f)."""
     if s >= e:
         return True
     ft, fv = window(*f, s, e)
@@ -434,3 +458,7 @@ def fits_under(f: tuple[np.ndarray, np.ndarray], g: tuple[np.ndarray, np.ndarray
     if bool((gv.take(gt.searchsorted(ft, "right") - 1, axis=0) < fv).any()):
         return False
     return not bool((gv < fv.take(ft.searchsorted(gt, "right") - 1, axis=0)).any())
+
+
+#: `fits_under` compares an f of at most this many breakpoints piece by piece
+_FEW_PIECES = 8
