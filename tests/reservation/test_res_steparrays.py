@@ -31,8 +31,10 @@ from apportion.reservation.steparrays import (
     arrays_of,
     arrays_of_walk,
     compact,
+    compact_free,
     fits_under,
     fits_under_merged,
+    free_of_one,
     one_function,
     running,
     running_merged,
@@ -322,6 +324,13 @@ def test_one_source_sums_are_the_merged_sums(edits, s, n):
     assert got_t.tolist() == want_t.tolist()
     assert got_v.tolist() == want_v.tolist()
     assert running(s, [(read, 0)], 2)[1].tolist() == want_v.tolist()
+    # capacity - the sums, compacted and closed, in one pass: as compact of the subtraction
+    cap = (7, 5)
+    t, free, committed = free_of_one(s, read, cap, s + n + 3)
+    assert committed.tolist() == want_v.tolist()
+    kt, kv = compact_free(t, free)
+    rt, rv = compact(want_t, np.subtract(cap, want_v), s + n + 3)
+    assert kt.tolist() == rt.tolist() and kv.tolist() == rv.tolist()
     # each sum differs from the one before (what `compact(..., distinct=True)` relies on)
     assert one_function([(read, 0)], 2)
     rows = got_v.tolist()

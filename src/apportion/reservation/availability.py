@@ -26,6 +26,8 @@ from apportion.reservation.steparrays import (
     StepArrays,
     arrays_of,
     compact,
+    compact_free,
+    free_of_one,
     one_function,
     running,
 )
@@ -175,6 +177,15 @@ class PlanAvailability:
                 sources.append((up.read(s, end), 2))
         width = 4 if limit is not None else 2
         distinct = one_function(sources, width)
+        if distinct:
+            # the service's case (one plain load, no cap that can bind): the sums, the free
+            # resources and their compact form in one pass
+            t, free, committed = free_of_one(s, sources[0][0], cap, end)
+            n = len(committed)
+            if int(free[:n].min()) < 0:
+                self._over_committed(int(t[:n][(free[:n] < 0).any(axis=1)][0]), e)
+            self._committed_seen = (self._version, s, end, t[:n], committed, True)
+            return compact_free(t, free)
         t, run = running(s, sources, width)
         free = np.subtract((cap[0], cap[1]), run[:, 0:2])
         if int(free.min()) < 0:
@@ -188,7 +199,7 @@ class PlanAvailability:
             lower = quota[:, 0] < free[:, 0]
             if lower.any():
                 free[lower] = quota[lower]
-        return compact(t, free, end, distinct and limit is None)
+        return compact(t, free, end)
 
     def _over_committed(self, t: int, e: int) -> None:
         """The committed load exceeds the capacity from t on, inside an availability query over

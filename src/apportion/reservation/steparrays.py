@@ -318,6 +318,39 @@ def running_one(s: int, read: Read) -> tuple[np.ndarray, np.ndarray]:
     return times, run.T
 
 
+def free_of_one(s: int, read: Read, cap: Res, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """capacity - one function read in one block (`running_one`'s sums), with a closing row of
+    zero at end: the times (n + 2), the free resources (n + 2, 2) and the sums (n + 1, 2), in
+    arrays made once. `compact_free` compacts them; the reference is `compact(t, capacity -
+    running_one(s, read), end)`."""
+    first, blocks = read
+    t, d = blocks[0] if blocks else (_NO_TIMES, _NO_VALUES)
+    n = len(t)
+    times = np.empty(n + 2, dtype=np.int64)
+    times[0] = s
+    times[1:n + 1] = t
+    times[n + 1] = end
+    run = np.empty((2, n + 1), dtype=np.int64)
+    run[:, 0] = first
+    run[:, 1:] = d.T
+    np.cumsum(run, axis=1, out=run)
+    # column-major like the sums (each component's own contiguous row), which is what numpy
+    # subtracts fastest into; the readers take rows and columns alike
+    free = np.empty((2, n + 2), dtype=np.int64).T
+    np.subtract((cap[0], cap[1]), run.T, out=free[:n + 1])
+    free[n + 1] = 0
+    return times, free, run.T
+
+
+def compact_free(t: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`free_of_one`'s arrays compacted: its rows each differ from the one before (a mirror's
+    changes are never zero), so only the first row (dropped when zero) and the closing row (kept
+    when the last value is not zero) are decided; views of the arrays it made."""
+    head = 0 if (free[0, 0] != 0 or free[0, 1] != 0) else 1
+    stop = len(t) if (free[-2, 0] != 0 or free[-2, 1] != 0) else len(t) - 1
+    return t[head:stop], free[head:stop]
+
+
 def running_merged(s: int, sources: list[tuple[Read, int]], width: int) -> tuple[np.ndarray, np.ndarray]:
     """`running` of any sources: their times merged (a stable sort), the changes summed in time
     order, one row kept per distinct time (the reference for `running_one`)."""
