@@ -296,3 +296,39 @@ def test_a_job_of_several_gangs_and_stages_takes_the_bounded_windows(left):
     assert made[0]
     assert bounded == arrays
     assert bounded[3]  # placed
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("arrival", [0, 2**62 + 5_000, 2**63 - 2**59])
+def test_stage_windows_up_to_long_max_place_as_array_windows(left, arrival):
+    """Candidates whose bounds reach Long.MAX (a stage of 40 long windows at the end of time, over
+    an empty load; from time 0, windows too long for exact integrals): the same placement as
+    `ArrayWindows`."""
+    plan = make_plan((8192, 8), NoPolicy())
+    plan._mirrored, plan._mirrors_off = True, False
+    a = arrival + 3_000 if arrival == 0 else arrival - 9_000
+    plan.add_reservation(ReservationAllocation(rid(1), "alice", None, a, a + 6_000, [(a, a + 6_000, (4096, 4))]),
+                         is_recovering=True)
+    # (the availability is read up to deadline + 1, which int64 must hold for the arrays)
+    deadline = 2**63 - 2
+    dur = (deadline - arrival) // 40 // 1000 * 1000
+    d = ReservationDefinition(arrival, deadline, (Stage((1024, 1), 3, 1, dur),), 1, "t", 0, "0")
+    made: list[bool] = []
+    real = BoundedWindows.make.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, *a, **k):
+        w = real(cls, *a, **k)
+        made.append(w is not None)
+        return w
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(bounded_windows, "MIN_COUNT", 1)
+        m.setattr(bounded_windows, "RUNS_FACTOR", 10**9)
+        m.setattr(BoundedWindows, "make", classmethod(counted))
+        bounded = _outcome(left, plan, d, None)
+        m.setattr(BoundedWindows, "make", classmethod(lambda cls, *a, **k: None))
+        arrays = _outcome(left, plan, d, None)
+    assert bounded == arrays
+    if arrival > 0:
+        # the bounded windows answered, with bounds up to Long.MAX
+        assert made == [True]

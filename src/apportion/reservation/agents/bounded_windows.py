@@ -94,6 +94,8 @@ class BoundedWindows:
         if not 0 < cap[0] <= MAX_VALUE or gang[0] <= 0 or gang[1] < 0 or not job.placed.is_empty():
             return None
         hi = lo + count * dur
+        if hi - lo >= _INTEGRAL_MAX:
+            return None
         lt, lv = _read(*load, lo, hi)
         vt, vv = _read(*avail, lo, hi + 1)
         if count > RUNS_FACTOR * (len(lt) + len(vt)) + 4 * MIN_COUNT:
@@ -297,7 +299,8 @@ def integrals(lt: np.ndarray, mem: np.ndarray, lo: int, dur: int, count: int) ->
     at = np.empty(count + 1, dtype=np.int64)
     at[0] = 0
     np.cumsum(np.bincount((t[1:] - (lo + 1)) // dur, minlength=count), out=at[1:])
-    bounds = np.arange(lo, lo + (count + 1) * dur, dur, dtype=np.int64)
+    # (from the offsets: lo + (count + 1) dur, arange's stop, may be past Long.MAX)
+    bounds = np.arange(count + 1, dtype=np.int64) * dur + lo
     area = prefix.take(at)
     area += mem.take(at) * (bounds - t.take(at))
     return area[1:] - area[:-1]
