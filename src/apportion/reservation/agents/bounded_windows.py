@@ -7,8 +7,7 @@ first, from the exact integral of the load over it: under the default calculator
 that is nowhere negative, a cost is that integral over (capacity x step) to within a relative
 2**-21 (each term is a single-precision ratio times a length over the step, rounded a few times,
 and a sum of non-negative terms keeps the relative error of its terms; `REL_ERROR`). The integrals
-of all candidates come from one prefix sum of the load and one search of the candidates' bounds
-into its times; only the candidates whose bound can reach the least cost are summed exactly, as
+of all candidates come from one prefix sum of the load, read at the candidates' bounds; only the candidates whose bound can reach the least cost are summed exactly, as
 `ArrayWindows` sums them (the same pieces, the same float operations in the same order), and a
 candidate's fit is read only when it is handed out. A candidate whose integral is zero costs
 exactly 0.0 and is not summed at all.
@@ -48,7 +47,7 @@ RUNS_FACTOR = 4
 _MAX_PIECES = 1 << 24
 #: the integrals are int64 sums: values times lengths up to this stay exact
 _INTEGRAL_MAX = 1 << 62
-#: a threshold's first level takes at least this many more candidates when it grows
+#: a level that grows takes at least this many more candidates (or as many as it holds already)
 GROW = 32
 #: more candidates than this are summed by `window_sums`, fewer one float at a time
 _SUMMED_IN_NUMPY = 64
@@ -77,7 +76,6 @@ class BoundedWindows:
         self.low: dict[int, tuple[int, int]] = {}
         self.ahead: dict[int, tuple[int, int, list[float]]] = {}
         self.pieces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.hi_free: tuple[int, int] | None = None
 
     @classmethod
     def make(
