@@ -85,6 +85,8 @@ class _Anchor:
     #: capacity's backlog test without a session (None: the conf has no enqueue)
     watch: BacklogWatch | None
     uid: str = ""
+    #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
+    live_seen: bool = False
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         """The task's request as a row of the session's node table (kept on the task, as a session does)."""
@@ -209,7 +211,11 @@ class EarlyQuietTest(QuietTest):
         facts, held = self._facts, self._held
         col = anchor.table.col
         kept = view.objects.kept
-        for uid in sorted(view.touched):
+        # the last session's live jobs change only through the simulator afterwards (then they are
+        # dirty): looked at once after each open
+        touched = view.dirty if anchor.live_seen else view.dirty | view.live
+        anchor.live_seen = True
+        for uid in sorted(touched):
             f = facts.get(uid)
             sj = view.active.get(uid)
             if f is not None and sj is not None:

@@ -455,7 +455,7 @@ class Simulator(QuietSkipping):
         self.sessions += 1
         early = None
         if self.early is not None and self.handout is not None:
-            view = self._early_view(self.handout.touched(self._dirty) | self.handout.volatile)
+            view = self._early_view(self.handout.touched(set()) | self.handout.volatile)
             early = None if view is None else self.early(view)
             if early is not None and not check.enabled():
                 self._skip_early(early)

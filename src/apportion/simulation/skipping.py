@@ -25,11 +25,13 @@ from apportion.state import check
 
 @dataclass
 class EarlyView:
-    """What the early test is handed: the jobs changed since the last snapshot (`touched`: the
-    simulator's, and those the last session logged or noted), the active jobs, the objects that build
+    """What the early test is handed: the jobs that may have changed since the last snapshot (the
+    simulator's `dirty` ones; `live`: those the last session logged or noted, and those the objects
+    do not keep, which nothing but that session changed), the active jobs, the objects that build
     them, the instant and the uid the session would have."""
 
-    touched: set[str]
+    dirty: set[str]
+    live: set[str]
     active: Mapping[str, SimJob]
     objects: SessionObjects
     now: float
@@ -64,14 +66,14 @@ class QuietSkipping(PlanFollower):
         """A session was opened over a fresh snapshot: what the next early test is measured from."""
         self._opened = self._marks()
 
-    def _early_view(self, touched: set[str]) -> EarlyView | None:
+    def _early_view(self, live: set[str]) -> EarlyView | None:
         """What the early test needs, or None when something but tasks' finishes happened since the
         last open (or there is no start state's objects, or plans, or recording)."""
         marks = self._marks()
         if marks is None or marks != self._opened:
             return None
         assert self.objects is not None
-        return EarlyView(touched, self.active, self.objects, self.now, f"session-{self.sessions}")
+        return EarlyView(set(self._dirty), live, self.active, self.objects, self.now, f"session-{self.sessions}")
 
     def _skip_session(self, ssn: Session, phases: Mapping[str, PodGroupPhase]) -> None:
         """A session the quiet test shows to change nothing but the PodGroup phases `phases`: what
