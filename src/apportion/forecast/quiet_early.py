@@ -49,6 +49,25 @@ from apportion.state import check
 
 _EXACT = float(2**50)
 
+#: the most jobs the simulator may have changed since the last open for a session to be tried early:
+#: a try brings every one of them up to date, work the open then does again when the try fails, and
+#: many changed jobs mean the session changes something (benchmarks/README.md, ninth session: on
+#: the 1,000-node forecast every session decided early followed fewer than 16 such jobs, but two at
+#: the start; at a 60 s period every try followed 48 to 130 and failed)
+EARLY_MOST = 32
+
+
+def row_of(rows: dict[int, tuple[Resource, np.ndarray]], table: NodeTable, r: Resource) -> np.ndarray:
+    """`table.vector(r)`, made once per request object (kept with it, so its id is not reused)."""
+    hit = rows.get(id(r))
+    if hit is None:
+        if len(rows) >= 4096:
+            rows.clear()
+        vec = table.vector(r)
+        vec.flags.writeable = False
+        hit = rows[id(r)] = (r, vec)
+    return hit[1]
+
 
 def _whole(r: Resource) -> bool:
     """Every amount of the request a whole number below 2**50."""
@@ -90,10 +109,14 @@ class _Anchor:
     #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
     live_seen: bool = False
 
+    #: rows made for requests (by the request object: the tasks of a job share their template's), as
+    #: `NodeTable.vector` makes them; read-only, as every task's row is
+    rows: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         """The task's request as a row of the session's node table (kept on the task, as a session does)."""
         if t.vec is None:
-            t.vec = self.table.vector(t.resreq)
+            t.vec = row_of(self.rows, self.table, t.resreq)
         return t.vec
 
     def move(self, old: dict[str, _Placed], new: dict[str, _Placed]) -> bool:
@@ -121,8 +144,9 @@ class _Anchor:
 class EarlyQuietTest(QuietTest):
     """`QuietTest`, asked also before a session is opened (`before_open`; see the module)."""
 
-    #: sessions decided before their open
+    #: sessions decided before their open, and opened ones answered from the early test (`_carry`)
     early: int = 0
+    carried: int = 0
     _anchor: _Anchor | None = None
     #: per job, what its next change is measured from (`_Held`; kept beside its facts)
     _held: dict[str, _Held] = field(default_factory=dict)
@@ -130,6 +154,8 @@ class EarlyQuietTest(QuietTest):
     #: are made for
     _table: NodeTable | None = None
     _elastic: bool | None = None
+    #: rows made for the table's columns (`row_of`)
+    _rows_made: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
     #: what the last early test found, when it went through (its reason, phases and anchor): the
     #: session then opened answers the same (compared under the self-check)
     _told: tuple[str, dict[str, PodGroupPhase], _Anchor] | None = None
@@ -183,6 +209,7 @@ class EarlyQuietTest(QuietTest):
         self._at = delta.snapshot
         self._table = ssn.table
         self.count(why, {})
+        self.carried += 1
         anchor.live_seen = False
         self._anchor = anchor
         return True
@@ -194,6 +221,7 @@ class EarlyQuietTest(QuietTest):
         table = self._table
         if table is None or table.columns != ssn.table.columns or elastic != self._elastic:
             self._inputs = None  # every job's facts and held record made again
+            self._rows_made = {}
         self._table, self._elastic = ssn.table, elastic
         super()._bring_up(ssn, gang)
 
@@ -211,8 +239,9 @@ class EarlyQuietTest(QuietTest):
                 continue
             row = index.get(t.node_name)
             if row is not None:
-                vec = t.vec if t.vec is not None else table.vector(t.resreq)
-                placed[key] = (row, t.resreq, vec)
+                if t.vec is None:
+                    t.vec = row_of(self._rows_made, table, t.resreq)
+                placed[key] = (row, t.resreq, t.vec)
         elastic = self._elastic
         self._held[uid] = _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
 
@@ -236,14 +265,14 @@ class EarlyQuietTest(QuietTest):
                 return None
         _, gang = proof_blocker(ssn)
         return _Anchor(actions, gang, gang is not None and gang_decides(ssn), "enqueue" in ssn.enabled_actions,
-                       dict(ssn.queues), ssn.table, future.copy(), watch)
+                       dict(ssn.queues), ssn.table, future.copy(), watch, rows=self._rows_made)
 
     def before_open(self, view: EarlyView) -> Mapping[str, PodGroupPhase] | None:
         """The phases the session about to be opened would move when the quiet test, asked of it
         opened, would find it quiet; None when that cannot be shown without opening it."""
         anchor, self._anchor = self._anchor, None
         self._told = None
-        if anchor is None:
+        if anchor is None or len(view.dirty) > EARLY_MOST:
             return None
         anchor.uid = view.session_uid
         self._table = anchor.table

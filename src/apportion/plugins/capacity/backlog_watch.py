@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import Session
-from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
-from apportion.plugins.capacity.ledger import Amount, charged_amounts
+from apportion.plugins.capacity.ledger import Amount, job_amounts
 from apportion.plugins.capacity.plugin import CapacityPlugin
 from apportion.resources import CPU, MEMORY, PODS, Resource
 
@@ -273,7 +272,7 @@ class BacklogWatch:
 def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
     """What capacity charges for the job as exact integers (`charged_amounts`), or None when some
     amount is not exact."""
-    return charged_amounts(qc.job_contribution(job), elastic_enabled)
+    return job_amounts(job, elastic_enabled)
 
 
 def elastic_of(ssn: Session) -> bool | None:
