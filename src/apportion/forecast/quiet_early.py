@@ -108,9 +108,8 @@ class _Anchor:
     uid: str = ""
     #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
     live_seen: bool = False
-
     #: rows made for requests (by the request object: the tasks of a job share their template's), as
-    #: `NodeTable.vector` makes them; read-only, as every task's row is
+    #: `NodeTable.vector` makes them; read-only, since tasks share them
     rows: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:

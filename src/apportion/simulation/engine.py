@@ -467,7 +467,7 @@ class Simulator(QuietSkipping):
         verdict = self.quiet(ssn) if self.quiet is not None else None
         warnings_at_open = list(ssn.warnings)
         if early is not None:
-            # the quiet test compared its answer with the early one (forecast/quiet_kept.py)
+            # the quiet test compared its answer with the early one (forecast/quiet_early.py)
             self._check_early_warnings(f"session {ssn.uid} at {self.now}", ssn)
         if verdict is not None and not check.enabled():
             self._skip_session(ssn, verdict)
