@@ -37,9 +37,12 @@ anyway and fails if it changed anything but those phases (simulation/engine.py, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Protocol
+
 import numpy as np
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session, phase_written_back
@@ -167,7 +170,23 @@ def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
     return True
 
 
-def least_request(ssn: Session, job: JobInfo) -> tuple[int, np.ndarray | None]:
+class FactsContext(Protocol):
+    """What a job's facts read of the session (`least_request`, quiet_kept.job_facts): its uid, its
+    queues and a task's node-table row."""
+
+    @property
+    def uid(self) -> str:
+        """The session's uid (close reads it off an Unschedulable condition)."""
+
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]:
+        """The session's queues by name."""
+
+    def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a node-table row (kept on the task)."""
+
+
+def least_request(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | None]:
     """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
     smallest request component by component as a node-table row (None: no such task)."""
     tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]

@@ -30,12 +30,14 @@ answer is compared with `session_verdict` over every job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
 from apportion.forecast.quiet import (
+    FactsContext,
     close_phase,
     gang_decides,
     least_request,
@@ -49,7 +51,7 @@ from apportion.state import check
 
 
 @dataclass(slots=True)
-class _Facts:
+class Facts:
     """What the tests read of one job as it opened (see the module)."""
 
     moved: PodGroupPhase | None
@@ -64,6 +66,10 @@ class _Facts:
     key: bytes | None
     least: np.ndarray | None
     need: int
+    #: the job object these were worked out on, and its task version and phase then
+    job: JobInfo
+    version: int
+    phase: PodGroupPhase
 
 
 @dataclass
@@ -85,7 +91,7 @@ class QuietTest:
     #: the snapshot number the facts were last brought up to, and the session-wide inputs then
     _at: int | None = None
     _inputs: tuple[object, ...] | None = None
-    _facts: dict[str, _Facts] = field(default_factory=dict)
+    _facts: dict[str, Facts] = field(default_factory=dict)
     _moved: dict[str, PodGroupPhase] = field(default_factory=dict)
     _unschedulable: set[str] = field(default_factory=set)
     _best_effort: set[str] = field(default_factory=set)
@@ -100,46 +106,61 @@ class QuietTest:
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The phases the opened session's close would move when its actions provably change nothing,
         else None (counted)."""
-        self.asked += 1
+        why, phases = self.answer(ssn)
+        self.count(why, phases)
+        return None if why else phases
+
+    def answer(self, ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
+        """`verdict`, compared under the self-check with `session_verdict` over every job."""
         why, phases = self.verdict(ssn)
         if check.enabled():
             want = session_verdict(ssn)
             if (why, phases) != want:
                 raise check.StateCheckError(f"{check.ENV}: the quiet test kept from session to session answers "
                                             f"{(why, phases)}, the test over every job {want}")
+        return why, phases
+
+    def count(self, why: str, phases: dict[str, PodGroupPhase]) -> None:
+        """Count one session's answer."""
+        self.asked += 1
         if why:
             self.reasons[why] = self.reasons.get(why, 0) + 1
-            return None
-        if phases:
+        elif phases:
             self.phases_only += 1
         else:
             self.quiet += 1
-        return phases
 
     def verdict(self, ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
         """`session_verdict(ssn)`, from the facts kept (see the module)."""
-        actions = ssn.conf.actions
         unproven, gang = proof_blocker(ssn)
         if unproven:
             return unproven, {}
         self._bring_up(ssn, gang)
+        jobs = ssn.jobs
+
+        def admits() -> bool:
+            backlog = [jobs[uid] for uid in sorted(min(uids) for uids in self._backlog.values())]
+            return ssn.enqueue_admissible(backlog) != []
+
+        return self.decide(ssn.conf.actions, ssn.table.future_idle(), admits)
+
+    def decide(self, actions: list[str], future: np.ndarray,
+               admits: Callable[[], bool]) -> tuple[str, dict[str, PodGroupPhase]]:
+        """The verdict from the facts as they stand, FutureIdle `future` and `admits()`, whether
+        capacity's backlog test would admit one of the backlog's representatives (asked last)."""
         if self._pending and "allocate" in actions and "enqueue" not in actions:
             return "admission", {}  # allocate admits Pending jobs itself without enqueue
-        jobs = ssn.jobs
         phases = dict(self._moved)
         if "backfill" in actions and self._best_effort:
             return "backfill", {}
         if "allocate" in actions and self._needs:
-            future = ssn.table.future_idle()
             for key, needs in self._needs.items():
                 if needs and places_at_most(future, self._rows[key]) >= min(needs.values()):
                     return "placement", {}
-        if "enqueue" in actions and self._backlog:
-            backlog = [jobs[uid] for uid in sorted(min(uids) for uids in self._backlog.values())]
-            # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
-            # the same question first thing itself, on the same accounting
-            if self._no_min or ssn.enqueue_admissible(backlog) != []:
-                return "admission", {}
+        # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
+        # the same question first thing itself, on the same accounting
+        if "enqueue" in actions and self._backlog and (self._no_min or admits()):
+            return "admission", {}
         return "", phases
 
     # ----------------------------------------------------------------- the facts kept
@@ -155,7 +176,7 @@ class QuietTest:
         if look is None:
             self.rebuilt += 1
             for uid in list(self._facts):
-                self._drop(uid)
+                self.drop(uid)
             names = list(jobs)
         else:
             names = list(look | self._unschedulable)
@@ -163,12 +184,13 @@ class QuietTest:
         for uid in names:
             job = jobs.get(uid)
             if job is None:
-                self._drop(uid)
+                self.drop(uid)
             else:
-                self._drop(uid)
-                self._add(uid, _facts(ssn, job, gang, decides, enqueue))
+                self.drop(uid)
+                self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
 
-    def _drop(self, uid: str) -> None:
+    def drop(self, uid: str) -> None:
+        """Forget the job's facts (and take them out of the sums)."""
         facts = self._facts.pop(uid, None)
         if facts is None:
             return
@@ -187,7 +209,8 @@ class QuietTest:
                 del self._needs[facts.key]
                 del self._rows[facts.key]
 
-    def _add(self, uid: str, facts: _Facts) -> None:
+    def add(self, uid: str, facts: Facts) -> None:
+        """Keep the job's facts (and count them into the sums)."""
         self._facts[uid] = facts
         if facts.moved is not None:
             self._moved[uid] = facts.moved
@@ -203,8 +226,10 @@ class QuietTest:
             self._needs.setdefault(facts.key, {})[uid] = facts.need
 
 
-def _facts(ssn: Session, job: JobInfo, gang: Plugin[Session] | None, decides: bool, enqueue: bool) -> _Facts:
-    """One job's facts as `session_verdict`'s tests read them (forecast/quiet.py)."""
+def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, decides: bool,
+              enqueue: bool) -> Facts:
+    """One job's facts as `session_verdict`'s tests read them (forecast/quiet.py), in the session
+    `ssn` (or what stands for it before the session is opened: forecast/quiet_early.py)."""
     phase = close_phase(job, gang, ssn.uid)
     pending = job.is_pending()
     backlog = pending and job.queue in ssn.queues
@@ -222,11 +247,11 @@ def _facts(ssn: Session, job: JobInfo, gang: Plugin[Session] | None, decides: bo
                 key = least.tobytes()
             else:
                 least = None
-    return _Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
+    return Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
                   best_effort=bool(job.pending_be or job.counts.get(TaskStatus.PIPELINED)), pending=pending,
                   admission=_admission_key(job) if backlog else None,
                   no_min_resources=backlog and job.min_resources is None, key=key, least=least,
-                  need=need)
+                  need=need, job=job, version=job.version, phase=job.phase)
 
 
 def _admission_key(job: JobInfo) -> tuple[object, ...]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
-from apportion.forecast.quiet_kept import QuietTest
+from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.resources import Resource
@@ -114,15 +114,28 @@ class DumpObjects:
             if now >= self.t0 + at - 1e-9:
                 patch(snap)
 
+    def view_key(self, now: float) -> int:
+        """How many bookings are in force at `now` (`adjust` patches those in)."""
+        return sum(1 for at, _ in self.bookings if now >= self.t0 + at - 1e-9)
+
+    def kept(self, sj: SimJob) -> JobInfo | None:
+        """The job object kept from the last session, while no task of it changed status there or
+        since (a session that places a task, even one it takes back, clears allocated_as_added), nor
+        its phase, queue or reservation; else None."""
+        ji = sj.info
+        if ji is not None and ji.allocated_as_added and ji.phase is sj.phase and sj.info_of == (
+                sj.changes, sj.phase, sj.queue, sj.reservation_id):
+            return ji
+        return None
+
     def job_info(self, sj: SimJob) -> JobInfo | None:
         """The job from the dump's objects, its tasks' statuses and nodes the simulation's (None for a
         future arrival: the simulator's own job)."""
         tpl = self.templates.get(sj.uid)
         if tpl is None:
             return None
-        of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
-        ji = sj.info
-        if ji is not None and sj.info_of == of and ji.allocated_as_added and ji.phase is sj.phase:
+        ji = self.kept(sj)
+        if ji is not None:
             # kept from the last session: no task of it changed status there or since (a session that
             # places a task, even one it takes back, clears allocated_as_added), nor its phase; what a
             # session records on the job is cleared, and its tasks keep what session open filled in
@@ -133,6 +146,7 @@ class DumpObjects:
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
             return ji
+        of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         ji = JobInfo(*_job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase
         ji.annotations = dict(tpl.annotations)
@@ -195,7 +209,9 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # a forecast reads the jobs' starts and ends, never the recorder's time series or queue reports
     sim.recording = False
     if skip_quiet:
-        sim.quiet = QuietTest()
+        test = EarlyQuietTest()
+        sim.quiet = test
+        sim.early = test.before_open
     return sim
 
 

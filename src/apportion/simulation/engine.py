@@ -40,7 +40,6 @@ from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
-from apportion.simulation.follower import PlanFollower
 from apportion.simulation.handout import JobsHandout, give_starts
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
@@ -60,6 +59,7 @@ from apportion.simulation.reservations import SimPlan, default_child, simulation
 from apportion.simulation.result import SimulationResult
 from apportion.simulation.scenario import JobSpec, Scenario
 from apportion.simulation.session_checks import check_carried, check_quiet
+from apportion.simulation.skipping import EarlyTest, QuietSkipping
 from apportion.simulation.start import SessionObjects, SimStart, objects_delta
 from apportion.simulation.workload import workload
 from apportion.state import check
@@ -68,7 +68,7 @@ from apportion.state.cache import SchedulerCache
 log = logging.getLogger(__name__)
 
 
-class Simulator(PlanFollower):
+class Simulator(QuietSkipping):
     """State, event queue and the loop. Build with a scenario (or `from_state`); `run()` once."""
 
     def __init__(self, scenario: Scenario, *, conf: SchedulerConf | None = None, seed: int | None = None,
@@ -144,7 +144,12 @@ class Simulator(PlanFollower):
         #: and F2; under the self-check it runs and must change those phases and nothing else).
         #: `sessions` counts such sessions too, `sessions_skipped` them alone
         self.quiet: Callable[[Session], Mapping[str, PodGroupPhase] | None] | None = None
+        #: asked before the snapshot and the open instead, when only tasks finished since the last
+        #: open (semantics F3, simulation/skipping.py); None: never
+        self.early: EarlyTest | None = None
         self.sessions_skipped = 0
+        self._other_events = self._snapshots = 0
+        self._opened: tuple[Any, ...] | None = None
         #: stop after this many sessions (None: no limit); `stopped_at_limit` says whether it did
         self.max_sessions: int | None = None
         self.stopped_at_limit = False
@@ -309,6 +314,8 @@ class Simulator(PlanFollower):
     # ================================================================= events
     def _event(self, kind: int, payload: Any) -> None:
         self.dirty = True
+        if kind != EV_FINISH:
+            self._other_events += 1
         if kind == EV_ARRIVAL:
             self._arrive(self.jobs[payload])
         elif kind == EV_FINISH:
@@ -372,6 +379,7 @@ class Simulator(PlanFollower):
         follower's children, then root (the order sessions have always seen them in)."""
         handout = self.handout
         touched = handout.touched(self._dirty) if handout is not None else set()
+        self._snapshots += 1
         self._flush()
         snap = self.cache.snapshot(keep=True)
         if check.enabled():
@@ -445,11 +453,22 @@ class Simulator(PlanFollower):
 
     def _run_session(self) -> None:
         self.sessions += 1
+        early = None
+        if self.early is not None and self.handout is not None:
+            view = self._early_view(self.handout.touched(set()) | self.handout.volatile)
+            early = None if view is None else self.early(view)
+            if early is not None and not check.enabled():
+                self._skip_early(early)
+                return
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
+        self._note_open()
         verdict = self.quiet(ssn) if self.quiet is not None else None
         warnings_at_open = list(ssn.warnings)
+        if early is not None:
+            # the quiet test compared its answer with the early one (forecast/quiet_early.py)
+            self._check_early_warnings(f"session {ssn.uid} at {self.now}", ssn)
         if verdict is not None and not check.enabled():
             self._skip_session(ssn, verdict)
             return
@@ -479,26 +498,6 @@ class Simulator(PlanFollower):
         if self.recording:
             self.recorder.session_report(self.now, result.queue_status)
         ssn.release()
-        self.dirty = changed
-
-    def _skip_session(self, ssn: Session, phases: Mapping[str, PodGroupPhase]) -> None:
-        """A session the quiet test shows to change nothing but the PodGroup phases `phases`: what
-        running it would leave but the why-pending texts (the jobs keep the last run session's): the
-        open's warnings, the queue report, and those phases, which the next period's session sees, as
-        after a session whose close moved them."""
-        self.sessions_skipped += 1
-        for w in ssn.warnings:
-            self.warn(w)
-        if self.recording:
-            self.recorder.session_report(self.now, ssn.queue_reports())
-        ssn.release()
-        changed = False
-        for uid, phase in phases.items():
-            sj = self.active.get(uid)
-            if sj is not None and sj.phase is not phase:
-                sj.phase = phase
-                self._dirty.add(uid)
-                changed = True
         self.dirty = changed
 
 

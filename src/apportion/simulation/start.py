@@ -9,7 +9,7 @@ job specs. The forecast (`apportion.forecast.sim`) builds one from a cluster dum
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +33,15 @@ class SessionObjects(Protocol):
         """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
         ...); `live_nodes`: the nodes that have not failed. Sets `snap.nodes` and their `nodes_key`
         (the same key for the same node objects, as the cache gives its own: K9)."""
+
+    def kept(self, job: SimJob) -> JobInfo | None:
+        """The object `job_info` would hand out again for the job, as it is (nothing cleared on it);
+        None when it would build one."""
+
+    def view_key(self, now: float) -> Hashable:
+        """A value that is the same at two instants for which `adjust` changes a snapshot alike (what
+        it patches in force then): the early quiet test (simulation/skipping.py) trusts what it kept
+        from one session at the next only while this is the same."""
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The simulation changed this task's status (called before the change)."""

@@ -23,14 +23,13 @@ from typing import Any
 from apportion.cluster.model import JobInfo
 from apportion.errors import InternalError
 from apportion.framework.session import Session
-from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import (
     FIELDS,
     Amount,
     Ledger,
     Listers,
-    charged_amounts,
+    job_amounts,
     note_listers,
     order_scalars,
 )
@@ -103,7 +102,7 @@ class FlatLedgerSetup(TreeSetup):
         for job in ledger.split(ssn.jobs, ssn.snapshot.jobs_delta):
             if job.queue not in flat.limits:
                 continue
-            amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)
+            amounts = job_amounts(job, self.elastic_enabled)
             if amounts is None:
                 return False
             plan.append((job, amounts))

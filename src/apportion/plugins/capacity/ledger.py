@@ -27,7 +27,7 @@ from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
-from apportion.plugins.queue_common import JobContribution
+from apportion.plugins.queue_common import JobContribution, job_contribution
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -69,6 +69,14 @@ def charged_amounts(c: JobContribution, elastic_enabled: bool) -> tuple[Amount |
             return None
         out.append(a)
     return tuple(out)
+
+
+def job_amounts(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
+    """`charged_amounts` of the job's contribution, kept on the job (JobInfo.derive) under what the
+    contribution is kept under and ElasticEnable: the ledger and capacity's backlog watch
+    (backlog_watch.py) ask it of the same job objects."""
+    return job.derive("charged-amounts", (job.min_available, job.min_resources, elastic_enabled),
+                      lambda: charged_amounts(job_contribution(job), elastic_enabled))
 
 
 @dataclass

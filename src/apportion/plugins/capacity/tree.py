@@ -34,7 +34,7 @@ from apportion.plugins.capacity.ledger import (
     Amount,
     Ledger,
     Listers,
-    charged_amounts,
+    job_amounts,
     note_listers,
     order_scalars,
 )
@@ -141,7 +141,7 @@ class TreeSetup(CapacityBase):
             lim = tree.limits.get(job.queue)
             if lim is None:
                 continue
-            amounts = charged_amounts(qc.job_contribution(job), self.elastic_enabled)
+            amounts = job_amounts(job, self.elastic_enabled)
             if amounts is None:
                 return False
             plan.append((job, job.queue, amounts))

@@ -1,0 +1,339 @@
+"""The quiet test asked before the snapshot and the open (semantics F3).
+
+A session the quiet test skips (forecast/quiet.py, F1 and F2) still costs its snapshot and its open,
+which the test reads: the jobs, the node table's FutureIdle, capacity's accounting. In a forecast
+nearly every session follows an opened one with only a task's finish or two between them, or with
+only what that session decided (binds, a phase, an admission), all of it on jobs. What the test
+reads moves then only with the jobs touched since:
+
+* a job's facts (its phase at close, its backlog pair, allocate's bound and need) are worked out on
+  its new object, which the start state's objects build as the snapshot would (and then hand out
+  again at the next snapshot: `SessionObjects.job_info`);
+* FutureIdle moves on the rows of the tasks that left a node or came to one, by their rows (the node
+  table's: allocated and pipelined tasks take their request off FutureIdle, releasing ones nothing);
+* capacity's accounting moves along the job's path by its charged amounts (`BacklogWatch`,
+  plugins/capacity/backlog_watch.py, which answers the backlog test from it).
+
+What a change is measured from is kept by value with each job's facts (`_Held`: its queue, charged
+amounts and placed tasks), since a session that ran may have changed the job object in place.
+`EarlyQuietTest` keeps an `_Anchor` from each session it opens (FutureIdle as opened, the watch) and,
+at the next session, when the simulator hands it what changed (`EarlyView`; only when nothing but
+tasks' finishes happened since), brings the facts, FutureIdle and the accounting up to date and
+decides (`QuietTest.decide`) without a session. Anything it cannot take in exactly (an amount that is
+not a whole number, a new node-table column, a job the cache builds) and it answers None: the
+session is opened and asked as before. When the early test went through but found the session may
+change something, the opened session is that state: its answer is the early one and the anchor goes
+on (`_carry`) instead of being made again. Under `APPORTION_CHECK_STATE=1` the session is opened all
+the same, and the opened test's answer and FutureIdle must be the early ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apportion.cluster.model import PodGroupPhase, QueueInfo, TaskInfo
+from apportion.cluster.node_table import NodeTable
+from apportion.forecast.quiet import gang_decides, proof_blocker
+from apportion.forecast.quiet_kept import Facts, QuietTest, job_facts
+from apportion.framework.interface import Plugin
+from apportion.framework.open_parts import KIND_OF
+from apportion.framework.session import Session
+from apportion.plugins.capacity.backlog_watch import BacklogWatch, amounts_of, elastic_of
+from apportion.plugins.capacity.ledger import Amount
+from apportion.resources import Resource
+from apportion.simulation.skipping import EarlyView
+from apportion.state import check
+
+_EXACT = float(2**50)
+
+#: the most jobs the simulator may have changed since the last open for a session to be tried early:
+#: a try brings every one of them up to date, work the open then does again when the try fails, and
+#: many changed jobs mean the session changes something (benchmarks/README.md, ninth session: on
+#: the 1,000-node forecast every session decided early followed fewer than 16 such jobs, but two at
+#: the start; at a 60 s period every try followed 48 to 130 and failed)
+EARLY_MOST = 32
+
+
+def row_of(rows: dict[int, tuple[Resource, np.ndarray]], table: NodeTable, r: Resource) -> np.ndarray:
+    """`table.vector(r)`, made once per request object (kept with it, so its id is not reused)."""
+    hit = rows.get(id(r))
+    if hit is None:
+        if len(rows) >= 4096:
+            rows.clear()
+        vec = table.vector(r)
+        vec.flags.writeable = False
+        hit = rows[id(r)] = (r, vec)
+    return hit[1]
+
+
+def _whole(r: Resource) -> bool:
+    """Every amount of the request a whole number below 2**50."""
+    return (r.cpu.is_integer() and r.memory.is_integer() and abs(r.cpu) < _EXACT and abs(r.memory) < _EXACT
+            and all(v.is_integer() and abs(v) < _EXACT for v in r.scalars.values()))
+
+
+#: one task's placement as FutureIdle reads it: its row, its request and that as a table row
+_Placed = tuple[int, Resource, np.ndarray]
+
+
+@dataclass(slots=True)
+class _Held:
+    """What a job's change is measured from, by value (a session run after the facts were worked out
+    may have changed the job object in place): its queue, what capacity charged for it (None: not
+    exact) and its tasks that take their request off a node's FutureIdle, by task key."""
+
+    queue: str
+    amounts: tuple[Amount | None, ...] | None
+    placed: dict[str, _Placed]
+
+
+@dataclass
+class _Anchor:
+    """What the early test keeps of the last session it opened (see the module)."""
+
+    actions: list[str]
+    gang: Plugin[Session] | None
+    decides: bool
+    enqueue: bool
+    queues: dict[str, QueueInfo]
+    #: the session's node table (its columns, rows and `vector`; never its arrays, which the session
+    #: changes when it runs) and a copy of its FutureIdle as opened, kept current
+    table: NodeTable
+    future: np.ndarray
+    #: capacity's backlog test without a session (None: the conf has no enqueue)
+    watch: BacklogWatch | None
+    uid: str = ""
+    #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
+    live_seen: bool = False
+    #: rows made for requests (by the request object: the tasks of a job share their template's), as
+    #: `NodeTable.vector` makes them; read-only, since tasks share them
+    rows: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+
+    def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a row of the session's node table (kept on the task, as a session does)."""
+        if t.vec is None:
+            t.vec = row_of(self.rows, self.table, t.resreq)
+        return t.vec
+
+    def move(self, old: dict[str, _Placed], new: dict[str, _Placed]) -> bool:
+        """FutureIdle as the node table has it once the job's placed tasks are `new` rather than
+        `old`: a task that left a row gives its request back, one that came takes it; a task on the
+        same row with the same request does neither. False when a request moved is not a whole
+        amount below 2**50 (then the sums could depend on their order)."""
+        future = self.future
+        for key, (row, r, vec) in old.items():
+            n = new.get(key)
+            if n is None or n[0] != row or n[1] is not r:
+                if not _whole(r):
+                    return False
+                future[row] += vec
+        for key, (row, r, vec) in new.items():
+            o = old.get(key)
+            if o is None or o[0] != row or o[1] is not r:
+                if not _whole(r):
+                    return False
+                future[row] -= vec
+        return True
+
+
+@dataclass
+class EarlyQuietTest(QuietTest):
+    """`QuietTest`, asked also before a session is opened (`before_open`; see the module)."""
+
+    #: sessions decided before their open, and opened ones answered from the early test (`_carry`)
+    early: int = 0
+    carried: int = 0
+    _anchor: _Anchor | None = None
+    #: per job, what its next change is measured from (`_Held`; kept beside its facts)
+    _held: dict[str, _Held] = field(default_factory=dict)
+    #: the node table and capacity's ElasticEnable (None: no backlog test to keep) the held records
+    #: are made for
+    _table: NodeTable | None = None
+    _elastic: bool | None = None
+    #: rows made for the table's columns (`row_of`)
+    _rows_made: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+    #: what the last early test found, when it went through (its reason, phases and anchor): the
+    #: session then opened answers the same (compared under the self-check)
+    _told: tuple[str, dict[str, PodGroupPhase], _Anchor] | None = None
+
+    def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
+        """The quiet test on the opened session (`QuietTest`); the session is the next anchor."""
+        told, self._told = self._told, None
+        self._anchor = None
+        if told is not None and told[0] and not check.enabled() and self._carry(ssn, told[0], told[2]):
+            return None
+        why, phases = self.answer(ssn)
+        if told is None or told[0]:
+            self.count(why, phases)  # an early quiet answer was counted when given
+        if told is not None and (why != told[0] or phases != told[1] or (
+                told[2].future.shape == ssn.table.future_idle().shape
+                and not np.array_equal(told[2].future, ssn.table.future_idle()))):
+            raise check.StateCheckError(f"{check.ENV}: session {ssn.uid} was decided before its open: "
+                                        f"{(told[0], told[1])}; opened, the quiet test answers {(why, phases)} "
+                                        f"(FutureIdle the same: {np.array_equal(told[2].future, ssn.table.future_idle())})")
+        if why not in ("action", "close hook"):
+            if told is not None and np.array_equal(told[2].future, ssn.table.future_idle()):
+                told[2].live_seen = False
+                self._anchor = told[2]
+            else:
+                self._anchor = self._anchor_of(ssn)
+        return None if why else phases
+
+    def _carry(self, ssn: Session, why: str, anchor: _Anchor) -> bool:
+        """The opened session is the one the early test went through with the answer `why`: its facts
+        are those kept (every job its jobs' delta names is the object they were worked out on), and
+        FutureIdle and capacity's accounting as opened are the anchor's. Count it, keep the anchor for
+        the next session, and say True; False (nothing done) when that does not hold."""
+        delta = ssn.snapshot.jobs_delta
+        look = delta.since_last(self._at) if delta is not None else None
+        unproven, gang = proof_blocker(ssn)
+        if look is None or unproven or self._unschedulable or ssn.table.columns != anchor.table.columns:
+            return False
+        inputs = (tuple(ssn.table.columns), tuple(ssn.queues), gang is not None,
+                  gang is not None and gang_decides(ssn), "enqueue" in ssn.enabled_actions)
+        if inputs != self._inputs:
+            return False
+        jobs, facts = ssn.jobs, self._facts
+        for uid in look:
+            job, f = jobs.get(uid), facts.get(uid)
+            if job is None:
+                if f is not None:
+                    return False
+            elif f is None or f.job is not job or f.version != job.version or f.phase is not job.phase:
+                return False
+        assert delta is not None
+        self._at = delta.snapshot
+        self._table = ssn.table
+        self.count(why, {})
+        self.carried += 1
+        anchor.live_seen = False
+        self._anchor = anchor
+        return True
+
+    def _bring_up(self, ssn: Session, gang: Plugin[Session] | None) -> None:
+        """`QuietTest._bring_up`, each job's held record made with its facts (all of them again when
+        the node table's columns or the backlog test moved)."""
+        elastic = elastic_of(ssn) if "enqueue" in ssn.conf.actions else None
+        table = self._table
+        if table is None or table.columns != ssn.table.columns or elastic != self._elastic:
+            self._inputs = None  # every job's facts and held record made again
+            self._rows_made = {}
+        self._table, self._elastic = ssn.table, elastic
+        super()._bring_up(ssn, gang)
+
+    def add(self, uid: str, facts: Facts) -> None:
+        """`QuietTest.add`, and the job's held record."""
+        super().add(uid, facts)
+        job = facts.job
+        table = self._table
+        assert table is not None
+        index = table.index
+        placed: dict[str, _Placed] = {}
+        for key, t in job.tasks.items():
+            kind = KIND_OF[t.status]
+            if kind is None or kind == "releasing" or not t.node_name:
+                continue
+            row = index.get(t.node_name)
+            if row is not None:
+                if t.vec is None:
+                    t.vec = row_of(self._rows_made, table, t.resreq)
+                placed[key] = (row, t.resreq, t.vec)
+        elastic = self._elastic
+        self._held[uid] = _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
+
+    def drop(self, uid: str) -> None:
+        """`QuietTest.drop`, and the job's held record."""
+        super().drop(uid)
+        self._held.pop(uid, None)
+
+    def _anchor_of(self, ssn: Session) -> _Anchor | None:
+        """What the next early test starts from, or None when it could not be exact."""
+        if self._unschedulable:
+            return None  # their close reads the session's uid off the condition
+        future = ssn.table.future_idle()
+        if not (np.all(np.abs(future) < _EXACT) and np.all(future == np.floor(future))):
+            return None
+        actions = list(ssn.conf.actions)
+        watch = None
+        if "enqueue" in actions:
+            watch = BacklogWatch.of(ssn, self._backlog)
+            if watch is None:
+                return None
+        _, gang = proof_blocker(ssn)
+        return _Anchor(actions, gang, gang is not None and gang_decides(ssn), "enqueue" in ssn.enabled_actions,
+                       dict(ssn.queues), ssn.table, future.copy(), watch, rows=self._rows_made)
+
+    def before_open(self, view: EarlyView) -> Mapping[str, PodGroupPhase] | None:
+        """The phases the session about to be opened would move when the quiet test, asked of it
+        opened, would find it quiet; None when that cannot be shown without opening it."""
+        anchor, self._anchor = self._anchor, None
+        self._told = None
+        if anchor is None or len(view.dirty) > EARLY_MOST:
+            return None
+        anchor.uid = view.session_uid
+        self._table = anchor.table
+        watch = anchor.watch
+        facts, held = self._facts, self._held
+        col = anchor.table.col
+        kept = view.objects.kept
+        # the last session's live jobs change only through the simulator afterwards (then they are
+        # dirty): looked at once after each open
+        touched = view.dirty if anchor.live_seen else view.dirty | view.live
+        anchor.live_seen = True
+        for uid in sorted(touched):
+            f = facts.get(uid)
+            sj = view.active.get(uid)
+            if f is not None and sj is not None:
+                was = kept(sj)
+                if was is f.job and was.version == f.version and was.phase is f.phase:
+                    continue  # handed out again as it was (asking would clear the notes on it)
+            new = None
+            if sj is not None:
+                new = view.objects.job_info(sj)
+                if new is None:
+                    return None  # the cache's job: its object is the snapshot's to make
+                if f is not None and new is f.job and new.version == f.version and new.phase is f.phase:
+                    continue
+                if any(n not in col for t in new.tasks.values() for n in t.resreq.scalars):
+                    return None  # the table would get a column
+            old = held.get(uid)
+            self.drop(uid)
+            if new is not None:
+                self.add(uid, job_facts(anchor, new, anchor.gang, anchor.decides, anchor.enqueue))
+            now = held.get(uid)
+            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}):
+                return None
+            if watch is not None:
+                if (old is not None and old.amounts is None) or (now is not None and now.amounts is None):
+                    return None
+                if old is not None and now is not None and old.queue == now.queue:
+                    watch.charge(now.queue, old.amounts, now.amounts)
+                else:
+                    if old is not None:
+                        watch.charge(old.queue, old.amounts, None)
+                    if now is not None:
+                        watch.charge(now.queue, None, now.amounts)
+        if watch is not None:
+            pairs = self._backlog.keys()
+            for key in (watch.pairs.keys() | watch.refused) - pairs:
+                watch.drop_pair(key)
+            for key in pairs - watch.pairs.keys() - watch.refused:
+                if not watch.add_pair(key):
+                    return None
+            admits = watch.admits_any
+        else:
+            def admits() -> bool:
+                return True  # no enqueue in the conf: `decide` asks only with a backlog and enqueue
+        why, phases = self.decide(anchor.actions, anchor.future, admits)
+        if why or check.enabled():
+            # the session is opened: it answers the same (`_carry`; compared under the self-check)
+            self._told = (why, phases, anchor)
+        if why:
+            return None
+        self.early += 1
+        self.count(why, phases)
+        self._anchor = anchor
+        return phases

@@ -1,0 +1,296 @@
+"""capacity's backlog test answered without a session: `BacklogWatch` keeps, from one opened session,
+what decides whether JobEnqueueable would admit any of a backlog, and is told the jobs' changes since.
+
+The test (`Admission.admissible_enqueues`, K14) asks, for each waiting job, whether minResources +
+allocated + inqueue - elastic <= realCapability on minResources' dimensions at its leaf and every
+ancestor (`_level_verdict`). A level's limits depend on the queue specs and the cluster total alone;
+its accounting moves with the jobs charged to it. So a backlog pair (queue, minResources) refused at
+one session stays refused until some level of its path has fallen far enough. The watch keeps, per
+level the backlog's paths cross, the accounting that test reads (allocated + inqueue - elastic, per
+dimension, as integers) and, per pair, one failing (level, dimension) of its path: its witness, which
+keeps it refused while it fails. Per (level, dimension) it keeps the smallest request of the pairs it
+witnesses, so the threshold below which any of them could pass is one comparison; only when a level's
+accounting crosses it are that bucket's pairs looked at again, each for another witness on its path.
+A pair with none would be admitted as things stand (an open pair; the session the watch was made from
+may have admitted some): it is looked at again whenever the accounting moves.
+
+Exactness: the watch is made only when every amount it reads is an integer below 2**50, and a job's
+change is taken in only when its amounts are exact integers (`charged_amounts`, the ledger's rule):
+the integer sums are then the float sums a session open would make, bit for bit (K7), and Python
+compares an integer with a float exactly, as the float comparison does on these values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from apportion.cluster.model import JobInfo, QueueInfo
+from apportion.framework import extension as ep
+from apportion.framework.session import Session
+from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.capacity.ledger import Amount, job_amounts
+from apportion.plugins.capacity.plugin import CapacityPlugin
+from apportion.resources import CPU, MEMORY, PODS, Resource
+
+#: a backlog pair: the queue and minResources by value (cpu, memory, scalars in order)
+PairKey = tuple[object, ...]
+#: every amount read stays below this, so that minResources + allocated + inqueue - elastic, added
+#: as floats in that order, is exact at each step
+_LIMIT = 2**50
+
+
+def _exact(v: float) -> int | None:
+    return int(v) if v.is_integer() and abs(v) < _LIMIT else None
+
+
+def _dims(cpu: float, memory: float, scalars: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """The dimensions `less_equal_with_dimension` compares for a request: cpu and memory when
+    positive, the positive scalars but pods."""
+    out: dict[str, float] = {}
+    if cpu > 0:
+        out[CPU] = cpu
+    if memory > 0:
+        out[MEMORY] = memory
+    for n, v in scalars:
+        if n != PODS and v > 0:
+            out[n] = v
+    return out
+
+
+@dataclass
+class _Level:
+    """One level's limit (None: every requested dimension fails) and accounting as integers."""
+
+    cap: Resource | None
+    acc: dict[str, int]
+
+    def cap_of(self, dim: str) -> float:
+        cap = self.cap
+        assert cap is not None
+        if dim == CPU:
+            return cap.cpu
+        if dim == MEMORY:
+            return cap.memory
+        return cap.scalars.get(dim, 0.0)
+
+    def fails(self, dim: str, amount: float) -> bool:
+        """`_level_verdict` fails on `dim` for a request of `amount` there."""
+        return self.cap is None or amount + self.acc.get(dim, 0) > self.cap_of(dim)
+
+
+@dataclass
+class BacklogWatch:
+    """See the module. Made by `of` from an opened session; `charge` takes a job's change in,
+    `admits_any` answers the backlog test on the accounting so changed."""
+
+    elastic_enabled: bool
+    #: the session's attributes (a copy of the map: a session replaces a shared queue's attributes
+    #: before changing them, never the objects) and queues, and whether capacity runs as a tree
+    attrs: dict[str, QueueAttr]
+    queues: dict[str, QueueInfo]
+    hierarchical: bool
+    #: per queue, the levels a job of it is charged to, leaf first (None: capacity charges it nowhere)
+    paths: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    levels: dict[str, _Level] = field(default_factory=dict)
+    #: per level no pair read yet, the accounting charged to it since the session (`_level`)
+    unread: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: pairs refused whatever the accounting (a closed queue, a parent queue)
+    refused: set[PairKey] = field(default_factory=set)
+    #: pair -> (its path, its dimensions with the request there); pair -> its witness
+    pairs: dict[PairKey, tuple[tuple[str, ...], dict[str, float]]] = field(default_factory=dict)
+    witness: dict[PairKey, tuple[str, str]] = field(default_factory=dict)
+    #: pairs with no witness: the test would admit them as the accounting stands
+    open_pairs: set[PairKey] = field(default_factory=set)
+    #: (level, dimension) -> the pairs it witnesses; and the smallest request among them (None: stale)
+    buckets: dict[tuple[str, str], set[PairKey]] = field(default_factory=dict)
+    lowest: dict[tuple[str, str], float | None] = field(default_factory=dict)
+    #: (level, dimension) whose accounting moved since the last `admits_any`
+    moved: set[tuple[str, str]] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, ssn: Session, pairs: Iterable[PairKey]) -> BacklogWatch | None:
+        """The watch over the opened session's capacity accounting (call before its actions) for
+        these backlog pairs, each (queue, cpu, memory, scalars) as `quiet_kept._admission_key` makes
+        them. None when capacity is not the session's one JobEnqueueable vote with its backlog test,
+        its tree is broken, or an amount is not an exact integer."""
+        plugin = _capacity(ssn)
+        if plugin is None or plugin.blocked:
+            return None
+        watch = cls(plugin.elastic_enabled, dict(plugin.attrs), dict(ssn.queues), plugin.hierarchical)
+        # a session changes the attributes it does not share with capacity's ledger in place: those
+        # are read now, the shared ones (never changed) when a pair first needs them
+        for name in watch.attrs.keys() - plugin._shared:
+            if watch._level(name) is None:
+                return None
+        for key in pairs:
+            if not watch.add_pair(key):
+                return None
+        return watch
+
+    def _level(self, name: str) -> _Level | None:
+        got = self.levels.get(name)
+        if got is not None:
+            return got
+        a = self.attrs[name]
+        acc: dict[str, int] = {}
+        for r, sign in ((a.allocated, 1), (a.inqueue, 1), (a.elastic, -1)):
+            for dim, v in (CPU, r.cpu), (MEMORY, r.memory), *r.scalars.items():
+                x = _exact(v)
+                if x is None:
+                    return None
+                acc[dim] = acc.get(dim, 0) + sign * x
+        for dim, d in self.unread.pop(name, {}).items():
+            acc[dim] = acc.get(dim, 0) + d
+        got = self.levels[name] = _Level(a.real_capability, acc)
+        return got
+
+    def path_of(self, queue: str) -> tuple[str, ...] | None:
+        """The levels a job of `queue` is charged to, leaf first (None: capacity charges it nowhere)."""
+        if queue in self.paths:
+            return self.paths[queue]
+        attr = self.attrs.get(queue)
+        path = None if attr is None else (attr.name, *reversed(attr.ancestors))
+        self.paths[queue] = path
+        return path
+
+    def add_pair(self, key: PairKey) -> bool:
+        """Judge a backlog pair on the current accounting as `_enqueue_answer` would, and watch it
+        (refused for good, refused with a witness, or open: admitted as things stand). False when it
+        cannot be judged exactly (an amount that is not an exact integer)."""
+        if key in self.pairs or key in self.refused:
+            return True
+        queue = key[0]
+        assert isinstance(queue, str)
+        attr = self.attrs.get(queue)
+        q = self.queues.get(queue)
+        if attr is None or q is None or (not self.hierarchical or attr.is_leaf()) and q.is_open() and (
+                attr.real_capability is None or len(key) < 4):
+            self.pairs[key] = ((), {})  # admitted without a look at the accounting
+            self.open_pairs.add(key)
+            return True
+        if (self.hierarchical and not attr.is_leaf()) or not q.is_open():
+            self.refused.add(key)
+            return True
+        path = self.path_of(queue)
+        assert path is not None
+        _, cpu, memory, scalars = key
+        assert isinstance(cpu, float) and isinstance(memory, float)
+        dims = _dims(cpu, memory, scalars)  # type: ignore[arg-type]
+        if any(_exact(v) is None for v in dims.values()):
+            return False
+        for name in path:
+            if self._level(name) is None:
+                return False
+        self.pairs[key] = (path, dims)
+        self._find_witness(key)
+        return True
+
+    def _find_witness(self, key: PairKey) -> bool:
+        """Give the pair a failing (level, dimension), or count it open; True when one was found."""
+        path, dims = self.pairs[key]
+        for name in path:
+            level = self.levels[name]
+            for dim, amount in dims.items():
+                if level.fails(dim, amount):
+                    at = (name, dim)
+                    self.witness[key] = at
+                    self.buckets.setdefault(at, set()).add(key)
+                    if at not in self.lowest:
+                        self.lowest[at] = amount
+                    else:
+                        low = self.lowest[at]
+                        if low is not None and amount < low:
+                            self.lowest[at] = amount
+                    self.open_pairs.discard(key)
+                    return True
+        self.open_pairs.add(key)
+        return False
+
+    def drop_pair(self, key: PairKey) -> None:
+        """The backlog no longer holds this pair."""
+        self.refused.discard(key)
+        self.open_pairs.discard(key)
+        if self.pairs.pop(key, None) is None:
+            return
+        at = self.witness.pop(key, None)
+        if at is not None:
+            self.buckets[at].discard(key)
+            self.lowest[at] = None
+
+    def charge(self, queue: str, old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> None:
+        """A job of `queue` changed from the charged amounts `old` to `new` (`amounts_of`; None: not
+        charged): its path's accounting moves by the difference."""
+        path = self.path_of(queue)
+        if path is None:
+            return
+        delta: dict[str, int] = {}
+        for amounts, sign in ((old, -1), (new, 1)):
+            if amounts is None:
+                continue
+            # what the test reads: allocated + inqueue - elastic (request is not read)
+            for a, s in ((amounts[0], sign), (amounts[2], sign), (amounts[3], -sign)):
+                if a is None:
+                    continue
+                for dim, v in (CPU, a[0]), (MEMORY, a[1]), *a[2]:
+                    delta[dim] = delta.get(dim, 0) + s * v
+        for name in path:
+            level = self.levels.get(name)
+            # a level no pair reads yet keeps the change aside until one does (`_level`)
+            acc = level.acc if level is not None else self.unread.setdefault(name, {})
+            for dim, v in delta.items():
+                if v:
+                    acc[dim] = acc.get(dim, 0) + v
+                    if level is not None:
+                        self.moved.add((name, dim))
+
+    def admits_any(self) -> bool:
+        """Whether the backlog test would admit some pair on the accounting as charged."""
+        moved, self.moved = self.moved, set()
+        for at in moved:
+            bucket = self.buckets.get(at)
+            if not bucket:
+                continue
+            name, dim = at
+            level = self.levels[name]
+            low = self.lowest.get(at)
+            if low is None:
+                low = self.lowest[at] = min(self.pairs[k][1][dim] for k in bucket)
+            if level.fails(dim, low):
+                continue  # the smallest request still fails here, so every one does
+            for key in [k for k in bucket if not level.fails(dim, self.pairs[k][1][dim])]:
+                bucket.discard(key)
+                del self.witness[key]
+                self.lowest[at] = None
+                self._find_witness(key)
+        if self.open_pairs and moved:
+            for key in list(self.open_pairs):
+                self._find_witness(key)
+        return bool(self.open_pairs)
+
+
+def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
+    """What capacity charges for the job as exact integers (`charged_amounts`), or None when some
+    amount is not exact."""
+    return job_amounts(job, elastic_enabled)
+
+
+def elastic_of(ssn: Session) -> bool | None:
+    """capacity's ElasticEnable when capacity's backlog test is the session's (`BacklogWatch.of`
+    would make a watch), else None."""
+    plugin = _capacity(ssn)
+    return None if plugin is None else plugin.elastic_enabled
+
+
+def _capacity(ssn: Session) -> CapacityPlugin | None:
+    """The session's capacity plugin when it is the one JobEnqueueable vote and offers its backlog
+    test (`Session.enqueue_admissible` would ask it), else None."""
+    fns = ssn.consulted(ep.JOB_ENQUEUEABLE)
+    if len(fns) != 1 or fns[0][1].name != "capacity" or not ssn.fast_enqueue_refusals:
+        return None
+    if "capacity" not in ssn.enqueue_tests:
+        return None
+    for _, plugin in ssn.plugins:
+        if isinstance(plugin, CapacityPlugin):
+            return plugin
+    return None
