@@ -25,7 +25,7 @@ from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
-from apportion.framework.closing import Close, Closes
+from apportion.framework.closing import Close, Closes, looks_since, note_unclosed
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.job_visits import JobVisits
@@ -299,6 +299,10 @@ class Session(NodeChoice):
         """
         if not hasattr(self, "placement"):
             return
+        if not self.closed:
+            # a session dropped without its close (a forecast's skipped session): the next close over
+            # the memo looks at what its jobs' delta names as well, not at every job
+            note_unclosed(self.memo, self.snapshot.jobs_delta)
         self.plugins = []
         self.fns = {p: {} for p in self.fns}
         self._dispatch = {}
@@ -336,7 +340,7 @@ class Session(NodeChoice):
         memo = self.memo
         delta = self.snapshot.jobs_delta
         held = memo.get(PODGROUPS_MEMO) if memo is not None and delta is not None else None
-        look = delta.since_last(held[0]) if held is not None and delta is not None else None
+        look = looks_since(memo, delta, held[0]) if held is not None and delta is not None else None
         if look is None or held is None:
             out = {uid: j.phase.value for uid, j in jobs.items()}
         else:
