@@ -14,7 +14,7 @@ from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.open_reference import differences
 from apportion.framework.open_state import OPEN_MEMO
 from apportion.plugins.k8s_matching import NodeIndex
-from apportion.plugins.k8s_view import NodeView
+from apportion.plugins.k8s_view import VIEW_MEMO, NodeView
 from apportion.plugins.nodeorder import _NodeFacts
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
@@ -73,6 +73,9 @@ def _assert_as_full(ssn) -> None:  # type: ignore[no-untyped-def]
     view = ssn.shared["node_view"]
     full = NodeView(ssn.nodes)
     assert np.array_equal(view.count, full.count) and np.array_equal(view.sums, full.sums)
+    held = ssn.memo.get(VIEW_MEMO) if ssn.memo is not None else None
+    if held is not None:  # the bound the next open starts from bounds the sums kept (K18's, for the view)
+        assert held.bound < 2**52 and (not held.sums.size or held.bound >= np.abs(held.sums).max())
     plugin = next(p for o, p in ssn.plugins if o.name == "nodeorder")
     facts = _NodeFacts.read(ssn)
     assert np.array_equal(plugin.alloc, facts.alloc) and plugin._alloc_rows == facts.alloc_rows

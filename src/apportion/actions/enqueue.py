@@ -127,28 +127,44 @@ class _Votes:
     """The votes in queue order, with the jobs a vote would admit as things stand known
     (Dispatch.enqueue_admissible): once none is left to vote, the rest is refused whole."""
 
+    #: after an admission, the rest of the backlog is asked about again when the candidates left are at
+    #: most this share of it (an admission that took the room they wanted then ends the votes there)...
+    ask_again_share = 0.5
+    #: ... while the jobs asked about again so far stay within this many times the backlog
+    ask_again_budget = 2.0
+
     def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], admissible: list[JobInfo] | None):
         self.ssn = ssn
         self.pending = pending
         self.candidates = None if admissible is None else {job.uid for job in admissible}
+        #: the jobs left to vote, and how many more may be asked about again (`ask_again_budget`)
+        self.left = sum(len(jobs) for jobs in pending.values())
+        self.budget = self.ask_again_budget * self.left
 
     def cast(self, queue: QueueInfo) -> bool:
         """Vote the queue's best pending job; True when every job left has been refused with it."""
         job = pop_best(self.pending[queue.name], self.ssn.job_compare)
-        _admit(self.ssn, job)
+        admitted = _admit(self.ssn, job)
+        self.left -= 1
         candidates = self.candidates
         if candidates is None:
             return False
         candidates.discard(job.uid)
-        if candidates:
-            # Some may still be admitted: vote on. Asking again after every admission would cost
-            # the whole backlog per admission (quadratic in a cycle that admits a thousand jobs);
-            # a candidate an admission made inadmissible is simply refused by its own vote.
+        if candidates and not (admitted and len(candidates) <= self.ask_again_share * self.left
+                               and self.left <= self.budget):
+            # Some may still be admitted: vote on. A candidate an admission made inadmissible is
+            # simply refused by its own vote. Asking again after an admission costs the whole rest
+            # of the backlog (after every admission, quadratic in a cycle that admits a thousand
+            # jobs), so only while the candidates are few beside the rest, which the votes to reach
+            # them would cost, and within the budget.
             return False
-        # None is left that could be admitted as things stood: what of the rest could be now?
+        # None is left that could be admitted as things stood (or an admission may have changed
+        # that): what of the rest could be now?
         rest = [j for jobs in self.pending.values() for j in jobs]
         if not rest:
             return True
+        if candidates:
+            self.budget -= len(rest)
         still = self.ssn.enqueue_admissible(rest)
         if still is None:
             self.candidates = None

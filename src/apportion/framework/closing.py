@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
-from apportion.cluster.snapshot import Snapshot
+from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.interface import Plugin
 from apportion.state import check
@@ -58,8 +58,51 @@ CLOSE_MEMO = "session.closes"
 #: the memo's entry: the conf object of the last session and its `conf_key`
 CONF_KEY_MEMO = "session.closes.conf"
 
+#: the memo's entry: the sessions opened over the memo one after the other and ended without a close
+#: (a forecast's skipped sessions, F1/F2): (the snapshot before the first of them, the snapshot of the
+#: last, every uid their jobs' deltas named up to the end of each); see `note_unclosed`
+UNCLOSED_MEMO = "session.unclosed"
+
 #: a condition as JobInfo.conditions holds it, its type first: (type, status, reason, message, session id)
 RawCondition = tuple[str, str, str, str, str]
+
+
+def note_unclosed(memo: dict[str, Any] | None, delta: JobDelta | None) -> None:
+    """Record that a session over `memo`, whose snapshot's jobs' delta is `delta`, ends without a close.
+
+    A pass that last looked at every job of snapshot `at` (close, the result's PodGroup phases) may then
+    look, at the next session, at what `looks_since` gives instead of at every job: a job no delta of
+    the sessions in between names, nor their live log or notes as they stood when each ended, is the
+    object it was at `at` and nothing changed it since (K17 applied session after session: what a
+    session changes after its delta was recorded here is in the next delta's `changed`, as the cache
+    drains its log there). A gap in the chain (a session neither closed nor noted) drops it."""
+    if memo is None:
+        return
+    if delta is None or delta.since is None:
+        memo.pop(UNCLOSED_MEMO, None)
+        return
+    names = delta.changed | delta.gone | delta.log | delta.notes
+    held = memo.get(UNCLOSED_MEMO)
+    if held is not None and held[1] == delta.since:
+        held[2].update(names)
+        memo[UNCLOSED_MEMO] = (held[0], delta.snapshot, held[2])
+    else:
+        memo[UNCLOSED_MEMO] = (delta.since, delta.snapshot, names)
+
+
+def looks_since(memo: dict[str, Any] | None, delta: JobDelta, at: int | None) -> set[str] | None:
+    """`delta.since_last(at)`, or when sessions ended without a close since snapshot `at` and were
+    noted (`note_unclosed`), the uids to look at again across them; None when neither holds."""
+    look = delta.since_last(at)
+    if look is not None or at is None or memo is None or delta.since is None:
+        return look
+    held = memo.get(UNCLOSED_MEMO)
+    if held is None or held[0] != at or held[1] != delta.since:
+        return None
+    look = delta.since_last(delta.since)
+    assert look is not None
+    look |= held[2]
+    return look
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +183,11 @@ def _pending_keys(job: JobInfo) -> tuple[str, ...]:
     return tuple(t.key for t in job.tasks.values() if t.status is TaskStatus.PENDING)
 
 
-def _tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]]) -> tuple[tuple[str, ...], ...]:
-    """The explanations of the job's pending tasks, in task order (empty when none is pending)."""
+def _tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]],
+                     checking: bool | None = None) -> tuple[tuple[str, ...], ...]:
+    """The explanations of the job's pending tasks, in task order (empty when none is pending).
+    `checking`: whether the self-check is on (asked of the environment when not given; a close asks it
+    once for all its jobs)."""
     if not job.counts.get(TaskStatus.PENDING):
         return ()
     # the keys are kept on the job while its task statuses are the same (a waiting job closed in full
@@ -151,7 +197,9 @@ def _tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]]) -> tup
         out: tuple[tuple[str, ...], ...] = ((),) * len(keys)
     else:
         out = tuple(tuple(explanations.get(k, ())) for k in keys)
-    if check.enabled() and out != tasks_explained_reference(job, explanations):
+    if checking is None:
+        checking = check.enabled()
+    if checking and out != tasks_explained_reference(job, explanations):
         raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s pending tasks' explanations from its kept "
                                     "task keys differ from a walk of its tasks")
     return out
@@ -178,6 +226,8 @@ class Close:
         last = memo.get(CLOSE_MEMO) if memo is not None else None
         self.last: Closes | None = last if isinstance(last, Closes) and last.conf_key == key else None
         self.before: dict[str, JobClose] = self.last.jobs if self.last is not None else {}
+        #: whether the self-check is on (asked once, not per job)
+        self.checking = check.enabled()
         delta = ssn.snapshot.jobs_delta
         #: this session's closes (the full ones filled in by `finish`)
         self.closes = Closes(key, {}, ssn.uid, delta.snapshot if delta is not None else None)
@@ -196,7 +246,7 @@ class Close:
         carried (docs/semantics.md K17); `split_reference` looks at every job."""
         last = self.last
         delta = self.ssn.snapshot.jobs_delta
-        look = delta.since_last(last.snapshot) if last is not None and delta is not None else None
+        look = looks_since(self.memo, delta, last.snapshot) if last is not None and delta is not None else None
         if look is None:
             return self.split_reference()
         assert last is not None and delta is not None
@@ -205,9 +255,10 @@ class Close:
         look |= last.marked
         look |= delta.notes  # fit errors recorded in this session
         look.update(k for k in explanations if k in jobs)
-        if check.enabled():
+        if self.checking:
             self._check_look(look)
         before = self.before
+        checking = self.checking
         full, phase_in, carried = self.full, self.phase_in, self.carried
         kept: dict[str, JobClose | None] = dict(before)
         events = dict(last.events)
@@ -220,7 +271,7 @@ class Close:
                 marked.discard(uid)
                 continue
             e = before.get(uid)
-            if e is not None and self._carries(e, job, explanations):
+            if e is not None and self._carries(e, job, explanations, checking):
                 carried.append(e)
             else:
                 full.append(job)
@@ -231,11 +282,12 @@ class Close:
         return full
 
     @staticmethod
-    def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]]) -> bool:
+    def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
+                 checking: bool | None = None) -> bool:
         return (e.job is job and e.version == job.version and e.phase_in is job.phase
                 and e.fit_errors == job.job_fit_errors
                 and e.explained == _explained(explanations.get(job.uid))
-                and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations)))
+                and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations, checking)))
 
     def _check_look(self, look: set[str]) -> None:
         """The self-check: every job outside `look` is one the full split carries."""
@@ -254,11 +306,12 @@ class Close:
         self._marked = None
         before = self.before
         explanations = self.ssn.explanations
+        checking = self.checking
         full, phase_in, carried = self.full, self.phase_in, self.carried
         kept: dict[str, JobClose | None] = {}
         for uid, job in self.ssn.jobs.items():
             e = before.get(uid)
-            if e is not None and self._carries(e, job, explanations):
+            if e is not None and self._carries(e, job, explanations, checking):
                 carried.append(e)
             else:
                 full.append(job)
@@ -277,6 +330,7 @@ class Close:
         kept = self.closes.jobs
         closes = self.closes
         events, marked = self._events, self._marked
+        checking = self.checking
         if events is None and closes.snapshot is not None:
             events, marked = {}, set()  # the first close a next one may carry from the jobs' delta
             for e in self.carried:
@@ -288,7 +342,7 @@ class Close:
             msg = job_event(ssn, job)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
-                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations),
+                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations, checking),
                 session=sid, phase=job.phase, conditions=tuple((t, *c) for t, c in job.conditions.items()),
                 event=None if msg is None else make_event(job.uid, msg))
             if events is not None and marked is not None:
@@ -305,7 +359,7 @@ class Close:
         for e in self.carried:
             if e.job.phase is not e.phase:
                 e.job.set_phase(e.phase)
-        if check.enabled():
+        if checking:
             # with the jobs' delta most carried closes were not looked at: every one is checked
             carried = self.carried if self._events is None else [e for e in kept.values() if e.session != sid]
             if carried:

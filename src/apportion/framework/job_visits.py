@@ -83,8 +83,12 @@ class JobVisits:
         self.busy: set[str] = set()
         self._copied: set[str] = set()
         if carried:
-            assert isinstance(held, _Held) and delta is not None
-            self.quiet, self.by_queue, self.busy = dict(held.quiet), dict(held.by_queue), set(held.busy)
+            assert isinstance(held, _Held) and delta is not None and memo is not None
+            # the held verdicts go on to this open as they are (no copy of ~1,000 uids a session): only
+            # the next open reads them, and the memo holds this open's from here on (taken out first,
+            # so that an open that fails half-way leaves none to carry)
+            del memo[MEMO]
+            self.quiet, self.by_queue, self.busy = held.quiet, dict(held.by_queue), held.busy
             for uid in delta.gone:
                 self._forget(uid)
             for uid in delta.changed:

@@ -76,9 +76,10 @@ class OpenDelta:
 
 @dataclass
 class OpenBase:
-    """The node side of the last open, before its session changed anything (never edited afterwards:
-    the next open builds new arrays and new task maps for the rows it changes; only the job map, which
-    no session reads, is handed on to the next base and updated there)."""
+    """The node side of the last open, before its session changed anything (never edited by the
+    session: the next open builds new arrays and new task maps for the rows it changes; the job map
+    and the lists of rows and task maps, which only the next open reads, are handed on to the next
+    base and updated there)."""
 
     nodes_key: Any
     columns: tuple[str, ...]
@@ -104,6 +105,8 @@ class OpenBase:
     #: plus what the next open adds and takes out stays below 2**52, that open's sums are exact
     #: without looking at the table (docs/semantics.md K18)
     bound: float = float(2**53)
+    #: each job uid's position in `order` (made when first needed, handed on with an unchanged order)
+    positions: dict[str, int] | None = None
 
 
 def scalar_names(job: JobInfo) -> frozenset[str]:

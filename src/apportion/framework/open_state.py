@@ -205,27 +205,47 @@ def _snapshot_number(ssn: Session) -> int | None:
     return delta.snapshot if delta is not None else None
 
 
-def _classify(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | None:
+def _positions(base: OpenBase) -> dict[str, int]:
+    """Each job uid's position in the base's order (made once, and handed on while the order stays)."""
+    if base.positions is None:
+        base.positions = {uid: i for i, uid in enumerate(base.order)}
+    return base.positions
+
+
+def _classify(ssn: Session, base: OpenBase, now: list[str]) -> tuple[list[str], list[str]] | None:
     """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved.
-    With the snapshot's jobs delta from the base's snapshot, only the jobs it names are compared with
-    the base (docs/semantics.md K17); `classify_reference` compares every job."""
+    `now` is the session's job order. With the snapshot's jobs delta from the base's snapshot, only
+    the jobs it names are compared with the base (docs/semantics.md K17); `classify_reference`
+    compares every job."""
     delta = ssn.snapshot.jobs_delta
     look = delta.since_last(base.snapshot) if delta is not None else None
     if look is None:
         return classify_reference(ssn, base)
     carried = base.jobs
     jobs = ssn.jobs
-    now = list(jobs)
+    same_order = now == base.order
     changed: list[str] = []
-    for uid in [u for u in now if u in look] if look else ():
+    if not look:
+        named: list[str] | tuple[()] = ()
+    elif same_order:
+        # the session's order is the base's: the named jobs in it without a pass over every job
+        pos = _positions(base)
+        named = sorted((u for u in look if u in pos), key=pos.__getitem__)
+    else:
+        named = [u for u in now if u in look]
+    for uid in named:
         job = jobs[uid]
         c = carried.get(uid)
         if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
             changed.append(uid)
     moved = set(changed)
     out = {uid for uid in look if uid in carried and (uid in moved or uid not in jobs)}
+    if same_order:
+        # every job of the base is still here (the orders are equal) and so out is the changed jobs
+        # the base holds; taking the same jobs out of equal orders leaves equal orders
+        got: tuple[list[str], list[str]] | None = [u for u in changed if u in out], changed
     # the relative order of the kept jobs must be the base's, as the full comparison checks
-    if ([u for u in now if u not in moved] if moved else now) != (
+    elif ([u for u in now if u not in moved] if moved else now) != (
             [u for u in base.order if u not in out] if out else base.order):
         got = None
     else:
@@ -262,11 +282,11 @@ def classify_reference(ssn: Session, base: OpenBase) -> tuple[list[str], list[st
 def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
     """`place_full`'s outcome from the last open's base and the jobs that changed; None when it cannot
     be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer)."""
-    split = _classify(ssn, base)
+    now = list(ssn.jobs)
+    split = _classify(ssn, base, now)
     if split is None:
         return None
     gone, changed = split
-    now = list(ssn.jobs)
     counts = Counter(base.scalar_counts)
     for uid in gone:
         counts.subtract(base.jobs[uid][3])
@@ -309,9 +329,12 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     if check.enabled() and not _table_exact(new):
         raise check.StateCheckError(f"{check.ENV}: session open's node table bound {bound} holds but the "
                                     "table is not exact")
-    # the rows a change reached get new task maps, in the full placement's order
-    rows = list(base.rows)
-    node_tasks = list(base.node_tasks)
+    # the rows a change reached get new task maps, in the full placement's order. The base's row
+    # lists go on to the next base as they are (only the next open reads a base's rows and task maps;
+    # every way out that keeps this base was taken above)
+    rows = base.rows
+    node_tasks = base.node_tasks
+    same_order = now == base.order
     gone_set = set(gone)
     touched: dict[int, list[Entry]] = {}
     for e in removed:
@@ -326,9 +349,10 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             merged = keep_entries + new_entries
             uids.update(e[4] for e in merged if e[4] is not None)
             merging.append((row, merged))
-        # the positions in the session's job order of the jobs on those rows only
-        pos = {uid: i for i, uid in enumerate([u for u in now if u in uids])}
-        big = len(pos)
+        # the positions in the session's job order of the jobs on those rows (in the base's order when
+        # that is the session's: only their relative order counts)
+        pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
+        big = len(now)
         for row, merged in merging:
             merged.sort(key=lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5]))
             rows[row] = merged
@@ -347,7 +371,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
     orphans = [e for e in added if e[4] is None]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
-                   node_tasks, jobs, orphans, +counts, now, _snapshot_number(ssn), bound)
+                   node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
+                   bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
 
 
@@ -363,7 +388,9 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     (None after a full placement)."""
     memo = ssn.memo
     nodes_key = ssn.snapshot.nodes_key if memo is not None else None
-    base: OpenBase | None = memo.get(OPEN_MEMO) if memo is not None else None
+    # taken out: an incremental open hands parts of it on to the next base (an open that fails
+    # half-way leaves no base to carry)
+    base: OpenBase | None = memo.pop(OPEN_MEMO, None) if memo is not None else None
     generation = next(_GENERATIONS)
     delta: OpenDelta | None = None
     step = None

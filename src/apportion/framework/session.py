@@ -8,6 +8,7 @@ simulate points; `session_plugins.go`) and framework/node_choice.py (predicates 
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
-from apportion.framework.closing import Close, Closes
+from apportion.framework.closing import Close, Closes, looks_since, note_unclosed
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
 from apportion.framework.job_visits import JobVisits
@@ -87,7 +88,7 @@ class Session(NodeChoice):
         self.nodes: list[NodeInfo] = snapshot.nodes
         #: the caller's memo carried across snapshots (None: nothing carried); see Snapshot.memo
         self.memo: dict[str, Any] | None = snapshot.memo
-        self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
+        self.node_by_name: dict[str, NodeInfo] = _node_by_name(self.nodes, self.memo)
         self.warnings: list[str] = list(snapshot.warnings) + list(conf.warnings)
         self.enabled_actions = set(conf.actions)
         #: the session's clock in seconds (the simulator's time), or None: then the wall clock (epoch)
@@ -299,6 +300,10 @@ class Session(NodeChoice):
         """
         if not hasattr(self, "placement"):
             return
+        if not self.closed:
+            # a session dropped without its close (a forecast's skipped session): the next close over
+            # the memo looks at what its jobs' delta names as well, not at every job
+            note_unclosed(self.memo, self.snapshot.jobs_delta)
         self.plugins = []
         self.fns = {p: {} for p in self.fns}
         self._dispatch = {}
@@ -336,7 +341,7 @@ class Session(NodeChoice):
         memo = self.memo
         delta = self.snapshot.jobs_delta
         held = memo.get(PODGROUPS_MEMO) if memo is not None and delta is not None else None
-        look = delta.since_last(held[0]) if held is not None and delta is not None else None
+        look = looks_since(memo, delta, held[0]) if held is not None and delta is not None else None
         if look is None or held is None:
             out = {uid: j.phase.value for uid, j in jobs.items()}
         else:
@@ -370,6 +375,28 @@ class Session(NodeChoice):
             for name, attrs in rep.items():
                 out.setdefault(name, attrs)
         return out
+
+
+#: the memo's entry: the last session's nodes (the NodeInfo objects, in order) and their map by name
+NODES_MEMO = "session.node-by-name"
+
+
+def _node_by_name(nodes: list[NodeInfo], memo: dict[str, Any] | None) -> dict[str, NodeInfo]:
+    """Node name -> node. A caller that carries a memo and hands the same NodeInfo objects out again
+    (the simulator's and the forecast's nodes) gets the last session's map while the objects are those,
+    in the same order (compared by identity, without reading them; a node's name never changes, and
+    no one edits the map)."""
+    held = memo.get(NODES_MEMO) if memo is not None else None
+    if held is not None and len(held[0]) == len(nodes) and all(map(operator.is_, held[0], nodes)):
+        out: dict[str, NodeInfo] = held[1]
+        if check.enabled() and out != {n.name: n for n in nodes}:
+            raise check.StateCheckError(f"{check.ENV}: the nodes' map by name kept over the memo differs "
+                                        "from the nodes' own names")
+        return out
+    out = {n.name: n for n in nodes}
+    if memo is not None:
+        memo[NODES_MEMO] = (list(nodes), out)
+    return out
 
 
 def phase_written_back(job: JobInfo, unschedulable: bool) -> PodGroupPhase:

@@ -28,13 +28,18 @@ MEMO = "drf.shares"
 
 @dataclass
 class _Held:
-    """drf's sums and shares as a session opened with them (dictionaries never edited afterwards; the
-    sums are the jobs' derived values, which drf copies before it changes one)."""
+    """drf's sums and shares as a session opened with them: the session's own dictionaries, which its
+    events then change, with what each job changed had at open (`undo`, filled in as the session
+    goes: the next open puts those back before it applies its delta, instead of each open copying
+    every job's entry twice). The sums are the jobs' derived values, which drf copies before it
+    changes one."""
 
     generation: int
     terms: Any
     allocated: dict[str, Resource]
     shares: dict[str, float]
+    #: per job uid changed by the session's events: its sum and share at open (None: it had none)
+    undo: dict[str, tuple[Resource | None, float | None]]
 
 
 class DrfPlugin(Plugin):
@@ -57,6 +62,8 @@ class DrfPlugin(Plugin):
         #: jobs whose `allocated` entry is drf's own: the others share the sum kept on the job (see
         #: JobInfo.derive) and are copied before the first change
         self._own: set[str] = set()
+        #: per job uid the session's events changed, its sum and share at open (`_Held.undo`)
+        self._undo: dict[str, tuple[Resource | None, float | None]] = {}
         if not self._from_memo(ssn):
             for uid, job in ssn.jobs.items():
                 self.allocated[uid], self.shares[uid] = self._derived(job)
@@ -78,7 +85,20 @@ class DrfPlugin(Plugin):
         held = ssn.memo.get(MEMO) if ssn.memo is not None else None
         if delta is None or not isinstance(held, _Held) or held.generation != delta.since or held.terms != self._terms:
             return False
-        allocated, shares = dict(held.allocated), dict(held.shares)
+        assert ssn.memo is not None
+        # the last open's dictionaries go on to this one (only the next open reads them; taken out of
+        # the memo first, so that an open that fails half-way leaves none to carry), as they opened
+        del ssn.memo[MEMO]
+        allocated, shares = held.allocated, held.shares
+        for uid, (a, sh) in held.undo.items():
+            if a is None:
+                allocated.pop(uid, None)
+            else:
+                allocated[uid] = a
+            if sh is None:
+                shares.pop(uid, None)
+            else:
+                shares[uid] = sh
         for uid in delta.gone:
             allocated.pop(uid, None)
             shares.pop(uid, None)
@@ -101,7 +121,7 @@ class DrfPlugin(Plugin):
         if ssn.open_generation is None:
             ssn.memo.pop(MEMO, None)
         else:
-            ssn.memo[MEMO] = _Held(ssn.open_generation, self._terms, dict(self.allocated), dict(self.shares))
+            ssn.memo[MEMO] = _Held(ssn.open_generation, self._terms, self.allocated, self.shares, self._undo)
 
     def _sum_and_share(self, job: JobInfo) -> tuple[Resource, float]:
         a = job.allocated_sum()
@@ -139,6 +159,7 @@ class DrfPlugin(Plugin):
         if uid not in self._own:
             self._own.add(uid)
             shared = self.allocated.get(uid)
+            self._undo[uid] = (shared, self.shares.get(uid))
             self.allocated[uid] = Resource() if shared is None else shared.clone()
         return self.allocated[uid]
 

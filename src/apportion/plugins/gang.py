@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from apportion.cluster.model import ALLOCATED_STATUSES, READY_STATUSES, JobInfo, TaskInfo, TaskStatus
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
+from apportion.state import check
 
 _VALID_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING})
 _READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})
@@ -106,6 +109,7 @@ class GangPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         """Write the Unschedulable / Scheduled conditions that the phase write-back reads (for the jobs
         closed in full: the others carry last session's over, Plugin.on_session_close)."""
+        checking = check.enabled()
         for job in ssn.closing:
             if not job.tasks:
                 continue
@@ -114,17 +118,33 @@ class GangPlugin(Plugin):
                 continue
             if excused_for_releasing(job):
                 continue
-            placed = sum(
-                1
-                for t in job.tasks.values()
-                if t.status is TaskStatus.PENDING and t.last_tx_status in ALLOCATED_STATUSES
-            )
+            placed = job.derive(PLACED_KEY, None, functools.partial(placed_pending, job)) if job.counts.get(
+                TaskStatus.PENDING) else 0
+            if checking and placed != placed_pending(job):
+                raise check.StateCheckError(f"{check.ENV}: gang's count of job {job.uid}'s pending tasks last "
+                                            "placed, kept on the job, differs from a walk of its tasks")
             missing = job.min_available - job.ready_num() - placed
             msg = f"{missing}/{len(job.tasks)} tasks in gang unschedulable"
             if job.job_fit_errors:
                 msg += f": {job.job_fit_errors}"
             job.conditions["Unschedulable"] = ("True", "NotEnoughResources", msg, ssn.uid)
 
+
+
+#: JobInfo.derive key of `placed_pending`'s answer
+PLACED_KEY = "gang.placed"
+
+
+def placed_pending(job: JobInfo) -> int:
+    """How many of the job's pending tasks were last placed (allocated or pipelined) and taken back.
+
+    Kept on the job by its close (JobInfo.derive, per task version and phase): a task's last
+    transaction is written only by the session's moves, right after the status change that moves the
+    version (Session.do_allocate, do_pipeline, undo_allocate), and a task built afresh has none; a job
+    closed in full session after session (a waiting one whose refusal text moves) would otherwise
+    walk its tasks each time."""
+    return sum(1 for t in job.tasks.values()
+               if t.status is TaskStatus.PENDING and t.last_tx_status in ALLOCATED_STATUSES)
 
 
 def excused_for_releasing(job: JobInfo) -> bool:
@@ -138,4 +158,4 @@ def excused_for_releasing(job: JobInfo) -> bool:
     return job.scheduled_num() + rel >= job.min_available
 
 
-__all__ = ["GangPlugin", "READY_STATUSES", "excused_for_releasing"]
+__all__ = ["PLACED_KEY", "GangPlugin", "READY_STATUSES", "excused_for_releasing", "placed_pending"]

@@ -119,23 +119,36 @@ class _CarriedView:
     generation: int
     count: np.ndarray
     sums: np.ndarray
+    #: a bound on every sum's magnitude (the sums are integers): while the bound plus what the next
+    #: open adds and takes out stays below 2**52, that open's sums are integers below 2**53 without
+    #: looking at them (as session open's node table, K18)
+    bound: float = _EXACT
+
+
+#: the bound below which sums of integers are exact (room for the rounding of the bound's own sum)
+_BOUND = float(2**52)
 
 
 def _exact(arr: np.ndarray) -> bool:
     return bool(np.all(np.abs(arr) < _EXACT) and np.all(arr == np.floor(arr)))
 
 
-def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray] | None:
-    """The last open's view updated by the placements that changed since (`Session.open_delta`), or
-    None when it cannot be exact: no carried view of the open the delta starts from, a request that is
-    not an integer below 2**53, or a node whose task map holds fewer tasks than were placed on it (two
-    tasks with one key: the map keeps one)."""
+def _bound(arr: np.ndarray) -> float:
+    return float(np.abs(arr).max()) if arr.size else 0.0
+
+
+def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The last open's view updated by the placements that changed since (`Session.open_delta`), with
+    a bound on its sums, or None when it cannot be exact: no carried view of the open the delta starts
+    from, a request that is not an integer below 2**53, or a node whose task map holds fewer tasks
+    than were placed on it (two tasks with one key: the map keeps one)."""
     delta = ssn.open_delta
     memo = ssn.memo
     held = memo.get(VIEW_MEMO) if memo is not None else None
     if delta is None or not isinstance(held, _CarriedView) or held.generation != delta.since:
         return None
     count, sums = held.count.copy(), held.sums.copy()
+    bound = held.bound
     for entries, sign in ((delta.removed, -1), (delta.added, 1)):
         if not entries:
             continue
@@ -145,9 +158,10 @@ def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray
             return None
         np.add.at(count, rows, sign)
         np.add.at(sums, rows, reqs * sign)
+        bound += float(np.abs(reqs).max(axis=1).sum())
     if not np.array_equal(count, ssn.table.pod_count):
         return None
-    return count, sums
+    return count, sums, bound
 
 
 def session_node_view(ssn: Session) -> NodeView:
@@ -159,7 +173,8 @@ def session_node_view(ssn: Session) -> NodeView:
     `APPORTION_CHECK_STATE=1` a view so started is compared with one added up in full."""
     view = ssn.shared.get("node_view")
     if view is None:
-        start = _view_start(ssn, NodeView([], row_of={}))
+        started = _view_start(ssn, NodeView([], row_of={}))
+        start, bound = (started[:2], started[2]) if started is not None else (None, _EXACT)
         view = NodeView(ssn.nodes, row_of=ssn.table.index, start=start)
         if start is not None and check.enabled():
             full = NodeView(ssn.nodes)
@@ -168,10 +183,16 @@ def session_node_view(ssn: Session) -> NodeView:
                                             "from one added up in full")
         generation = ssn.open_generation
         if ssn.memo is not None:
-            if generation is not None and _exact(view.sums):
-                ssn.memo[VIEW_MEMO] = _CarriedView(generation, view.count.copy(), view.sums.copy())
+            # a view carried within the bound is exact as it stands; any other is looked at
+            if generation is not None and not bound < _BOUND and _exact(view.sums):
+                bound = _bound(view.sums)
+            if generation is not None and bound < _BOUND:
+                ssn.memo[VIEW_MEMO] = _CarriedView(generation, view.count.copy(), view.sums.copy(), bound)
             else:
                 ssn.memo.pop(VIEW_MEMO, None)
+            if bound < _BOUND and check.enabled() and not _exact(view.sums):
+                raise check.StateCheckError(f"{check.ENV}: the node view's bound {bound} holds but its sums "
+                                            "are not exact")
         ssn.shared["node_view"] = view
         ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
     assert isinstance(view, NodeView)
