@@ -38,7 +38,7 @@ from apportion.reservation.follower import (
     _ChildSums,
 )
 from apportion.reservation.published import LazyQueues, LazyShares
-from apportion.reservation.resmath import Res, f32, radd, rsub
+from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
 
 if TYPE_CHECKING:
     from apportion.reservation.definition import ReservationId
@@ -134,6 +134,10 @@ class IncrementalFollower(PlanFollower):
         self._unsettled: set[str] = set()
         #: the number of the last step (FollowerState.serial; 0 before the first)
         self._serial = 0
+        #: rows `prepare` brought up to date since the last step (the step visits them), and the
+        #: instant it brought them to (0: none since the last step)
+        self._carried: set[str] = set()
+        self._prepared_at = 0
 
     # -- applications (their queues' views change) -------------------------------------------------
     def submit_app(self, app_id: str, queue: str) -> bool:
@@ -198,6 +202,7 @@ class IncrementalFollower(PlanFollower):
         # the next step sorts by the capacities this one left, which may reorder what it published
         self._active_ref, self._queues_ref, self._queues_dict = None, None, state.queues
         self._deferred = []
+        self._carried, self._prepared_at = set(), 0
         self._synced = True
 
     def _track(self, r: ReservationAllocation, now: int) -> None:
@@ -217,6 +222,9 @@ class IncrementalFollower(PlanFollower):
         _, hi, v = self._piece(r, now)
         row = self._live[name] = _Row(r, name, hi, v)
         heapq.heappush(self._due, (hi, name, next(self._tie), r))
+        # every live row's resources are in the reserved sum (`_drop` takes them out); `_resync`
+        # sums them afresh
+        self._reserved = radd(self._reserved, v)
         return row
 
     def _key(self, row: _Row) -> Key:
@@ -249,14 +257,49 @@ class IncrementalFollower(PlanFollower):
             self._held[row.key] = row.target
             self._held_total = None
 
+    # -- ahead of a step ---------------------------------------------------------------------------
+    def prepare(self, clock: int, budget: int) -> int:
+        """Do ahead of the next step, at most `budget` reservations' worth, what that step does first:
+        bring the rows of the reservations added, edited or removed since, and of those that started
+        or entered another piece of their allocation, to `clock` (rounded up to the plan's step).
+        Returns the budget left (0: there may be more). Nothing the plan, the child queues or the last
+        step's published views hold changes, so a step that follows publishes what it would have
+        without this: a row brought to an earlier instant than the step's is brought on by the step
+        as from one step to the next (its piece ends on the `_due` heap), and the step visits every
+        row brought here. A server runs this in bounded pieces between requests, so that the step,
+        which must be one piece, is left with less."""
+        if not self._synced or self._periodic or budget <= 0:
+            return budget
+        now = round_up(clock, self.plan.step)
+        if now < self._now or now < self._prepared_at:
+            return budget  # the clock went back: the step will be a full one
+        self._settle_published()
+        self._prepared_at = now
+        fresh, left = self._bring(now, budget)
+        self._carried |= fresh
+        plan = self.plan
+        cap = plan.capacity
+        if cap == self._cap:  # else the step is a full one
+            # what the step's visit does first for a row made since the last step, done here: its
+            # target and its key, the capacity its queue has until the step (only a step changes it)
+            calc, zero, rows = plan.calc, plan.zero, self._live
+            with_ratio = cap[0] > 0 and cap[1] > 0
+            for name in fresh:
+                row = rows.get(name)
+                if row is not None:
+                    row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
+                    self._rekey(row)
+        return left
+
     # -- one step ----------------------------------------------------------------------------------
     def step(self, clock: int) -> FollowerState:
         """One synchronisation at `clock`, as `PlanFollower.step` makes it (contract §11)."""
         plan = self.plan
         self._settle_published()
         now = self._start_step(clock)
-        if not self._synced or now < self._now or plan.capacity != self._cap:
+        if not self._synced or now < self._now or now < self._prepared_at or plan.capacity != self._cap:
             return self._full(clock)
+        self._prepared_at = 0
         changed = self._advance(now)
         if self._periodic:
             return self._full(clock)
@@ -298,8 +341,12 @@ class IncrementalFollower(PlanFollower):
         with_ratio = cap[0] > 0 and cap[1] > 0
         visit = [self._live[n] for n in changed if n in self._live]
         for row in visit:
-            row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
-            self._rekey(row)  # the key the full step sorts by: the capacity before this step's change
+            # the key the full step sorts by: the capacity before this step's change. A row keyed
+            # already has it (one `prepare` made, or one whose entitlement was refused, filed when
+            # the step started): neither its resources, the plan's capacity nor its queue changed since
+            if not row.key:
+                row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
+                self._rekey(row)
         if self._held_total is None:
             self._held_total = self._sum(self._held.values())
         total = self._held_total
@@ -370,43 +417,61 @@ class IncrementalFollower(PlanFollower):
 
     def _advance(self, now: int) -> set[str]:
         """Bring the rows to `now`: edited reservations, those that started, ended or entered another
-        piece of their allocation. Returns the names of the rows to visit (gone ones included)."""
-        plan = self.plan
+        piece of their allocation. Returns the names of the rows to visit (gone ones included): those,
+        with the rows `prepare` brought and those whose entitlement was refused."""
         changed, self._unsettled = self._unsettled, set()
+        changed |= self._carried
+        self._carried = set()
+        fresh, _ = self._bring(now, None)
+        changed |= fresh
+        rows = self._live
+        gone = [n for n in changed if n not in rows and n in self.queues]
+        self._lingering.update(gone)
+        return changed
+
+    def _bring(self, now: int, budget: int | None) -> tuple[set[str], int]:
+        """`_advance`'s work on at most `budget` reservations (None: all): the names of the rows it
+        brought to `now` (or dropped), and the budget left (0 when `budget` is None)."""
+        plan = self.plan
+        fresh: set[str] = set()
+        left = budget if budget is not None else -1
         touched = plan.touched
         assert touched is not None
         if touched:
-            for rid in {r.id for r in touched}:
+            if budget is None or len(touched) <= budget:
+                take = list(touched)
+                touched.clear()
+            else:
+                take = touched[:budget]
+                del touched[:budget]
+            if budget is not None:
+                left -= len(take)
+            for rid in {r.id for r in take}:
                 name = str(rid)
                 self._drop(name)
                 self._periodic.discard(name)
                 cur = plan.reservations.get(rid)
                 if cur is not None:
                     self._track(cur, now)
-                changed.add(name)
-            touched.clear()
+                fresh.add(name)
         pending, due, rows = self._pending, self._due, self._live
-        while pending and pending[0][0] <= now:
+        while left and pending and pending[0][0] <= now:
             _, name, _, r = heapq.heappop(pending)
+            left -= budget is not None
             if plan.reservations.get(r.id) is r and name not in rows and now < r.end:
                 self._activate(r, name, now)
-                changed.add(name)
-        while due and due[0][0] <= now:
+                fresh.add(name)
+        while left and due and due[0][0] <= now:
             _, name, _, r = heapq.heappop(due)
+            left -= budget is not None
             row = rows.get(name)
             if row is None or row.r is not r:
                 continue
             self._drop(name)
             if now < r.end:
                 self._activate(r, name, now)
-            changed.add(name)
-        for name in changed:
-            row = rows.get(name)
-            if row is not None and row.key == ():
-                self._reserved = radd(self._reserved, row.v)
-        gone = [n for n in changed if n not in rows and n in self.queues]
-        self._lingering.update(gone)
-        return changed
+            fresh.add(name)
+        return fresh, max(left, 0)
 
     def _drop(self, name: str) -> None:
         row = self._live.pop(name, None)
@@ -422,7 +487,9 @@ class IncrementalFollower(PlanFollower):
         gone: list[ReservationId] = []
         while ends and ends[0][0] <= limit:
             _, _, _, r = heapq.heappop(ends)
-            if plan.reservations.get(r.id) is r:
+            # a reservation tracked twice (touched again while `prepare` ran in pieces) has two
+            # entries, popped one after the other
+            if plan.reservations.get(r.id) is r and (not gone or gone[-1] != r.id):
                 gone.append(r.id)
         gone.sort()
         plan.archive(gone)
