@@ -39,8 +39,9 @@ AUDIT_ENV = "APPORTION_GC_AUDIT"
 GROWTH = 0.25
 #: ... when the server is idle, or at the latest this many seconds after the last one (s)
 MAX_INTERVAL = 600.0
-#: writer jobs a tick runs itself (loop.run_forever): more since the last settle means requests wrote
-TICK_JOBS = 3
+#: writer jobs besides the ticks' that may run between two settles with the server still idle (the
+#: server counts the writer's jobs less the loop's, `SchedulingLoop.jobs_run`)
+TICK_JOBS = 0
 
 
 class Collector:
@@ -55,7 +56,8 @@ class Collector:
 
     def __init__(self, writer_jobs: Callable[[], int] = lambda: 0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        #: the writer's jobs run so far (the idle test), and the clock of `MAX_INTERVAL`
+        #: the writer's jobs run so far that were not a tick's (the idle test), and the clock of
+        #: `MAX_INTERVAL`
         self.writer_jobs = writer_jobs
         self.clock = clock
         #: objects alive after the last full collection, and frozen since (an upper bound)

@@ -190,6 +190,30 @@ class LiveView:
         keys = [("Queue", "", name) for name in sorted(self.reservable) if ("Queue", "", name) in objects]
         self.changed(objects, keys, self.reservable)
 
+    def queue_events(self, changed: dict[str, dict[str, Any] | None]) -> list[tuple[str, dict[str, Any] | None]]:
+        """The followers' queue events `follow` would send for `changed`, in its order: the queues gone
+        (None), then those made or changed, each by name."""
+        gone = sorted((n, None) for n, q in changed.items() if q is None and n in self.generated)
+        held = self.cache.get
+        made = sorted((n, q) for n, q in changed.items() if q is not None and held("Queue", n) is not q)
+        return [*gone, *made]
+
+    def send_queues(self, events: list[tuple[str, dict[str, Any] | None]], loads: int) -> None:
+        """Some of `queue_events`' events, sent ahead of `follow` (which then skips them): nothing else
+        changes, so only what reads the cache's queues (a session) sees them. Events for a cache that
+        was since loaded afresh (`loads` differs) are dropped: `follow` sends everything again."""
+        if loads != self.loads:
+            return
+        held = self.cache.get
+        for name, q in events:
+            if q is None:
+                if name in self.generated:
+                    self._sync("Queue", name, None, f"plan follower: {name} expired")
+                    self.generated.discard(name)
+            elif held("Queue", name) is not q:
+                self._sync("Queue", name, q, f"plan follower: {name}", self.queue_records)
+                self.generated.add(name)
+
     def follow(self, objects: dict[ObjectKey, dict[str, Any]], states: dict[str, FollowerState],
                active: set[str], changed: dict[str, dict[str, Any] | None], flipped: set[str] | None) -> None:
         """The followers' new state: the queues that changed since the last call (made or, None, gone;
