@@ -119,6 +119,8 @@ class IncrementalFollower(PlanFollower):
         self._sums: _LiveSums | None = None
         self._views: SortedDict = SortedDict()
         self._dirty: set[str] = set()
+        #: queues whose view in `_views` is older than the queue (made again when read)
+        self._stale: set[str] = set()
         #: the last step's published `active` and `queues` (see published.py), held weakly: one still
         #: read elsewhere when the next step starts is made then, before the structures change; the
         #: full step's dict of queues is held as it is
@@ -142,6 +144,7 @@ class IncrementalFollower(PlanFollower):
     # -- applications (their queues' views change) -------------------------------------------------
     def submit_app(self, app_id: str, queue: str) -> bool:
         """Place an application directly into an existing child queue."""
+        self._settle_published()  # a view still held reads the queue as the last step left it
         ok = super().submit_app(app_id, queue)
         if ok:
             self._dirty.add(queue)
@@ -149,6 +152,7 @@ class IncrementalFollower(PlanFollower):
 
     def app_finished(self, app_id: str) -> bool:
         """Remove a finished application from its child queue; False if no queue holds it."""
+        self._settle_published()
         name = self._remove_app(app_id)
         if name is not None:
             self._dirty.add(name)
@@ -198,7 +202,7 @@ class IncrementalFollower(PlanFollower):
         self._next_seq = len(self._seq)
         self._sums = _LiveSums(self.queues)
         self._views = SortedDict(state.queues)
-        self._dirty = set()
+        self._dirty, self._stale = set(), set()
         # the next step sorts by the capacities this one left, which may reorder what it published
         self._active_ref, self._queues_ref, self._queues_dict = None, None, state.queues
         self._deferred = []
@@ -260,8 +264,10 @@ class IncrementalFollower(PlanFollower):
     # -- ahead of a step ---------------------------------------------------------------------------
     def prepare(self, clock: int, budget: int) -> int:
         """Do ahead of the next step, at most `budget` reservations' worth, what that step does first:
-        bring the rows of the reservations added, edited or removed since, and of those that started
-        or entered another piece of their allocation, to `clock` (rounded up to the plan's step).
+        file the rows the last step visited under their new keys and make the views it left stale
+        (after making the published views still held), then bring the rows of the reservations added,
+        edited or removed since, and of those that started or entered another piece of their
+        allocation, to `clock` (rounded up to the plan's step), with their targets and keys.
         Returns the budget left (0: there may be more). Nothing the plan, the child queues or the last
         step's published views hold changes, so a step that follows publishes what it would have
         without this: a row brought to an earlier instant than the step's is brought on by the step
@@ -273,9 +279,15 @@ class IncrementalFollower(PlanFollower):
         now = round_up(clock, self.plan.step)
         if now < self._now or now < self._prepared_at:
             return budget  # the clock went back: the step will be a full one
-        self._settle_published()
         self._prepared_at = now
-        fresh, left = self._bring(now, budget)
+        # in quarters of a reservation's worth: filing a row the last step visited and making a view
+        # it left stale cost a few microseconds each, bringing a reservation's row some tens
+        work = 4 * budget
+        work -= self._settle_published(work)
+        work -= self._refresh_views(work)
+        if work < 4:
+            return 0
+        fresh, left = self._bring(now, work // 4)
         self._carried |= fresh
         plan = self.plan
         cap = plan.capacity
@@ -397,23 +409,32 @@ class IncrementalFollower(PlanFollower):
             changes=(since, shares),
         )
 
-    def _settle_published(self) -> None:
+    def _settle_published(self, limit: int | None = None) -> int:
         """Before a step changes anything: make the last step's published views that are still read
-        elsewhere, then file the rows it visited under the keys the new step sorts by (one whose
-        entitlement was refused is visited again)."""
+        elsewhere, then file (at most `limit` of) the rows it visited under the keys the new step sorts
+        by (one whose entitlement was refused is visited again; one dropped since is not filed).
+        Returns how many it filed."""
         for ref in (self._active_ref, self._queues_ref):
             view = ref() if ref is not None else None
             if isinstance(view, LazyShares):
                 view.rows()
             elif isinstance(view, LazyQueues):
                 view.queues()
-        visit, self._deferred = self._deferred, []
-        queues = self.queues
+        deferred = self._deferred
+        if limit is None or limit >= len(deferred):
+            visit, self._deferred = deferred, []
+        else:
+            visit = deferred[len(deferred) - limit:]
+            del deferred[len(deferred) - limit:]
+        queues, live = self.queues, self._live
         for row in visit:
+            if live.get(row.name) is not row:
+                continue
             self._rekey(row)
             q = queues[row.name]
             if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
                 self._unsettled.add(row.name)
+        return len(visit)
 
     def _advance(self, now: int) -> set[str]:
         """Bring the rows to `now`: edited reservations, those that started, ended or entered another
@@ -510,26 +531,42 @@ class IncrementalFollower(PlanFollower):
         return total
 
     def _publish_queues(self) -> Mapping[str, QueueView]:
-        """The child queues sorted by name, made again (when read) only when one of them changed."""
+        """The child queues sorted by name, made again (when read) only when one of them changed. The
+        views of the queues a step changed are made when the mapping is (`_refresh_views`), or ahead of
+        the next step by `prepare`, not by the step: a reader of the changes (the service) never reads
+        them."""
         dirty, self._dirty = self._dirty, set()
         current = self._queues_dict
         if current is None and self._queues_ref is not None:
             current = self._queues_ref()
         if not dirty and current is not None:
             return current
+        self._stale |= dirty
+        if len(self._stale) > max(4096, 2 * len(self.queues)):
+            self._refresh_views(None)  # nobody reads them: kept from growing with every name ever seen
+        current = LazyQueues(self._make_views)
+        self._queues_ref, self._queues_dict = weakref.ref(current), None
+        return current
+
+    def _make_views(self) -> dict[str, QueueView]:
+        self._refresh_views(None)
         views = self._views
-        same = current is not None
-        for name in dirty:
-            q = self.queues.get(name)
+        return dict(zip(views, map(views.__getitem__, views)))
+
+    def _refresh_views(self, limit: int | None) -> int:
+        """The views of (at most `limit` of) the queues changed since their views were made, as the
+        queues are now (which is as the last step left them: whoever changes a queue after a step
+        first makes the published views still held, `_settle_published`). Returns how many."""
+        stale = self._stale
+        if limit is None or limit >= len(stale):
+            names, self._stale = stale, set()
+        else:
+            names = {stale.pop() for _ in range(limit)}
+        views, queues = self._views, self.queues
+        for name in names:
+            q = queues.get(name)
             if q is None:
-                same = same and name not in views
                 views.pop(name, None)
             else:
-                view = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
-                same = same and views.get(name) == view
-                views[name] = view
-        if not same or current is None:
-            # the views are left as they are until the next step starts
-            current = LazyQueues(lambda: dict(zip(views, map(views.__getitem__, views))))
-            self._queues_ref, self._queues_dict = weakref.ref(current), None
-        return current
+                views[name] = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
+        return len(names)

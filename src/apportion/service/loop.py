@@ -146,8 +146,9 @@ class SchedulingLoop:
         self.last_report: dict[str, dict[str, Any]] | None = None
         self.last_cluster = Resource()
         self.last_apps: dict[str, int] = {}
-        #: every queue of the last session and its parent (reservation queues included)
-        self.last_parents: dict[str, str] = {}
+        #: every queue of the last session and its parent (reservation queues included), made from
+        #: `last_queues` when first read (`last_parents`)
+        self._parents: tuple[dict[str, QueueInfo], dict[str, str]] | None = None
         #: every queue of the last session as configured (the scheduler info of a queue with no job)
         self.last_queues: dict[str, QueueInfo] = {}
         self.ticks = 0
@@ -179,6 +180,15 @@ class SchedulingLoop:
         #: time and CPU time (ms) of the pieces ahead of the step, counted into the tick's by `follow`
         self._ahead_ms = 0.0
         self._ahead_cpu_ms = 0.0
+
+    @property
+    def last_parents(self) -> dict[str, str]:
+        """Every queue of the last session and its parent (reservation queues included): read by the
+        scheduler info, not by the loop, so made when read, not on the writer every tick."""
+        queues = self.last_queues
+        if self._parents is None or self._parents[0] is not queues:
+            self._parents = (queues, {q.name: q.parent for q in queues.values()})
+        return self._parents[1]
 
     def prepare(self) -> bool:
         """A tick's piece ahead of its step: the incremental followers bring at most `PREPARE_BUDGET`
@@ -372,7 +382,6 @@ class SchedulingLoop:
             self.last_apps = {}
             for j in ssn.jobs.values():
                 self.last_apps[j.queue] = self.last_apps.get(j.queue, 0) + 1
-            self.last_parents = {q.name: q.parent for q in ssn.queues.values()}
             self.last_queues = dict(ssn.queues)
         self.last_report = result.queues
         self.last_cluster = cluster
