@@ -164,8 +164,10 @@ class SchedulingLoop:
         self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
-        #: run on the event loop after every tick (the server sets its cycle collector's schedule)
+        #: run on the event loop after every tick, and after each of a tick's writer jobs but the last
+        #: (the server sets its cycle collector's schedule: collector.py)
         self.between_ticks: Callable[[], None] = lambda: None
+        self.between_parts: Callable[[], None] = lambda: None
         #: the last tick's CPU time by part (ms, the writer thread's: prepare, follow, publish,
         #: schedule), its number of writer jobs, and the longest of them (CPU ms): how long the tick
         #: held the writer at once, which a request arriving then waits for
@@ -410,11 +412,15 @@ class SchedulingLoop:
             # with a real backend a tick starts tasks and must never run twice, so it is never grouped
             # with other jobs; background jobs never are
             result: Any = None
+            first = True
             while True:
                 try:
                     part, fn = parts.send(result)
                 except StopIteration:
                     break
+                if not first:
+                    self.between_parts()
+                first = False
                 self.jobs_run += 1
                 result = await self.svc.writer.run(self._timed(part, fn), alone=True, idle=True)
         except asyncio.CancelledError:
