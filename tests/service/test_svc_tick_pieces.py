@@ -125,7 +125,7 @@ def _pieces(svc: Service, before: _Ops, middle: _Ops, made: list[str], rng: rand
             ran_middle = True
         elif part == "publish" and jobs[part] == 1:
             # the first job said how many events follow: then the chunks, then the last job
-            chunks = -(-len(result[4]) // loop_module.PUBLISH_EVENTS)
+            chunks = -(-len(result[3]) // loop_module.PUBLISH_EVENTS)
             at = rng.randint(1, 1 + chunks)
     assert ran_middle
     return jobs

@@ -319,17 +319,16 @@ class SchedulingLoop:
 
         # between the jobs this generator runs on the caller's thread (the event loop's): everything
         # it reads of the service is read inside the jobs, on the writer
-        def begin() -> tuple[dict[str, FollowerState], set[str], Published, int, list[tuple[str, Any]]]:
+        def begin() -> tuple[dict[str, FollowerState], Published, int, list[tuple[str, Any]]]:
             states = current()
             if svc.live.loads != self._published_loads:
                 # a fresh cache (the state was reloaded) holds none of the queues published before
                 self._publisher.reset()
                 self._published_loads = svc.live.loads
-            before = set(self._publisher.active)
             out = self._publisher.publish(states, {name: plan_inputs(svc, name, st) for name, st in states.items()})
-            return states, before, out, svc.live.loads, svc.live.queue_events(out.changed)
+            return states, out, svc.live.loads, svc.live.queue_events(out.changed)
 
-        states, before, out, loads, events = yield "publish", timed(begin)
+        states, out, loads, events = yield "publish", timed(begin)
         for i in range(0, len(events), PUBLISH_EVENTS):
             yield "publish", timed(functools.partial(svc.live.send_queues, events[i:i + PUBLISH_EVENTS], loads))
 
@@ -341,10 +340,10 @@ class SchedulingLoop:
                 again = self._publisher.publish(now_states, {n: plan_inputs(svc, n, st) for n, st in now_states.items()})
                 changed, flipped = again.changed, again.flipped
             elif now_states.keys() != states.keys():
+                # a plan went: its queues go too, and every podgroup is routed again (as LiveView.follow
+                # does whenever the plans changed)
                 again = self._publisher.publish(now_states, {n: plan_inputs(svc, n, st) for n, st in now_states.items()})
-                changed = {**out.changed, **again.changed}
-                active = self._publisher.active
-                flipped = {n for n in changed if (n in active) != (n in before)}
+                changed, flipped = {**out.changed, **again.changed}, None
             svc.live.follow(svc.objects.objects, now_states, self._publisher.active, changed, flipped)
 
         yield "publish", timed(finish)
