@@ -15,15 +15,18 @@ milliseconds, and a request waits for one piece at most:
    events (live.py): each active reservation is a child queue of its reservable queue (guarantee =
    deserved = its resources now; capability the reservable queue's when the plan allows over-use,
    else its resources), `<queue>-default` gets the rest of the plan; only the queues and podgroups
-   that changed since the last tick are made and sent (publish.py; one job, `publish`);
+   that changed since the last tick are made and sent (publish.py; `publish_parts`: the publisher's
+   pass, the queue events `PUBLISH_EVENTS` a job, a last job for the routing);
 4. one session runs on the cache's snapshot (`engine.run_cache_session`), and `engine.dispatch` sends
    its decisions to the service's Binder, Evictor and StatusUpdater (`ObjectBackend`), which, without a
    real backend, edit the stored objects: a bind sets the pod's node and phase Running, an eviction
    sends the pod back to Pending, a podgroup gets its phase and conditions;
 5. what the tick changed is committed, then sent to the cache as events (4-5 one job, `schedule`).
 
-Each part's effect is one job, so what a request meets is a tick either before or after that part;
-the pieces of 0 change nothing a request or a reader sees.
+The follow's and the session's effects are one job each, so what a request meets is the tick before
+or after each; the pieces of 0 change nothing a request or a reader sees, and those of 3 before the
+last change only what a session reads (the cache's queues), the routing a request's apply uses
+coming last.
 """
 
 from __future__ import annotations
