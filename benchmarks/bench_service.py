@@ -242,12 +242,31 @@ def _status(port: int) -> dict[str, Any]:
     return out
 
 
-def _poll_ticks(port: int, seen: dict[int, float], done: threading.Event) -> None:
-    """Each tick's CPU (ms) as /api/v1/status reports the last one, polled until `done`."""
+def _poll_ticks(port: int, seen: dict[int, float], done: threading.Event,
+                parts: dict[int, dict[str, Any]] | None = None) -> None:
+    """Each tick's CPU (ms) as /api/v1/status reports the last one, polled until `done`; with `parts`,
+    also its CPU by part and its longest writer job (a server from before issue 18's ninth session
+    does not say them)."""
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
         while not done.wait(0.25):
             st = c.get("/api/v1/status").json()
             seen[st["ticks"]] = st["lastTickCpuMs"]
+            if parts is not None and "lastTickLongestPieceCpuMs" in st:
+                parts[st["ticks"]] = {"longest": st["lastTickLongestPieceCpuMs"], "pieces": st["lastTickPieces"],
+                                      **st["lastTickPartsCpuMs"]}
+
+
+def _tick_parts(parts: dict[int, dict[str, Any]], after: int) -> dict[str, Any]:
+    """The polled ticks' longest writer job and CPU by part (ms), and writer jobs a tick: [p50, max]."""
+    ticks = [p for k, p in parts.items() if k > after]
+    if not ticks:
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("longest", "prepare", "follow", "publish", "schedule", "pieces"):
+        vals = sorted(float(p.get(name, 0.0)) for p in ticks)
+        key = "tick_pieces" if name == "pieces" else f"tick_{name}_cpu_ms"
+        out[key] = [round(vals[len(vals) // 2], 1), round(vals[-1], 1)]
+    return out
 
 
 def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-left",
@@ -267,8 +286,10 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
             cpu0 = _cpu_s(server.proc.pid)
             threads0 = _thread_cpu(server.proc.pid)
             ticks_cpu: dict[int, float] = {}
+            ticks_parts: dict[int, dict[str, Any]] = {}
             done = threading.Event()
-            poller = threading.Thread(target=_poll_ticks, args=(server.port, ticks_cpu, done), daemon=True)
+            poller = threading.Thread(target=_poll_ticks, args=(server.port, ticks_cpu, done, ticks_parts),
+                                      daemon=True)
             poller.start()
             if mode == "open":
                 lat, submit_lat, counts, wall = asyncio.run(_drive_open(server.port, clients, seconds, rate))
@@ -307,6 +328,9 @@ def run_submit(clients: int = 50, seconds: float = 20.0, agent: str = "aligned-l
         # long a tick stalls the writer on an idle core)
         "ticks": ticks, "max_tick_ms": status["maxTickMs"],
         "tick_cpu_ms_p50": _pct(tick_cpu, 0.5), "tick_cpu_ms_max": _pct(tick_cpu, 1.0),
+        # per polled tick (p50, max): its longest writer job (the longest a tick held the writer at
+        # once, CPU ms), each part's CPU (ms), and its writer jobs
+        **_tick_parts(ticks_parts, status0["ticks"]),
         "writer_jobs_per_batch": round((status["writer"]["jobs"] - status0["writer"]["jobs"]) / batches, 1)
         if batches else None,
         # the cycle collector during the run: Python's full collections (since issue 18's fourth

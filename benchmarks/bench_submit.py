@@ -6,9 +6,9 @@ writer's part alone, on one thread: a `Service` on a fresh SQLite file with the 
 that moves 1/300 s per submission, the benchmark's submissions (one 1 GiB / 1 vCore container for 1
 s, due in 10 to 60 minutes, users u0-u9; new-reservation, then the submit job as the writer runs it,
 one commit each, on a connection kept as the writer keeps it), and every `--per-tick` submissions a
-tick's three parts (`follow`, `publish`, `schedule`) and a settle of the cycle collector, as the
-server runs them. It prints the median CPU time of a submit per block of 500 (the plan grows by one
-reservation a submission), the last ticks' parts, and a digest of every answer and every allocation:
+tick's writer jobs (`loop.parts`: the followers' work ahead of the step in pieces, `follow`,
+`publish` in pieces, `schedule`) and a settle of the cycle collector, as the server runs them. It prints the median CPU time of a submit per block of 500 (the plan grows by one
+reservation a submission), the last ticks' parts and longest writer job (CPU ms), and a digest of every answer and every allocation:
 two trees that plan alike print the same digest. Under `valgrind --tool=callgrind` the difference of
 two `--submissions` counts is an instruction count per submission, which a shared machine does not
 move.
@@ -46,7 +46,7 @@ def run(submissions: int, per_tick: int) -> dict[str, Any]:
     clock = [1_700_000_000_000]
     digest = hashlib.sha256()
     per: list[float] = []
-    ticks: list[tuple[float, float, float]] = []
+    ticks: list[tuple[float, ...]] = []
     answers: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as d:
         svc = Service(ServiceConfig(db_url=f"sqlite:///{d}/bench.db", loop=False, clock=lambda: clock[0]))
@@ -69,17 +69,26 @@ def run(submissions: int, per_tick: int) -> dict[str, Any]:
             answers[str(status)] = answers.get(str(status), 0) + 1
             digest.update(f"{rid} {status}\n".encode())
             if (i + 1) % per_tick == 0:
+                # the tick's writer jobs as the server runs them (loop.parts), one after the other
                 loop = svc.loop
-                c0 = time.thread_time()
-                followed = loop.follow()
-                c1 = time.thread_time()
-                followed = loop.publish(followed)
-                c2 = time.thread_time()
-                loop.schedule(followed)
-                c3 = time.thread_time()
-                del followed  # the server keeps no state of a tick after it
+                parts = loop.parts()
+                spent: dict[str, float] = {}
+                longest = 0.0
+                result: Any = None
+                while True:
+                    try:
+                        part, fn = parts.send(result)
+                    except StopIteration:
+                        break
+                    c0 = time.thread_time()
+                    result = fn()
+                    took = (time.thread_time() - c0) * 1000
+                    spent[part] = spent.get(part, 0.0) + took
+                    longest = max(longest, took)
+                del result  # the server keeps no state of a tick after it
                 svc.collector.settle()
-                ticks.append(((c1 - c0) * 1000, (c2 - c1) * 1000, (c3 - c2) * 1000))
+                ticks.append(tuple(spent.get(p, 0.0) for p in ("prepare", "follow", "publish", "schedule"))
+                             + (longest,))
         held.__exit__(None, None, None)
         for _name, e in sorted(svc.reservations.plans.items()):
             for r in sorted(e.plan.reservations.values(), key=lambda r: str(r.id)):
@@ -91,7 +100,7 @@ def run(submissions: int, per_tick: int) -> dict[str, Any]:
             "cpu_ms_per_submit_by_block": [round(statistics.median(per[i:i + BLOCK]) * 1000, 3)
                                            for i in range(0, len(per), BLOCK)],
             "cpu_ms_per_submit_mean": round(sum(per) / len(per) * 1000, 3) if per else None,
-            "last_ticks_follow_publish_schedule_ms": [[round(x, 1) for x in t] for t in ticks[-5:]]}
+            "last_ticks_prepare_follow_publish_schedule_longest_ms": [[round(x, 1) for x in t] for t in ticks[-5:]]}
 
 
 def main() -> None:

@@ -34,6 +34,9 @@ op = st.one_of(
     st.tuples(st.just("finish"), st.integers(0, 1000)),
     st.tuples(st.just("capacity"), st.sampled_from([CAP, (8192, 8), (20480, 10), (0, 0)])),
     st.tuples(st.just("periodic"), shape),
+    # the incremental follower's work ahead of a step (what the server runs between requests), at
+    # an instant up to 6 s past the last step (so at times after the next step's: a clock gone back)
+    st.tuples(st.just("prepare"), st.integers(0, 6), st.sampled_from([1, 2, 3, 100])),
 )
 
 
@@ -88,6 +91,9 @@ def _run(ops: list[tuple[Any, ...]], replan: bool, move: bool, late: bool = Fals
         elif kind == "capacity":
             for plan in plans:
                 plan.set_capacity(o[1])
+        elif kind == "prepare":
+            left = inc.prepare(t + o[1] * 1000, o[2])
+            assert 0 <= left <= o[2]
         elif kind == "app":
             names = sorted(ref.queues)
             apps += 1
@@ -189,3 +195,44 @@ def test_what_nobody_reads_of_a_step_is_never_made() -> None:
     assert active._rows is not None  # made when the next step started: it was still held
     assert st == want
     assert list(st.active) == list(want.active) and list(st.queues) == list(want.queues)
+
+
+def test_steps_after_work_done_ahead_in_pieces_are_incremental_and_equal() -> None:
+    """The server brings the rows up to date in bounded pieces between requests (`prepare`), with
+    reservations added, edited and deleted between the pieces: every step that follows is still served
+    incrementally and equals the full step, including pieces that met a reservation twice (added,
+    then edited while the pieces ran)."""
+    ops: list[tuple[Any, ...]] = []
+    for i in range(60):
+        ops.append(("add", (i % 30, 3 + i % 7, 500 + 37 * i, 1 + i % 3, i % 4 == 0, i % 3, i % 5)))
+        ops.append(("prepare", 0, 2))
+        if i % 5 == 0:
+            ops.append(("update", i * 7, (i % 20 + 5, 4, 800, 2, False, 1, 2)))
+            ops.append(("add", (i % 25, 2, 700, 1, False, 0, 0)))
+            ops.append(("prepare", 1, 1))
+        if i % 9 == 0:
+            ops.append(("delete", i * 3))
+        ops.append(("prepare", 1, 3))
+        ops.append(("step", 1))
+    assert _run(ops, replan=False, move=True) > 50
+
+
+def test_prepare_brings_rows_ahead_and_the_step_visits_them() -> None:
+    """What `prepare` did is carried into the step (which visits those rows) and costs the step
+    nothing more: the budget bounds each piece, and a clock gone back makes the step a full one."""
+    plans = [make_plan(CAP, NoPolicy(), max_periodicity=120_000) for _ in range(2)]
+    ref, inc = PlanFollower(plans[0]), IncrementalFollower(plans[1])
+    ref.step(0), inc.step(0)
+    for plan in plans:
+        for i in range(1, 11):
+            plan.add_reservation(ReservationAllocation(rid(i), "u", None, i * 1000, (i + 40) * 1000,
+                                                       [(i * 1000, (i + 40) * 1000, (512, 1))]))
+    assert inc.prepare(3000, 4) == 0 and len(inc._carried) == 4
+    assert inc.prepare(3000, 100) > 0 and len(inc._carried) == 10
+    assert plans[1].touched == []
+    want, got = ref.step(4000), inc.step(4000)
+    assert got.changes is not None and set(got.changes[1]) == {str(rid(i)) for i in range(1, 11)}
+    assert want == got and list(want.active) == list(got.active)
+    assert inc.prepare(9000, 100) > 0
+    want, got = ref.step(8000), inc.step(8000)  # before the prepared instant: a full step
+    assert got.changes is None and want == got and list(want.active) == list(got.active)

@@ -196,6 +196,7 @@ def test_the_service_write_paths_leave_no_frozen_cycle_and_give_back_what_reserv
     try:
         c.start()
         svc.loop.between_ticks = c.settle
+        svc.loop.between_parts = c.collect_young  # as the server sets them: between a tick's jobs too
         asyncio.run(svc.loop.run_tick())
         found = [c.audit()]
         # the first round fills what the process caches once (SQL statements, plugins' tables)

@@ -144,3 +144,64 @@ def test_a_job_that_raises_leaves_no_reference_cycle_through_the_awaiting_frame(
         assert "run" not in named(cyclic), named(cyclic)
     finally:
         writer.stop()
+
+
+def test_a_background_job_lets_queued_requests_go_first_unless_it_waited_too_long() -> None:
+    """`Writer.run(..., idle=True)` (the scheduling loop's pieces): while jobs are queued the
+    background job waits, then runs alone; one that waited `max_defer` runs before the jobs queued
+    after it; background jobs queued before a stop still run."""
+    import asyncio
+
+    order: list[str] = []
+    gate = threading.Event()
+
+    def note(name: str, wait: bool = False) -> str:
+        if wait:
+            gate.wait(10)
+        order.append(name)
+        return name
+
+    async def scenario(writer: Writer, hold_s: float) -> list[str]:
+        order.clear()
+        gate.clear()
+        first = asyncio.ensure_future(writer.run(lambda: note("first", wait=True)))
+        await asyncio.sleep(0.05)  # the writer holds `first`
+        background = asyncio.ensure_future(writer.run(lambda: note("tick"), idle=True))
+        await asyncio.sleep(0.01)
+        later = [asyncio.ensure_future(writer.run(lambda i=i: note(f"req{i}"))) for i in range(3)]
+        await asyncio.sleep(hold_s)
+        gate.set()
+        await asyncio.gather(first, background, *later)
+        return list(order)
+
+    patient = Writer(RWLock(), max_defer=30.0)
+    try:
+        assert asyncio.run(scenario(patient, 0.05)) == ["first", "req0", "req1", "req2", "tick"]
+        assert patient.batches >= 2  # the requests as one batch, the background job alone
+    finally:
+        patient.stop()
+    hurried = Writer(RWLock(), max_defer=0.02)
+    try:
+        # the background job waited longer than max_defer behind `first`: it goes before the requests
+        assert asyncio.run(scenario(hurried, 0.1)) == ["first", "tick", "req0", "req1", "req2"]
+    finally:
+        hurried.stop()
+
+    stopping = Writer(RWLock(), max_defer=30.0)
+
+    async def queued_then_stop() -> str:
+        gate.clear()
+        first = asyncio.ensure_future(stopping.run(lambda: note("first", wait=True)))
+        await asyncio.sleep(0.05)
+        background = asyncio.ensure_future(stopping.run(lambda: note("tick"), idle=True))
+        await asyncio.sleep(0.01)
+        stopper = threading.Thread(target=stopping.stop)
+        stopper.start()
+        await asyncio.sleep(0.05)
+        gate.set()
+        await first
+        out = await background
+        stopper.join(10)
+        return out
+
+    assert asyncio.run(queued_then_stop()) == "tick"

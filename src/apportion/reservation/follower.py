@@ -110,6 +110,10 @@ class _ChildSums:
             self.caps = np.concatenate([self.caps, np.zeros(len(self.caps), dtype=np.float32)])
         self.index[name] = self.n
         self.n += 1
+        if capacity == 0.0:
+            # every slot past the last child holds 0.0 (made so, and only a child's slot is written),
+            # and adding 0.0 to the sequential sum leaves it as it is: the new reservation queue's case
+            return
         self.caps[self.n - 1] = 0.0
         total = self._total
         self.set(name, capacity)

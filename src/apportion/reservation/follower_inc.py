@@ -38,7 +38,7 @@ from apportion.reservation.follower import (
     _ChildSums,
 )
 from apportion.reservation.published import LazyQueues, LazyShares
-from apportion.reservation.resmath import Res, f32, radd, rsub
+from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
 
 if TYPE_CHECKING:
     from apportion.reservation.definition import ReservationId
@@ -119,6 +119,8 @@ class IncrementalFollower(PlanFollower):
         self._sums: _LiveSums | None = None
         self._views: SortedDict = SortedDict()
         self._dirty: set[str] = set()
+        #: queues whose view in `_views` is older than the queue (made again when read)
+        self._stale: set[str] = set()
         #: the last step's published `active` and `queues` (see published.py), held weakly: one still
         #: read elsewhere when the next step starts is made then, before the structures change; the
         #: full step's dict of queues is held as it is
@@ -134,10 +136,15 @@ class IncrementalFollower(PlanFollower):
         self._unsettled: set[str] = set()
         #: the number of the last step (FollowerState.serial; 0 before the first)
         self._serial = 0
+        #: rows `prepare` brought up to date since the last step (the step visits them), and the
+        #: instant it brought them to (0: none since the last step)
+        self._carried: set[str] = set()
+        self._prepared_at = 0
 
     # -- applications (their queues' views change) -------------------------------------------------
     def submit_app(self, app_id: str, queue: str) -> bool:
         """Place an application directly into an existing child queue."""
+        self._settle_published()  # a view still held reads the queue as the last step left it
         ok = super().submit_app(app_id, queue)
         if ok:
             self._dirty.add(queue)
@@ -145,6 +152,7 @@ class IncrementalFollower(PlanFollower):
 
     def app_finished(self, app_id: str) -> bool:
         """Remove a finished application from its child queue; False if no queue holds it."""
+        self._settle_published()
         name = self._remove_app(app_id)
         if name is not None:
             self._dirty.add(name)
@@ -194,10 +202,11 @@ class IncrementalFollower(PlanFollower):
         self._next_seq = len(self._seq)
         self._sums = _LiveSums(self.queues)
         self._views = SortedDict(state.queues)
-        self._dirty = set()
+        self._dirty, self._stale = set(), set()
         # the next step sorts by the capacities this one left, which may reorder what it published
         self._active_ref, self._queues_ref, self._queues_dict = None, None, state.queues
         self._deferred = []
+        self._carried, self._prepared_at = set(), 0
         self._synced = True
 
     def _track(self, r: ReservationAllocation, now: int) -> None:
@@ -217,6 +226,9 @@ class IncrementalFollower(PlanFollower):
         _, hi, v = self._piece(r, now)
         row = self._live[name] = _Row(r, name, hi, v)
         heapq.heappush(self._due, (hi, name, next(self._tie), r))
+        # every live row's resources are in the reserved sum (`_drop` takes them out); `_resync`
+        # sums them afresh
+        self._reserved = radd(self._reserved, v)
         return row
 
     def _key(self, row: _Row) -> Key:
@@ -249,14 +261,57 @@ class IncrementalFollower(PlanFollower):
             self._held[row.key] = row.target
             self._held_total = None
 
+    # -- ahead of a step ---------------------------------------------------------------------------
+    def prepare(self, clock: int, budget: int) -> int:
+        """Do ahead of the next step, at most `budget` reservations' worth, what that step does first:
+        file the rows the last step visited under their new keys and make the views it left stale
+        (after making the published views still held), then bring the rows of the reservations added,
+        edited or removed since, and of those that started or entered another piece of their
+        allocation, to `clock` (rounded up to the plan's step), with their targets and keys.
+        Returns the budget left (0: there may be more). Nothing the plan, the child queues or the last
+        step's published views hold changes, so a step that follows publishes what it would have
+        without this: a row brought to an earlier instant than the step's is brought on by the step
+        as from one step to the next (its piece ends on the `_due` heap), and the step visits every
+        row brought here. A server runs this in bounded pieces between requests, so that the step,
+        which must be one piece, is left with less."""
+        if not self._synced or self._periodic or budget <= 0:
+            return budget
+        now = round_up(clock, self.plan.step)
+        if now < self._now or now < self._prepared_at:
+            return budget  # the clock went back: the step will be a full one
+        self._prepared_at = now
+        # in quarters of a reservation's worth: filing a row the last step visited and making a view
+        # it left stale cost a few microseconds each, bringing a reservation's row some tens
+        work = 4 * budget
+        work -= self._settle_published(work)
+        work -= self._refresh_views(work)
+        if work < 4:
+            return 0
+        fresh, left = self._bring(now, work // 4)
+        self._carried |= fresh
+        plan = self.plan
+        cap = plan.capacity
+        if cap == self._cap:  # else the step is a full one
+            # what the step's visit does first for a row made since the last step, done here: its
+            # target and its key, the capacity its queue has until the step (only a step changes it)
+            calc, zero, rows = plan.calc, plan.zero, self._live
+            with_ratio = cap[0] > 0 and cap[1] > 0
+            for name in fresh:
+                row = rows.get(name)
+                if row is not None:
+                    row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
+                    self._rekey(row)
+        return left
+
     # -- one step ----------------------------------------------------------------------------------
     def step(self, clock: int) -> FollowerState:
         """One synchronisation at `clock`, as `PlanFollower.step` makes it (contract §11)."""
         plan = self.plan
         self._settle_published()
         now = self._start_step(clock)
-        if not self._synced or now < self._now or plan.capacity != self._cap:
+        if not self._synced or now < self._now or now < self._prepared_at or plan.capacity != self._cap:
             return self._full(clock)
+        self._prepared_at = 0
         changed = self._advance(now)
         if self._periodic:
             return self._full(clock)
@@ -298,8 +353,12 @@ class IncrementalFollower(PlanFollower):
         with_ratio = cap[0] > 0 and cap[1] > 0
         visit = [self._live[n] for n in changed if n in self._live]
         for row in visit:
-            row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
-            self._rekey(row)  # the key the full step sorts by: the capacity before this step's change
+            # the key the full step sorts by: the capacity before this step's change. A row keyed
+            # already has it (one `prepare` made, or one whose entitlement was refused, filed when
+            # the step started): neither its resources, the plan's capacity nor its queue changed since
+            if not row.key:
+                row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
+                self._rekey(row)
         if self._held_total is None:
             self._held_total = self._sum(self._held.values())
         total = self._held_total
@@ -350,63 +409,90 @@ class IncrementalFollower(PlanFollower):
             changes=(since, shares),
         )
 
-    def _settle_published(self) -> None:
+    def _settle_published(self, limit: int | None = None) -> int:
         """Before a step changes anything: make the last step's published views that are still read
-        elsewhere, then file the rows it visited under the keys the new step sorts by (one whose
-        entitlement was refused is visited again)."""
+        elsewhere, then file (at most `limit` of) the rows it visited under the keys the new step sorts
+        by (one whose entitlement was refused is visited again; one dropped since is not filed).
+        Returns how many it filed."""
         for ref in (self._active_ref, self._queues_ref):
             view = ref() if ref is not None else None
             if isinstance(view, LazyShares):
                 view.rows()
             elif isinstance(view, LazyQueues):
                 view.queues()
-        visit, self._deferred = self._deferred, []
-        queues = self.queues
+        deferred = self._deferred
+        if limit is None or limit >= len(deferred):
+            visit, self._deferred = deferred, []
+        else:
+            visit = deferred[len(deferred) - limit:]
+            del deferred[len(deferred) - limit:]
+        queues, live = self.queues, self._live
         for row in visit:
+            if live.get(row.name) is not row:
+                continue
             self._rekey(row)
             q = queues[row.name]
             if q.capacity != row.target or q.max_capacity != (row.target if row.r.contains_gangs() else 1.0):
                 self._unsettled.add(row.name)
+        return len(visit)
 
     def _advance(self, now: int) -> set[str]:
         """Bring the rows to `now`: edited reservations, those that started, ended or entered another
-        piece of their allocation. Returns the names of the rows to visit (gone ones included)."""
-        plan = self.plan
+        piece of their allocation. Returns the names of the rows to visit (gone ones included): those,
+        with the rows `prepare` brought and those whose entitlement was refused."""
         changed, self._unsettled = self._unsettled, set()
+        changed |= self._carried
+        self._carried = set()
+        fresh, _ = self._bring(now, None)
+        changed |= fresh
+        rows = self._live
+        gone = [n for n in changed if n not in rows and n in self.queues]
+        self._lingering.update(gone)
+        return changed
+
+    def _bring(self, now: int, budget: int | None) -> tuple[set[str], int]:
+        """`_advance`'s work on at most `budget` reservations (None: all): the names of the rows it
+        brought to `now` (or dropped), and the budget left (0 when `budget` is None)."""
+        plan = self.plan
+        fresh: set[str] = set()
+        left = budget if budget is not None else -1
         touched = plan.touched
         assert touched is not None
         if touched:
-            for rid in {r.id for r in touched}:
+            if budget is None or len(touched) <= budget:
+                take = list(touched)
+                touched.clear()
+            else:
+                take = touched[:budget]
+                del touched[:budget]
+            if budget is not None:
+                left -= len(take)
+            for rid in {r.id for r in take}:
                 name = str(rid)
                 self._drop(name)
                 self._periodic.discard(name)
                 cur = plan.reservations.get(rid)
                 if cur is not None:
                     self._track(cur, now)
-                changed.add(name)
-            touched.clear()
+                fresh.add(name)
         pending, due, rows = self._pending, self._due, self._live
-        while pending and pending[0][0] <= now:
+        while left and pending and pending[0][0] <= now:
             _, name, _, r = heapq.heappop(pending)
+            left -= budget is not None
             if plan.reservations.get(r.id) is r and name not in rows and now < r.end:
                 self._activate(r, name, now)
-                changed.add(name)
-        while due and due[0][0] <= now:
+                fresh.add(name)
+        while left and due and due[0][0] <= now:
             _, name, _, r = heapq.heappop(due)
+            left -= budget is not None
             row = rows.get(name)
             if row is None or row.r is not r:
                 continue
             self._drop(name)
             if now < r.end:
                 self._activate(r, name, now)
-            changed.add(name)
-        for name in changed:
-            row = rows.get(name)
-            if row is not None and row.key == ():
-                self._reserved = radd(self._reserved, row.v)
-        gone = [n for n in changed if n not in rows and n in self.queues]
-        self._lingering.update(gone)
-        return changed
+            fresh.add(name)
+        return fresh, max(left, 0)
 
     def _drop(self, name: str) -> None:
         row = self._live.pop(name, None)
@@ -422,7 +508,9 @@ class IncrementalFollower(PlanFollower):
         gone: list[ReservationId] = []
         while ends and ends[0][0] <= limit:
             _, _, _, r = heapq.heappop(ends)
-            if plan.reservations.get(r.id) is r:
+            # a reservation tracked twice (touched again while `prepare` ran in pieces) has two
+            # entries, popped one after the other
+            if plan.reservations.get(r.id) is r and (not gone or gone[-1] != r.id):
                 gone.append(r.id)
         gone.sort()
         plan.archive(gone)
@@ -443,26 +531,42 @@ class IncrementalFollower(PlanFollower):
         return total
 
     def _publish_queues(self) -> Mapping[str, QueueView]:
-        """The child queues sorted by name, made again (when read) only when one of them changed."""
+        """The child queues sorted by name, made again (when read) only when one of them changed. The
+        views of the queues a step changed are made when the mapping is (`_refresh_views`), or ahead of
+        the next step by `prepare`, not by the step: a reader of the changes (the service) never reads
+        them."""
         dirty, self._dirty = self._dirty, set()
         current = self._queues_dict
         if current is None and self._queues_ref is not None:
             current = self._queues_ref()
         if not dirty and current is not None:
             return current
+        self._stale |= dirty
+        if len(self._stale) > max(4096, 2 * len(self.queues)):
+            self._refresh_views(None)  # nobody reads them: kept from growing with every name ever seen
+        current = LazyQueues(self._make_views)
+        self._queues_ref, self._queues_dict = weakref.ref(current), None
+        return current
+
+    def _make_views(self) -> dict[str, QueueView]:
+        self._refresh_views(None)
         views = self._views
-        same = current is not None
-        for name in dirty:
-            q = self.queues.get(name)
+        return dict(zip(views, map(views.__getitem__, views)))
+
+    def _refresh_views(self, limit: int | None) -> int:
+        """The views of (at most `limit` of) the queues changed since their views were made, as the
+        queues are now (which is as the last step left them: whoever changes a queue after a step
+        first makes the published views still held, `_settle_published`). Returns how many."""
+        stale = self._stale
+        if limit is None or limit >= len(stale):
+            names, self._stale = stale, set()
+        else:
+            names = {stale.pop() for _ in range(limit)}
+        views, queues = self._views, self.queues
+        for name in names:
+            q = queues.get(name)
             if q is None:
-                same = same and name not in views
                 views.pop(name, None)
             else:
-                view = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
-                same = same and views.get(name) == view
-                views[name] = view
-        if not same or current is None:
-            # the views are left as they are until the next step starts
-            current = LazyQueues(lambda: dict(zip(views, map(views.__getitem__, views))))
-            self._queues_ref, self._queues_dict = weakref.ref(current), None
-        return current
+                views[name] = QueueView(name, q.capacity, q.max_capacity, tuple(q.apps))
+        return len(names)

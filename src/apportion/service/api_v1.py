@@ -110,7 +110,8 @@ async def snapshot(request: Request) -> Response:
 @router.get("/status")
 async def status(request: Request) -> Response:
     """The scheduling loop: sessions run so far, the last tick's and the longest tick's duration and the
-    last tick's CPU time (ms), while ticks fail why (one line); and the writer: batches committed,
+    last tick's CPU time (ms), by part, its number of writer jobs and the longest job's CPU time (ms),
+    while ticks fail why (one line); and the writer: batches committed,
     jobs run in them and its thread's id (the operating system's, for per-thread CPU); and the cycle collector: full collections (Python's own, which scan only what is
     not frozen, and those of the server's schedule, over everything), and the longest collection's
     pause (wall and CPU time) and all of them summed (ms)."""
@@ -119,6 +120,9 @@ async def status(request: Request) -> Response:
     return json_response(200, {"ticks": loop.ticks, "tickError": loop.last_error,
                                "lastTickMs": loop.last_tick_ms, "maxTickMs": loop.max_tick_ms,
                                "lastTickCpuMs": loop.last_tick_cpu_ms,
+                               "lastTickPartsCpuMs": loop.last_tick_parts_cpu_ms,
+                               "lastTickPieces": loop.last_tick_pieces,
+                               "lastTickLongestPieceCpuMs": loop.last_tick_longest_cpu_ms,
                                "writer": {"batches": svc.writer.batches, "jobs": svc.writer.jobs_run,
                                           "thread": svc.writer.native_id},
                                "gc": {"fullCollections": gc.get_stats()[2]["collections"],

@@ -88,6 +88,7 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         svc.collector.start()
         svc.loop.between_ticks = svc.collector.settle
+        svc.loop.between_parts = svc.collector.collect_young
         tasks = [asyncio.create_task(svc.loop.run_forever())] if svc.config.loop else []
         if player is not None:
             tasks.append(asyncio.create_task(player.run()))

@@ -39,8 +39,9 @@ AUDIT_ENV = "APPORTION_GC_AUDIT"
 GROWTH = 0.25
 #: ... when the server is idle, or at the latest this many seconds after the last one (s)
 MAX_INTERVAL = 600.0
-#: writer jobs a tick runs itself (loop.run_forever): more since the last settle means requests wrote
-TICK_JOBS = 3
+#: writer jobs besides the ticks' that may run between two settles with the server still idle (the
+#: server counts the writer's jobs less the loop's, `SchedulingLoop.jobs_run`)
+TICK_JOBS = 0
 
 
 class Collector:
@@ -55,7 +56,8 @@ class Collector:
 
     def __init__(self, writer_jobs: Callable[[], int] = lambda: 0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        #: the writer's jobs run so far (the idle test), and the clock of `MAX_INTERVAL`
+        #: the writer's jobs run so far that were not a tick's (the idle test), and the clock of
+        #: `MAX_INTERVAL`
         self.writer_jobs = writer_jobs
         self.clock = clock
         #: objects alive after the last full collection, and frozen since (an upper bound)
@@ -80,14 +82,25 @@ class Collector:
         self._jobs_seen = self.writer_jobs()
         self.running = True
 
-    def settle(self) -> None:
-        """Between ticks: collect what was made since the last settle, freeze what is alive, and
-        collect everything if it is due (`GROWTH`, when idle or after `MAX_INTERVAL`)."""
+    def collect_young(self) -> None:
+        """Between a tick's writer jobs: collect what was made since the last collection, then freeze
+        what is alive. The same as a settle's first half, at a point as safe (no session is alive
+        unreleased between the jobs; a request's job may run meanwhile, as it may beside a settle), so
+        that each collection scans only what the last few milliseconds made: one collection a tick
+        scanned the tick's and a second of requests' objects at once, 5-12 ms with every request
+        waiting (benchmarks/README.md, issue 18, ninth session)."""
         if not self.running:
             return
         gc.collect()
         self.frozen += len(gc.get_objects())
         gc.freeze()
+
+    def settle(self) -> None:
+        """Between ticks: collect what was made since the last collection, freeze what is alive, and
+        collect everything if it is due (`GROWTH`, when idle or after `MAX_INTERVAL`)."""
+        if not self.running:
+            return
+        self.collect_young()
         jobs = self.writer_jobs()
         idle = jobs - self._jobs_seen <= TICK_JOBS
         self._jobs_seen = jobs

@@ -143,7 +143,7 @@ class Service:
                              hold=self.store.hold)
         self.loop = SchedulingLoop(self, config.schedule_period, config.backend)
         #: the cycle collector's schedule while the server runs (started by the app's lifespan)
-        self.collector = Collector(lambda: self.writer.jobs_run)
+        self.collector = Collector(lambda: self.writer.jobs_run - self.loop.jobs_run)
 
     # -- loading and recovery -------------------------------------------------------------------
     def _load(self) -> None:

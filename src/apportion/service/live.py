@@ -18,7 +18,6 @@ parsing anything again. What differs between the two:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from typing import Any
 
@@ -79,10 +78,16 @@ class QueueRecords:
             if len(self._by_spec) >= self.LIMIT:
                 self._by_spec.clear()
             self._by_spec[key] = held
-        # the cache gets a copy: what it holds is never the memo's
-        return dataclasses.replace(held, name=name, capability=held.capability.clone(),
-                                   deserved=held.deserved.clone(), guarantee=held.guarantee.clone(),
-                                   annotations=dict(held.annotations))
+        # the cache gets a copy: what it holds is never the memo's (`dataclasses.replace` with these
+        # fields, which calls the plain __init__ again: twice the time, hundreds of times a tick)
+        out = QueueInfo.__new__(QueueInfo)
+        out.__dict__.update(held.__dict__)
+        out.name = name
+        out.capability = held.capability.clone()
+        out.deserved = held.deserved.clone()
+        out.guarantee = held.guarantee.clone()
+        out.annotations = dict(held.annotations)
+        return out
 
 
 class LiveView:
@@ -146,12 +151,13 @@ class LiveView:
             if cur is not None:
                 self.cache.apply(WatchEvent(DELETED, cur, where))
         elif cur is None:
-            # a new queue of the followers comes with its record (a changed one is parsed: the cache
-            # then keeps its record when only what the record ignores changed)
+            # a queue of the followers comes with its record, new or changed (the cache never keeps the
+            # record of a queue whose record was given, so a changed one is a new record either way)
             record = records.record(desired, where) if records is not None else None
             self.cache.apply(WatchEvent(ADDED, desired, where, record))
         elif cur != desired:
-            self.cache.apply(WatchEvent(MODIFIED, desired, where))
+            record = records.record(desired, where) if records is not None else None
+            self.cache.apply(WatchEvent(MODIFIED, desired, where, record))
 
     def load(self, objects: dict[ObjectKey, dict[str, Any]], reservable: set[str]) -> None:
         """A fresh cache holding the stored objects (checked as a dump)."""
@@ -189,6 +195,30 @@ class LiveView:
         self.hierarchical = hierarchical
         keys = [("Queue", "", name) for name in sorted(self.reservable) if ("Queue", "", name) in objects]
         self.changed(objects, keys, self.reservable)
+
+    def queue_events(self, changed: dict[str, dict[str, Any] | None]) -> list[tuple[str, dict[str, Any] | None]]:
+        """The followers' queue events `follow` would send for `changed`, in its order: the queues gone
+        (None), then those made or changed, each by name."""
+        gone = sorted((n, None) for n, q in changed.items() if q is None and n in self.generated)
+        held = self.cache.get
+        made = sorted((n, q) for n, q in changed.items() if q is not None and held("Queue", n) is not q)
+        return [*gone, *made]
+
+    def send_queues(self, events: list[tuple[str, dict[str, Any] | None]], loads: int) -> None:
+        """Some of `queue_events`' events, sent ahead of `follow` (which then skips them): nothing else
+        changes, so only what reads the cache's queues (a session) sees them. Events for a cache that
+        was since loaded afresh (`loads` differs) are dropped: `follow` sends everything again."""
+        if loads != self.loads:
+            return
+        held = self.cache.get
+        for name, q in events:
+            if q is None:
+                if name in self.generated:
+                    self._sync("Queue", name, None, f"plan follower: {name} expired")
+                    self.generated.discard(name)
+            elif held("Queue", name) is not q:
+                self._sync("Queue", name, q, f"plan follower: {name}", self.queue_records)
+                self.generated.add(name)
 
     def follow(self, objects: dict[ObjectKey, dict[str, Any]], states: dict[str, FollowerState],
                active: set[str], changed: dict[str, dict[str, Any] | None], flipped: set[str] | None) -> None:

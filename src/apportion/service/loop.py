@@ -1,22 +1,32 @@
 """The scheduling loop: every schedulePeriod, the plan followers, then one session on the live cache.
 
-A tick, on the writer (so it is one of the ordered changes, never racing a request), as three jobs so
-that requests waiting meanwhile run between them (1-2, `follow`; 3, `publish`; 4-5, `schedule`): at
-thousands of active reservations each is tens of milliseconds, and a request waits for at most one:
+A tick, on the writer (so it is one of the ordered changes, never racing a request), as writer jobs
+that wait for the writer to be idle (writer.py's background jobs), so that requests run between them
+instead of waiting for the whole tick: at thousands of active reservations the tick is tens of
+milliseconds, and a request waits for one piece at most:
 
+0. in pieces of a bounded number of reservations, the followers bring their rows up to the clock
+   (`IncrementalFollower.prepare`: the reservations added, edited or removed since the last step and
+   those that started or entered another piece of their allocation; nothing anyone else reads);
 1. pods whose `apportion.io/duration` (seconds) elapsed since they were bound complete (Succeeded);
 2. each plan's follower synchronises at the clock (YARN's step); reservations it archives or the
-   replanner removes leave the database in the same transaction;
+   replanner removes leave the database in the same transaction (1-2 one job, `follow`);
 3. the followers' queues and the routing of podgroups in reservable queues reach the live cache as
    events (live.py): each active reservation is a child queue of its reservable queue (guarantee =
    deserved = its resources now; capability the reservable queue's when the plan allows over-use,
    else its resources), `<queue>-default` gets the rest of the plan; only the queues and podgroups
-   that changed since the last tick are made and sent (publish.py);
+   that changed since the last tick are made and sent (publish.py; `publish_parts`: the publisher's
+   pass, the queue events `PUBLISH_EVENTS` a job, a last job for the routing);
 4. one session runs on the cache's snapshot (`engine.run_cache_session`), and `engine.dispatch` sends
    its decisions to the service's Binder, Evictor and StatusUpdater (`ObjectBackend`), which, without a
    real backend, edit the stored objects: a bind sets the pod's node and phase Running, an eviction
    sends the pod back to Pending, a podgroup gets its phase and conditions;
-5. what the tick changed is committed, then sent to the cache as events.
+5. what the tick changed is committed, then sent to the cache as events (4-5 one job, `schedule`).
+
+The follow's and the session's effects are one job each, so what a request meets is the tick before
+or after each; the pieces of 0 change nothing a request or a reader sees, and those of 3 before the
+last change only what a session reads (the cache's queues), the routing a request's apply uses
+coming last.
 """
 
 from __future__ import annotations
@@ -25,20 +35,21 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apportion.engine import dispatch, run_cache_session
 from apportion.errors import ApportionError
-from apportion.quantity import parse_quantity_decimal
 from apportion.reservation.follower import FollowerState
+from apportion.reservation.follower_inc import IncrementalFollower
 from apportion.resources import Resource
 from apportion.service.confwatch import hierarchical
+
+# ObjectBackend and the annotation keys are imported from here by the backends and the dashboard
+from apportion.service.objectbackend import DURATION_KEY, STARTED_KEY, ObjectBackend, editable
 from apportion.service.objects import ObjectKey
-from apportion.service.publish import PlanInputs, QueuePublisher
-from apportion.state.decisions import Condition, QueueReport
-from apportion.state.memory import pod_group_status
+from apportion.service.publish import PlanInputs, Published, QueuePublisher
 
 if TYPE_CHECKING:
     from apportion.cluster.model import QueueInfo
@@ -50,12 +61,24 @@ if TYPE_CHECKING:
     from apportion.service.reservations import PlanSettings
     from apportion.service.writer import Writer
 
+__all__ = ["DURATION_KEY", "STARTED_KEY", "Followed", "LoopBackend", "LoopHost", "ObjectBackend", "SchedulingLoop",
+           "editable", "plan_inputs"]
+
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-DURATION_KEY = "apportion.io/duration"
-STARTED_KEY = "apportion.io/started-at"
+#: reservations one piece of the followers' work ahead of the step brings up to date (each some tens
+#: of microseconds), and at most this many pieces a tick (requests add reservations meanwhile; the
+#: step does what is left)
+PREPARE_BUDGET = 100
+MAX_PREPARE_PIECES = 20
+#: queue events (a new reservation queue, one changed or gone) a publishing job sends the cache (each
+#: some tens of microseconds)
+PUBLISH_EVENTS = 100
+
+#: a tick as writer jobs: (the part, the job) handed out; each job's result sent back
+TickParts = Generator[tuple[str, Callable[[], Any]], Any, None]
 
 
 class LoopHost(Protocol):
@@ -80,122 +103,6 @@ class LoopHost(Protocol):
 
     def edit_objects(self, puts: dict[ObjectKey, dict[str, Any]], deletes: list[ObjectKey]) -> None:
         """Commit edits of stored objects."""
-
-
-def editable(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a stored object whose `spec`, `status`, `metadata` and `metadata.annotations` are its own
-    (the levels a Binder, Evictor or StatusUpdater edits; deeper values stay shared and are never edited
-    in place). A deep copy of each pod bound or completed was a tenth of a tick at 10,000 pods."""
-    out = dict(obj)
-    for part in ("spec", "status"):
-        out[part] = dict(obj.get(part) or {})
-    meta = out["metadata"] = dict(obj.get("metadata") or {})
-    meta["annotations"] = dict(meta.get("annotations") or {})
-    return out
-
-
-@dataclass
-class ObjectBackend:
-    """Binder, Evictor and StatusUpdater (state.decisions) of a service without a real backend: they
-    edit copies of the stored objects, which the tick then commits and sends to the cache."""
-
-    objects: dict[ObjectKey, dict[str, Any]]
-    now_ms: int
-    changed: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
-    evictions: list[tuple[str, str]] = field(default_factory=list)
-    #: each running pod's end (ms; None: it has no duration), kept across ticks while the stored pod is
-    #: the same object: reading 10,000 pods' annotations every tick was a tenth of it
-    ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = field(default_factory=dict)
-
-    def _edit(self, key: ObjectKey) -> dict[str, Any] | None:
-        if key in self.changed:
-            return self.changed[key]
-        obj = self.objects.get(key)
-        if obj is None:
-            return None
-        self.changed[key] = editable(obj)
-        return self.changed[key]
-
-    @staticmethod
-    def _pod_key(pod: str) -> ObjectKey:
-        ns, _, name = pod.partition("/")
-        return ("Pod", ns, name)
-
-    def bind(self, binds: Sequence[tuple[str, str]]) -> dict[str, str]:
-        """Binder: each pod is on its node and Running from now; a pod or node that is gone fails."""
-        errors: dict[str, str] = {}
-        for pod, node in binds:
-            key = self._pod_key(pod)
-            obj = self._edit(key) if ("Node", "", node) in self.objects else None
-            if obj is None:
-                errors[pod] = f"pod {pod} or node {node} no longer exists"
-                continue
-            obj.setdefault("spec", {})["nodeName"] = node
-            obj.setdefault("status", {})["phase"] = "Running"
-            obj.setdefault("metadata", {}).setdefault("annotations", {})[STARTED_KEY] = str(self.now_ms)
-        return errors
-
-    def evict(self, pod: str, reason: str) -> str | None:
-        """Evictor: the pod goes back to Pending, off its node (nothing else would recreate it)."""
-        obj = self._edit(self._pod_key(pod))
-        if obj is None:
-            return f"pod {pod} no longer exists"
-        obj.get("spec", {}).pop("nodeName", None)
-        obj.setdefault("status", {})["phase"] = "Pending"
-        obj.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
-        self.evictions.append((pod, reason))
-        return None
-
-    def update_pod_group(self, key: str, phase: str, conditions: Sequence[Condition]) -> None:
-        """StatusUpdater: the podgroup's phase and the conditions this session wrote."""
-        ns, _, name = key.partition("/")
-        okey: ObjectKey = ("PodGroup", ns, name)
-        cur = self.objects.get(okey)
-        if cur is None:
-            return
-        status = pod_group_status(cur, phase, conditions)
-        if status is not None:
-            obj = self._edit(okey)
-            if obj is not None:
-                obj["status"] = status
-
-    def nominate(self, pod: str, node: str) -> None:
-        """StatusUpdater: a pipelined pod's nominated node is not stored (the next session decides again)."""
-
-    def update_queue(self, name: str, status: QueueReport) -> None:
-        """StatusUpdater: queue status is served by /ws/v1/cluster/scheduler and /metrics, not stored
-        (it would be a database write per queue per period)."""
-
-    def complete_elapsed(self) -> None:
-        """Running pods whose duration elapsed succeed."""
-        ends = self.ends
-        for key, obj in self.objects.items():
-            if key[0] != "Pod":
-                continue
-            known = ends.get(key)
-            if known is None or known[0] is not obj:
-                known = ends[key] = (obj, _end_ms(obj))
-            if known[1] is not None and known[1] <= self.now_ms:
-                edited = self._edit(key)
-                if edited is not None:
-                    edited["status"]["phase"] = "Succeeded"
-        for key in [k for k in ends if k not in self.objects]:
-            del ends[key]
-
-
-def _end_ms(obj: dict[str, Any]) -> float | None:
-    """When a running pod with `apportion.io/duration` completes (ms), else None."""
-    if (obj.get("status") or {}).get("phase") != "Running":
-        return None
-    ann = (obj.get("metadata") or {}).get("annotations") or {}
-    if DURATION_KEY not in ann or STARTED_KEY not in ann:
-        return None
-    try:
-        return int(ann[STARTED_KEY]) + float(parse_quantity_decimal(str(ann[DURATION_KEY]).rstrip("s"))) * 1000
-    except (ApportionError, ValueError):
-        return None
-
-
 
 
 def plan_inputs(svc: LoopHost, qname: str, st: FollowerState) -> PlanInputs:
@@ -242,8 +149,9 @@ class SchedulingLoop:
         self.last_report: dict[str, dict[str, Any]] | None = None
         self.last_cluster = Resource()
         self.last_apps: dict[str, int] = {}
-        #: every queue of the last session and its parent (reservation queues included)
-        self.last_parents: dict[str, str] = {}
+        #: every queue of the last session and its parent (reservation queues included), made from
+        #: `last_queues` when first read (`last_parents`)
+        self._parents: tuple[dict[str, QueueInfo], dict[str, str]] | None = None
         #: every queue of the last session as configured (the scheduler info of a queue with no job)
         self.last_queues: dict[str, QueueInfo] = {}
         self.ticks = 0
@@ -259,12 +167,96 @@ class SchedulingLoop:
         self._ends: dict[ObjectKey, tuple[dict[str, Any], float | None]] = {}
         #: why the last tick failed (one line), None while ticks succeed; served by /api/v1/status
         self.last_error: str | None = None
-        #: run on the event loop after every tick (the server sets its cycle collector's schedule)
+        #: run on the event loop after every tick, and after each of a tick's writer jobs but the last
+        #: (the server sets its cycle collector's schedule: collector.py)
         self.between_ticks: Callable[[], None] = lambda: None
+        self.between_parts: Callable[[], None] = lambda: None
+        #: the last tick's CPU time by part (ms, the writer thread's: prepare, follow, publish,
+        #: schedule), its number of writer jobs, and the longest of them (CPU ms): how long the tick
+        #: held the writer at once, which a request arriving then waits for
+        self.last_tick_parts_cpu_ms: dict[str, float] = {}
+        self.last_tick_pieces = 0
+        self.last_tick_longest_cpu_ms = 0.0
+        #: writer jobs the ticks ran (the collector tells them from requests)
+        self.jobs_run = 0
+        self._parts_cpu: dict[str, float] = {}
+        self._pieces = 0
+        self._longest_cpu = 0.0
+        #: time and CPU time (ms) of the pieces ahead of the step, counted into the tick's by `follow`
+        self._ahead_ms = 0.0
+        self._ahead_cpu_ms = 0.0
+
+    @property
+    def last_parents(self) -> dict[str, str]:
+        """Every queue of the last session and its parent (reservation queues included): read by the
+        scheduler info, not by the loop, so made when read, not on the writer every tick."""
+        queues = self.last_queues
+        if self._parents is None or self._parents[0] is not queues:
+            self._parents = (queues, {q.name: q.parent for q in queues.values()})
+        return self._parents[1]
+
+    def prepare(self) -> bool:
+        """A tick's piece ahead of its step: the incremental followers bring at most `PREPARE_BUDGET`
+        reservations up to the clock (`IncrementalFollower.prepare`). True when none is left."""
+        svc = self.svc
+        clock = svc.clock()
+        budget = PREPARE_BUDGET
+        for _, e in sorted(svc.reservations.plans.items()):
+            if isinstance(e.follower, IncrementalFollower):
+                budget = e.follower.prepare(clock, budget)
+                if budget <= 0:
+                    return False
+        return True
+
+    def parts(self) -> TickParts:
+        """A tick as its writer jobs, in order: (the part's name, the job); the job's result is sent
+        back into the generator. `tick` runs them at once, `run_tick` as background writer jobs."""
+        for _ in range(MAX_PREPARE_PIECES):
+            if (yield "prepare", self.prepare):
+                break
+        followed = yield "follow", self.follow
+        followed = yield from self.publish_parts(followed)
+        yield "schedule", functools.partial(self.schedule, followed)
+
+    def _timed(self, part: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """The job, counting its time into the tick's part (and, ahead of the step, into the tick's
+        time that `follow` starts from)."""
+        def run() -> Any:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            try:
+                return fn()
+            finally:
+                ms, cpu = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
+                self._parts_cpu[part] = self._parts_cpu.get(part, 0.0) + cpu
+                self._pieces += 1
+                self._longest_cpu = max(self._longest_cpu, cpu)
+                if part == "prepare":
+                    self._ahead_ms += ms
+                    self._ahead_cpu_ms += cpu
+        return run
+
+    def _tick_started(self) -> None:
+        self._parts_cpu, self._pieces, self._longest_cpu = {}, 0, 0.0
+        self._ahead_ms = self._ahead_cpu_ms = 0.0
+
+    def _tick_ended(self) -> None:
+        self.last_tick_parts_cpu_ms = {k: round(v, 1) for k, v in self._parts_cpu.items()}
+        self.last_tick_pieces = self._pieces
+        self.last_tick_longest_cpu_ms = round(self._longest_cpu, 1)
 
     def tick(self) -> None:
-        """One period: completions, plan followers, one session on the cache, everything committed."""
-        self.schedule(self.publish(self.follow()))
+        """One period: completions, plan followers, one session on the cache, everything committed
+        (every part at once, in the caller's thread)."""
+        self._tick_started()
+        parts = self.parts()
+        result: Any = None
+        try:
+            while True:
+                part, fn = parts.send(result)
+                result = self._timed(part, fn)()
+        except StopIteration:
+            pass
+        self._tick_ended()
 
     def follow(self) -> Followed:
         """A tick's first part: pods whose duration elapsed complete, a real backend's news is taken in,
@@ -272,6 +264,7 @@ class SchedulingLoop:
         time this part took (ms)."""
         svc = self.svc
         t0, c0 = time.perf_counter(), time.thread_time()
+        ahead_ms, ahead_cpu_ms, self._ahead_ms, self._ahead_cpu_ms = self._ahead_ms, self._ahead_cpu_ms, 0.0, 0.0
         now = svc.clock()
         svc.set_now(now)
         done = ObjectBackend(svc.objects.objects, now, ends=self._ends)
@@ -282,24 +275,82 @@ class SchedulingLoop:
         # the followers' archiving and replanning delete reservations: one transaction for them
         states: dict[str, FollowerState] = svc.committed(
             lambda: {name: e.follower.step(now) for name, e in sorted(svc.reservations.plans.items())})
-        return Followed(now, states, (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000)
+        return Followed(now, states, ahead_ms + (time.perf_counter() - t0) * 1000,
+                        ahead_cpu_ms + (time.thread_time() - c0) * 1000)
 
     def publish(self, followed: Followed) -> Followed:
         """A tick's second part: the followers' queues and the routing of podgroups in reservable
-        queues reach the cache. A plan dropped since its follower stepped (an apply in between made its
-        queue not reservable) is left out; one re-created (its settings changed) is published from the
-        step of the plan it replaced, which held the same reservations."""
+        queues reach the cache (`publish_parts`, every piece at once)."""
+        parts = self.publish_parts(followed)
+        result: Any = None
+        try:
+            while True:
+                _, fn = parts.send(result)
+                result = fn()
+        except StopIteration as done:
+            out: Followed = done.value
+            return out
+
+    def publish_parts(self, followed: Followed) -> Generator[tuple[str, Callable[[], Any]], Any, Followed]:
+        """A tick's second part as writer jobs (a generator as `parts`; it returns the Followed with
+        the part's time added). The first job works out what changed (publish.QueuePublisher); the
+        queue events then reach the cache `PUBLISH_EVENTS` a job, in the order one job would send
+        them; the last job sends the rest (LiveView.follow: the podgroups' routing and the plans'
+        default queues). Only sessions read the cache's queues, and none runs between these jobs,
+        which a request's apply may separate: it routes a podgroup by what the last job set, as it
+        would between two whole publishes.
+
+        A plan dropped since its follower stepped (an apply in between made its queue not
+        reservable) is left out; one re-created (its settings changed) is published from the step of
+        the plan it replaced, which held the same reservations. A plan dropped, or the state
+        reloaded, between the first job and the last is published again by the last."""
         svc = self.svc
-        t0, c0 = time.perf_counter(), time.thread_time()
-        states = {name: st for name, st in followed.states.items() if name in svc.reservations.plans}
-        if svc.live.loads != self._published_loads:
-            # a fresh cache (the state was reloaded) holds none of the queues published before
-            self._publisher.reset()
-            self._published_loads = svc.live.loads
-        out = self._publisher.publish(states, {name: plan_inputs(svc, name, st) for name, st in states.items()})
-        svc.live.follow(svc.objects.objects, states, out.active, out.changed, out.flipped)
-        return replace(followed, ms=followed.ms + (time.perf_counter() - t0) * 1000,
-                       cpu_ms=followed.cpu_ms + (time.thread_time() - c0) * 1000)
+        spent = [0.0, 0.0]
+
+        def timed(fn: Callable[[], T]) -> Callable[[], T]:
+            def run() -> T:
+                t0, c0 = time.perf_counter(), time.thread_time()
+                try:
+                    return fn()
+                finally:
+                    spent[0] += (time.perf_counter() - t0) * 1000
+                    spent[1] += (time.thread_time() - c0) * 1000
+            return run
+
+        def current() -> dict[str, FollowerState]:
+            return {name: st for name, st in followed.states.items() if name in svc.reservations.plans}
+
+        # between the jobs this generator runs on the caller's thread (the event loop's): everything
+        # it reads of the service is read inside the jobs, on the writer
+        def begin() -> tuple[dict[str, FollowerState], Published, int, list[tuple[str, Any]]]:
+            states = current()
+            if svc.live.loads != self._published_loads:
+                # a fresh cache (the state was reloaded) holds none of the queues published before
+                self._publisher.reset()
+                self._published_loads = svc.live.loads
+            out = self._publisher.publish(states, {name: plan_inputs(svc, name, st) for name, st in states.items()})
+            return states, out, svc.live.loads, svc.live.queue_events(out.changed)
+
+        states, out, loads, events = yield "publish", timed(begin)
+        for i in range(0, len(events), PUBLISH_EVENTS):
+            yield "publish", timed(functools.partial(svc.live.send_queues, events[i:i + PUBLISH_EVENTS], loads))
+
+        def finish() -> None:
+            now_states, changed, flipped = current(), out.changed, out.flipped
+            if svc.live.loads != loads:
+                self._publisher.reset()
+                self._published_loads = svc.live.loads
+                again = self._publisher.publish(now_states, {n: plan_inputs(svc, n, st) for n, st in now_states.items()})
+                changed, flipped = again.changed, again.flipped
+            elif now_states.keys() != states.keys():
+                # a plan went: its queues go too, and every podgroup is routed again (as LiveView.follow
+                # does whenever the plans changed)
+                again = self._publisher.publish(now_states, {n: plan_inputs(svc, n, st) for n, st in now_states.items()})
+                changed, flipped = {**out.changed, **again.changed}, None
+            svc.live.follow(svc.objects.objects, now_states, self._publisher.active, changed, flipped)
+
+        yield "publish", timed(finish)
+        return replace(followed, ms=followed.ms + spent[0], cpu_ms=followed.cpu_ms + spent[1])
 
     def schedule(self, followed: Followed) -> None:
         """A tick's last part: one session on the cache, its decisions dispatched and committed."""
@@ -335,7 +386,6 @@ class SchedulingLoop:
             self.last_apps = {}
             for j in ssn.jobs.values():
                 self.last_apps[j.queue] = self.last_apps.get(j.queue, 0) + 1
-            self.last_parents = {q.name: q.parent for q in ssn.queues.values()}
             self.last_queues = dict(ssn.queues)
         self.last_report = result.queues
         self.last_cluster = cluster
@@ -354,26 +404,38 @@ class SchedulingLoop:
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))
 
     async def run_tick(self) -> None:
-        """One tick as the server runs it: its three parts as writer jobs, then `between_ticks`. A
-        failing tick is logged as one line once per distinct error (the same error every period is one
-        cause, not news; its traceback goes to the debug log), kept in `last_error`, and the loop goes
-        on."""
+        """One tick as the server runs it: its parts (`parts`) as background writer jobs, then
+        `between_ticks`. A failing tick is logged as one line once per distinct error (the same error
+        every period is one cause, not news; its traceback goes to the debug log), kept in
+        `last_error`, and the loop goes on."""
+        self._tick_started()
+        parts = self.parts()
         try:
-            # three writer jobs, so that requests waiting meanwhile run between the parts instead of
-            # after the whole tick; with a real backend a tick starts tasks and must never run twice,
-            # so it is not grouped with other jobs
-            alone = self.backend is not None
-            followed = await self.svc.writer.run(self.follow, alone=alone)
-            followed = await self.svc.writer.run(functools.partial(self.publish, followed), alone=alone)
-            await self.svc.writer.run(functools.partial(self.schedule, followed), alone=alone)
+            # with a real backend a tick starts tasks and must never run twice, so it is never grouped
+            # with other jobs; background jobs never are
+            result: Any = None
+            first = True
+            while True:
+                try:
+                    part, fn = parts.send(result)
+                except StopIteration:
+                    break
+                if not first:
+                    self.between_parts()
+                first = False
+                self.jobs_run += 1
+                result = await self.svc.writer.run(self._timed(part, fn), alone=True, idle=True)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - the loop must outlive one bad tick; the log says why
             self.failed(e)
         else:
+            self._tick_ended()
             if self.last_error is not None:
                 log.warning("scheduling ticks succeed again")
                 self.last_error = None
+        finally:
+            parts.close()
         self.between_ticks()
 
     def failed(self, e: Exception) -> None:

@@ -16,6 +16,11 @@ transaction agree, e.g. a refused ACL before anything) or the commit fails, the 
 back, memory is reloaded from the database (`recover`), and the batch's jobs run again one by one,
 each in its own transaction, as if they had arrived alone: no answer had been sent, so each is
 decided again on the state the jobs before it left.
+
+Background jobs (`run(..., idle=True)`, the scheduling loop's pieces) wait until no other job is
+queued, then run alone: a request that arrives meanwhile goes first, so a tick's work fills the
+writer's idle moments instead of lining up with requests behind it. One that waited `max_defer`
+seconds runs before the jobs queued after it, so a busy writer still ticks.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
@@ -77,6 +84,10 @@ class RWLock:
 Outcome = tuple[bool, Any]
 #: where an outcome goes: a thread's Future, or an asyncio future with its event loop
 Reply = Future[Any] | tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+#: a queued job: the function, where its outcome goes, and whether it runs alone
+Job = tuple[Callable[[], Any], Reply, bool]
+#: put in the queue to wake the writer for a background job (which waits in its own deque)
+_WAKE: Any = object()
 
 
 def _settle(replies: list[tuple[asyncio.Future[Any], Outcome]]) -> None:
@@ -100,19 +111,24 @@ class Writer:
 
     def __init__(self, lock: RWLock, transaction: Callable[[], AbstractContextManager[Any]] | None = None,
                  recover: Callable[[], None] | None = None, settled: tuple[type[BaseException], ...] = (),
-                 max_batch: int = 256, hold: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+                 max_batch: int = 256, hold: Callable[[], AbstractContextManager[Any]] | None = None,
+                 max_defer: float = 0.05) -> None:
         self.lock = lock
         self.transaction = transaction or contextlib.nullcontext
         self.hold = hold or contextlib.nullcontext
         self.recover = recover or (lambda: None)
         self.settled = settled
         self.max_batch = max_batch
+        #: how long a background job lets others go first (s)
+        self.max_defer = max_defer
         #: batches run and jobs run (a test and the benchmark read how well jobs were grouped)
         self.batches = 0
         self.jobs_run = 0
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Reply, bool] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        #: background jobs waiting for an idle moment, with when each was queued (time.monotonic)
+        self._idle: deque[tuple[Job, float]] = deque()
         #: a job that runs alone, taken from the queue while gathering a batch: it opens the next one
-        self._held: tuple[Callable[[], Any], Reply, bool] | None = None
+        self._held: Job | None = None
         self._thread = threading.Thread(target=self._run, name="apportion-writer", daemon=True)
         self._thread.start()
 
@@ -125,11 +141,31 @@ class Writer:
         with self.hold():
             self._serve()
 
+    def _next(self) -> Job | None:
+        """The job to run next: the held one; else a background job that waited its `max_defer`; else
+        the next queued job; else (nothing queued) a background job; else wait for a job."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            return held
+        idle = self._idle
+        while True:
+            if idle and time.monotonic() - idle[0][1] >= self.max_defer:
+                return idle.popleft()[0]
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                if idle:
+                    return idle.popleft()[0]
+                item = self._jobs.get()
+            if item is not _WAKE:
+                return item
+
     def _serve(self) -> None:
         while True:
-            item = self._held if self._held is not None else self._jobs.get()
-            self._held = None
+            item = self._next()
             if item is None:
+                self._finish_idle()
                 return
             batch = [item]
             stop = False
@@ -138,6 +174,8 @@ class Writer:
                     nxt = self._jobs.get_nowait()
                 except queue.Empty:
                     break
+                if nxt is _WAKE:
+                    continue
                 if nxt is None:
                     stop = True
                     break
@@ -151,7 +189,14 @@ class Writer:
             self.jobs_run += len(batch)
             self._deliver([reply for _, reply, _ in batch], outcomes)
             if stop:
+                self._finish_idle()
                 return
+
+    def _finish_idle(self) -> None:
+        """At the stop: the background jobs queued before it run, as the other jobs did."""
+        while self._idle:
+            (fn, reply, _), _ = self._idle.popleft()
+            self._deliver([reply], [self._alone(fn)])
 
     def _call(self, fn: Callable[[], Any]) -> Outcome:
         """Run one job; a settled exception is its outcome, any other propagates."""
@@ -207,12 +252,18 @@ class Writer:
         self._jobs.put((fn, fut, alone))
         return fut
 
-    async def run(self, fn: Callable[[], T], alone: bool = False) -> T:
-        """Run a job on the writer and wait for it (and its commit) without blocking the event loop."""
+    async def run(self, fn: Callable[[], T], alone: bool = False, idle: bool = False) -> T:
+        """Run a job on the writer and wait for it (and its commit) without blocking the event loop.
+        `idle`: a background job (see the module), which always runs alone."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] | None = loop.create_future()
         assert fut is not None
-        self._jobs.put((fn, (loop, fut), alone))
+        if idle:
+            # appended before the wake-up is queued, so the writer finds it when it takes the wake-up
+            self._idle.append(((fn, (loop, fut), True), time.monotonic()))
+            self._jobs.put(_WAKE)
+        else:
+            self._jobs.put((fn, (loop, fut), alone))
         try:
             return await fut
         finally:
