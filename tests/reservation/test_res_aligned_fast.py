@@ -8,10 +8,9 @@ must give the same reservation, or the same refusal, both ways, for both directi
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
+from aligned_cases import T, definition, existing, job, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
@@ -19,33 +18,9 @@ from res_helpers import make_plan, rid
 from apportion.reservation.agents import aligned
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.definition import ReservationDefinition, Stage
-from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
 from apportion.reservation.resmath import Calculator
-
-T = 60_000
-caps = st.sampled_from([(1024, 1), (2048, 1), (1024, 2), (3072, 3), (512, 4)])
-existing = st.tuples(st.integers(0, 40_000), st.integers(1, 8_000), caps, st.integers(1, 2),
-                     st.sampled_from([0, 0, 0, 20_000, 30_000, 60_000]))
-stage = st.tuples(caps, st.integers(1, 6), st.integers(1, 2), st.integers(1, 6_000))
-job = st.tuples(st.integers(0, 30_000), st.integers(2_500, 40_000), st.lists(stage, min_size=1, max_size=3),
-                st.integers(0, 3), st.booleans())
-
-
-def _definition(arrival: int, window: int, stages: list[Any], interp: int, periodic: bool) -> ReservationDefinition:
-    sts = tuple(Stage(cap, gangs * size, size, dur) for cap, gangs, size, dur in stages)
-    rec = "30000" if periodic and window <= 30_000 else "0"
-    return ReservationDefinition(arrival, arrival + window, sts, interp, "t", 0, rec)
-
-
-def _outcome(left: bool, plan, definition, old: ReservationAllocation | None) -> Any:
-    planner = aligned.aligned_agent(left).agents[0]
-    try:
-        r = planner.plan_job(plan, old.id if old is not None else rid(99), "bob", definition, old)
-    except PlanningException as e:
-        return (type(e).__name__, e.message)
-    return (r.start, r.end, r.period, r.intervals, r.rle.breakpoints())
 
 
 @pytest.mark.parametrize("left", [True, False])
@@ -80,11 +55,11 @@ def test_vectorised_windows_place_exactly_like_the_scalar_walk(
         plan.set_capacity((capacity[0] // 2, capacity[1] // 2))  # over-committed: negative free
     old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
     for args in jobs:
-        d = _definition(*args)
-        fast = _outcome(left, plan, d, old)
+        d = definition(*args)
+        fast = outcome(left, plan, d, old)
         with monkeypatch.context() as m:
             m.setattr(aligned.ArrayWindows, "make", classmethod(lambda cls, *a: None))
-            scalar = _outcome(left, plan, d, old)
+            scalar = outcome(left, plan, d, old)
         assert fast == scalar
 
 
@@ -142,14 +117,14 @@ def test_candidate_runs_place_exactly_like_one_entry_per_candidate(
         plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
     old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
     for args in jobs:
-        d = _definition(*args)
+        d = definition(*args)
         with monkeypatch.context() as m:
             # the walk (the arrays always run): runs against one entry per candidate
             m.setattr(aligned.ArrayWindows, "make", classmethod(lambda cls, *a: None))
-            each = _outcome(left, plan, d, old)
+            each = outcome(left, plan, d, old)
             m.setattr(aligned, "_RUNS_MIN", 0)
             m.setattr(aligned, "_RUNS_FACTOR", 0)
-            runs = _outcome(left, plan, d, old)
+            runs = outcome(left, plan, d, old)
         assert runs == each
 
 
@@ -168,7 +143,7 @@ def test_a_deadline_at_long_max_is_planned_from_the_change_points(left):
     plan.add_reservation(ReservationAllocation(rid(1), "alice", None, 5_000, 9_000, [(5_000, 9_000, (8192, 8))]),
                          is_recovering=True)
     d = ReservationDefinition(0, 2**63 - 1, (Stage((1024, 1), 3, 1, 1000),), 1, "t", 0, "0")
-    r = _outcome(left, plan, d, None)
+    r = outcome(left, plan, d, None)
     if left:
         # the cheapest windows are the empty ones, earliest first
         assert r[3] == [(0, 3000, (1024, 1))]

@@ -12,10 +12,9 @@ negative, values reach far past 2**24 so that single-precision ratios round.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
+from aligned_cases import T, definition, existing, job, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
@@ -29,7 +28,6 @@ from apportion.reservation.agents.bounded_windows import (
     integrals_walk,
 )
 from apportion.reservation.definition import ReservationDefinition, Stage
-from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
 from apportion.reservation.resmath import Calculator
@@ -166,30 +164,6 @@ def test_negative_is_the_walk_over_every_instant(load, avail, unit, cap, lo, dur
 
 
 # -- whole plans ---------------------------------------------------------------------------------
-T = 60_000
-caps = st.sampled_from([(1024, 1), (2048, 1), (1024, 2), (3072, 3), (512, 4)])
-existing = st.tuples(st.integers(0, 40_000), st.integers(1, 8_000), caps, st.integers(1, 2),
-                     st.sampled_from([0, 0, 0, 20_000, 30_000, 60_000]))
-stage = st.tuples(caps, st.integers(1, 6), st.integers(1, 2), st.integers(1, 6_000))
-job = st.tuples(st.integers(0, 30_000), st.integers(2_500, 40_000), st.lists(stage, min_size=1, max_size=3),
-                st.integers(0, 3), st.booleans())
-
-
-def _definition(arrival: int, window: int, stages: list[Any], interp: int, periodic: bool) -> ReservationDefinition:
-    sts = tuple(Stage(cap, gangs * size, size, dur) for cap, gangs, size, dur in stages)
-    rec = "30000" if periodic and window <= 30_000 else "0"
-    return ReservationDefinition(arrival, arrival + window, sts, interp, "t", 0, rec)
-
-
-def _outcome(left: bool, plan, definition, old: ReservationAllocation | None) -> Any:
-    planner = aligned.aligned_agent(left).agents[0]
-    try:
-        r = planner.plan_job(plan, old.id if old is not None else rid(99), "bob", definition, old)
-    except PlanningException as e:
-        return (type(e).__name__, e.message)
-    return (r.start, r.end, r.period, r.intervals, r.rle.breakpoints())
-
-
 @pytest.mark.parametrize("left", [True, False])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -223,17 +197,17 @@ def test_bounded_windows_place_exactly_like_array_windows_and_the_walk(
         plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
     old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
     for args in jobs:
-        d = _definition(*args)
+        d = definition(*args)
         with pytest.MonkeyPatch.context() as m:
             # every stage the bounded windows can take, whatever its number of candidates
             m.setattr(bounded_windows, "MIN_COUNT", 1)
             m.setattr(bounded_windows, "RUNS_FACTOR", 10**9)
             m.setattr(bounded_windows, "GROW", grow)
-            bounded = _outcome(left, plan, d, old)
+            bounded = outcome(left, plan, d, old)
             m.setattr(BoundedWindows, "make", classmethod(lambda cls, *a, **k: None))
-            arrays = _outcome(left, plan, d, old)
+            arrays = outcome(left, plan, d, old)
             m.setattr(ArrayWindows, "make", classmethod(lambda cls, *a, **k: None))
-            walk = _outcome(left, plan, d, old)
+            walk = outcome(left, plan, d, old)
         assert bounded == arrays == walk
 
 
@@ -258,13 +232,25 @@ def test_the_service_shape_is_read_from_bounds():
     mp = pytest.MonkeyPatch()
     mp.setattr(BoundedWindows, "runs", runs)
     try:
-        got = _outcome(True, plan, d, None)
+        got = outcome(True, plan, d, None)
     finally:
         mp.undo()
     assert len(seen) == 1
     assert seen[0].summed < seen[0].w.count // 4
     # the first empty window from the arrival on: past the last reservation, which ends at 1,398,803
     assert got[3] == [(1_399_333, 1_400_333, (1024, 1))]
+
+
+def _count_made(m: pytest.MonkeyPatch, made: list[bool]) -> None:
+    """Make `BoundedWindows.make` note in `made`, call by call, whether it answered (not None)."""
+    real = BoundedWindows.make.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, *a, **k):
+        w = real(cls, *a, **k)
+        made.append(w is not None)
+        return w
+
+    m.setattr(BoundedWindows, "make", classmethod(counted))
 
 
 @pytest.mark.parametrize("left", [True, False])
@@ -281,18 +267,11 @@ def test_a_job_of_several_gangs_and_stages_takes_the_bounded_windows(left):
     d = ReservationDefinition(3_333, 190_000, (Stage((1024, 1), 40, 2, 2000), Stage((2048, 1), 9, 1, 5000)),
                               1, "t", 0, "0")
     made: list[bool] = []
-    real = BoundedWindows.make.__func__  # type: ignore[attr-defined]
-
-    def counted(cls, *a, **k):
-        w = real(cls, *a, **k)
-        made.append(w is not None)
-        return w
-
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(BoundedWindows, "make", classmethod(counted))
-        bounded = _outcome(left, plan, d, None)
+        _count_made(m, made)
+        bounded = outcome(left, plan, d, None)
         m.setattr(BoundedWindows, "make", classmethod(lambda cls, *a, **k: None))
-        arrays = _outcome(left, plan, d, None)
+        arrays = outcome(left, plan, d, None)
     assert made[0]
     assert bounded == arrays
     assert bounded[3]  # placed
@@ -314,20 +293,13 @@ def test_stage_windows_up_to_long_max_place_as_array_windows(left, arrival):
     dur = (deadline - arrival) // 40 // 1000 * 1000
     d = ReservationDefinition(arrival, deadline, (Stage((1024, 1), 3, 1, dur),), 1, "t", 0, "0")
     made: list[bool] = []
-    real = BoundedWindows.make.__func__  # type: ignore[attr-defined]
-
-    def counted(cls, *a, **k):
-        w = real(cls, *a, **k)
-        made.append(w is not None)
-        return w
-
     with pytest.MonkeyPatch.context() as m:
         m.setattr(bounded_windows, "MIN_COUNT", 1)
         m.setattr(bounded_windows, "RUNS_FACTOR", 10**9)
-        m.setattr(BoundedWindows, "make", classmethod(counted))
-        bounded = _outcome(left, plan, d, None)
+        _count_made(m, made)
+        bounded = outcome(left, plan, d, None)
         m.setattr(BoundedWindows, "make", classmethod(lambda cls, *a, **k: None))
-        arrays = _outcome(left, plan, d, None)
+        arrays = outcome(left, plan, d, None)
     assert bounded == arrays
     if arrival > 0:
         # the bounded windows answered, with bounds up to Long.MAX

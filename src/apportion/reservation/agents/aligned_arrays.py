@@ -385,12 +385,9 @@ class ArrayWindows:
         more gangs, so the costs with those counts are summed at once, a row each (`cost_of` is
         one row)."""
         n = self.counts.get(k, 0)
-        got = self.ahead.get(k)
-        if got is not None:
-            n0, s, sums = got
-            j, off = divmod(n - n0, s)
-            if off == 0 and 0 <= j < len(sums):
-                return sums[j]
+        summed = ahead_cost(self.ahead, k, n)
+        if summed is not None:
+            return summed
         r = self._run(k)
         i, j = self._pieces(r)
         every = max(1, every)
@@ -427,6 +424,17 @@ class ArrayWindows:
         """See `Windows.placed`."""
         lo, dur = self.lo, self.dur
         return [(lo + k * dur, lo + (k + 1) * dur, rmul(self.gang, n)) for k, n in sorted(self.counts.items())]
+
+
+def ahead_cost(ahead: dict[int, tuple[int, int, list[float]]], k: int, n: int) -> float | None:
+    """Candidate `k`'s cost with `n` gangs of the stage on it when it was summed ahead (`ahead[k]` =
+    (the count the sums start at, the gangs between two sums, the sums)), else None."""
+    got = ahead.get(k)
+    if got is None:
+        return None
+    n0, s, sums = got
+    j, off = divmod(n - n0, s)
+    return sums[j] if off == 0 and 0 <= j < len(sums) else None
 
 
 @lru_cache(maxsize=256)

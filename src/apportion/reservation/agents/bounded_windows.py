@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from apportion.reservation.agents.aligned_arrays import _f32, _read
+from apportion.reservation.agents.aligned_arrays import _f32, _read, ahead_cost
 from apportion.reservation.agents.merges import window_sums
 from apportion.reservation.agents.sorted_runs import RunEntry
 from apportion.reservation.resmath import Res, rmul
@@ -253,12 +253,9 @@ class BoundedWindows:
         order; the costs with the counts the stage may ask for next are summed at once, a row each
         (as `ArrayWindows.cost`)."""
         n = self.counts.get(k, 0)
-        got = self.ahead.get(k)
-        if got is not None:
-            n0, s, sums = got
-            j, off = divmod(n - n0, s)
-            if off == 0 and 0 <= j < len(sums):
-                return sums[j]
+        summed = ahead_cost(self.ahead, k, n)
+        if summed is not None:
+            return summed
         mem, lens = self._pieces(k)
         every = max(1, every)
         rows = max(1, min(asks, _AHEAD, _AHEAD_CELLS // len(mem), -(-(self.first_fit(k) - n) // every)))
