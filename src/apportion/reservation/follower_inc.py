@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import numpy as np
 from sortedcontainers import SortedDict
 
 from apportion.reservation.follower import (
@@ -35,8 +34,8 @@ from apportion.reservation.follower import (
     PlanFollower,
     QueueView,
     ReservationShare,
-    _ChildSums,
 )
+from apportion.reservation.follower_rows import Key, LiveSums, Row, single_sum
 from apportion.reservation.published import LazyQueues, LazyShares
 from apportion.reservation.resmath import Res, f32, radd, round_up, rsub
 
@@ -49,38 +48,6 @@ _SHARE = operator.attrgetter("share")
 #: step numbers, unique across followers, so that a reader never takes one follower's changes as
 #: following another's step (a plan re-created with new settings gets a new follower)
 _SERIALS = itertools.count(1)
-
-#: the full step's sort key of one reservation: its change per resource type, then its id's numbers
-Key = tuple[int, ...]
-
-
-class _Row:
-    """One active reservation as the last step left it."""
-
-    __slots__ = ("r", "name", "hi", "v", "target", "key", "share")
-
-    def __init__(self, r: ReservationAllocation, name: str, hi: int, v: Res) -> None:
-        self.r = r
-        self.name = name
-        self.hi = hi  # its resources stay `v` until this time (its piece's end, at most its end)
-        self.v = v
-        self.target = 0.0
-        self.key: Key = ()
-        self.share: ReservationShare | None = None
-
-
-class _LiveSums(_ChildSums):
-    """The children's capacity sum kept across steps: a deleted child's slot becomes 0.0, which leaves
-    the sequential single-precision sum as it is (x + 0 is x), and the slots are packed again from the
-    queue dict (in its order) when holes are most of them."""
-
-    def remove(self, name: str) -> None:
-        """A child deleted from the dict."""
-        self.set(name, 0.0)
-        del self.index[name]
-        if self.n > 64 and self.n > 2 * len(self.index):
-            self.__init__(self.queues)  # type: ignore[misc]
-
 
 class IncrementalFollower(PlanFollower):
     """YARN's CapacitySchedulerPlanFollower whose step costs what changed (see the module)."""
@@ -96,7 +63,7 @@ class IncrementalFollower(PlanFollower):
         self._synced = False
         self._now = 0
         self._cap: Res = plan.capacity
-        self._live: dict[str, _Row] = {}
+        self._live: dict[str, Row] = {}
         #: reservations not active yet: (start, name, tie, allocation); stale entries are skipped when popped
         self._pending: list[tuple[int, str, int, ReservationAllocation]] = []
         #: active rows by when their resources next change or they end: (hi, name, tie, allocation)
@@ -116,7 +83,7 @@ class IncrementalFollower(PlanFollower):
         self._lingering: set[str] = set()
         self._seq: dict[str, int] = {self.default_queue: 0}
         self._next_seq = 1
-        self._sums: _LiveSums | None = None
+        self._sums: LiveSums | None = None
         self._views: SortedDict = SortedDict()
         self._dirty: set[str] = set()
         #: queues whose view in `_views` is older than the queue (made again when read)
@@ -129,7 +96,7 @@ class IncrementalFollower(PlanFollower):
         self._queues_dict: Mapping[str, QueueView] | None = None
         #: the rows the last step visited: filed under their keys for the next step when it starts
         #: (after any published view still read is made)
-        self._deferred: list[_Row] = []
+        self._deferred: list[Row] = []
         #: the order changed since the published `active` was made
         self._reordered = False
         #: rows whose queue did not get its target (an entitlement refused): visited again next step
@@ -200,7 +167,7 @@ class IncrementalFollower(PlanFollower):
                                and n not in self._periodic)
         self._seq = {n: i for i, n in enumerate(self.queues)}
         self._next_seq = len(self._seq)
-        self._sums = _LiveSums(self.queues)
+        self._sums = LiveSums(self.queues)
         self._views = SortedDict(state.queues)
         self._dirty, self._stale = set(), set()
         # the next step sorts by the capacities this one left, which may reorder what it published
@@ -222,23 +189,23 @@ class IncrementalFollower(PlanFollower):
         elif now < r.end:
             self._activate(r, name, now)
 
-    def _activate(self, r: ReservationAllocation, name: str, now: int) -> _Row:
+    def _activate(self, r: ReservationAllocation, name: str, now: int) -> Row:
         _, hi, v = self._piece(r, now)
-        row = self._live[name] = _Row(r, name, hi, v)
+        row = self._live[name] = Row(r, name, hi, v)
         heapq.heappush(self._due, (hi, name, next(self._tie), r))
         # every live row's resources are in the reserved sum (`_drop` takes them out); `_resync`
         # sums them afresh
         self._reserved = radd(self._reserved, v)
         return row
 
-    def _key(self, row: _Row) -> Key:
+    def _key(self, row: Row) -> Key:
         v = row.v
         q = self.queues.get(row.name)
         if q is not None and q.capacity != 0.0:
             v = rsub(v, tuple(int(c * q.capacity) for c in self._cap))
         return (*v, row.r.id.cluster_timestamp, row.r.id.seq)
 
-    def _unkey(self, row: _Row) -> None:
+    def _unkey(self, row: Row) -> None:
         if row.key:
             self._reordered = True
             del self._order[row.key]
@@ -247,7 +214,7 @@ class IncrementalFollower(PlanFollower):
                 self._held_total = None
             row.key = ()
 
-    def _rekey(self, row: _Row) -> None:
+    def _rekey(self, row: Row) -> None:
         """File the row under its key for the next step (its queue's capacity as it is now)."""
         key = self._key(row)
         if key == row.key and bool(row.target) == (key in self._held) and \
@@ -360,7 +327,7 @@ class IncrementalFollower(PlanFollower):
                 row.target = calc.ratio(row.v, cap) if with_ratio and row.v != zero else 0.0
                 self._rekey(row)
         if self._held_total is None:
-            self._held_total = self._sum(self._held.values())
+            self._held_total = single_sum(self._held.values())
         total = self._held_total
         for row in sorted(visit, key=lambda row: row.key):
             name, r = row.name, row.r
@@ -515,20 +482,6 @@ class IncrementalFollower(PlanFollower):
         gone.sort()
         plan.archive(gone)
         return gone
-
-    @staticmethod
-    def _sum(values: object) -> float:
-        """The values summed in order in single precision (as the full step's loop does)."""
-        vals = np.fromiter(values, dtype=np.float64)  # type: ignore[call-overload]
-        if not len(vals):
-            return 0.0
-        singles = vals.astype(np.float32)
-        if np.array_equal(singles.astype(np.float64), vals):
-            return float(np.cumsum(singles)[-1])
-        total = 0.0
-        for x in vals.tolist():
-            total = f32(total + x)
-        return total
 
     def _publish_queues(self) -> Mapping[str, QueueView]:
         """The child queues sorted by name, made again (when read) only when one of them changed. The
