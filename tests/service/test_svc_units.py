@@ -205,3 +205,51 @@ def test_a_background_job_lets_queued_requests_go_first_unless_it_waited_too_lon
         return out
 
     assert asyncio.run(queued_then_stop()) == "tick"
+
+
+def test_an_overdue_background_job_never_passes_a_job_queued_before_it_and_runs_locked_at_a_stop() -> None:
+    """A background job that waited `max_defer` goes before the jobs queued after it only: a request
+    queued before it still runs first. One left at a stop runs under the write lock and is counted."""
+    import asyncio
+
+    lock = RWLock()
+    writer = Writer(lock, max_defer=0.02)
+    order: list[str] = []
+    gate = threading.Event()
+
+    async def scenario() -> None:
+        busy = asyncio.ensure_future(writer.run(lambda: gate.wait(10)))
+        await asyncio.sleep(0.02)
+        early = asyncio.ensure_future(writer.run(lambda: order.append("request queued first")))
+        await asyncio.sleep(0.01)
+        background = asyncio.ensure_future(writer.run(lambda: order.append("background"), idle=True))
+        await asyncio.sleep(0.01)
+        late = asyncio.ensure_future(writer.run(lambda: order.append("request queued last")))
+        await asyncio.sleep(0.1)  # the background job is overdue now
+        gate.set()
+        await asyncio.gather(busy, early, background, late)
+
+    try:
+        asyncio.run(scenario())
+        assert order == ["request queued first", "background", "request queued last"]
+    finally:
+        writer.stop()
+
+    stopping = Writer(lock, max_defer=30.0)
+    seen: list[bool] = []
+    gate.clear()
+
+    async def left_at_stop() -> None:
+        busy = asyncio.ensure_future(stopping.run(lambda: gate.wait(10)))
+        await asyncio.sleep(0.02)
+        background = asyncio.ensure_future(stopping.run(lambda: seen.append(lock._writer), idle=True))
+        await asyncio.sleep(0.01)
+        stopping._jobs.put(None)  # the stop queued behind the background job's mark
+        gate.set()
+        await asyncio.gather(busy, background)
+
+    before = stopping.jobs_run
+    asyncio.run(left_at_stop())
+    stopping._thread.join(10)
+    assert seen == [True]  # the write side was held
+    assert stopping.jobs_run == before + 2

@@ -20,7 +20,8 @@ decided again on the state the jobs before it left.
 Background jobs (`run(..., idle=True)`, the scheduling loop's pieces) wait until no other job is
 queued, then run alone: a request that arrives meanwhile goes first, so a tick's work fills the
 writer's idle moments instead of lining up with requests behind it. One that waited `max_defer`
-seconds runs before the jobs queued after it, so a busy writer still ticks.
+seconds runs before the jobs queued after it (never before one queued earlier: its mark in the queue
+says when every earlier job was taken), so a busy writer still ticks.
 """
 
 from __future__ import annotations
@@ -86,8 +87,18 @@ Outcome = tuple[bool, Any]
 Reply = Future[Any] | tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 #: a queued job: the function, where its outcome goes, and whether it runs alone
 Job = tuple[Callable[[], Any], Reply, bool]
-#: put in the queue to wake the writer for a background job (which waits in its own deque)
-_WAKE: Any = object()
+
+
+class _Background:
+    """A background job waiting in the writer's deque. Its mark, queued when it is, wakes the writer
+    and, once taken from the queue, says that every job queued before it has been taken (`reached`)."""
+
+    __slots__ = ("job", "queued", "reached")
+
+    def __init__(self, job: Job, queued: float) -> None:
+        self.job = job
+        self.queued = queued
+        self.reached = False
 
 
 def _settle(replies: list[tuple[asyncio.Future[Any], Outcome]]) -> None:
@@ -124,9 +135,9 @@ class Writer:
         #: batches run and jobs run (a test and the benchmark read how well jobs were grouped)
         self.batches = 0
         self.jobs_run = 0
-        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | _Background | None] = queue.SimpleQueue()
         #: background jobs waiting for an idle moment, with when each was queued (time.monotonic)
-        self._idle: deque[tuple[Job, float]] = deque()
+        self._idle: deque[_Background] = deque()
         #: a job that runs alone, taken from the queue while gathering a batch: it opens the next one
         self._held: Job | None = None
         self._thread = threading.Thread(target=self._run, name="apportion-writer", daemon=True)
@@ -142,23 +153,26 @@ class Writer:
             self._serve()
 
     def _next(self) -> Job | None:
-        """The job to run next: the held one; else a background job that waited its `max_defer`; else
-        the next queued job; else (nothing queued) a background job; else wait for a job."""
+        """The job to run next: the held one; else a background job that waited its `max_defer` and
+        whose mark was taken (nothing queued before it waits); else the next queued job; else (nothing
+        queued) a background job; else wait for a job."""
         held = self._held
         if held is not None:
             self._held = None
             return held
         idle = self._idle
         while True:
-            if idle and time.monotonic() - idle[0][1] >= self.max_defer:
-                return idle.popleft()[0]
+            if idle and idle[0].reached and time.monotonic() - idle[0].queued >= self.max_defer:
+                return idle.popleft().job
             try:
                 item = self._jobs.get_nowait()
             except queue.Empty:
                 if idle:
-                    return idle.popleft()[0]
+                    return idle.popleft().job
                 item = self._jobs.get()
-            if item is not _WAKE:
+            if isinstance(item, _Background):
+                item.reached = True
+            else:
                 return item
 
     def _serve(self) -> None:
@@ -174,7 +188,10 @@ class Writer:
                     nxt = self._jobs.get_nowait()
                 except queue.Empty:
                     break
-                if nxt is _WAKE:
+                if isinstance(nxt, _Background):
+                    nxt.reached = True
+                    if time.monotonic() - nxt.queued >= self.max_defer:
+                        break  # an overdue background job goes before the jobs queued after it
                     continue
                 if nxt is None:
                     stop = True
@@ -195,8 +212,12 @@ class Writer:
     def _finish_idle(self) -> None:
         """At the stop: the background jobs queued before it run, as the other jobs did."""
         while self._idle:
-            (fn, reply, _), _ = self._idle.popleft()
-            self._deliver([reply], [self._alone(fn)])
+            fn, reply, _ = self._idle.popleft().job
+            with self.lock.write():
+                outcome = self._alone(fn)
+            self.batches += 1
+            self.jobs_run += 1
+            self._deliver([reply], [outcome])
 
     def _call(self, fn: Callable[[], Any]) -> Outcome:
         """Run one job; a settled exception is its outcome, any other propagates."""
@@ -259,9 +280,12 @@ class Writer:
         fut: asyncio.Future[T] | None = loop.create_future()
         assert fut is not None
         if idle:
-            # appended before the wake-up is queued, so the writer finds it when it takes the wake-up
-            self._idle.append(((fn, (loop, fut), True), time.monotonic()))
-            self._jobs.put(_WAKE)
+            # appended before its mark is queued, so the writer finds it when it takes the mark;
+            # not kept by this frame, which would hold the future through it (see below)
+            entry = _Background((fn, (loop, fut), True), time.monotonic())
+            self._idle.append(entry)
+            self._jobs.put(entry)
+            del entry
         else:
             self._jobs.put((fn, (loop, fut), alone))
         try:
