@@ -30,8 +30,8 @@ MEMO = "drf.shares"
 class _Held:
     """drf's sums and shares as a session opened with them: the session's own dictionaries, which its
     events then change, with what each job changed had at open (`undo`, filled in as the session
-    goes: the next open puts those back before it applies its delta, instead of each open copying
-    every job's entry twice). The sums are the jobs' derived values, which drf copies before it
+    goes: the next open puts those back before it applies its delta, so no open copies every job's
+    entry). The sums are the jobs' derived values, which drf copies before it
     changes one."""
 
     generation: int

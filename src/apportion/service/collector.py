@@ -86,9 +86,8 @@ class Collector:
         """Between a tick's writer jobs: collect what was made since the last collection, then freeze
         what is alive. The same as a settle's first half, at a point as safe (no session is alive
         unreleased between the jobs; a request's job may run meanwhile, as it may beside a settle), so
-        that each collection scans only what the last few milliseconds made: one collection a tick
-        scanned the tick's and a second of requests' objects at once, 5-12 ms with every request
-        waiting (benchmarks/README.md, issue 18, ninth session)."""
+        that each collection scans only what the last few milliseconds made, not a tick's and a
+        second of requests' objects at once while every request waits."""
         if not self.running:
             return
         gc.collect()
