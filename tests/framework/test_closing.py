@@ -218,3 +218,42 @@ def test_tasks_explained_from_kept_keys_is_the_walk(statuses: list[TaskStatus], 
             job.set_status(job.tasks[f"u{i}"], status)
         job.phase = phase
         assert _tasks_explained(job, explained) == tasks_explained_reference(job, explained)
+
+
+def test_a_waiting_job_whose_refusal_text_moves_is_closed_without_the_hooks(monkeypatch: Any) -> None:
+    """A job that reaches close as last time but for its explanations (the queue use its refusal names
+    moved) keeps the last close's phase and conditions without the close hooks visiting it, and gets an
+    event with this session's text; the result names it as recomputed, and the self-check (the full
+    close) agrees."""
+    from apportion.plugins.gang import GangPlugin
+    monkeypatch.setenv(check.ENV, "1")
+    visited: list[list[str]] = []
+    hook = GangPlugin.on_session_close
+
+    def recording(self: GangPlugin, ssn: Any) -> None:
+        visited.append(sorted(j.uid for j in ssn.closing))
+        hook(self, ssn)
+
+    monkeypatch.setattr(GangPlugin, "on_session_close", recording)
+    cache = SchedulerCache(report=lambda line: None)
+    for o in (*_tree(), k8s.node("n0", cpu=4), k8s.podgroup("g0", queue="a1", phase="Running"),
+              k8s.pod("p0", "g0", cpu=1, node_name="n0", phase="Running"),
+              k8s.podgroup("g1", queue="b1", phase="Pending", min_resources={"cpu": "4"}), k8s.pod("p2", "g1", cpu=4)):
+        cache.apply(WatchEvent(ADDED, o, "t"))
+    results = []
+    for i in range(3):
+        if i:
+            # the running gang grows: the root queue's use, which g1's refusal names, moves
+            cache.apply(WatchEvent(ADDED, k8s.pod(f"p{10 + i}", "g0", cpu=1, node_name="n0", phase="Running"), "t"))
+        results.append(run_cache_session(cache, CONFS["capacity"], session_id=f"s{i}", reuse=False))
+        dispatch(results[-1], CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+        visited.append([])  # the self-check's full closes of carried jobs follow as further visits
+    last = results[-1]
+    # the third session's hooks visit only the changed gang (then the self-check visits g1 in full)
+    third = visited[visited.index([], visited.index([]) + 1) + 1:]
+    assert third[0] == ["ns/g0"]
+    assert {j.uid for j in last.recomputed or ()} == {"ns/g0", "ns/g1"}
+    texts = [next(e.message for e in r.events if e.object == "ns/g1") for r in results[1:]]
+    assert "short by 2" in texts[0] and "short by 3" in texts[1]
+    assert last.podgroups["ns/g1"] == "Inqueue"
+    assert [(c.type, c.transition_id) for c in last.conditions["ns/g1"]] == [("Unschedulable", "s2")]

@@ -235,6 +235,10 @@ class Close:
         self.full: list[JobInfo] = []
         self.phase_in: list[PodGroupPhase] = []
         self.carried: list[JobClose] = []
+        #: the last closes of jobs that reached this close as they reached the last one but for their
+        #: explanations (`_carries_but_explained`): their phase and conditions are carried, their event
+        #: is made again
+        self.reexplained: list[JobClose] = []
         #: with the jobs' delta: this close's events per uid and marked jobs (see Closes), else None
         self._events: dict[str, Any] | None = None
         self._marked: set[str] | None = None
@@ -259,7 +263,7 @@ class Close:
             self._check_look(look)
         before = self.before
         checking = self.checking
-        full, phase_in, carried = self.full, self.phase_in, self.carried
+        full, phase_in, carried, reexplained = self.full, self.phase_in, self.carried, self.reexplained
         kept: dict[str, JobClose | None] = dict(before)
         events = dict(last.events)
         marked = set(last.marked)
@@ -273,6 +277,9 @@ class Close:
             e = before.get(uid)
             if e is not None and self._carries(e, job, explanations, checking):
                 carried.append(e)
+            elif e is not None and _carries_but_explained(e, job):
+                reexplained.append(e)
+                kept[uid] = None
             else:
                 full.append(job)
                 phase_in.append(job.phase)
@@ -307,12 +314,15 @@ class Close:
         before = self.before
         explanations = self.ssn.explanations
         checking = self.checking
-        full, phase_in, carried = self.full, self.phase_in, self.carried
+        full, phase_in, carried, reexplained = self.full, self.phase_in, self.carried, self.reexplained
         kept: dict[str, JobClose | None] = {}
         for uid, job in self.ssn.jobs.items():
             e = before.get(uid)
             if e is not None and self._carries(e, job, explanations, checking):
                 carried.append(e)
+            elif e is not None and _carries_but_explained(e, job):
+                reexplained.append(e)
+                e = None
             else:
                 full.append(job)
                 phase_in.append(job.phase)
@@ -349,6 +359,22 @@ class Close:
                 events.pop(job.uid, None)
                 marked.discard(job.uid)
                 _note(kept[job.uid], events, marked)
+        for e in self.reexplained:
+            # the hooks wrote nothing from the explanations (Plugin.on_session_close) and the phase
+            # follows from the job and its conditions: only the event reads them
+            job = e.job
+            if job.phase is not e.phase:
+                job.set_phase(e.phase)
+            msg = job_event(ssn, job)
+            again = kept[job.uid] = JobClose(
+                job=job, version=e.version, phase_in=e.phase_in, fit_errors=e.fit_errors,
+                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations, checking),
+                session=e.session, phase=e.phase, conditions=e.conditions,
+                event=None if msg is None else make_event(job.uid, msg))
+            if events is not None and marked is not None:
+                events.pop(job.uid, None)
+                marked.discard(job.uid)
+                _note(again, events, marked)
         if events is not None and marked is not None:
             closes.events, closes.marked = events, marked
         else:
@@ -361,11 +387,16 @@ class Close:
                 e.job.set_phase(e.phase)
         if checking:
             # with the jobs' delta most carried closes were not looked at: every one is checked
-            carried = self.carried if self._events is None else [e for e in kept.values() if e.session != sid]
+            carried = (self.carried + [kept[e.job.uid] for e in self.reexplained] if self._events is None
+                       else [e for e in kept.values() if e.session != sid])
             if carried:
                 _check(ssn, carried, phase_of)
         if self.memo is not None:
             self.memo[CLOSE_MEMO] = self.closes
+        if self.reexplained:
+            # after close, `closing` names every job whose close this session made (a result's
+            # `recomputed`): the re-explained ones have a new event
+            ssn.closing = self.full + [e.job for e in self.reexplained]
 
     def events(self) -> list[Any]:
         """The jobs' events, in uid order."""
@@ -378,6 +409,14 @@ class Close:
             if ev is not None:
                 out.append(ev)
         return out
+
+
+def _carries_but_explained(e: JobClose, job: JobInfo) -> bool:
+    """Whether a job reaches close as it reached the last one over the memo but for the explanations
+    (its own or its pending tasks'): the close hooks and the phase do not read them, so the last close's
+    phase and conditions are this one's and only its event is made again. A waiting job's refusal text
+    names the queue's use, which moves with every completion (benchmarks/README.md)."""
+    return e.job is job and e.version == job.version and e.phase_in is job.phase and e.fit_errors == job.job_fit_errors
 
 
 def _note(e: JobClose, events: dict[str, Any], marked: set[str]) -> None:

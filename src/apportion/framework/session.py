@@ -74,7 +74,8 @@ class Session(NodeChoice):
     fast_queue_pickers = True
     #: tests switch this off to compare enqueue's backlog test (add_enqueue_test) with the votes
     fast_enqueue_refusals = True
-    #: at close, the jobs whose close is computed in full: what close hooks visit (framework/closing.py)
+    #: at close, the jobs whose close is computed in full: what close hooks visit; after close, those
+    #: and the jobs whose event alone was made again (framework/closing.py)
     closing: list[JobInfo]
     #: after close, every job's close (framework/closing.py)
     closes: Closes
