@@ -214,8 +214,19 @@ class Admission(CapacityBase):
         levels = self._vote_levels()
         admissible: list[JobInfo] = []
         answers: list[tuple[str, str | None]] = []
+        # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
+        # minResources, and a backlog's jobs share a few of each
+        seen: dict[tuple[str, _ReqKey | None], tuple[int, str | None]] = {}
         for job in jobs:
-            answer, why = self._enqueue_answer(job, levels)
+            if levels is None:
+                answer, why = self._enqueue_answer(job, levels)
+            else:
+                mr = job.min_resources
+                key = (job.queue, None if mr is None else (mr.cpu, mr.memory, tuple(mr.scalars.items())))
+                got = seen.get(key)
+                if got is None:
+                    got = seen[key] = self._enqueue_answer(job, levels)
+                answer, why = got
             if answer >= 0:
                 admissible.append(job)
             elif not admissible:
