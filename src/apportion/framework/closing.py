@@ -10,7 +10,9 @@ again and again hands the same JobInfo out again for a job that did not change
 (`SchedulerCache.snapshot(keep=True)`); when such a job reaches close as it reached the last close over
 the same memo (same task version, phase, fit errors and explanations, same plugins), its close is the
 last one's, with this session's id as the conditions' transition id (docs/semantics.md, cluster state
-K12). Under APPORTION_CHECK_STATE=1 every carried close is computed in full as well and compared.
+K12). A job that reached it so but for its explanations keeps the last close's phase and conditions and
+has its event made again (K25). Under APPORTION_CHECK_STATE=1 every carried close is computed in full
+as well and compared.
 """
 
 from __future__ import annotations
