@@ -95,3 +95,36 @@ def test_a_touched_node_ends_the_failure(monkeypatch: pytest.MonkeyPatch) -> Non
     assert any("insufficient cpu" in m for m in fast[1]["ns/c-0"])
     monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
     assert _decide(objs, conf) == fast
+
+
+@pytest.mark.parametrize("remember", [True, False])
+def test_a_request_no_node_fits_is_explained_without_the_full_predicate(
+        remember: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gangs that fill the nodes and then find no FutureIdle that fits: the placement cache's answers
+    say so, and the failure (explanations, unresolvable nodes, decisions) is the full predicate's, which
+    is not asked. Node n1 is tainted but too small and n3 lacks memory: the
+    full predicate would not ask the plugins of them."""
+    from apportion.framework.placement import PlacementCache
+
+    objs = [node("n0", cpu=8, memory="32Gi"), node("n1", cpu=2, memory="32Gi",
+                                                  taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+            node("n2", cpu=4, memory="32Gi"), node("n3", cpu=64, memory="512Mi"), queue("q", deserved={"cpu": "40"})]
+    for g in ("a", "b", "c"):
+        objs += [podgroup(g, queue="q", min_member=6, phase="Inqueue")]
+        objs += [pod(f"{g}-{i}", g, cpu=4, memory="1Gi") for i in range(6)]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", remember)
+    full_asked: list[str] = []
+    real = NodeChoice._predicate_for_allocate
+
+    def count(self: Any, task: Any, rows: Any = None) -> Any:
+        full_asked.append(task.key)
+        return real(self, task, rows)
+
+    monkeypatch.setattr(NodeChoice, "_predicate_for_allocate", count)
+    fast = _decide(objs, conf)
+    assert full_asked == []
+    assert any("insufficient cpu" in m and "insufficient memory" in m for m in fast[1]["ns/a-3"])
+    monkeypatch.setattr(PlacementCache, "enabled", False)
+    assert _decide(objs, conf) == fast
+    assert full_asked

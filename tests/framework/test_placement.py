@@ -173,3 +173,28 @@ def test_a_normalised_score_turns_the_cache_off() -> None:
     tasks = {t.name: t for j in ssn.jobs.values() for t in j.tasks.values()}
     assert ssn.placement.key(tasks["g-0"]) is None
     assert ssn.placement.key(tasks["h-0"]) is not None
+
+
+_COLUMNS = ["cpu", "memory", "nvidia.com/gpu", "pods"]
+# amounts near the rule's 0.1 tolerance and its edges, as well as plain ones
+_AMOUNTS = st.one_of(st.sampled_from([0.0, 0.05, 0.1, 0.15, 1.0, 2.0, 2.05, 1e9]),
+                     st.floats(-5, 5e9, allow_nan=False), st.just(float("nan")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), n_rows=st.integers(0, 7))
+def test_short_summary_equals_the_column_by_column_reference(data: Any, n_rows: int) -> None:
+    """The failure summary's resource part, all columns at once, is the column-by-column one exactly
+    (counts, best amounts, order), NaN and empty tables included."""
+    from types import SimpleNamespace
+
+    from apportion.framework.node_choice import NodeChoice
+
+    ssn = SimpleNamespace(table=SimpleNamespace(columns=_COLUMNS))
+    vec = np.array(data.draw(st.lists(_AMOUNTS, min_size=4, max_size=4)))
+    future = np.array(data.draw(st.lists(st.lists(_AMOUNTS, min_size=4, max_size=4), min_size=n_rows,
+                                         max_size=n_rows))).reshape(n_rows, 4)
+    cols = np.array(sorted(set(data.draw(st.lists(st.integers(0, 3), max_size=4)))), dtype=np.int64)
+    fast = NodeChoice.short_summary(ssn, vec, cols, future)  # type: ignore[arg-type]
+    reference = NodeChoice.short_summary_reference(ssn, vec, cols, future)  # type: ignore[arg-type]
+    assert fast == reference

@@ -113,18 +113,7 @@ class NodeChoice(Dispatch):
         cols = self.task_cols(task)
         future = self.table.future_idle()[rows]
         fit = self.table.fits(vec, cols, future)
-        summary: list[tuple[str, int]] = []
-        if not fit.all():
-            for j in cols:
-                short = (vec[j] >= future[:, j] + 0.1) & (np.abs(vec[j] - future[:, j]) >= 0.1)
-                n = int(short.sum())
-                if n:
-                    name = self.table.columns[j]
-                    best = float(future[:, j].max()) if len(future) else 0.0
-                    summary.append(
-                        (f"insufficient {name} (need {format_amount(name, vec[j])}, "
-                         f"best node has {format_amount(name, max(best, 0.0))})", n)
-                    )
+        summary: list[tuple[str, int]] = [] if fit.all() else self.short_summary(vec, cols, future)
         cand = rows[fit]
         pf = self.plugin_predicates(task, cand)
         for text, mask in pf.reasons:
@@ -136,6 +125,43 @@ class NodeChoice(Dispatch):
             unresolvable = cand[pf.unresolvable].tolist()
             self.unresolvable_nodes.setdefault(task.uid, set()).update(unresolvable)
         return cand[pf.ok], summary, unresolvable
+
+    def short_summary(self, vec: np.ndarray, cols: np.ndarray, future: np.ndarray) -> list[tuple[str, int]]:
+        """The resource part of allocate's failure summary: per compared column on which some row falls
+        short of the request, the reason and how many rows fall short. One pass over the columns at once;
+        `short_summary_reference` is the column-by-column definition it is tested against."""
+        if not len(future) or not len(cols):
+            return []
+        need = vec[cols]
+        avail = future[:, cols]
+        short = (need >= avail + 0.1) & (np.abs(need - avail) >= 0.1)
+        counts = short.sum(axis=0).tolist()
+        if not any(counts):
+            return []
+        best = avail.max(axis=0).tolist()
+        summary: list[tuple[str, int]] = []
+        for i, j in enumerate(cols.tolist()):
+            if counts[i]:
+                name = self.table.columns[j]
+                summary.append((f"insufficient {name} (need {format_amount(name, vec[j])}, "
+                                f"best node has {format_amount(name, max(best[i], 0.0))})", counts[i]))
+        return summary
+
+    def short_summary_reference(self, vec: np.ndarray, cols: np.ndarray,
+                                future: np.ndarray) -> list[tuple[str, int]]:
+        """`short_summary` column by column (the definition the tests compare it with)."""
+        summary: list[tuple[str, int]] = []
+        for j in cols:
+            short = (vec[j] >= future[:, j] + 0.1) & (np.abs(vec[j] - future[:, j]) >= 0.1)
+            n = int(short.sum())
+            if n:
+                name = self.table.columns[j]
+                best = float(future[:, j].max()) if len(future) else 0.0
+                summary.append(
+                    (f"insufficient {name} (need {format_amount(name, vec[j])}, "
+                     f"best node has {format_amount(name, max(best, 0.0))})", n)
+                )
+        return summary
 
     def predicate_for_preempt(self, task: TaskInfo) -> np.ndarray:
         """reclaim/preempt's predicate: no resource test; only unresolvable failures reject a node."""
@@ -180,7 +206,14 @@ class NodeChoice(Dispatch):
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
-        feasible, summary, unresolvable = self._predicate_for_allocate(task)
+        if self.placement.fits_nowhere(task):
+            # no node's FutureIdle fits: the full predicate asks no plugin and records no unresolvable
+            # node, so its failure is the resource summary alone
+            feasible = np.zeros(0, dtype=np.int64)
+            summary = self.short_summary(self.task_vec(task), self.task_cols(task), self.table.future_idle())
+            unresolvable: list[int] = []
+        else:
+            feasible, summary, unresolvable = self._predicate_for_allocate(task)
         if len(feasible) == 0:
             if key is not None:
                 self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), unresolvable)

@@ -259,6 +259,16 @@ class PlacementCache:
         # the first maximum in row (node-name) order, as best_node's argmax over the candidate rows
         return row, cls == -2
 
+    def fits_nowhere(self, task: TaskInfo) -> bool:
+        """Whether the cache's current answers for the task's key say that no node's FutureIdle fits the
+        request (False when it holds no current answers for it, as when the task has no key)."""
+        key = self.key(task)
+        if key is None:
+            return False
+        cached = self.answers.get(key)
+        return (cached is not None and cached.pos == len(self.ssn.table.touched) and len(cached.fit) > 0
+                and not cached.fit.any())
+
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table
         log = table.touched
