@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-from res_helpers import rid
+from res_helpers import make_plan, rid
 
 from apportion.reservation.agents import aligned
 from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.plan import ReservationAllocation
+from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
 
 #: the plans' periodicity and time scale (ms)
 T = 60_000
@@ -45,3 +46,25 @@ def outcome(left: bool, plan: Any, d: ReservationDefinition, old: ReservationAll
     except PlanningException as e:
         return (type(e).__name__, e.message)
     return (r.start, r.end, r.period, r.intervals, r.rle.breakpoints())
+
+
+def random_plan(capacity: tuple[int, int], capped: bool, step: int, calc: str, loads: list[Any], drop: int,
+                use_old: int, mirrors: bool | None = None) -> tuple[Any, ReservationAllocation | None]:
+    """A plan of the drawn `existing` reservations (users alternating), its capacity halved when
+    `drop` is 0 (over-committed: negative free), and the version `use_old` names (None out of range).
+    `mirrors`: the plan's arrays on from the start (True), its step functions turned into arrays
+    later (False), or the plan's own choice (None)."""
+    policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
+    plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
+    if mirrors is not None:
+        plan._mirrored, plan._mirrors_off = mirrors, not mirrors
+    ids = []
+    for n, (a, ln, c, k, period) in enumerate(loads, start=1):
+        ln = min(ln, period) if period else ln
+        r = ReservationAllocation(rid(n), "alice" if n % 2 else "bob", None, a, a + ln,
+                                  [(a, a + ln, (c[0] * k, c[1] * k))], period=period)
+        plan.add_reservation(r, is_recovering=True)
+        ids.append(rid(n))
+    if drop == 0:
+        plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
+    return plan, (plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from aligned_cases import T, definition, existing, job, outcome
+from aligned_cases import definition, existing, job, outcome, random_plan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
@@ -19,7 +19,7 @@ from apportion.reservation.agents import aligned
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.plan import ReservationAllocation
-from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
+from apportion.reservation.policies import NoPolicy
 from apportion.reservation.resmath import Calculator
 
 
@@ -39,21 +39,7 @@ from apportion.reservation.resmath import Calculator
 def test_vectorised_windows_place_exactly_like_the_scalar_walk(
     monkeypatch, left, mirrors, step, calc, capacity, loads, drop, capped, jobs, use_old
 ):
-    policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
-    plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
-    # mirrors on from the start (the availability and load as the plan's arrays), or the small
-    # plan's step functions turned into arrays
-    plan._mirrored, plan._mirrors_off = mirrors, not mirrors
-    ids = []
-    for n, (a, ln, c, k, period) in enumerate(loads, start=1):
-        ln = min(ln, period) if period else ln
-        r = ReservationAllocation(rid(n), "alice" if n % 2 else "bob", None, a, a + ln,
-                                  [(a, a + ln, (c[0] * k, c[1] * k))], period=period)
-        plan.add_reservation(r, is_recovering=True)
-        ids.append(rid(n))
-    if drop == 0:
-        plan.set_capacity((capacity[0] // 2, capacity[1] // 2))  # over-committed: negative free
-    old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
+    plan, old = random_plan(capacity, capped, step, calc, loads, drop, use_old, mirrors)
     for args in jobs:
         d = definition(*args)
         fast = outcome(left, plan, d, old)
@@ -104,18 +90,7 @@ def test_candidate_runs_place_exactly_like_one_entry_per_candidate(
 ):
     """Candidates kept as runs between change points (long stage windows, issue 14 item 12) give
     the same reservation, or the same refusal, as one heap entry per candidate window."""
-    policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
-    plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
-    ids = []
-    for n, (a, ln, c, k, period) in enumerate(loads, start=1):
-        ln = min(ln, period) if period else ln
-        r = ReservationAllocation(rid(n), "alice" if n % 2 else "bob", None, a, a + ln,
-                                  [(a, a + ln, (c[0] * k, c[1] * k))], period=period)
-        plan.add_reservation(r, is_recovering=True)
-        ids.append(rid(n))
-    if drop == 0:
-        plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
-    old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
+    plan, old = random_plan(capacity, capped, step, calc, loads, drop, use_old)
     for args in jobs:
         d = definition(*args)
         with monkeypatch.context() as m:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from aligned_cases import T, definition, existing, job, outcome
+from aligned_cases import T, definition, existing, job, outcome, random_plan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from res_helpers import make_plan, rid
@@ -183,19 +183,7 @@ def test_bounded_windows_place_exactly_like_array_windows_and_the_walk(
     """Random plans (periodic reservations, off-grid pieces, over-commitment after a capacity drop,
     per-user caps, an old version counted as free) and definitions of one to three stages of
     several gangs: the same reservation, or the same refusal, from all three evaluations."""
-    policy = CapacityOverTimePolicy(0.5, 1.0, T) if capped else NoPolicy()
-    plan = make_plan(capacity, policy, step=step, calc=calc, max_periodicity=T)
-    plan._mirrored, plan._mirrors_off = True, False
-    ids = []
-    for n, (a, ln, c, k, period) in enumerate(loads, start=1):
-        ln = min(ln, period) if period else ln
-        r = ReservationAllocation(rid(n), "alice" if n % 2 else "bob", None, a, a + ln,
-                                  [(a, a + ln, (c[0] * k, c[1] * k))], period=period)
-        plan.add_reservation(r, is_recovering=True)
-        ids.append(rid(n))
-    if drop == 0:
-        plan.set_capacity((capacity[0] // 2, capacity[1] // 2))
-    old = plan.get(ids[use_old]) if 0 <= use_old < len(ids) else None
+    plan, old = random_plan(capacity, capped, step, calc, loads, drop, use_old, True)
     for args in jobs:
         d = definition(*args)
         with pytest.MonkeyPatch.context() as m:
