@@ -131,14 +131,19 @@ def test_sessions_are_skipped_where_completions_free_too_little(monkeypatch: pyt
     assert test.reasons.get("admission", 0) + test.reasons.get("placement", 0) > 0
 
 
-def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
-    objs = _bench_objects(1)
+def _plain_and_checked(monkeypatch: pytest.MonkeyPatch, objs: list[Any]) -> tuple[Simulator, Simulator]:
+    """The same hour's forecast run without the self-check, then with it."""
     monkeypatch.delenv(ENV, raising=False)
     plain = _simulator(objs, None, True, 3600.0)
     plain.run()
     monkeypatch.setenv(ENV, "1")
     checked = _simulator(objs, None, True, 3600.0)
     checked.run()
+    return plain, checked
+
+
+def test_the_self_check_runs_quiet_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain, checked = _plain_and_checked(monkeypatch, _bench_objects(1))
     test = checked.quiet
     assert isinstance(test, QuietTest) and test.quiet + test.phases_only == plain.sessions_skipped > 0
     assert test.quiet > 0 and test.phases_only > 0

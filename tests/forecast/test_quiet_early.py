@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_forecast_sim import busy_dumps
-from test_quiet import RECLAIM, _answer, _bench_objects, _simulator, _without_reclaim
+from test_quiet import RECLAIM, _answer, _bench_objects, _plain_and_checked, _simulator, _without_reclaim
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
@@ -70,13 +70,7 @@ def test_deciding_early_changes_no_forecast_on_the_benchmark_shape(seed: int, sh
 
 
 def test_the_self_check_opens_early_sessions_and_compares(monkeypatch: pytest.MonkeyPatch) -> None:
-    objs = _bench_objects(1, nodes=10, gangs=40)
-    monkeypatch.delenv(ENV, raising=False)
-    plain = _simulator(objs, None, True, 3600.0)
-    plain.run()
-    monkeypatch.setenv(ENV, "1")
-    checked = _simulator(objs, None, True, 3600.0)
-    checked.run()
+    plain, checked = _plain_and_checked(monkeypatch, _bench_objects(1, nodes=10, gangs=40))
     a, b = plain.quiet, checked.quiet
     assert isinstance(a, EarlyQuietTest) and isinstance(b, EarlyQuietTest)
     assert b.early == a.early > 0 and b.phases_only > 0

@@ -157,13 +157,19 @@ def test_a_bound_past_2_52_looks_at_the_table_and_stays_carried(monkeypatch: pyt
         dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
 
 
-def test_a_bound_that_does_not_hold_fails_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A base whose bound understates its amounts (as a bug would) is caught by the self-check."""
+def _checked_after_two_sessions(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A cache under the self-check after two carried sessions of the tree conf (the memo holds a base)."""
     monkeypatch.setenv(check.ENV, "1")
     cache = _cache()
     session = _session_way("tree")
     session(True, cache, "s0", None)
     session(True, cache, "s1", None)
+    return cache
+
+
+def test_a_bound_that_does_not_hold_fails_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base whose bound understates its amounts (as a bug would) is caught by the self-check."""
+    cache = _checked_after_two_sessions(monkeypatch)
     base = cache.memo[OPEN_MEMO]
     base.table.used[0, 1] = 0.5  # not an integer, and the bound says nothing of it
     cache.apply(WatchEvent(ADDED, k8s.pod("p9", "g1", cpu=1, node_name="n2"), "t"))
@@ -173,18 +179,14 @@ def test_a_bound_that_does_not_hold_fails_the_self_check(monkeypatch: pytest.Mon
 
 def test_a_cached_first_lister_that_is_wrong_fails_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cached first lister of a scalar name is compared with the smallest of its listers."""
-    monkeypatch.setenv(check.ENV, "1")
-    cache = _cache()
-    session = _session_way("tree")
-    session(True, cache, "s0", None)
-    session(True, cache, "s1", None)
+    cache = _checked_after_two_sessions(monkeypatch)
     ledger = cache.memo[LEDGER_MEMO]
     s = ledger.sums["root"][1]
     assert A in s.listers
     s.first[A] = ("zz", 9)
     cache.apply(WatchEvent(ADDED, k8s.pod("p9", "g1", cpu=1, node_name="n2", scalars={A: "1"}), "t"))
     with pytest.raises(check.StateCheckError, match="first lister"):
-        session(True, cache, "s2", None)
+        _session_way("tree")(True, cache, "s2", None)
 
 
 def test_sums_past_2_53_are_never_carried(monkeypatch: pytest.MonkeyPatch) -> None:
