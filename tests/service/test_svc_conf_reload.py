@@ -141,3 +141,33 @@ def test_the_stored_configmap_reaches_the_next_session_and_delete_removes_every_
     for args in (("configmap", "a/b/c"), ("queue", "ns/q"), ("configmap", "nope")):
         out = _cli("delete", *args, "--server", server.url, "--user", "admin")
         assert out.returncode == 2 and out.stderr.count("\n") == 1, (args, out.stderr)
+
+
+def test_without_a_conf_every_tick_runs_the_one_parsed_default(tmp_path: Path, monkeypatch: Any) -> None:
+    """No `--conf` and no stored ConfigMap: the sessions run Volcano's default, parsed once for the
+    service rather than from its YAML by every tick, and the same object each time (so a tick over an
+    unchanged cache can give the last session's decisions again)."""
+    import apportion.engine as engine
+
+    svc = Service(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'd.db'}", loop=False))
+    parsed: list[int] = []
+    real_default = engine.default_conf
+
+    def counted() -> Any:
+        parsed.append(1)
+        return real_default()
+
+    monkeypatch.setattr(engine, "default_conf", counted)
+    try:
+        asyncio.run(svc.apply([("request", o) for o in yaml.safe_load_all(_job("plain"))], []))
+        for _ in range(3):
+            svc.writer.submit(svc.loop.tick).result(timeout=60)
+        assert svc.loop.last_error is None
+        assert parsed == []
+        given, used = svc.confs.effective(svc.objects.objects)
+        assert given is used and used is svc.confs.effective(svc.objects.objects)[0]
+        assert used.actions == real_default().actions
+        pods = [o for k, o in svc.objects.objects.items() if k[0] == "Pod"]
+        assert [p["spec"].get("nodeName") is not None for p in pods] == [True]
+    finally:
+        svc.close()

@@ -89,14 +89,15 @@ class ConfWatch:
         return self._file_conf
 
     def effective(self, objects: dict[ObjectKey, dict[str, Any]]) -> tuple[SchedulerConf | None, SchedulerConf]:
-        """(what to hand the session: the file's conf, or None to let it read the stored ConfigMap; the
-        conf the session will run with)."""
+        """(what to hand the session: the file's conf, None to let it read the stored ConfigMap, or
+        Volcano's default when there is neither; the conf the session will run with)."""
         file_conf = self.file_conf()
         if file_conf is not None:
             return file_conf, file_conf
         text = stored_conf_text(objects)
         if text is None:
-            return None, self._default
+            # one parsed default for every tick, not the YAML parsed again by each session
+            return self._default, self._default
         if self._stored is None or self._stored[0] != text:
             try:
                 self._stored = (text, parse_conf(text, source=f"ConfigMap: data.{CONF_KEY}"))
