@@ -74,6 +74,13 @@ class ServiceMetrics:
             self.q_des_cpu.labels(name).set(st.deserved.cpu)
             self.q_des_mem.labels(name).set(st.deserved.memory)
             self.q_share.labels(name).set(st.share)
+        if result.session is not None:
+            # Volcano's proportion and capacity plugins record allocated 0 for a queue of the session
+            # they keep no attributes for (no job in it, flat mode), rather than no series at all
+            for name in result.session.queues:
+                if name not in result.queue_status:
+                    self.q_alloc_cpu.labels(name).set(0.0)
+                    self.q_alloc_mem.labels(name).set(0.0)
         self.plans(plans, now)
 
     def plans(self, plans: dict[str, PlanEntry], now: int) -> None:

@@ -206,3 +206,32 @@ def test_nodes_group_by_a_label_and_sort_by_a_column(client: TestClient) -> None
         used = [float(c) for _, c in nodes]
         assert used == sorted(used), nodes
     assert 'aria-sort="descending"' in html
+
+
+def test_a_queue_without_jobs_shows_its_configuration_and_allocated_zero(tmp_path: Path) -> None:
+    """A queue no session reports (no job in it, flat mode) draws its bars from its spec with nothing
+    allocated, and `/metrics` gives it allocated 0, as Volcano's queue plugins record such a queue."""
+    import json
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    app = create_app(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'q.db'}", loop=False))
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "idle"},
+             "spec": {"weight": 1, "deserved": {"cpu": "4", "memory": "8Gi"},
+                      "guarantee": {"resource": {"cpu": "2"}}, "capability": {"cpu": "16", "memory": "64Gi"}}}
+    with TestClient(app) as c:
+        assert c.post("/api/v1/apply", params=U, content=json.dumps(queue)).status_code == 200
+        app.state.service.loop.tick()
+        html = c.get("/queues/idle").text
+        assert "No job in the last session" in html
+        bars = dict(re.findall(r'<div class="bar" data-queue="idle" data-resource="([^"]+)"([^>]*)>', html))
+        cpu = dict(re.findall(r'data-([a-z]+)="([^"]*)"', bars["cpu"]))
+        assert (cpu["allocated"], cpu["deserved"], cpu["guarantee"], cpu["capability"]) == ("0.0", "4.0", "2.0", "16.0")
+        mem = dict(re.findall(r'data-([a-z]+)="([^"]*)"', bars["memory"]))
+        assert float(mem["deserved"]) == 8 * 1024**3 and mem["guarantee"] == "0.0"
+        assert mem["realcapability"] == ""  # not written by the spec: not shown as a number
+        samples = {(s.name, s.labels.get("queue_name")): s.value
+                   for fam in text_string_to_metric_families(c.get("/metrics").text) for s in fam.samples}
+        assert samples[("volcano_queue_allocated_milli_cpu", "idle")] == 0.0
+        assert samples[("volcano_queue_allocated_memory_bytes", "idle")] == 0.0
+        assert ("volcano_queue_share", "idle") not in samples  # no attributes, no share

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from apportion.cluster.model import ON_NODE_STATUSES
+from apportion.cluster.model import ON_NODE_STATUSES, QueueInfo
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.pods import GROUP_KEY
 from apportion.resources import MEMORY, Resource, to_natural_value
@@ -52,7 +52,8 @@ class QueueRow:
     reservation: bool = False
     #: the `<queue>-default` child that holds a plan's unreserved part
     plan_rest: bool = False
-    #: whether the session's queue report has the queue (a queue it leaves out has no numbers)
+    #: whether the session's queue report has the queue (a queue it leaves out, having no job, shows
+    #: its configuration: `configured_numbers`)
     reported: bool = True
     children: list[str] = field(default_factory=list)
 
@@ -70,6 +71,23 @@ def _amount(rep: dict[str, Any], key: str, dim: str) -> float | None:
     if got is None:
         return None if key in ("capability", "realCapability") else 0.0
     return value(got)
+
+
+def configured_numbers(spec: QueueInfo | None) -> dict[str, Any]:
+    """The bars of a queue the session did not report (no job in it, in flat mode), in the report's
+    form: nothing allocated, and the deserved, guarantee and capability its spec writes. Volcano's
+    queue plugins likewise give such a queue allocated 0 in their metrics; a number the spec does not
+    write (an unset capability, a deserved proportion would compute) stays unknown."""
+    if spec is None:
+        return {}
+    out: dict[str, Any] = {"allocated": {}, "state": spec.state}
+    if spec.deserved_set:
+        out["deserved"] = spec.deserved.to_natural()
+    if spec.guarantee.names():
+        out["guarantee"] = spec.guarantee.to_natural()
+    if spec.capability_set:
+        out["capability"] = spec.capability.to_natural()
+    return out
 
 
 def job_counts(svc: Service) -> dict[str, tuple[int, int]]:
@@ -97,6 +115,7 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
     """The queue tree in display order (depth first, children by name), the resources shown and the
     cluster's size per resource (the bars' one scale)."""
     report, cluster, _apps, parents = svc.queue_report()
+    specs = svc.queue_specs()
     total = _natural(cluster)
     dims = [d for d in dims_of(list(total)) if total.get(d, 0) > 0]
     names = set(report) | set(parents)
@@ -113,7 +132,7 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
 
     def visit(name: str, depth: int, seen: set[str]) -> None:
         seen.add(name)
-        rep = report.get(name) or {}
+        rep = report.get(name) or ({} if name in reservable else configured_numbers(specs.get(name)))
         bars = [bar(name, d, total[d], {k: _amount(rep, k, d) for k in BAR_KEYS}) for d in dims]
         share = rep.get("share")
         run, pend = counts.get(name, (0, 0))
