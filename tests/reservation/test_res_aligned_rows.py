@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from apportion.reservation.agents import aligned, aligned_arrays, merges
 from apportion.reservation.agents.aligned_arrays import ArrayWindows
-from apportion.reservation.agents.sorted_runs import SortedRuns
+from apportion.reservation.agents.sorted_runs import NoMoreRuns, SortedRuns
 from apportion.reservation.resmath import Calculator
 from apportion.reservation.steparrays import arrays_of, window
 from apportion.reservation.stepfn import StepFunction, segments
@@ -156,7 +156,7 @@ def test_sorted_runs_hand_out_the_sorted_list(rows, reads):
             if -len(want) <= i < len(want):
                 assert runs[i] == want[i]
             else:
-                with pytest.raises(IndexError):
+                with pytest.raises(NoMoreRuns):
                     runs[i]
         assert list(runs) == want
         assert runs[1:7] == want[1:7]
@@ -243,3 +243,24 @@ def test_an_availability_changing_with_the_load_is_merged_once(kind, load, place
     for name in ("p0s", "p1s", "costs", "fits", "free", "bounds", "cv", "lens", "first"):
         a, b = getattr(w, name), getattr(ref, name)
         assert a.dtype == b.dtype and a.tolist() == b.tolist(), name
+
+
+def test_the_end_of_a_lazy_order_is_told_apart_from_an_index_fault_inside_it() -> None:
+    """`place_gangs` stops at a lazy order's `NoMoreRuns` (or past a list's end); an IndexError from
+    inside an order's reading is a fault and propagates instead of reading as "no more candidates"."""
+
+    class Faulty:
+        def __getitem__(self, i: int) -> aligned.RunEntry:
+            return [(1.0, 0, 0, 1, 1)][i + 5]  # a wrong index inside the order
+
+    class Ends:
+        def __getitem__(self, i: int) -> aligned.RunEntry:
+            if i > 0:
+                raise NoMoreRuns("no more candidates")
+            return (1.0, 0, 0, 1, 1)
+
+    assert aligned._entry([(1.0, 0, 0, 1, 1)], 1) is None
+    assert aligned._entry(Ends(), 0) == (1.0, 0, 0, 1, 1) and aligned._entry(Ends(), 1) is None
+    with pytest.raises(IndexError) as err:
+        aligned._entry(Faulty(), 0)
+    assert not isinstance(err.value, NoMoreRuns)

@@ -27,6 +27,7 @@ from apportion.reservation.agents.bounded_windows import (
     integrals,
     integrals_walk,
 )
+from apportion.reservation.agents.sorted_runs import NoMoreRuns
 from apportion.reservation.definition import ReservationDefinition, Stage
 from apportion.reservation.plan import ReservationAllocation
 from apportion.reservation.policies import CapacityOverTimePolicy, NoPolicy
@@ -109,7 +110,7 @@ def _full_order(load, avail, unit, cap, lo, dur, count, gang, step, left) -> Non
     # read one at a time, the same (a fresh order, read lazily up to each index)
     c = CheapestFirst(w, left)
     assert [c[i] for i in range(len(want))] == want
-    with pytest.raises(IndexError):
+    with pytest.raises(NoMoreRuns):
         c[len(want)]
 
 

@@ -16,7 +16,7 @@ from apportion.reservation.agents.aligned_arrays import ArrayWindows
 from apportion.reservation.agents.bounded_windows import BoundedWindows
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
-from apportion.reservation.agents.sorted_runs import RunEntry
+from apportion.reservation.agents.sorted_runs import NoMoreRuns, RunEntry
 from apportion.reservation.breakpoints import interval_breakpoints
 from apportion.reservation.definition import Stage
 from apportion.reservation.exceptions import PlanningException
@@ -80,7 +80,7 @@ class Runs(Protocol):
     `CheapestFirst`)."""
 
     def __getitem__(self, i: int, /) -> RunEntry:
-        """The i-th run; IndexError past the last."""
+        """The i-th run; past the last, IndexError (a list) or `NoMoreRuns` (a lazy order)."""
         ...
 
 
@@ -93,8 +93,8 @@ class Windows(Protocol):
     count: int
 
     def runs(self, left: bool) -> Runs:
-        """(cost, end key, p0, p1, fit), ascending, read by index from the first on (IndexError
-        past the last; a lazy order need not know how many there are): the candidates cut into runs `[p0, p1)` whose
+        """(cost, end key, p0, p1, fit), ascending, read by index from the first on (past the last:
+        IndexError from a list, `NoMoreRuns` from a lazy order; a lazy order need not know how many there are): the candidates cut into runs `[p0, p1)` whose
         members have the same cost and fit (evaluated as trunk evaluates every candidate when the
         stage starts), only those that fit a gang. The end key is that of the run's member taken
         first on a cost tie: its end allocating left (the earliest), minus its end allocating
@@ -183,10 +183,13 @@ def place_gangs(ev: Windows, job: JobContext, to_place: int, per_step: int) -> l
 
 
 def _entry(ordered: Runs, i: int) -> RunEntry | None:
-    """The i-th run, None past the last."""
+    """The i-th run, None past the last (a lazy order says so with `NoMoreRuns`; any other error
+    from reading it propagates)."""
+    if isinstance(ordered, list):
+        return ordered[i] if i < len(ordered) else None
     try:
         return ordered[i]
-    except IndexError:
+    except NoMoreRuns:
         return None
 
 

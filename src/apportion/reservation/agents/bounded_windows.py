@@ -26,7 +26,7 @@ import numpy as np
 
 from apportion.reservation.agents.aligned_arrays import _f32, _read, ahead_cost
 from apportion.reservation.agents.merges import window_sums
-from apportion.reservation.agents.sorted_runs import RunEntry
+from apportion.reservation.agents.sorted_runs import NoMoreRuns, RunEntry
 from apportion.reservation.resmath import Res, rmul
 from apportion.reservation.steparrays import MAX_VALUE
 
@@ -318,7 +318,7 @@ def integrals_walk(lt: list[int], mem: list[int], lo: int, dur: int, count: int)
 
 class CheapestFirst:
     """A stage's candidates that fit a gang, in (cost, end key) order, as `Windows.runs` hands
-    them out: read by index from the first on (IndexError past the last). Candidates are summed
+    them out: read by index from the first on (`NoMoreRuns` past the last). Candidates are summed
     in levels of their integrals: every candidate at or below the level's threshold is summed,
     and an entry is handed out once its cost is below the least cost any candidate above the
     threshold can have; when none is, the threshold grows. Fits are read as entries are handed out."""
@@ -402,7 +402,7 @@ class CheapestFirst:
                 if self.cursor < len(self.q_k):
                     self.bound = float("inf")
                     continue
-                raise IndexError("no more candidates")
+                raise NoMoreRuns("no more candidates")
         return done[i]
 
     def __len__(self) -> int:
@@ -410,7 +410,7 @@ class CheapestFirst:
         try:
             while True:
                 self[len(self.done)]
-        except IndexError:
+        except NoMoreRuns:
             return len(self.done)
 
 

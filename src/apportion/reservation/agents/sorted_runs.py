@@ -17,6 +17,12 @@ import numpy as np
 RunEntry = tuple[float, int, int, int, int]
 
 
+class NoMoreRuns(IndexError):
+    """Read past a stage's last run. The lazy orders (`SortedRuns`, `CheapestFirst`) raise this for
+    their end and nothing else, so that an IndexError from a fault inside one (numpy indexing) is an
+    error, not taken for the end of the candidates (`aligned._entry`)."""
+
+
 class SortedRuns(Sequence[RunEntry]):
     """The runs that fit a gang in (cost, end key) order, as `ArrayWindows.runs` hands them out:
     the run's columns stay numpy arrays, each entry is made a Python tuple when first read, a
@@ -55,7 +61,7 @@ class SortedRuns(Sequence[RunEntry]):
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError("run index out of range")
+            raise NoMoreRuns("run index out of range")
         done = self._done
         if not done and i == 0 and self._order is None:
             r = self._first()
