@@ -107,9 +107,11 @@ def looks_since(memo: dict[str, Any] | None, delta: JobDelta, at: int | None) ->
     return look
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobClose:
-    """One job's close, with what it was computed from."""
+    """One job's close, with what it was computed from; never changed once made (a close makes a new
+    one). Not frozen: a frozen dataclass's constructor costs twice as much, and a close makes one for
+    every job whose explanations moved (every waiting job's refusal text, session after session)."""
 
     job: JobInfo
     #: the job's task version, phase, fit errors and explanations (its own, and its pending tasks' in
@@ -277,11 +279,13 @@ class Close:
                 marked.discard(uid)
                 continue
             e = before.get(uid)
-            if e is not None and self._carries(e, job, explanations, checking):
-                carried.append(e)
-            elif e is not None and _carries_but_explained(e, job):
-                reexplained.append(e)
-                kept[uid] = None
+            # `_carries` and `_carries_but_explained` in one: the job's part is compared once
+            if e is not None and _carries_but_explained(e, job):
+                if _same_explanations(e, job, explanations, checking):
+                    carried.append(e)
+                else:
+                    reexplained.append(e)
+                    kept[uid] = None
             else:
                 full.append(job)
                 phase_in.append(job.phase)
@@ -293,10 +297,7 @@ class Close:
     @staticmethod
     def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
                  checking: bool | None = None) -> bool:
-        return (e.job is job and e.version == job.version and e.phase_in is job.phase
-                and e.fit_errors == job.job_fit_errors
-                and e.explained == _explained(explanations.get(job.uid))
-                and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations, checking)))
+        return _carries_but_explained(e, job) and _same_explanations(e, job, explanations, checking)
 
     def _check_look(self, look: set[str]) -> None:
         """The self-check: every job outside `look` is one the full split carries."""
@@ -367,15 +368,16 @@ class Close:
             job = e.job
             if job.phase is not e.phase:
                 job.set_phase(e.phase)
+            uid = job.uid
             msg = job_event(ssn, job)
-            again = kept[job.uid] = JobClose(
-                job=job, version=e.version, phase_in=e.phase_in, fit_errors=e.fit_errors,
-                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations, checking),
-                session=e.session, phase=e.phase, conditions=e.conditions,
-                event=None if msg is None else make_event(job.uid, msg))
+            # positional: JobClose's field order
+            again = kept[uid] = JobClose(
+                job, e.version, e.phase_in, e.fit_errors, _explained(explanations.get(uid)),
+                _tasks_explained(job, explanations, checking), e.session, e.phase, e.conditions,
+                None if msg is None else make_event(uid, msg))
             if events is not None and marked is not None:
-                events.pop(job.uid, None)
-                marked.discard(job.uid)
+                events.pop(uid, None)
+                marked.discard(uid)
                 _note(again, events, marked)
         if events is not None and marked is not None:
             closes.events, closes.marked = events, marked
@@ -419,6 +421,13 @@ def _carries_but_explained(e: JobClose, job: JobInfo) -> bool:
     phase and conditions are this one's and only its event is made again. A waiting job's refusal text
     names the queue's use, which moves with every completion (benchmarks/README.md)."""
     return e.job is job and e.version == job.version and e.phase_in is job.phase and e.fit_errors == job.job_fit_errors
+
+
+def _same_explanations(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
+                       checking: bool | None = None) -> bool:
+    """Whether the job's explanations (its own and its pending tasks') are those its last close read."""
+    return (e.explained == _explained(explanations.get(job.uid))
+            and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations, checking)))
 
 
 def _note(e: JobClose, events: dict[str, Any], marked: set[str]) -> None:
