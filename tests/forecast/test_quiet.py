@@ -15,7 +15,13 @@ from test_forecast_sim import busy_dumps
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.engine import prepare, resolve_conf
-from apportion.forecast.quiet import places_at_most, places_at_most_reference, session_verdict
+from apportion.forecast.quiet import (
+    least_request,
+    least_request_reference,
+    places_at_most,
+    places_at_most_reference,
+    session_verdict,
+)
 from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
@@ -83,6 +89,43 @@ def test_the_bound_never_counts_fewer_tasks_than_fit(future: np.ndarray, least: 
         if (least > 0).any() and float(((future + 0.2).clip(0) / np.where(least > 0, least, np.inf)).max()) > 5000:
             return  # the reference counts one task at a time
         assert places_at_most(future, least) >= places_at_most_reference(future, least)
+
+
+class _Rows:
+    """What `least_request` reads of a session: a row per task, from a few shared rows."""
+
+    def __init__(self, rows: list[np.ndarray], of: dict[str, int]) -> None:
+        self.rows, self.of = rows, of
+
+    def task_vec(self, t: Any) -> np.ndarray:
+        return self.rows[self.of[t.uid]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(hnp.arrays(np.float64, 3, elements=st.one_of(st.integers(0, 9000).map(float),
+                                                                    st.floats(-1, 16), st.just(-0.0))),
+                     min_size=1, max_size=3),
+       tasks=st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.booleans(), st.booleans()), max_size=6))
+def test_the_least_request_is_the_stacked_minimum(rows: list[np.ndarray], tasks: list[Any]) -> None:
+    """The smallest request of a job's tasks, taken as their shared row when every task has the same
+    one, is the stacked minimum bit for bit (its bytes are the bound's key)."""
+    from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
+    from apportion.resources import Resource
+    job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    of: dict[str, int] = {}
+    for i, (row, pending, best_effort, gated) in enumerate(tasks):
+        t = TaskInfo(uid=f"u{i}", name=f"t{i}", namespace="ns", job="ns/j",
+                     resreq=Resource() if best_effort else Resource(1, 1),
+                     status=TaskStatus.PENDING if pending else TaskStatus.RUNNING, gated=gated)
+        job.add_task(t)
+        of[t.uid] = min(row, len(rows) - 1)
+    ssn = _Rows(rows, of)
+    n, least = least_request(ssn, job)
+    n_ref, least_ref = least_request_reference(ssn, job)
+    assert n == n_ref
+    assert (least is None) == (least_ref is None)
+    if least is not None and least_ref is not None:
+        assert least.dtype == least_ref.dtype and least.tobytes() == least_ref.tobytes()
 
 
 def test_the_bound_is_the_count_on_whole_amounts() -> None:

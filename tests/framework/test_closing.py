@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.engine import _decided, dispatch, run_cache_session
-from apportion.framework.closing import CLOSE_MEMO, _tasks_explained, tasks_explained_reference
+from apportion.framework.close_texts import tasks_explained, tasks_explained_reference
+from apportion.framework.closing import CLOSE_MEMO
 from apportion.framework.queue_status import QueueStatuses
 from apportion.plugins.capacity.ledger import LEDGER_MEMO
 from apportion.resources import Resource
@@ -212,12 +213,12 @@ def test_tasks_explained_from_kept_keys_is_the_walk(statuses: list[TaskStatus], 
     for i, status in enumerate(statuses):
         job.add_task(TaskInfo(uid=f"u{i}", name=f"t{i}", namespace="ns", job="ns/j", resreq=Resource(1, 1),
                               status=status))
-    assert _tasks_explained(job, {}) == tasks_explained_reference(job, {})
+    assert tasks_explained(job, {}) == tasks_explained_reference(job, {})
     for i, status, phase, explained in steps:
         if i < len(statuses):
             job.set_status(job.tasks[f"u{i}"], status)
         job.phase = phase
-        assert _tasks_explained(job, explained) == tasks_explained_reference(job, explained)
+        assert tasks_explained(job, explained) == tasks_explained_reference(job, explained)
 
 
 def test_a_waiting_job_whose_refusal_text_moves_is_closed_without_the_hooks(monkeypatch: Any) -> None:

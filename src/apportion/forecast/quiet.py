@@ -192,8 +192,21 @@ def least_request(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | No
     tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
     if not tasks:
         return 0, None
-    if len(tasks) == 1:
-        return 1, ssn.task_vec(tasks[0])
+    vecs = [ssn.task_vec(t) for t in tasks]
+    first = vecs[0]
+    for v in vecs:
+        if v is not first:
+            return len(tasks), np.min(np.stack(vecs), axis=0)
+    # one row for all (the tasks of a gang share their template's request, and so its row): the
+    # minimum of copies of a row is that row, bit for bit; rows are read, never written
+    return len(tasks), first
+
+
+def least_request_reference(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | None]:
+    """`least_request` stacking every task's row (the reference its property test compares with)."""
+    tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    if not tasks:
+        return 0, None
     return len(tasks), np.min(np.stack([ssn.task_vec(t) for t in tasks]), axis=0)
 
 

@@ -17,13 +17,13 @@ as well and compared.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo
 from apportion.cluster.snapshot import JobDelta, Snapshot
+from apportion.framework.close_texts import close_texts, job_event, tasks_explained
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.interface import Plugin
 from apportion.state import check
@@ -107,9 +107,11 @@ def looks_since(memo: dict[str, Any] | None, delta: JobDelta, at: int | None) ->
     return look
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobClose:
-    """One job's close, with what it was computed from."""
+    """One job's close, with what it was computed from; never changed once made (a close makes a new
+    one). Not frozen: a frozen dataclass's constructor costs twice as much, and a close makes one for
+    every job whose explanations moved (every waiting job's refusal text, session after session)."""
 
     job: JobInfo
     #: the job's task version, phase, fit errors and explanations (its own, and its pending tasks' in
@@ -177,43 +179,6 @@ def _explained(msgs: list[str] | None) -> tuple[str, ...]:
     return tuple(msgs) if msgs else ()
 
 
-#: the name of a job's pending task keys in `JobInfo.derive`
-PENDING_KEYS = "closing.pending_keys"
-
-
-def _pending_keys(job: JobInfo) -> tuple[str, ...]:
-    return tuple(t.key for t in job.tasks.values() if t.status is TaskStatus.PENDING)
-
-
-def _tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]],
-                     checking: bool | None = None) -> tuple[tuple[str, ...], ...]:
-    """The explanations of the job's pending tasks, in task order (empty when none is pending).
-    `checking`: whether the self-check is on (asked of the environment when not given; a close asks it
-    once for all its jobs)."""
-    if not job.counts.get(TaskStatus.PENDING):
-        return ()
-    # the keys are kept on the job while its task statuses are the same (a waiting job closed in full
-    # session after session would otherwise name every task again), and most have no explanation
-    keys = job.derive(PENDING_KEYS, None, functools.partial(_pending_keys, job))
-    if explanations.keys().isdisjoint(keys):
-        out: tuple[tuple[str, ...], ...] = ((),) * len(keys)
-    else:
-        out = tuple(tuple(explanations.get(k, ())) for k in keys)
-    if checking is None:
-        checking = check.enabled()
-    if checking and out != tasks_explained_reference(job, explanations):
-        raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s pending tasks' explanations from its kept "
-                                    "task keys differ from a walk of its tasks")
-    return out
-
-
-def tasks_explained_reference(job: JobInfo, explanations: Mapping[str, list[str]]) -> tuple[tuple[str, ...], ...]:
-    """`_tasks_explained` walking the tasks each time (the reference its property test compares with)."""
-    if not job.counts.get(TaskStatus.PENDING):
-        return ()
-    return tuple(tuple(explanations.get(t.key, ())) for t in job.tasks.values() if t.status is TaskStatus.PENDING)
-
-
 class Close:
     """One session's close: `split` before the close hooks, `finish` after them."""
 
@@ -277,11 +242,13 @@ class Close:
                 marked.discard(uid)
                 continue
             e = before.get(uid)
-            if e is not None and self._carries(e, job, explanations, checking):
-                carried.append(e)
-            elif e is not None and _carries_but_explained(e, job):
-                reexplained.append(e)
-                kept[uid] = None
+            # `_carries` and `_carries_but_explained` in one: the job's part is compared once
+            if e is not None and _carries_but_explained(e, job):
+                if _same_explanations(e, job, explanations, checking):
+                    carried.append(e)
+                else:
+                    reexplained.append(e)
+                    kept[uid] = None
             else:
                 full.append(job)
                 phase_in.append(job.phase)
@@ -293,10 +260,7 @@ class Close:
     @staticmethod
     def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
                  checking: bool | None = None) -> bool:
-        return (e.job is job and e.version == job.version and e.phase_in is job.phase
-                and e.fit_errors == job.job_fit_errors
-                and e.explained == _explained(explanations.get(job.uid))
-                and (not e.tasks_explained or e.tasks_explained == _tasks_explained(job, explanations, checking)))
+        return _carries_but_explained(e, job) and _same_explanations(e, job, explanations, checking)
 
     def _check_look(self, look: set[str]) -> None:
         """The self-check: every job outside `look` is one the full split carries."""
@@ -351,10 +315,10 @@ class Close:
             # closed in full: the close hooks' conditions are on the job, which a snapshot clears
             job.note_change()
             job.set_phase(phase_of(job))
-            msg = job_event(ssn, job)
+            msg, pending_texts = close_texts(ssn, job, checking)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
-                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations, checking),
+                explained=_explained(explanations.get(job.uid)), tasks_explained=pending_texts,
                 session=sid, phase=job.phase, conditions=tuple((t, *c) for t, c in job.conditions.items()),
                 event=None if msg is None else make_event(job.uid, msg))
             if events is not None and marked is not None:
@@ -367,15 +331,16 @@ class Close:
             job = e.job
             if job.phase is not e.phase:
                 job.set_phase(e.phase)
-            msg = job_event(ssn, job)
-            again = kept[job.uid] = JobClose(
-                job=job, version=e.version, phase_in=e.phase_in, fit_errors=e.fit_errors,
-                explained=_explained(explanations.get(job.uid)), tasks_explained=_tasks_explained(job, explanations, checking),
-                session=e.session, phase=e.phase, conditions=e.conditions,
-                event=None if msg is None else make_event(job.uid, msg))
+            uid = job.uid
+            msg, pending_texts = close_texts(ssn, job, checking)
+            # positional: JobClose's field order
+            again = kept[uid] = JobClose(
+                job, e.version, e.phase_in, e.fit_errors, _explained(explanations.get(uid)),
+                pending_texts, e.session, e.phase, e.conditions,
+                None if msg is None else make_event(uid, msg))
             if events is not None and marked is not None:
-                events.pop(job.uid, None)
-                marked.discard(job.uid)
+                events.pop(uid, None)
+                marked.discard(uid)
                 _note(again, events, marked)
         if events is not None and marked is not None:
             closes.events, closes.marked = events, marked
@@ -421,6 +386,13 @@ def _carries_but_explained(e: JobClose, job: JobInfo) -> bool:
     return e.job is job and e.version == job.version and e.phase_in is job.phase and e.fit_errors == job.job_fit_errors
 
 
+def _same_explanations(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
+                       checking: bool | None = None) -> bool:
+    """Whether the job's explanations (its own and its pending tasks') are those its last close read."""
+    return (e.explained == _explained(explanations.get(job.uid))
+            and (not e.tasks_explained or e.tasks_explained == tasks_explained(job, explanations, checking)))
+
+
 def _note(e: JobClose, events: dict[str, Any], marked: set[str]) -> None:
     """Record a job's close among the events and the jobs every close looks at (`Closes`)."""
     if e.event is not None:
@@ -455,34 +427,6 @@ def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], 
                 f"{check.ENV}: the close of job {job.uid} carried over from the last session ({got[job.uid]}, "
                 f"event {e.event!r}) differs from the close computed in full ({want}, event {msg!r})")
         job.conditions.clear()  # as the carried close leaves them
-
-
-def job_event(ssn: Session, job: JobInfo) -> str | None:
-    """The Unschedulable event's message of a closed job (None: no event): why it is Pending, or why
-    tasks were left pending."""
-    uid = job.uid
-    job_msgs = ssn.explanations.get(uid, [])
-    if job.phase is PodGroupPhase.PENDING and job.tasks:
-        return "; ".join(job_msgs) or "podgroup is Pending: not admitted by enqueue in this session"
-    if not job.counts.get(TaskStatus.PENDING):
-        return None
-    pending: list[TaskInfo] = sorted(
-        (t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
-        key=functools.cmp_to_key(ssn.task_compare),
-    )
-    if not pending:
-        return None
-    msgs = list(job_msgs)
-    for t in pending:
-        for m in ssn.explanations.get(t.key, []):
-            tm = f"{t.name}: {m}"
-            if not any(m in known for known in msgs):
-                msgs.append(tm)
-        if len(msgs) >= 6:
-            break
-    if not msgs:
-        msgs = [f"{len(pending)} task(s) left pending: no action of this session reached them"]
-    return "; ".join(msgs)
 
 
 class ClosedConditions(Mapping[str, list[Any]]):
