@@ -204,7 +204,19 @@ class Admission(CapacityBase):
     def admissible_enqueues(self, jobs: list[JobInfo]) -> list[JobInfo]:
         """add_enqueue_test's test: the jobs job_enqueueable would admit if called now on each; when
         there are none, each job's refusal has been recorded, as job_enqueueable records it (else
-        nothing has).
+        nothing has). `enqueue_answers` gives the answers."""
+        whys = self.enqueue_answers(jobs)
+        admissible = [job for job, why in zip(jobs, whys, strict=True) if why is None]
+        if not admissible:
+            explain = self.ssn.explain
+            for job, why in zip(jobs, whys, strict=True):
+                if why is not None:
+                    explain(job.uid, why)
+        return admissible
+
+    def enqueue_answers(self, jobs: list[JobInfo]) -> list[str | None]:
+        """add_enqueue_answers' test: per job, None when job_enqueueable, called now on it, would admit
+        it, else the explanation its refusal records; nothing is recorded.
 
         A refusal changes no queue's accounting, so while every job is refused each is judged on the
         accounting as it stands. One level's verdict for one minResources is then the same for every
@@ -212,31 +224,35 @@ class Admission(CapacityBase):
         is worked out once (`_vote_levels`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
-        admissible: list[JobInfo] = []
-        answers: list[tuple[str, str | None]] = []
+        out: list[str | None] = []
+        append = out.append
+        if levels is None:
+            for job in jobs:
+                answer, why = self._enqueue_answer(job, levels)
+                append(None if answer >= 0 else why)
+            return out
         # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
         # minResources, and a backlog's jobs share a few of each
-        seen: dict[tuple[str, _ReqKey | None], tuple[int, str | None]] = {}
+        seen: dict[tuple[str, _ReqKey | None], str | None] = {}
+        keys = self._req_keys
         for job in jobs:
-            if levels is None:
-                answer, why = self._enqueue_answer(job, levels)
+            mr = job.min_resources
+            if mr is None:
+                key: tuple[str, _ReqKey | None] = (job.queue, None)
             else:
-                mr = job.min_resources
-                key = (job.queue, None if mr is None else (mr.cpu, mr.memory, tuple(mr.scalars.items())))
-                got = seen.get(key)
-                if got is None:
-                    got = seen[key] = self._enqueue_answer(job, levels)
-                answer, why = got
-            if answer >= 0:
-                admissible.append(job)
-            elif not admissible:
-                answers.append((job.uid, why))
-        if not admissible:
-            explain = self.ssn.explain
-            for uid, why in answers:
-                if why is not None:
-                    explain(uid, why)
-        return admissible
+                # a job's minResources is not changed in place (a patch replaces it): its key by value
+                # is kept with the object for the session's later asks
+                held = keys.get(job.uid)
+                if held is None or held[0] is not mr:
+                    held = keys[job.uid] = (mr, (mr.cpu, mr.memory, tuple(mr.scalars.items())))
+                key = (job.queue, held[1])
+            if key in seen:
+                append(seen[key])
+            else:
+                answer, why = self._enqueue_answer(job, levels)
+                got = seen[key] = None if answer >= 0 else why
+                append(got)
+        return out
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
         """Per level (queue name), the attributes object its verdicts per minResources were worked out

@@ -51,6 +51,8 @@ class CapacityBase(Plugin):
     _moved: list[str]
     #: per leaf, the names of its path, leaf first (the limit checks' order)
     _names: dict[str, tuple[str, ...]]
+    #: per job uid, its minResources object and that object's key by value (admission.py, `enqueue_answers`)
+    _req_keys: dict[str, tuple[Resource, tuple[float, float, tuple[tuple[str, float], ...]]]]
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"
