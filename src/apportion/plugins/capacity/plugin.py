@@ -27,6 +27,7 @@ from apportion.plugins.capacity.attrs import (
     ROOT_CAPABILITY,
     QueueAttr,
 )
+from apportion.plugins.capacity.buckets import BUCKETS_MEMO, Buckets
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.plugins.capacity.flat_ledger import FlatLedgerSetup
 from apportion.plugins.capacity.ordering import Ordering
@@ -76,7 +77,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         self._levels_pos = 0
         self._moved = []
         self._names = {}
-        self._req_keys = {}
+        self._buckets = ssn.memo.setdefault(BUCKETS_MEMO, Buckets()) if ssn.memo is not None else Buckets()
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).
