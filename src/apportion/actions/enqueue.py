@@ -69,18 +69,23 @@ def backlog_of(ssn: Session) -> _Backlog:
     first = visits.quiet_firsts()
     pending: dict[str, list[JobInfo]] = {}
     backlog: list[JobInfo] = []
+    # the visits come in uid order: a queue's first visited job is the first one met
+    visited_first: dict[str, str] = {}
     for uid in visits.visit():
         job = jobs[uid]
         name = job.queue
-        held = first.get(name)
-        if held is None or uid < held:
-            first[name] = uid
+        if name not in visited_first:
+            visited_first[name] = uid
         if job.phase is _PENDING:
             mine = pending.get(name)
             if mine is None:
                 mine = pending[name] = []
             mine.append(job)
             backlog.append(job)
+    for name, uid in visited_first.items():
+        held = first.get(name)
+        if held is None or uid < held:
+            first[name] = uid
     known = ssn.queues
     queues: list[QueueInfo] = []
     # in the queues' order, as the reference fills it (the votes read the rest of the backlog in it)
