@@ -305,11 +305,9 @@ class Admission(CapacityBase):
             return ep.PERMIT, None
         path = self._names.get(attr.name)
         if path is None:
-            path = self._names[attr.name] = tuple(
-                (name, f"queue {self._where(attr, self.attrs[name])}: ")
-                for name in (attr.name, *reversed(attr.ancestors)))
+            path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
         attrs = self.attrs
-        for name, where in path:
+        for name in path:
             a = attrs[name]
             held = levels.get(name)
             if held is None or held[0] is not a:
@@ -322,6 +320,9 @@ class Admission(CapacityBase):
                 # the message as seen from this leaf, kept with the verdict
                 msg = hit[2].get(attr.name)
                 if msg is None:
+                    where = self._wheres.get((attr.name, name))
+                    if where is None:
+                        where = self._wheres[(attr.name, name)] = f"queue {self._where(attr, a)}: "
                     msg = hit[2][attr.name] = where + hit[1]
                 return ep.REJECT, msg
         return ep.PERMIT, None

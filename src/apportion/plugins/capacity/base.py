@@ -50,9 +50,11 @@ class CapacityBase(Plugin):
                                              tuple[bool, str, dict[str, str]]]]]
     _levels_pos: int
     _moved: list[str]
-    #: per leaf, the names of its path, leaf first (the limit checks' order), each with the start of a
-    #: message about it as seen from the leaf (`queue NAME: `, `_where`)
-    _names: dict[str, tuple[tuple[str, str], ...]]
+    #: per leaf, the names of its path, leaf first (the limit checks' order)
+    _names: dict[str, tuple[str, ...]]
+    #: per (leaf, level of its path), the start of a message about the level as seen from the leaf
+    #: (`queue NAME: `, `_where`)
+    _wheres: dict[tuple[str, str], str]
     #: the backlog test's buckets (admission.py, `Buckets`), kept in the memo
     _buckets: Buckets
 

@@ -77,6 +77,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         self._levels_pos = 0
         self._moved = []
         self._names = {}
+        self._wheres = {}
         self._buckets = ssn.memo.setdefault(BUCKETS_MEMO, Buckets()) if ssn.memo is not None else Buckets()
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
