@@ -156,6 +156,11 @@ class _Votes:
         if whys is None:
             self.candidates = self.refusals = None
             return True
+        if None not in whys:
+            explain = self.ssn.explain
+            for job, why in zip(jobs, whys, strict=True):
+                explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
+            return False
         candidates: set[str] = set()
         refusals: dict[str, str] = {}
         for job, why in zip(jobs, whys, strict=True):
@@ -163,11 +168,6 @@ class _Votes:
                 candidates.add(job.uid)
             else:
                 refusals[job.uid] = why
-        if not candidates:
-            explain = self.ssn.explain
-            for uid, why in refusals.items():
-                explain(uid, why)
-            return False
         self.candidates, self.refusals = candidates, refusals
         return True
 
