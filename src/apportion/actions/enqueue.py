@@ -22,16 +22,15 @@ def execute(ssn: Session) -> None:
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
     if not backlog:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
-    # A refusal changes nothing the next vote reads. So with the jobs the votes would admit as things
-    # stand known, a backlog that has none is refused whole without a queue order (the commonest
-    # session under load), and the votes in queue order stop at the first point where none is left
-    # (after an admission, or once the last of them was voted): the rest is then refused whole. A job
-    # without minResources is admitted without a vote: no such test then.
-    admissible = (ssn.enqueue_admissible(backlog) if all(job.min_resources is not None for job in backlog)
-                  else None)
-    if admissible is not None and not admissible:
+    # A refusal changes nothing the next vote reads. So with the votes' answers as things stand known,
+    # a backlog with none to admit is refused whole without a queue order (the commonest session under
+    # load), the votes in queue order stop at the first point where none is left to admit (after an
+    # admission, or once the last of them was voted), the rest then refused whole, and a job refused
+    # before any admission is given its known explanation without its vote. A job without
+    # minResources is admitted without a vote: no such test then.
+    votes = _Votes(ssn, pending)
+    if all(job.min_resources is not None for job in backlog) and not votes.ask(backlog):
         return  # every refusal explained
-    votes = _Votes(ssn, pending, admissible)
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
@@ -70,18 +69,23 @@ def backlog_of(ssn: Session) -> _Backlog:
     first = visits.quiet_firsts()
     pending: dict[str, list[JobInfo]] = {}
     backlog: list[JobInfo] = []
+    # the visits come in uid order: a queue's first visited job is the first one met
+    visited_first: dict[str, str] = {}
     for uid in visits.visit():
         job = jobs[uid]
         name = job.queue
-        held = first.get(name)
-        if held is None or uid < held:
-            first[name] = uid
+        if name not in visited_first:
+            visited_first[name] = uid
         if job.phase is _PENDING:
             mine = pending.get(name)
             if mine is None:
                 mine = pending[name] = []
             mine.append(job)
             backlog.append(job)
+    for name, uid in visited_first.items():
+        held = first.get(name)
+        if held is None or uid < held:
+            first[name] = uid
     known = ssn.queues
     queues: list[QueueInfo] = []
     # in the queues' order, as the reference fills it (the votes read the rest of the backlog in it)
@@ -124,8 +128,9 @@ def backlog_reference(ssn: Session) -> _Backlog:
 
 
 class _Votes:
-    """The votes in queue order, with the jobs a vote would admit as things stand known
-    (Dispatch.enqueue_admissible): once none is left to vote, the rest is refused whole."""
+    """The votes in queue order, with the votes' answers as things stand known (Dispatch.enqueue_answers):
+    once no job left could be admitted, the rest is refused whole; until an admission, a job the
+    answers refuse is refused with their explanation, without its vote."""
 
     #: after an admission, the rest of the backlog is asked about again when the candidates left are at
     #: most this share of it (an admission that took the room they wanted then ends the votes there)...
@@ -133,18 +138,52 @@ class _Votes:
     #: ... while the jobs asked about again so far stay within this many times the backlog
     ask_again_budget = 2.0
 
-    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], admissible: list[JobInfo] | None):
+    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]]):
         self.ssn = ssn
         self.pending = pending
-        self.candidates = None if admissible is None else {job.uid for job in admissible}
+        #: the jobs the last answers would admit (None: no answers, every job is voted)
+        self.candidates: set[str] | None = None
+        #: the explanations of the jobs the last answers refuse, while no vote has admitted since
+        self.refusals: dict[str, str] | None = None
         #: the jobs left to vote, and how many more may be asked about again (`ask_again_budget`)
         self.left = sum(len(jobs) for jobs in pending.values())
         self.budget = self.ask_again_budget * self.left
 
+    def ask(self, jobs: list[JobInfo]) -> bool:
+        """Take the votes' answers for `jobs` as things stand; False when they refuse every one (each
+        refusal then explained, in the jobs' order, as its vote would explain it)."""
+        whys = self.ssn.enqueue_answers(jobs)
+        if whys is None:
+            self.candidates = self.refusals = None
+            return True
+        if None not in whys:
+            explain = self.ssn.explain
+            for job, why in zip(jobs, whys, strict=True):
+                explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
+            return False
+        candidates: set[str] = set()
+        refusals: dict[str, str] = {}
+        for job, why in zip(jobs, whys, strict=True):
+            if why is None:
+                candidates.add(job.uid)
+            else:
+                refusals[job.uid] = why
+        self.candidates, self.refusals = candidates, refusals
+        return True
+
     def cast(self, queue: QueueInfo) -> bool:
         """Vote the queue's best pending job; True when every job left has been refused with it."""
         job = pop_best(self.pending[queue.name], self.ssn.job_compare)
-        admitted = _admit(self.ssn, job)
+        refusals = self.refusals
+        why = None if refusals is None else refusals.get(job.uid)
+        if why is not None:
+            # no vote has admitted since the answers: its vote would refuse it, saying this
+            self.ssn.explain(job.uid, why)
+            admitted = False
+        else:
+            admitted = _admit(self.ssn, job)
+            if admitted:
+                self.refusals = None
         self.left -= 1
         candidates = self.candidates
         if candidates is None:
@@ -165,14 +204,7 @@ class _Votes:
             return True
         if candidates:
             self.budget -= len(rest)
-        still = self.ssn.enqueue_admissible(rest)
-        if still is None:
-            self.candidates = None
-            return False
-        if not still:
-            return True  # every refusal explained
-        self.candidates = {j.uid for j in still}
-        return False
+        return not self.ask(rest)
 
 
 def _admit(ssn: Session, job: JobInfo) -> bool:

@@ -34,6 +34,8 @@ class Dispatch(ExtensionPoints):
     queue_pickers: dict[str, PickerFactory]
     #: plugins' tests of a whole backlog against their JobEnqueueable (add_enqueue_test)
     enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]]
+    #: plugins' answers of their JobEnqueueable for a whole backlog (add_enqueue_answers)
+    enqueue_answer_tests: dict[str, Callable[[list[JobInfo]], list[str | None]]]
     fast_enqueue_refusals: bool
 
     # ================================================================= registration
@@ -77,6 +79,25 @@ class Dispatch(ExtensionPoints):
         if len(fns) != 1 or not self.fast_enqueue_refusals:
             return None
         test = self.enqueue_tests.get(fns[0][1].name)
+        return None if test is None else test(jobs)
+
+    def add_enqueue_answers(self, plugin: str, fn: Callable[[list[JobInfo]], list[str | None]]) -> None:
+        """Offer the answers of the plugin's JobEnqueueable for a whole backlog: `fn(jobs)` is, per job,
+        None when that function, called now on the job, would not REJECT it, else the explanation that
+        refusal records (its only side effect); `fn` records nothing."""
+        self.enqueue_answer_tests[plugin] = fn
+
+    def enqueue_answers(self, jobs: list[JobInfo]) -> list[str | None] | None:
+        """Per job, None when the JobEnqueueable vote cast now on it would admit it, else the explanation
+        its refusal would record, as the one plugin consulted there shows it (add_enqueue_answers);
+        nothing is recorded. None when it cannot be shown that way (the caller votes job by job).
+
+        A refusal changes nothing a later vote reads, so the answers hold, vote after vote, until one
+        admits."""
+        fns = self._consulted(ep.JOB_ENQUEUEABLE)
+        if len(fns) != 1 or not self.fast_enqueue_refusals:
+            return None
+        test = self.enqueue_answer_tests.get(fns[0][1].name)
         return None if test is None else test(jobs)
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:

@@ -132,6 +132,7 @@ class Session(NodeChoice):
         #: queue-order plugins' fast pickers (used when that plugin alone orders queues)
         self.queue_pickers: dict[str, PickerFactory] = {}
         self.enqueue_tests: dict[str, Callable[[list[JobInfo]], list[JobInfo]]] = {}
+        self.enqueue_answer_tests: dict[str, Callable[[list[JobInfo]], list[str | None]]] = {}
         #: per-session state that several plugins share (e.g. the Kubernetes node view), by name
         self.shared: dict[str, Any] = {}
         self.plugins: list[tuple[PluginOption, Plugin[Session]]] = []
@@ -311,6 +312,7 @@ class Session(NodeChoice):
         self.event_handlers = []
         self.queue_pickers = {}
         self.enqueue_tests = {}
+        self.enqueue_answer_tests = {}
         self.node_local_keys = {}
         self.node_row_fns = {}
         self.shared = {}

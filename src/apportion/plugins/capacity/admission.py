@@ -13,6 +13,7 @@ from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
+from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.resources import MIN_RESOURCE, PODS, Resource
 
 #: why a candidate was spared: the reason's kind, the queue, the candidate's key, and the queue's limit
@@ -68,15 +69,11 @@ def _spared_texts(spared: list[_Spared]) -> list[str]:
             out.append(f"queue {queue}: not above its deserved ({fmt(extra)}) on what {key} requests")
     return out
 
-#: a minResources by value: cpu, memory and the scalars in their order (what a level's verdict reads)
-_ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
 #: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
 #: and the whole message per leaf that asked
 _Verdict = tuple[bool, str, dict[str, str]]
 #: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
 LEVELS_MEMO = "capacity.admission-levels"
-
-
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
 
@@ -204,7 +201,19 @@ class Admission(CapacityBase):
     def admissible_enqueues(self, jobs: list[JobInfo]) -> list[JobInfo]:
         """add_enqueue_test's test: the jobs job_enqueueable would admit if called now on each; when
         there are none, each job's refusal has been recorded, as job_enqueueable records it (else
-        nothing has).
+        nothing has). `enqueue_answers` gives the answers."""
+        whys = self.enqueue_answers(jobs)
+        admissible = [job for job, why in zip(jobs, whys, strict=True) if why is None]
+        if not admissible:
+            explain = self.ssn.explain
+            for job, why in zip(jobs, whys, strict=True):
+                if why is not None:
+                    explain(job.uid, why)
+        return admissible
+
+    def enqueue_answers(self, jobs: list[JobInfo]) -> list[str | None]:
+        """add_enqueue_answers' test: per job, None when job_enqueueable, called now on it, would admit
+        it, else the explanation its refusal records; nothing is recorded.
 
         A refusal changes no queue's accounting, so while every job is refused each is judged on the
         accounting as it stands. One level's verdict for one minResources is then the same for every
@@ -212,31 +221,32 @@ class Admission(CapacityBase):
         is worked out once (`_vote_levels`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
-        admissible: list[JobInfo] = []
-        answers: list[tuple[str, str | None]] = []
-        # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
-        # minResources, and a backlog's jobs share a few of each
-        seen: dict[tuple[str, _ReqKey | None], tuple[int, str | None]] = {}
-        for job in jobs:
-            if levels is None:
+        out: list[str | None] = []
+        append = out.append
+        if levels is None:
+            for job in jobs:
                 answer, why = self._enqueue_answer(job, levels)
+                append(None if answer >= 0 else why)
+            return out
+        # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
+        # minResources (a bucket), and a backlog's jobs share a few of each
+        buckets = self._buckets
+        buckets.forget_gone(len(self.ssn.jobs))
+        of_job = buckets.of_job
+        seen: dict[int, str | None] = {}
+        for job in jobs:
+            mr = job.min_resources
+            held = of_job.get(job.uid)
+            if held is None or held[0] is not mr or held[1] != job.queue:
+                held = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
+            i = held[2]
+            if i in seen:
+                append(seen[i])
             else:
-                mr = job.min_resources
-                key = (job.queue, None if mr is None else (mr.cpu, mr.memory, tuple(mr.scalars.items())))
-                got = seen.get(key)
-                if got is None:
-                    got = seen[key] = self._enqueue_answer(job, levels)
-                answer, why = got
-            if answer >= 0:
-                admissible.append(job)
-            elif not admissible:
-                answers.append((job.uid, why))
-        if not admissible:
-            explain = self.ssn.explain
-            for uid, why in answers:
-                if why is not None:
-                    explain(uid, why)
-        return admissible
+                queue, key, min_req = buckets.info[i]
+                answer, why = self._answer_for(queue, min_req, key, levels)
+                append(seen.setdefault(i, None if answer >= 0 else why))
+        return out
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
         """Per level (queue name), the attributes object its verdicts per minResources were worked out
@@ -267,26 +277,32 @@ class Admission(CapacityBase):
         """job_enqueueable's answer and the explanation it records (None: none). `levels`, when given,
         keeps each level's verdicts per minResources (`_vote_levels`, which must be asked again once
         any accounting moved)."""
+        mr = job.min_resources
+        return self._answer_for(job.queue, mr, None if mr is None else (mr.cpu, mr.memory, tuple(mr.scalars.items())),
+                                levels)
+
+    def _answer_for(self, queue_name: str, min_req: Resource | None, key: _ReqKey | None,
+                    levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None
+                    ) -> tuple[int, str | None]:
+        """`_enqueue_answer` for a job of the queue with that minResources (`key`: its value)."""
         if self.blocked:
             return ep.REJECT, self.blocked  # _refused's explanation
-        attr = self.attrs.get(job.queue)
-        queue = self.ssn.queues.get(job.queue)
+        attr = self.attrs.get(queue_name)
+        queue = self.ssn.queues.get(queue_name)
         if attr is None or queue is None:
             return ep.PERMIT, None
         if self.hierarchical and not attr.is_leaf():
             return ep.REJECT, self._not_leaf(attr)
         if not queue.is_open():
             return ep.REJECT, f"queue {queue.name} is {queue.state}, not Open"
-        if attr.real_capability is None or job.min_resources is None:
+        if attr.real_capability is None or min_req is None or key is None:
             return ep.PERMIT, None
-        min_req = job.min_resources
         if levels is None:
             for a in self._path(attr):
                 ok, tail = self._level_verdict(a, min_req)
                 if not ok:
                     return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
             return ep.PERMIT, None
-        key = (min_req.cpu, min_req.memory, tuple(min_req.scalars.items()))
         path = self._names.get(attr.name)
         if path is None:
             path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
@@ -304,7 +320,10 @@ class Admission(CapacityBase):
                 # the message as seen from this leaf, kept with the verdict
                 msg = hit[2].get(attr.name)
                 if msg is None:
-                    msg = hit[2][attr.name] = f"queue {self._where(attr, a)}: {hit[1]}"
+                    where = self._wheres.get((attr.name, name))
+                    if where is None:
+                        where = self._wheres[(attr.name, name)] = f"queue {self._where(attr, a)}: "
+                    msg = hit[2][attr.name] = where + hit[1]
                 return ep.REJECT, msg
         return ep.PERMIT, None
 

@@ -12,6 +12,7 @@ from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.capacity.buckets import Buckets
 from apportion.plugins.capacity.ledger import Ledger
 from apportion.resources import PODS, Resource
 
@@ -51,6 +52,11 @@ class CapacityBase(Plugin):
     _moved: list[str]
     #: per leaf, the names of its path, leaf first (the limit checks' order)
     _names: dict[str, tuple[str, ...]]
+    #: per (leaf, level of its path), the start of a message about the level as seen from the leaf
+    #: (`queue NAME: `, `_where`)
+    _wheres: dict[tuple[str, str], str]
+    #: the backlog test's buckets (admission.py, `Buckets`), kept in the memo
+    _buckets: Buckets
 
     def _warn(self, message: str) -> None:
         text = f"capacity: {message}"

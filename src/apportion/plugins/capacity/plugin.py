@@ -27,6 +27,7 @@ from apportion.plugins.capacity.attrs import (
     ROOT_CAPABILITY,
     QueueAttr,
 )
+from apportion.plugins.capacity.buckets import BUCKETS_MEMO, Buckets
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.plugins.capacity.flat_ledger import FlatLedgerSetup
 from apportion.plugins.capacity.ordering import Ordering
@@ -76,6 +77,8 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         self._levels_pos = 0
         self._moved = []
         self._names = {}
+        self._wheres = {}
+        self._buckets = ssn.memo.setdefault(BUCKETS_MEMO, Buckets()) if ssn.memo is not None else Buckets()
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).
@@ -98,6 +101,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         ssn.add_fn(ep.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)
         ssn.add_fn(ep.JOB_ENQUEUED, self.name, self.job_enqueued)
         ssn.add_enqueue_test(self.name, self.admissible_enqueues)
+        ssn.add_enqueue_answers(self.name, self.enqueue_answers)
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.SIMULATE_ADD_TASK, self.name, self.simulate_add_task)
         ssn.add_fn(ep.SIMULATE_REMOVE_TASK, self.name, self.simulate_remove_task)
