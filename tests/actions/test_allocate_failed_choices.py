@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,3 +129,52 @@ def test_a_request_no_node_fits_is_explained_without_the_full_predicate(
     monkeypatch.setattr(PlacementCache, "enabled", False)
     assert _decide(objs, conf) == fast
     assert full_asked
+
+
+def test_a_gang_placed_and_discarded_leaves_the_failure_standing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between two gangs whose request fits no node, a gang places a task and is discarded: the node's
+    FutureIdle is back bit for bit (whole amounts), so the second failure is the first given again,
+    and everything decided and explained is what the full path works out."""
+    objs = [node("n0", cpu=8, memory="32Gi"), node("n1", cpu=4, memory="32Gi"), queue("q", deserved={"cpu": "40"})]
+    # a and c ask 9 cpu (within the queue's 12, on no node); b's second task finds no node after its first
+    for g, cpu, n in (("a", 9, 1), ("b", 6, 2), ("c", 9, 1)):
+        objs += [podgroup(g, queue="q", min_member=n, phase="Inqueue")]
+        objs += [pod(f"{g}-{i}", g, cpu=cpu, memory="1Gi") for i in range(n)]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    fast = _decide(objs, conf)
+    assert not fast[0]["binds"]
+    assert any(m.startswith("gang 1/2") for m in fast[1]["ns/b"])
+    assert replayed == ["ns/c-0"]
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    replayed.clear()
+    assert _decide(objs, conf) == fast
+    assert replayed == []
+
+
+def test_a_failure_stands_on_the_same_bits_only() -> None:
+    """FailedChoice.stands compares bits: -0.0 against 0.0 (worded differently as a best node's amount)
+    ends the failure, a NaN kept as it was does not, and a changed amount does."""
+    from apportion.cluster.node_table import NodeTable
+    from apportion.framework.node_choice import FailedChoice
+
+    table = NodeTable.__new__(NodeTable)
+    table.future = np.array([[0.0, 1.0], [float("nan"), 2.0]])
+    table.touched = [0]
+    cols = np.array([0, 1])
+
+    def failure() -> FailedChoice:
+        return FailedChoice(0, [("insufficient cpu", 2)], [], table.future[:, cols], cols)
+
+    same = failure()
+    assert same.stands(table) and same.pos == 1
+    table.touched.append(1)
+    table.future[0, 0] = -0.0
+    old = FailedChoice(1, [], [], np.array([[0.0, 1.0], [float("nan"), 2.0]]), cols)
+    assert not old.stands(table)
+    table.future[0, 0] = 0.0
+    assert old.stands(table) and old.pos == 2
+    table.touched.append(0)
+    table.future[1, 1] = 1.5
+    assert not old.stands(table)
+    assert not FailedChoice(0, [], []).stands(table)

@@ -37,6 +37,25 @@ class FailedChoice:
     pos: int
     summary: list[tuple[str, int]]
     unresolvable: list[int]
+    #: for a request no node's FutureIdle fits: the FutureIdle it was compared with, on the compared
+    #: columns (the failure is a function of those values alone, see `stands`); None otherwise
+    future: np.ndarray | None = None
+    cols: np.ndarray | None = None
+
+    def stands(self, table: NodeTable) -> bool:
+        """Whether the failure holds at the table's current touch position: nothing touched since, or,
+        for a request that fit nowhere, every node's FutureIdle on the compared columns the same bit for
+        bit (a gang placed and discarded since, say). Bits, not `==`: -0.0 and 0.0 compare equal but a
+        best-node amount of -0.0 is worded differently; NaN never equals itself but has the same bits."""
+        pos = len(table.touched)
+        if self.pos == pos:
+            return True
+        if self.future is None or self.cols is None:
+            return False
+        if not np.array_equal(table.future[:, self.cols].view(np.int64), self.future.view(np.int64)):
+            return False
+        self.pos = pos
+        return True
 
     def replay(self, ssn: NodeChoice, task: TaskInfo) -> list[tuple[str, int]]:
         """What the full choice would record and return for `task`: its summary (a copy)."""
@@ -201,19 +220,23 @@ class NodeChoice(Dispatch):
         key = self.placement.key(task) if self.remember_failed_choices else None
         if key is not None:
             failed = self.failed_choices.get(key)
-            if failed is not None and failed.pos == len(self.table.touched):
+            if failed is not None and failed.stands(self.table):
                 return None, False, failed.replay(self, task)
+            if not self.placement.refreshes_by_row(key) and len(self.nodes):
+                # The cache would predicate and score every node for this key; when no node's FutureIdle
+                # fits (most tasks of gangs that wait), the full predicate asks no plugin, so the resource
+                # test alone, over arrays, decides and explains the failure.
+                vec, cols = self.task_vec(task), self.task_cols(task)
+                future = self.table.future_idle()
+                if not self.table.fits(vec, cols, future).any():
+                    return None, False, self._failed_nowhere(key, vec, cols, future)
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
         if self.placement.fits_nowhere(task):
-            # no node's FutureIdle fits: the full predicate asks no plugin and records no unresolvable
-            # node, so its failure is the resource summary alone
-            feasible = np.zeros(0, dtype=np.int64)
-            summary = self.short_summary(self.task_vec(task), self.task_cols(task), self.table.future_idle())
-            unresolvable: list[int] = []
-        else:
-            feasible, summary, unresolvable = self._predicate_for_allocate(task)
+            return None, False, self._failed_nowhere(key, self.task_vec(task), self.task_cols(task),
+                                                     self.table.future_idle())
+        feasible, summary, unresolvable = self._predicate_for_allocate(task)
         if len(feasible) == 0:
             if key is not None:
                 self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), unresolvable)
@@ -221,6 +244,17 @@ class NodeChoice(Dispatch):
         idle_ok = self.fits_idle_rows(task, feasible)
         fits_idle = bool(idle_ok.any())
         return self.best_node(task, feasible[idle_ok] if fits_idle else feasible), fits_idle, summary
+
+    def _failed_nowhere(self, key: Hashable | None, vec: np.ndarray, cols: np.ndarray,
+                        future: np.ndarray) -> list[tuple[str, int]]:
+        """allocate's failure for a task no node's FutureIdle fits: the full predicate asks no plugin and
+        records no unresolvable node, so its failure is the resource summary alone (remembered for the
+        key, as every failed choice)."""
+        summary = self.short_summary(vec, cols, future)
+        if key is not None:
+            self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), [],
+                                                    future[:, cols], cols)
+        return summary
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
         """The rows, best score first (ties by row, that is by node name)."""
