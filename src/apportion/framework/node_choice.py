@@ -32,7 +32,10 @@ class FailedChoice:
     summarises: its request and what each predicate and node-order plugin reads of it (a plugin that
     vouches for node-local answers words its reasons from the same reads). So until a row is touched,
     a task with the same key fails with the same summary and the same unresolvable rows, which are
-    recorded for it as the full predicate records them (reclaim and preempt read them per task)."""
+    recorded for it as the full predicate records them (reclaim and preempt read them per task).
+    A request that fits no node's FutureIdle asks no plugin: that failure is a function of the request
+    and the FutureIdle alone, is kept by the request, and stands past touches that left FutureIdle
+    as it was (`stands`)."""
 
     pos: int
     summary: list[tuple[str, int]]
@@ -72,7 +75,7 @@ class NodeChoice(Dispatch):
     placement: PlacementCache
     #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
     unresolvable_nodes: dict[str, set[int]]
-    #: allocate's failed node choices that still stand, by placement key (see FailedChoice)
+    #: allocate's failed node choices, by placement key, or by request for one that fit nowhere (FailedChoice)
     failed_choices: dict[Hashable, FailedChoice]
     #: False: every failed choice is worked out again (the reference the property tests compare with)
     remember_failed_choices = True
@@ -217,7 +220,14 @@ class NodeChoice(Dispatch):
 
         A task whose placement key failed since the last node change fails the same way: it gets that
         failure again without the predicates being asked (`FailedChoice`)."""
-        key = self.placement.key(task) if self.remember_failed_choices else None
+        remember = self.remember_failed_choices and self.placement.enabled
+        if remember:
+            # a request no node's FutureIdle fits fails without a plugin asked, whatever the rest of the
+            # task: that failure is looked up by the request alone, before the placement key is made
+            failed = self.failed_choices.get(self._request_key(task))
+            if failed is not None and failed.stands(self.table):
+                return None, False, failed.replay(self, task)
+        key = self.placement.key(task) if remember else None
         if key is not None:
             failed = self.failed_choices.get(key)
             if failed is not None and failed.stands(self.table):
@@ -229,12 +239,12 @@ class NodeChoice(Dispatch):
                 vec, cols = self.task_vec(task), self.task_cols(task)
                 future = self.table.future_idle()
                 if not self.table.fits(vec, cols, future).any():
-                    return None, False, self._failed_nowhere(key, vec, cols, future)
+                    return None, False, self._failed_nowhere(task, vec, cols, future)
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
         if self.placement.fits_nowhere(task):
-            return None, False, self._failed_nowhere(key, self.task_vec(task), self.task_cols(task),
+            return None, False, self._failed_nowhere(task, self.task_vec(task), self.task_cols(task),
                                                      self.table.future_idle())
         feasible, summary, unresolvable = self._predicate_for_allocate(task)
         if len(feasible) == 0:
@@ -245,16 +255,20 @@ class NodeChoice(Dispatch):
         fits_idle = bool(idle_ok.any())
         return self.best_node(task, feasible[idle_ok] if fits_idle else feasible), fits_idle, summary
 
-    def _failed_nowhere(self, key: Hashable | None, vec: np.ndarray, cols: np.ndarray,
+    def _failed_nowhere(self, task: TaskInfo, vec: np.ndarray, cols: np.ndarray,
                         future: np.ndarray) -> list[tuple[str, int]]:
         """allocate's failure for a task no node's FutureIdle fits: the full predicate asks no plugin and
-        records no unresolvable node, so its failure is the resource summary alone (remembered for the
-        key, as every failed choice)."""
+        records no unresolvable node, so its failure is the resource summary alone, a function of the
+        request and the FutureIdle it read (remembered by the request, see FailedChoice.stands)."""
         summary = self.short_summary(vec, cols, future)
-        if key is not None:
-            self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), [],
-                                                    future[:, cols], cols)
+        self.failed_choices[self._request_key(task)] = FailedChoice(
+            len(self.table.touched), list(summary), [], future[:, cols], cols)
         return summary
+
+    def _request_key(self, task: TaskInfo) -> Hashable:
+        """What a failure to fit any node's FutureIdle is a function of, besides the table: the request
+        on the compared columns (tagged: never equal to a placement key)."""
+        return ("fits nowhere", self.task_vec(task).tobytes(), self.task_cols(task).tobytes())
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
         """The rows, best score first (ties by row, that is by node name)."""
