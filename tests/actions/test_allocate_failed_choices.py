@@ -178,3 +178,31 @@ def test_a_failure_stands_on_the_same_bits_only() -> None:
     table.future[1, 1] = 1.5
     assert not old.stands(table)
     assert not FailedChoice(0, [], []).stands(table)
+
+
+def test_a_request_that_fits_nowhere_is_given_again_across_placement_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two gangs ask the same 9 cpu with different node selectors (two placement keys): no node's
+    FutureIdle fits, so the second gets the first's failure by its request, without a placement key
+    made for it, and decides and explains as the full path does."""
+    from apportion.framework.placement import PlacementCache
+
+    objs = [node("n0", cpu=8, memory="32Gi", labels={"zone": "a"}), node("n1", cpu=4, memory="32Gi"),
+            queue("q", deserved={"cpu": "40"})]
+    for g, zone in (("a", "a"), ("b", "b")):
+        objs += [podgroup(g, queue="q", min_member=1, phase="Inqueue"),
+                 pod(f"{g}-0", g, cpu=9, memory="1Gi", nodeSelector={"zone": zone})]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    keyed: list[str] = []
+    real_key = PlacementCache._key
+
+    def spy(self: Any, task: Any) -> Any:
+        keyed.append(task.key)
+        return real_key(self, task)
+
+    monkeypatch.setattr(PlacementCache, "_key", spy)
+    fast = _decide(objs, conf)
+    assert replayed == ["ns/b-0"] and keyed == ["ns/a-0"]
+    assert any("insufficient cpu" in m for m in fast[1]["ns/b-0"])
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    assert _decide(objs, conf) == fast
