@@ -153,30 +153,31 @@ def test_a_gang_placed_and_discarded_leaves_the_failure_standing(monkeypatch: py
 
 
 def test_a_failure_stands_on_the_same_bits_only() -> None:
-    """FailedChoice.stands compares bits: -0.0 against 0.0 (worded differently as a best node's amount)
-    ends the failure, a NaN kept as it was does not, and a changed amount does."""
+    """FailedChoice.stands compares bits of the rows touched since (of every row past
+    TOUCHED_ROWS_COMPARED entries): -0.0 against 0.0 (worded differently as a best node's amount) ends
+    the failure, a NaN touched and kept as it was does not, a changed amount does."""
     from apportion.cluster.node_table import NodeTable
-    from apportion.framework.node_choice import FailedChoice
+    from apportion.framework.node_choice import TOUCHED_ROWS_COMPARED, FailedChoice
 
     table = NodeTable.__new__(NodeTable)
-    table.future = np.array([[0.0, 1.0], [float("nan"), 2.0]])
-    table.touched = [0]
+    table.future = np.array([[0.0, 1.0], [float("nan"), 2.0], [3.0, 3.0]])
+    table.touched = []
     cols = np.array([0, 1])
-
-    def failure() -> FailedChoice:
-        return FailedChoice(0, [("insufficient cpu", 2)], [], table.future[:, cols], cols)
-
-    same = failure()
-    assert same.stands(table) and same.pos == 1
-    table.touched.append(1)
-    table.future[0, 0] = -0.0
-    old = FailedChoice(1, [], [], np.array([[0.0, 1.0], [float("nan"), 2.0]]), cols)
-    assert not old.stands(table)
-    table.future[0, 0] = 0.0
-    assert old.stands(table) and old.pos == 2
-    table.touched.append(0)
-    table.future[1, 1] = 1.5
-    assert not old.stands(table)
+    for many in (False, True):
+        table.touched.clear()
+        failure = FailedChoice(0, [("insufficient cpu", 3)], [], table.future[:, cols], cols)
+        assert failure.stands(table)
+        table.touched += [1] * (TOUCHED_ROWS_COMPARED + 1 if many else 1)  # the NaN row, as it was
+        assert failure.stands(table) and failure.pos == len(table.touched)
+        table.touched.append(0)
+        table.future[0, 0] = -0.0
+        assert not failure.stands(table)
+        table.future[0, 0] = 0.0
+        assert failure.stands(table) and failure.pos == len(table.touched)
+        table.touched.append(2)
+        table.future[2, 1] = 1.5
+        assert not failure.stands(table)
+        table.future[2, 1] = 3.0
     assert not FailedChoice(0, [], []).stands(table)
 
 

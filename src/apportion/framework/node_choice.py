@@ -22,6 +22,10 @@ from apportion.framework.interface import NodeFilter
 from apportion.framework.placement import PlacementCache
 from apportion.resources import format_amount
 
+#: Up to this many touch-log entries since a failure, `FailedChoice.stands` compares the touched rows
+#: only, else every row (both are a few numpy calls; the whole table costs more than a handful of rows)
+TOUCHED_ROWS_COMPARED = 32
+
 
 @dataclass(slots=True)
 class FailedChoice:
@@ -55,7 +59,14 @@ class FailedChoice:
             return True
         if self.future is None or self.cols is None:
             return False
-        if not np.array_equal(table.future[:, self.cols].view(np.int64), self.future.view(np.int64)):
+        since = table.touched[self.pos:]
+        if len(since) <= TOUCHED_ROWS_COMPARED:
+            # only touched rows can have changed (the table logs every change)
+            rows = list(set(since))
+            now, then = table.future[rows][:, self.cols], self.future[rows]
+        else:
+            now, then = table.future[:, self.cols], self.future
+        if not np.array_equal(now.view(np.int64), then.view(np.int64)):
             return False
         self.pos = pos
         return True
