@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,3 +129,81 @@ def test_a_request_no_node_fits_is_explained_without_the_full_predicate(
     monkeypatch.setattr(PlacementCache, "enabled", False)
     assert _decide(objs, conf) == fast
     assert full_asked
+
+
+def test_a_gang_placed_and_discarded_leaves_the_failure_standing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between two gangs whose request fits no node, a gang places a task and is discarded: the node's
+    FutureIdle is back bit for bit (whole amounts), so the second failure is the first given again,
+    and everything decided and explained is what the full path works out."""
+    objs = [node("n0", cpu=8, memory="32Gi"), node("n1", cpu=4, memory="32Gi"), queue("q", deserved={"cpu": "40"})]
+    # a and c ask 9 cpu (within the queue's 12, on no node); b's second task finds no node after its first
+    for g, cpu, n in (("a", 9, 1), ("b", 6, 2), ("c", 9, 1)):
+        objs += [podgroup(g, queue="q", min_member=n, phase="Inqueue")]
+        objs += [pod(f"{g}-{i}", g, cpu=cpu, memory="1Gi") for i in range(n)]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    fast = _decide(objs, conf)
+    assert not fast[0]["binds"]
+    assert any(m.startswith("gang 1/2") for m in fast[1]["ns/b"])
+    assert replayed == ["ns/c-0"]
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    replayed.clear()
+    assert _decide(objs, conf) == fast
+    assert replayed == []
+
+
+def test_a_failure_stands_on_the_same_bits_only() -> None:
+    """FailedChoice.stands compares bits of the rows touched since (of every row past
+    TOUCHED_ROWS_COMPARED entries): -0.0 against 0.0 (worded differently as a best node's amount) ends
+    the failure, a NaN touched and kept as it was does not, a changed amount does."""
+    from apportion.cluster.node_table import NodeTable
+    from apportion.framework.node_choice import TOUCHED_ROWS_COMPARED, FailedChoice
+
+    table = NodeTable.__new__(NodeTable)
+    table.future = np.array([[0.0, 1.0], [float("nan"), 2.0], [3.0, 3.0]])
+    table.touched = []
+    cols = np.array([0, 1])
+    for many in (False, True):
+        table.touched.clear()
+        failure = FailedChoice(0, [("insufficient cpu", 3)], [], table.future[:, cols], cols)
+        assert failure.stands(table)
+        table.touched += [1] * (TOUCHED_ROWS_COMPARED + 1 if many else 1)  # the NaN row, as it was
+        assert failure.stands(table) and failure.pos == len(table.touched)
+        table.touched.append(0)
+        table.future[0, 0] = -0.0
+        assert not failure.stands(table)
+        table.future[0, 0] = 0.0
+        assert failure.stands(table) and failure.pos == len(table.touched)
+        table.touched.append(2)
+        table.future[2, 1] = 1.5
+        assert not failure.stands(table)
+        table.future[2, 1] = 3.0
+    assert not FailedChoice(0, [], []).stands(table)
+
+
+def test_a_request_that_fits_nowhere_is_given_again_across_placement_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two gangs ask the same 9 cpu with different node selectors (two placement keys): no node's
+    FutureIdle fits, so the second gets the first's failure by its request, without a placement key
+    made for it, and decides and explains as the full path does."""
+    from apportion.framework.placement import PlacementCache
+
+    objs = [node("n0", cpu=8, memory="32Gi", labels={"zone": "a"}), node("n1", cpu=4, memory="32Gi"),
+            queue("q", deserved={"cpu": "40"})]
+    for g, zone in (("a", "a"), ("b", "b")):
+        objs += [podgroup(g, queue="q", min_member=1, phase="Inqueue"),
+                 pod(f"{g}-0", g, cpu=9, memory="1Gi", nodeSelector={"zone": zone})]
+    conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
+    replayed = _count_replays(monkeypatch)
+    keyed: list[str] = []
+    real_key = PlacementCache._key
+
+    def spy(self: Any, task: Any) -> Any:
+        keyed.append(task.key)
+        return real_key(self, task)
+
+    monkeypatch.setattr(PlacementCache, "_key", spy)
+    fast = _decide(objs, conf)
+    assert replayed == ["ns/b-0"] and keyed == ["ns/a-0"]
+    assert any("insufficient cpu" in m for m in fast[1]["ns/b-0"])
+    monkeypatch.setattr(NodeChoice, "remember_failed_choices", False)
+    assert _decide(objs, conf) == fast

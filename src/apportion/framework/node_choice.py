@@ -22,6 +22,10 @@ from apportion.framework.interface import NodeFilter
 from apportion.framework.placement import PlacementCache
 from apportion.resources import format_amount
 
+#: Up to this many touch-log entries since a failure, `FailedChoice.stands` compares the touched rows
+#: only, else every row (both are a few numpy calls; the whole table costs more than a handful of rows)
+TOUCHED_ROWS_COMPARED = 32
+
 
 @dataclass(slots=True)
 class FailedChoice:
@@ -32,11 +36,40 @@ class FailedChoice:
     summarises: its request and what each predicate and node-order plugin reads of it (a plugin that
     vouches for node-local answers words its reasons from the same reads). So until a row is touched,
     a task with the same key fails with the same summary and the same unresolvable rows, which are
-    recorded for it as the full predicate records them (reclaim and preempt read them per task)."""
+    recorded for it as the full predicate records them (reclaim and preempt read them per task).
+    A request that fits no node's FutureIdle asks no plugin: that failure is a function of the request
+    and the FutureIdle alone, is kept by the request, and stands past touches that left FutureIdle
+    as it was (`stands`)."""
 
     pos: int
     summary: list[tuple[str, int]]
     unresolvable: list[int]
+    #: for a request no node's FutureIdle fits: the FutureIdle it was compared with, on the compared
+    #: columns (the failure is a function of those values alone, see `stands`); None otherwise
+    future: np.ndarray | None = None
+    cols: np.ndarray | None = None
+
+    def stands(self, table: NodeTable) -> bool:
+        """Whether the failure holds at the table's current touch position: nothing touched since, or,
+        for a request that fit nowhere, every node's FutureIdle on the compared columns the same bit for
+        bit (a gang placed and discarded since, say). Bits, not `==`: -0.0 and 0.0 compare equal but a
+        best-node amount of -0.0 is worded differently; NaN never equals itself but has the same bits."""
+        pos = len(table.touched)
+        if self.pos == pos:
+            return True
+        if self.future is None or self.cols is None:
+            return False
+        since = table.touched[self.pos:]
+        if len(since) <= TOUCHED_ROWS_COMPARED:
+            # only touched rows can have changed (the table logs every change)
+            rows = list(set(since))
+            now, then = table.future[rows][:, self.cols], self.future[rows]
+        else:
+            now, then = table.future[:, self.cols], self.future
+        if not np.array_equal(now.view(np.int64), then.view(np.int64)):
+            return False
+        self.pos = pos
+        return True
 
     def replay(self, ssn: NodeChoice, task: TaskInfo) -> list[tuple[str, int]]:
         """What the full choice would record and return for `task`: its summary (a copy)."""
@@ -53,7 +86,7 @@ class NodeChoice(Dispatch):
     placement: PlacementCache
     #: nodes that allocate found unresolvable for a task (filtered out by reclaim/preempt).
     unresolvable_nodes: dict[str, set[int]]
-    #: allocate's failed node choices that still stand, by placement key (see FailedChoice)
+    #: allocate's failed node choices, by placement key, or by request for one that fit nowhere (FailedChoice)
     failed_choices: dict[Hashable, FailedChoice]
     #: False: every failed choice is worked out again (the reference the property tests compare with)
     remember_failed_choices = True
@@ -198,22 +231,33 @@ class NodeChoice(Dispatch):
 
         A task whose placement key failed since the last node change fails the same way: it gets that
         failure again without the predicates being asked (`FailedChoice`)."""
-        key = self.placement.key(task) if self.remember_failed_choices else None
+        remember = self.remember_failed_choices and self.placement.enabled
+        if remember:
+            # a request no node's FutureIdle fits fails without a plugin asked, whatever the rest of the
+            # task: that failure is looked up by the request alone, before the placement key is made
+            failed = self.failed_choices.get(self._request_key(task))
+            if failed is not None and failed.stands(self.table):
+                return None, False, failed.replay(self, task)
+        key = self.placement.key(task) if remember else None
         if key is not None:
             failed = self.failed_choices.get(key)
-            if failed is not None and failed.pos == len(self.table.touched):
+            if failed is not None and failed.stands(self.table):
                 return None, False, failed.replay(self, task)
+            if not self.placement.refreshes_by_row(key) and len(self.nodes):
+                # The cache would predicate and score every node for this key; when no node's FutureIdle
+                # fits (most tasks of gangs that wait), the full predicate asks no plugin, so the resource
+                # test alone, over arrays, decides and explains the failure.
+                vec, cols = self.task_vec(task), self.task_cols(task)
+                future = self.table.future_idle()
+                if not self.table.fits(vec, cols, future).any():
+                    return None, False, self._failed_nowhere(task, vec, cols, future)
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
         if self.placement.fits_nowhere(task):
-            # no node's FutureIdle fits: the full predicate asks no plugin and records no unresolvable
-            # node, so its failure is the resource summary alone
-            feasible = np.zeros(0, dtype=np.int64)
-            summary = self.short_summary(self.task_vec(task), self.task_cols(task), self.table.future_idle())
-            unresolvable: list[int] = []
-        else:
-            feasible, summary, unresolvable = self._predicate_for_allocate(task)
+            return None, False, self._failed_nowhere(task, self.task_vec(task), self.task_cols(task),
+                                                     self.table.future_idle())
+        feasible, summary, unresolvable = self._predicate_for_allocate(task)
         if len(feasible) == 0:
             if key is not None:
                 self.failed_choices[key] = FailedChoice(len(self.table.touched), list(summary), unresolvable)
@@ -221,6 +265,21 @@ class NodeChoice(Dispatch):
         idle_ok = self.fits_idle_rows(task, feasible)
         fits_idle = bool(idle_ok.any())
         return self.best_node(task, feasible[idle_ok] if fits_idle else feasible), fits_idle, summary
+
+    def _failed_nowhere(self, task: TaskInfo, vec: np.ndarray, cols: np.ndarray,
+                        future: np.ndarray) -> list[tuple[str, int]]:
+        """allocate's failure for a task no node's FutureIdle fits: the full predicate asks no plugin and
+        records no unresolvable node, so its failure is the resource summary alone, a function of the
+        request and the FutureIdle it read (remembered by the request, see FailedChoice.stands)."""
+        summary = self.short_summary(vec, cols, future)
+        self.failed_choices[self._request_key(task)] = FailedChoice(
+            len(self.table.touched), list(summary), [], future[:, cols], cols)
+        return summary
+
+    def _request_key(self, task: TaskInfo) -> Hashable:
+        """What a failure to fit any node's FutureIdle is a function of, besides the table: the request
+        on the compared columns (tagged: never equal to a placement key)."""
+        return ("fits nowhere", self.task_vec(task).tobytes(), self.task_cols(task).tobytes())
 
     def sorted_by_score(self, task: TaskInfo, rows: np.ndarray) -> list[int]:
         """The rows, best score first (ties by row, that is by node name)."""

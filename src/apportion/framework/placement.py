@@ -269,6 +269,13 @@ class PlacementCache:
         return (cached is not None and cached.pos == len(self.ssn.table.touched) and len(cached.fit) > 0
                 and not cached.fit.any())
 
+    def refreshes_by_row(self, key: Hashable) -> bool:
+        """Whether a choice for `key` now would find answers to refresh one node at a time (current, or
+        touched on at most ROW_REFRESH entries of the log since); False when it would work them out over
+        arrays of nodes (no answers yet, or many rows touched)."""
+        cached = self.answers.get(key)
+        return cached is not None and len(self.ssn.table.touched) - cached.pos <= ROW_REFRESH
+
     def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
         table = self.ssn.table
         log = table.touched

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from apportion.cluster.model import QueueInfo
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.picker import TreePicker, queue_key
+from apportion.plugins.capacity.repush import RepushPicker
 
 
 class DrainPicker:
@@ -34,6 +35,9 @@ class DrainPicker:
 
     #: tests switch this off to compare with the picker over every queue
     subset = True
+    #: the tree picker built: RepushPicker (allocate's pop and push back of one queue without sorted-list
+    #: edits); tests set TreePicker, the reference
+    tree: type[TreePicker] = RepushPicker
 
     def __init__(self, plugin: CapacityBase, queues: list[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
@@ -44,7 +48,7 @@ class DrainPicker:
 
     def _picker(self) -> TreePicker:
         if self._full is None:
-            self._full = TreePicker(self.plugin, self.queues, self.compare)
+            self._full = self.tree(self.plugin, self.queues, self.compare)
         return self._full
 
     def pop(self) -> QueueInfo:
@@ -63,7 +67,7 @@ class DrainPicker:
         if self._full is None and self.subset:
             reach = self._reach(has_work)
             if reach is not None:
-                self._full = TreePicker(self.plugin, reach, self.compare)
+                self._full = self.tree(self.plugin, reach, self.compare)
         return self._picker().drain_order(has_work)
 
     def _reach(self, has_work: Callable[[str], bool]) -> list[QueueInfo] | None:
