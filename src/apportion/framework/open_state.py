@@ -366,8 +366,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         uids: set[str] = set()
         for row, new_entries in touched.items():
             keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
-            uids.update(e[4] for e in keep_entries)
-            uids.update(e[4] for e in new_entries if e[4] is not None)
+            if not same_order:  # (the positions below are the base's otherwise)
+                uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
             merging.append((row, (keep_entries, new_entries)))
         # the positions in the session's job order of the jobs on those rows (in the base's order when
         # that is the session's: only their relative order counts)
