@@ -118,7 +118,7 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
     """`_tasks_map(merged)`, from the row's last list and map (`old_map` is `_tasks_map(old_row)`) when
     the row holds as many entries as before, their keys distinct, and every entry that is not the old
     one at its place is a task with the old one's key (a job built again with its tasks where they
-    were): the old map with those tasks put in, and only their keys made."""
+    were): the old map with those tasks put in, and only their keys made (K28)."""
     n = len(merged)
     if n != len(old_row) or n != len(old_map):
         return _tasks_map(merged)
@@ -411,7 +411,8 @@ def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[
     inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
     the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
     the base's (`_classify`); no two entries have one key (a task is placed once, and a job's entries
-    are all kept or all new), so where an entry goes is unique and the order is the sort's."""
+    are all kept or all new), so where an entry goes is unique and the order is the sort's
+    (docs/semantics.md K28)."""
     if not kept:
         return merge_row_reference(kept, new, key)
     lo = 0
