@@ -132,7 +132,6 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
     return out
 
 
-
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
     """Append the entries of the tasks on nodes that belong to no job (other schedulers' pods), in
     the snapshot's order."""

@@ -264,7 +264,7 @@ def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None,
         snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
     if nodes is not None:
         for node in nodes:
-            if node.tasks:  # an empty map is left (no session opened over these nodes since)
+            if node.tasks:  # an empty map is left as it is: a write per node is what costs
                 node.tasks = {}
         snap.nodes = list(nodes)
     else:
