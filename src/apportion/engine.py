@@ -235,7 +235,7 @@ def run_cache_session(cache: SchedulerCache, conf: SchedulerConf | None = None, 
 
 
 def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: StatusUpdater, *,
-             recomputed_only: bool = False, queues: bool = True) -> Dispatched:
+             recomputed_only: bool = False, queues: bool = True, conditions: bool = True) -> Dispatched:
     """Send a session's decisions out: evictions first (they free what binds may use), then binds in pod
     order, nominated nodes, PodGroup phases and conditions, and queue status. Refused binds are
     recorded on the result (`bind_errors`) and left out of its binds.
@@ -243,7 +243,8 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
     `recomputed_only` sends only the PodGroups whose close the session computed (`result.recomputed`),
     for an updater that took the last session's over the same memo and reads no transition id: the
     others' phase and conditions are what it was sent then. `queues=False` sends no queue status, for an
-    updater that keeps none."""
+    updater that keeps none; `conditions=False` sends every PodGroup's phase with no conditions, for an
+    updater that reads none (a session's conditions are made when read: ClosedConditions)."""
     out = Dispatched()
     for key in result.evictions:
         err = evictor.evict(key, result.evict_reasons.get(key, "evict"))
@@ -259,8 +260,12 @@ def dispatch(result: CycleResult, binder: Binder, evictor: Evictor, updater: Sta
         sent = sorted((j.uid, result.podgroups[j.uid]) for j in result.recomputed)
     else:
         sent = sorted(result.podgroups.items())
-    for uid, phase in sent:
-        updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
+    if conditions:
+        for uid, phase in sent:
+            updater.update_pod_group(uid, phase, result.conditions.get(uid, []))
+    else:
+        for uid, phase in sent:
+            updater.update_pod_group(uid, phase, ())
     if queues:
         for name, status in sorted(result.queue_status.items()):
             updater.update_queue(name, status)

@@ -91,3 +91,41 @@ def test_outcomes_never_edit_the_objects_they_were_given() -> None:
     cache = loaded(objs)
     dispatch(run_cache_session(cache), *outs(cache))
     assert repr(objs) == before
+
+
+class _Recorder:
+    """A Binder, Evictor and StatusUpdater that records what it is sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def bind(self, binds):
+        self.sent.append(("bind", tuple(binds)))
+        return {}
+
+    def evict(self, pod, reason):
+        self.sent.append(("evict", pod, reason))
+
+    def nominate(self, pod, node):
+        self.sent.append(("nominate", pod, node))
+
+    def update_pod_group(self, key, phase, conditions):
+        self.sent.append(("podgroup", key, phase, len(conditions)))
+
+    def update_queue(self, name, status):
+        self.sent.append(("queue", name))
+
+
+def test_dispatch_without_conditions_sends_the_same_phases_with_none() -> None:
+    # g2 cannot start (too big): its close writes conditions, which conditions=False does not send
+    cache = loaded(GANG + [k8s.podgroup("g2", queue="q1", min_member=2, phase="Pending"),
+                           k8s.pod("p3", "g2", cpu=8), k8s.pod("p4", "g2", cpu=8)])
+    result = run_cache_session(cache)
+    assert any(result.conditions.get(uid) for uid in result.podgroups)
+    full, bare = _Recorder(), _Recorder()
+    dispatch(result, full, full, full)
+    dispatch(result, bare, bare, bare, conditions=False)
+    assert [s for s in full.sent if s[0] == "podgroup" and s[3]]  # some were sent with conditions
+    assert [s[:3] if s[0] == "podgroup" else s for s in full.sent] == [
+        s[:3] if s[0] == "podgroup" else s for s in bare.sent]
+    assert all(s[3] == 0 for s in bare.sent if s[0] == "podgroup")

@@ -22,8 +22,9 @@ jobs is checked to be the last open's. Under
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -109,8 +110,26 @@ def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> l
 
 
 def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
+    """A node's task map from its row (the reference of `row_tasks`)."""
     return {e[1].key: e[1] for e in entries}
 
+
+def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """`_tasks_map(merged)`, from the row's last list and map (`old_map` is `_tasks_map(old_row)`) when
+    the row holds as many entries as before, their keys distinct, and every entry that is not the old
+    one at its place is a task with the old one's key (a job built again with its tasks where they
+    were): the old map with those tasks put in, and only their keys made (K28)."""
+    n = len(merged)
+    if n != len(old_row) or n != len(old_map):
+        return _tasks_map(merged)
+    out = old_map.copy()
+    for k, o, e in zip(old_map, old_row, merged):
+        if e is not o:
+            t = e[1]
+            if t.key != k:
+                return _tasks_map(merged)
+            out[k] = t
+    return out
 
 
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
@@ -342,21 +361,25 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     for e in added:
         touched.setdefault(e[0], []).append(e)
     if touched:
-        merging: list[tuple[int, list[Entry]]] = []
+        merging: list[tuple[int, tuple[list[Entry], list[Entry]]]] = []
         uids: set[str] = set()
         for row, new_entries in touched.items():
             keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
-            merged = keep_entries + new_entries
-            uids.update(e[4] for e in merged if e[4] is not None)
-            merging.append((row, merged))
+            if not same_order:  # (the positions below are the base's otherwise)
+                uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
+            merging.append((row, (keep_entries, new_entries)))
         # the positions in the session's job order of the jobs on those rows (in the base's order when
         # that is the session's: only their relative order counts)
         pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
-        big = len(now)
-        for row, merged in merging:
-            merged.sort(key=lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5]))
+        key = row_key(pos, len(now))
+        checking = check.enabled()
+        for row, (kept, new_entries) in merging:
+            merged = merge_row(kept, new_entries, key)
+            got = node_tasks[row] = row_tasks(merged, rows[row], node_tasks[row])
             rows[row] = merged
-            node_tasks[row] = _tasks_map(merged)
+            if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(merged).items()]:
+                raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} made from the last "
+                                            "one differs from one made from the row")
     # the job map goes on to the next base as it is: only the next open reads a base's job map, and
     # the memo holds the next base from here on (every way out that keeps this base was taken above)
     jobs = base.jobs
@@ -374,6 +397,34 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
+
+
+def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
+    """A row's order, the full placement's: by the job's position (`pos`), then the task's position in
+    its job; the orphans (no job) last, in the snapshot's order."""
+    return lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5])
+
+
+def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
+    """`merge_row_reference`'s list, made from `kept` (taken over, and edited): each new entry is
+    inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
+    the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
+    the base's (`_classify`); no two entries have one key (a task is placed once, and a job's entries
+    are all kept or all new), so where an entry goes is unique and the order is the sort's
+    (docs/semantics.md K28)."""
+    if not kept:
+        return merge_row_reference(kept, new, key)
+    lo = 0
+    for e in sorted(new, key=key) if len(new) > 1 else new:
+        lo = bisect_left(kept, key(e), lo, key=key)
+        kept.insert(lo, e)
+        lo += 1
+    return kept
+
+
+def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
+    """A touched row's entries in the full placement's order (the reference of `merge_row`)."""
+    return sorted(kept + new, key=key)
 
 
 def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
@@ -403,7 +454,10 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
         ssn.table = _fork(nxt.table)
         ssn.total_resource = nxt.total.clone()
         for node, tasks in zip(ssn.nodes, nxt.node_tasks):
-            node.tasks = tasks
+            # a node handed out again holds the map it was given at the last open unless that
+            # session or the snapshot replaced it: only the others are written (a write is what costs)
+            if node.tasks is not tasks:
+                node.tasks = tasks
         ssn.shared_node_tasks = True
         if check.enabled():
             check_against_full(ssn, nxt)
@@ -418,4 +472,5 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["OPEN_MEMO", "classify_reference", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["OPEN_MEMO", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
+                       "place_incremental", "row_key", "row_tasks"]

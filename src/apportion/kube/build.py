@@ -264,7 +264,8 @@ def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None,
         snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
     if nodes is not None:
         for node in nodes:
-            node.tasks = {}
+            if node.tasks:  # an empty map is left as it is: a write per node is what costs
+                node.tasks = {}
         snap.nodes = list(nodes)
     else:
         specs = sorted((n for _, n in rec.nodes.values()), key=lambda n: n.name)

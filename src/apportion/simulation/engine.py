@@ -480,8 +480,9 @@ class Simulator(QuietSkipping):
             self.warn(w)
         changed = bool(result.binds or result.evictions or result.pipelined)
         outlet = Outlet(self)
-        # a job closed as in the last session has the phase and message that session gave it
-        dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False)
+        # a job closed as in the last session has the phase and message that session gave it; the
+        # outlet reads phases alone, so no condition objects are made for it
+        dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False, conditions=False)
         changed = changed or outlet.phase_changed
         closes = ssn.closes.jobs
         for job in ssn.closing:

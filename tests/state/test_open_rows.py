@@ -1,0 +1,77 @@
+"""Properties of session open's touched rows (framework/open_state.py): a row merged by insertion
+(`merge_row`) is the row sorted in full (`merge_row_reference`), for any base row in the full
+placement's order, any jobs taken out of it and any new placements (jobs new or changed, tasks outside
+jobs); a node's task map made from its last one (`row_tasks`) is the map made from the row, whatever
+was kept, replaced (same key or not), added or taken out, keys repeated or not."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from apportion.cluster.model import TaskInfo, TaskStatus
+from apportion.framework.open_state import _tasks_map, merge_row, merge_row_reference, row_key, row_tasks
+from apportion.resources import Resource
+
+JOBS = [f"j{i}" for i in range(8)]
+
+
+@st.composite
+def a_row(draw: st.DrawFn) -> tuple[dict[str, int], list, list]:
+    """(positions, kept entries in order, new entries in any order): each job's entries are all kept or
+    all new, and a task is placed once."""
+    order = draw(st.permutations(JOBS))
+    pos = {uid: i for i, uid in enumerate(order)}
+    placed = {uid: sorted(draw(st.sets(st.integers(0, 6), max_size=4))) for uid in JOBS}
+    new_jobs = draw(st.sets(st.sampled_from(JOBS)))
+    orphans = sorted(draw(st.sets(st.integers(0, 5), max_size=3)))
+    key = row_key(pos, len(JOBS))
+    kept = [(0, object(), "used", None, uid, i) for uid in JOBS if uid not in new_jobs for i in placed[uid]]
+    new = [(0, object(), "used", None, uid, i) for uid in JOBS if uid in new_jobs for i in placed[uid]]
+    new += [(0, object(), "used", None, None, i) for i in orphans]
+    kept.sort(key=key)
+    new = draw(st.permutations(new))
+    return pos, kept, list(new)
+
+
+@given(a_row())
+def test_merge_row_is_the_full_sort(row: tuple[dict[str, int], list, list]) -> None:
+    pos, kept, new = row
+    key = row_key(pos, len(JOBS))
+    want = merge_row_reference(list(kept), list(new), key)
+    got = merge_row(list(kept), list(new), key)
+    assert [id(e[1]) for e in got] == [id(e[1]) for e in want]
+    assert len(got) == len(kept) + len(new)
+
+
+@st.composite
+def a_row_again(draw: st.DrawFn) -> tuple[list, list]:
+    """(a row's last entries, its entries now): some entries kept, some replaced by a task with the same
+    key or another key, some added or taken out; keys may repeat."""
+    names = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=6))
+    old = [(0, _task(n), "used", None, "j", i) for i, n in enumerate(names)]
+    now = []
+    for e in old:
+        what = draw(st.sampled_from(["keep", "keep", "same-key", "other-key", "drop"]))
+        if what == "keep":
+            now.append(e)
+        elif what == "same-key":
+            now.append((0, _task(e[1].name), "used", None, "j", e[5]))
+        elif what == "other-key":
+            now.append((0, _task(draw(st.sampled_from(["x", "y"]))), "used", None, "j", e[5]))
+    now += [(0, _task(n), "used", None, "k", i) for i, n in enumerate(draw(st.lists(st.sampled_from(["a", "z"]),
+                                                                                      max_size=2)))]
+    return old, now
+
+
+def _task(name: str) -> TaskInfo:
+    return TaskInfo(uid=f"uid-{name}-{id(object())}", name=name, namespace="ns", job="j", resreq=Resource(),
+                    status=TaskStatus.RUNNING)
+
+
+@given(a_row_again())
+def test_row_tasks_is_the_map_made_from_the_row(rows: tuple[list, list]) -> None:
+    old, now = rows
+    got = row_tasks(now, old, _tasks_map(old))
+    want = _tasks_map(now)
+    assert [(k, id(t)) for k, t in got.items()] == [(k, id(t)) for k, t in want.items()]
