@@ -14,6 +14,7 @@ from test_reclaim_repeats import _conf, contended
 
 from apportion.framework import node_choice
 from apportion.framework.node_choice import NodeChoice
+from spying import record_calls
 
 from k8s import cycle, node, pod, podgroup, queue
 
@@ -26,15 +27,7 @@ def _decide(objs: list[dict], conf: str) -> tuple[Any, dict[str, list[str]], dic
 
 def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The keys of the tasks given a failed choice again, in order."""
-    replayed: list[str] = []
-    real = node_choice.FailedChoice.replay
-
-    def count(self: Any, ssn: Any, task: Any) -> Any:
-        replayed.append(task.key)
-        return real(self, ssn, task)
-
-    monkeypatch.setattr(node_choice.FailedChoice, "replay", count)
-    return replayed
+    return record_calls(monkeypatch, node_choice.FailedChoice, "replay", lambda self, ssn, task: task.key)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -194,14 +187,7 @@ def test_a_request_that_fits_nowhere_is_given_again_across_placement_keys(monkey
                  pod(f"{g}-0", g, cpu=9, memory="1Gi", nodeSelector={"zone": zone})]
     conf = "actions: \"enqueue, allocate\"\n" + _conf(False, "").split("\n", 1)[1]
     replayed = _count_replays(monkeypatch)
-    keyed: list[str] = []
-    real_key = PlacementCache._key
-
-    def spy(self: Any, task: Any) -> Any:
-        keyed.append(task.key)
-        return real_key(self, task)
-
-    monkeypatch.setattr(PlacementCache, "_key", spy)
+    keyed = record_calls(monkeypatch, PlacementCache, "_key", lambda self, task: task.key)
     fast = _decide(objs, conf)
     assert replayed == ["ns/b-0"] and keyed == ["ns/a-0"]
     assert any("insufficient cpu" in m for m in fast[1]["ns/b-0"])

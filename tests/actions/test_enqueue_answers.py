@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apportion.actions import enqueue
-from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.framework.conf import parse_conf
 from apportion.framework.session import Session
 from apportion.plugins.capacity.admission import Admission
@@ -21,8 +20,7 @@ from apportion.plugins.capacity.buckets import Buckets
 from apportion.resources import Resource
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
-from framework.test_closing import START, step, twin_sessions
+from framework.test_closing import START, decided_session, step, twin_sessions
 from plugins.capacity.test_capacity_backlog import CONFS as CYCLE_CONFS
 from plugins.capacity.test_capacity_backlog import _both, _count_votes, backlogs
 
@@ -50,11 +48,7 @@ def test_sessions_with_the_answers_decide_as_the_votes(conf: str, steps: list,
 
     def session(fast: bool, cache: SchedulerCache, sid: str, _: Any) -> Any:
         monkeypatch.setattr(Session, "fast_enqueue_refusals", fast)
-        result = run_cache_session(cache, CONFS[conf], session_id=sid, reuse=False)
-        assert result.session is not None
-        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-        return (_decided(result), [(e.object, e.reason, e.message) for e in result.events],
-                result.session.explanations)
+        return decided_session(cache, CONFS[conf], sid)
 
     twin_sessions(START, steps, session, sort_keys=True)
 

@@ -16,6 +16,7 @@ from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.engine import _decided, dispatch, run_cache_session
 from apportion.framework.close_texts import tasks_explained, tasks_explained_reference
 from apportion.framework.closing import CLOSE_MEMO
+from apportion.framework.conf import SchedulerConf
 from apportion.framework.queue_status import QueueStatuses
 from apportion.plugins.capacity.ledger import LEDGER_MEMO
 from apportion.resources import Resource
@@ -108,6 +109,16 @@ def twin_sessions(start: list[dict], steps: list[tuple[str, Any]],
                 decided[1], default=str, sort_keys=sort_keys)
         assert state_of(caches[0]) == state_of(caches[1])
 
+
+
+def decided_session(cache: SchedulerCache, conf: SchedulerConf, sid: str) -> tuple[Any, list[Any], Any]:
+    """One session over the cache, its decisions dispatched back into it: what it decided, its events
+    and its explanations (what a `twin_sessions` session function compares)."""
+    result = run_cache_session(cache, conf, session_id=sid, reuse=False)
+    assert result.session is not None
+    dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+    return (_decided(result), [(e.object, e.reason, e.message) for e in result.events],
+            result.session.explanations)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,14 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_closing import CONFS as CLOSING_CONFS
-from test_closing import GANG, START, running_gang_and_a_waiting_job, step, twin_sessions
+from test_closing import GANG, START, decided_session, running_gang_and_a_waiting_job, step, twin_sessions
 
-from apportion.engine import _decided, dispatch, run_cache_session
+from apportion.engine import dispatch, run_cache_session
 from apportion.framework import job_visits
 from apportion.framework.job_visits import MEMO, JobVisits
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
+from spying import record_calls
 
 import k8s
 
@@ -39,11 +40,7 @@ def test_passing_over_quiet_jobs_decides_as_visiting_every_job(conf: str, steps:
 
     def session(skip: bool, cache: SchedulerCache, sid: str, _: Any) -> Any:
         monkeypatch.setattr(JobVisits, "enabled", skip)
-        result = run_cache_session(cache, CONFS[conf], session_id=sid, reuse=False)
-        assert result.session is not None
-        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-        return (_decided(result), [(e.object, e.reason, e.message) for e in result.events],
-                result.session.explanations)
+        return decided_session(cache, CONFS[conf], sid)
 
     twin_sessions(START, steps, session)
 
@@ -59,14 +56,7 @@ def test_a_running_gang_is_quiet_and_carried(monkeypatch: pytest.MonkeyPatch) ->
     assert first.session.visits.quiet == {"ns/g0": "a1"} and first.session.visits.busy == {"ns/g1"}
     assert first.session.visits.visit() == ["ns/g1"]
     dispatch(first, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-    judged: list[str] = []
-    real = JobVisits.is_quiet
-
-    def count(self: Any, job: Any) -> bool:
-        judged.append(job.uid)
-        return real(self, job)
-
-    monkeypatch.setattr(JobVisits, "is_quiet", count)
+    judged = record_calls(monkeypatch, JobVisits, "is_quiet", lambda self, job: job.uid)
     monkeypatch.setenv(check.ENV, "0")
     second = run_cache_session(cache, conf, session_id="s2", reuse=False)
     assert second.session is not None

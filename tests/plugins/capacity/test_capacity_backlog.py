@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from apportion.framework.session import Session
 from apportion.plugins.capacity.admission import Admission
+from spying import record_calls
 
 from k8s import cycle, node, pod, podgroup, queue
 
@@ -96,15 +97,7 @@ def test_backlog_refusal_decides_as_the_votes(objs: list[dict], conf: str, monke
 
 def _count_votes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The uids of the jobs capacity's JobEnqueueable vote is cast on, in order."""
-    votes: list[str] = []
-    real = Admission.job_enqueueable
-
-    def spy(self: Any, job: Any) -> int:
-        votes.append(job.uid)
-        return real(self, job)
-
-    monkeypatch.setattr(Admission, "job_enqueueable", spy)
-    return votes
+    return record_calls(monkeypatch, Admission, "job_enqueueable", lambda self, job: job.uid)
 
 
 def test_a_full_cluster_refuses_the_backlog_without_votes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from apportion.framework.conf import parse_conf
 from apportion.framework.queue_picker import ScanPicker
 from apportion.framework.session import Session
 from apportion.plugins.capacity import picker as capacity_picker
+from spying import record_calls
 
 from k8s import cycle, node, pod, podgroup, queue
 
@@ -187,14 +188,8 @@ def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatc
 
 def _enqueue_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[str]:
     """Every job enqueue asks about, in order, with the tree picker or with the reference scan."""
-    asked: list[str] = []
     real = Session.job_enqueueable
-
-    def record(self: Session, job: Any) -> bool:
-        asked.append(job.uid)
-        return real(self, job)
-
-    monkeypatch.setattr(Session, "job_enqueueable", record)
+    asked = record_calls(monkeypatch, Session, "job_enqueueable", lambda self, job: job.uid)
     monkeypatch.setattr(Session, "fast_queue_pickers", fast)
     cycle(objs, CONF)
     monkeypatch.setattr(Session, "job_enqueueable", real)
