@@ -53,6 +53,7 @@ from apportion.service.publish import PlanInputs, Published, QueuePublisher
 
 if TYPE_CHECKING:
     from apportion.cluster.model import QueueInfo
+    from apportion.framework.conf import SchedulerConf
     from apportion.reservation.system import ReservationSystem
     from apportion.service.confwatch import ConfWatch
     from apportion.service.live import LiveView
@@ -149,6 +150,8 @@ class SchedulingLoop:
         self.last_report: dict[str, dict[str, Any]] | None = None
         self.last_cluster = Resource()
         self.last_apps: dict[str, int] = {}
+        #: the conf the last session ran with (None before the first tick)
+        self.last_conf: SchedulerConf | None = None
         #: every queue of the last session and its parent (reservation queues included), made from
         #: `last_queues` when first read (`last_parents`)
         self._parents: tuple[dict[str, QueueInfo], dict[str, str]] | None = None
@@ -360,6 +363,7 @@ class SchedulingLoop:
         # the conf as Volcano reloads it: `--conf`'s file if it changed, else the stored ConfigMap's;
         # a change of enableHierarchy re-renders the reservable queues before the session
         file_conf, conf = svc.confs.effective(svc.objects.objects)
+        self.last_conf = conf
         svc.live.set_hierarchical(hierarchical(conf), svc.objects.objects)
         result = run_cache_session(svc.live.cache, file_conf)
         if result.session is not None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from apportion.service.idle_queues import job_less, queue_plugin
+
 if TYPE_CHECKING:
     from apportion.engine import CycleResult
     from apportion.reservation.system import PlanEntry
@@ -74,13 +76,13 @@ class ServiceMetrics:
             self.q_des_cpu.labels(name).set(st.deserved.cpu)
             self.q_des_mem.labels(name).set(st.deserved.memory)
             self.q_share.labels(name).set(st.share)
-        if result.session is not None:
+        ssn = result.session
+        if ssn is not None and queue_plugin(ssn.conf) is not None:
             # Volcano's proportion and capacity plugins record allocated 0 for a queue of the session
             # they keep no attributes for (no job in it, flat mode), rather than no series at all
-            for name in result.session.queues:
-                if name not in result.queue_status:
-                    self.q_alloc_cpu.labels(name).set(0.0)
-                    self.q_alloc_mem.labels(name).set(0.0)
+            for name in job_less(ssn.queues, {j.queue for j in ssn.jobs.values()}, result.queue_status):
+                self.q_alloc_cpu.labels(name).set(0.0)
+                self.q_alloc_mem.labels(name).set(0.0)
         self.plans(plans, now)
 
     def plans(self, plans: dict[str, PlanEntry], now: int) -> None:

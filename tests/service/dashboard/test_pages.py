@@ -208,30 +208,86 @@ def test_nodes_group_by_a_label_and_sort_by_a_column(client: TestClient) -> None
     assert 'aria-sort="descending"' in html
 
 
-def test_a_queue_without_jobs_shows_its_configuration_and_allocated_zero(tmp_path: Path) -> None:
-    """A queue no session reports (no job in it, flat mode) draws its bars from its spec with nothing
-    allocated, and `/metrics` gives it allocated 0, as Volcano's queue plugins record such a queue."""
+IDLE_QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "idle"},
+              "spec": {"weight": 1, "deserved": {"cpu": "4", "memory": "8Gi"},
+                       "guarantee": {"resource": {"cpu": "2"}}, "capability": {"cpu": "16", "memory": "64Gi"}}}
+CAPACITY_CONF = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: capacity\n'
+NO_QUEUE_PLUGIN_CONF = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+
+
+def _one_job(name: str, queue: str) -> list[dict[str, Any]]:
+    return [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": name, "namespace": "t"}, "spec": {"queue": queue, "minMember": 1}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"{name}-0", "namespace": "t", "annotations": {"scheduling.k8s.io/group-name": name}},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+             "status": {"phase": "Pending"}}]
+
+
+def _served(tmp_path: Path, conf: str | None, objs: list[dict[str, Any]]) -> tuple[dict[str, dict[str, dict[str, str]]],
+                                                                                   str, dict[tuple[str, str], float]]:
+    """One tick over the objects under the conf (None: Volcano's default): each queue's bars as the
+    dashboard's `data-` attributes, the index page, and the `volcano_queue_*` samples."""
     import json
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    app = create_app(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'q.db'}", loop=False))
-    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "idle"},
-             "spec": {"weight": 1, "deserved": {"cpu": "4", "memory": "8Gi"},
-                      "guarantee": {"resource": {"cpu": "2"}}, "capability": {"cpu": "16", "memory": "64Gi"}}}
+    conf_path = None
+    if conf is not None:
+        (tmp_path / "s.conf").write_text(conf)
+        conf_path = str(tmp_path / "s.conf")
+    app = create_app(ServiceConfig(db_url=f"sqlite:///{tmp_path / 'q.db'}", loop=False, conf_path=conf_path))
     with TestClient(app) as c:
-        assert c.post("/api/v1/apply", params=U, content=json.dumps(queue)).status_code == 200
+        body = json.dumps({"kind": "List", "apiVersion": "v1", "items": objs})
+        assert c.post("/api/v1/apply", params=U, content=body).status_code == 200
         app.state.service.loop.tick()
-        html = c.get("/queues/idle").text
-        assert "No job in the last session" in html
-        bars = dict(re.findall(r'<div class="bar" data-queue="idle" data-resource="([^"]+)"([^>]*)>', html))
-        cpu = dict(re.findall(r'data-([a-z]+)="([^"]*)"', bars["cpu"]))
-        assert (cpu["allocated"], cpu["deserved"], cpu["guarantee"], cpu["capability"]) == ("0.0", "4.0", "2.0", "16.0")
-        mem = dict(re.findall(r'data-([a-z]+)="([^"]*)"', bars["memory"]))
-        assert float(mem["deserved"]) == 8 * 1024**3 and mem["guarantee"] == "0.0"
-        assert mem["realcapability"] == ""  # not written by the spec: not shown as a number
-        samples = {(s.name, s.labels.get("queue_name")): s.value
-                   for fam in text_string_to_metric_families(c.get("/metrics").text) for s in fam.samples}
-        assert samples[("volcano_queue_allocated_milli_cpu", "idle")] == 0.0
-        assert samples[("volcano_queue_allocated_memory_bytes", "idle")] == 0.0
-        assert ("volcano_queue_share", "idle") not in samples  # no attributes, no share
+        assert app.state.service.loop.last_error is None
+        html = c.get("/").text
+        bars: dict[str, dict[str, dict[str, str]]] = {}
+        for q, dim, attrs in re.findall(r'<div class="bar" data-queue="([^"]+)" data-resource="([^"]+)"([^>]*)>', html):
+            bars.setdefault(q, {})[dim] = dict(re.findall(r'data-([a-z]+)="([^"]*)"', attrs))
+        samples = {(s.name, s.labels.get("queue_name", "")): s.value
+                   for fam in text_string_to_metric_families(c.get("/metrics").text) for s in fam.samples
+                   if s.name.startswith("volcano_queue")}
+        return bars, html, samples
+
+
+def _note_of(html: str, queue: str) -> str:
+    row = html[html.index(f'<tr data-queue="{queue}"'):]
+    row = row[:row.index("</tr>")]
+    notes = re.findall(r'<p class="muted">([^<]*)</p>', row)
+    return notes[0] if notes else ""
+
+
+def test_a_queue_without_jobs_shows_its_configuration_and_allocated_zero(tmp_path: Path) -> None:
+    """Under proportion (Volcano's default conf) a queue no session reports, having no job, draws its
+    bars from its spec with nothing allocated, and `/metrics` gives it allocated 0, as Volcano's queue
+    plugins record such a queue; its deserved stays unknown, since proportion ignores the spec's."""
+    bars, html, samples = _served(tmp_path, None, [IDLE_QUEUE])
+    assert "No job in the last session" in _note_of(html, "idle")
+    cpu, mem = bars["idle"]["cpu"], bars["idle"]["memory"]
+    assert (cpu["allocated"], cpu["guarantee"], cpu["capability"]) == ("0.0", "2.0", "16.0")
+    assert cpu["deserved"] == "" and mem["deserved"] == ""
+    assert mem["guarantee"] == "0.0" and float(mem["capability"]) == 64 * 1024**3
+    assert mem["realcapability"] == ""  # not written by the spec: not shown as a number
+    assert samples[("volcano_queue_allocated_milli_cpu", "idle")] == 0.0
+    assert samples[("volcano_queue_allocated_memory_bytes", "idle")] == 0.0
+    assert ("volcano_queue_share", "idle") not in samples  # no attributes, no share
+
+
+def test_under_capacity_a_job_less_queue_shows_its_spec_deserved(tmp_path: Path) -> None:
+    """capacity takes `spec.deserved` as it is (and records it for a job-less queue)."""
+    bars, html, samples = _served(tmp_path, CAPACITY_CONF, [IDLE_QUEUE])
+    cpu, mem = bars["idle"]["cpu"], bars["idle"]["memory"]
+    assert cpu["deserved"] == "4.0" and float(mem["deserved"]) == 8 * 1024**3
+    assert cpu["allocated"] == "0.0" and samples[("volcano_queue_allocated_milli_cpu", "idle")] == 0.0
+
+
+def test_without_a_queue_plugin_a_queue_with_a_job_has_no_numbers(tmp_path: Path) -> None:
+    """With neither proportion nor capacity nothing reports queues: a queue whose job runs is not
+    drawn as empty, and no gauge says it has nothing allocated; nor is a job-less one (no plugin
+    records one)."""
+    bars, html, samples = _served(tmp_path, NO_QUEUE_PLUGIN_CONF, [IDLE_QUEUE, *_one_job("busy", "batch")])
+    assert "no numbers" in _note_of(html, "batch") and "no numbers" in _note_of(html, "idle")
+    assert not bars
+    assert not any(q in ("batch", "idle") for _, q in samples)

@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from apportion.cluster.model import ON_NODE_STATUSES, QueueInfo
+from apportion.cluster.model import ON_NODE_STATUSES
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.pods import GROUP_KEY
 from apportion.resources import MEMORY, Resource, to_natural_value
 from apportion.service.api_v1 import _job as api_job
 from apportion.service.dashboard.units import GIB, dims_of, label, shown, unit, value
+from apportion.service.idle_queues import configured_numbers, job_less, queue_plugin
 from apportion.service.live import RESERVATION_KEY
 from apportion.service.loop import STARTED_KEY
 from apportion.web.charts import BAR_KEYS, Bar, LineChart, allocated_vs_deserved
@@ -52,9 +53,11 @@ class QueueRow:
     reservation: bool = False
     #: the `<queue>-default` child that holds a plan's unreserved part
     plan_rest: bool = False
-    #: whether the session's queue report has the queue (a queue it leaves out, having no job, shows
-    #: its configuration: `configured_numbers`)
+    #: whether the session's queue report has the queue
     reported: bool = True
+    #: a queue the report leaves out because it had no job (with proportion or capacity running): its
+    #: numbers are its configuration (`idle_queues.configured_numbers`)
+    configured: bool = False
     children: list[str] = field(default_factory=list)
 
 
@@ -71,23 +74,6 @@ def _amount(rep: dict[str, Any], key: str, dim: str) -> float | None:
     if got is None:
         return None if key in ("capability", "realCapability") else 0.0
     return value(got)
-
-
-def configured_numbers(spec: QueueInfo | None) -> dict[str, Any]:
-    """The bars of a queue the session did not report (no job in it, in flat mode), in the report's
-    form: nothing allocated, and the deserved, guarantee and capability its spec writes. Volcano's
-    queue plugins likewise give such a queue allocated 0 in their metrics; a number the spec does not
-    write (an unset capability, a deserved proportion would compute) stays unknown."""
-    if spec is None:
-        return {}
-    out: dict[str, Any] = {"allocated": {}, "state": spec.state}
-    if spec.deserved_set:
-        out["deserved"] = spec.deserved.to_natural()
-    if spec.guarantee.names():
-        out["guarantee"] = spec.guarantee.to_natural()
-    if spec.capability_set:
-        out["capability"] = spec.capability.to_natural()
-    return out
 
 
 def job_counts(svc: Service) -> dict[str, tuple[int, int]]:
@@ -114,8 +100,10 @@ def job_counts(svc: Service) -> dict[str, tuple[int, int]]:
 def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float]]:
     """The queue tree in display order (depth first, children by name), the resources shown and the
     cluster's size per resource (the bars' one scale)."""
-    report, cluster, _apps, parents = svc.queue_report()
+    report, cluster, apps, parents = svc.queue_report()
     specs = svc.queue_specs()
+    plugin = queue_plugin(svc.loop.last_conf or svc.confs.effective(svc.objects.objects)[1])
+    idle = set(job_less(specs, [q for q, n in apps.items() if n], report)) if plugin is not None else set()
     total = _natural(cluster)
     dims = [d for d in dims_of(list(total)) if total.get(d, 0) > 0]
     names = set(report) | set(parents)
@@ -132,7 +120,8 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
 
     def visit(name: str, depth: int, seen: set[str]) -> None:
         seen.add(name)
-        rep = report.get(name) or ({} if name in reservable else configured_numbers(specs.get(name)))
+        configured = name in idle and name not in reservable
+        rep = report.get(name) or (configured_numbers(specs[name], plugin) if configured and plugin else {})
         bars = [bar(name, d, total[d], {k: _amount(rep, k, d) for k in BAR_KEYS}) for d in dims]
         share = rep.get("share")
         run, pend = counts.get(name, (0, 0))
@@ -141,7 +130,7 @@ def queue_rows(svc: Service) -> tuple[list[QueueRow], list[str], dict[str, float
                              share=float(share) if isinstance(share, (int, float)) else None, bars=bars,
                              running=run, pending=pend, reservable=name in reservable,
                              reservation=name in active, plan_rest=any(name == f"{q}-default" for q in reservable),
-                             reported=name in report,
+                             reported=name in report, configured=configured,
                              children=sorted(kids.get(name, []))))
         for k in sorted(kids.get(name, [])):
             if k not in seen:
