@@ -242,7 +242,8 @@ class Close:
                 marked.discard(uid)
                 continue
             e = before.get(uid)
-            # `_carries` and `_carries_but_explained` in one: the job's part is compared once
+            # the job's own part first, once; its explanations then decide carried or re-explained
+            # (together: `_carries`)
             if e is not None and _carries_but_explained(e, job):
                 if _same_explanations(e, job, explanations, checking):
                     carried.append(e)
