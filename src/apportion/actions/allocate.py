@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-
-from apportion.actions.common import need_continue_allocating, pop_best
+from apportion.actions.common import need_continue_allocating, pop_best, sorted_tasks
 from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
@@ -37,8 +35,7 @@ def execute(ssn: Session) -> None:
         ]
         if not tasks:
             continue
-        tasks.sort(key=functools.cmp_to_key(ssn.task_compare))
-        task_lists[job.uid] = tasks
+        task_lists[job.uid] = sorted_tasks(ssn, job, tasks)
         if queue.name not in queue_jobs:
             queue_jobs[queue.name] = []
             queues.append(queue)

@@ -1,16 +1,20 @@
-"""Helpers shared by the actions: best-first selection and node-side checks."""
+"""Helpers shared by the actions: best-first selection, task order and node-side checks."""
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import numpy as np
 
-from apportion.cluster.model import TaskInfo
+from apportion.cluster.model import JobInfo, TaskInfo
+from apportion.framework import extension as ep
 from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
+from apportion.state import check
 
 T = TypeVar("T")
 
@@ -22,6 +26,44 @@ def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
     every pop (a deliberate deviation for determinism, §4.4).
     """
     return items.pop(pop_best_index(items, compare))
+
+
+#: TaskOrderFn plugins whose answer is a function of the two tasks alone, of fields a task object never
+#: changes once built (priority: its priority; the default comparison after them: name, creation, uid)
+TASK_LOCAL_ORDER = frozenset({"priority"})
+
+#: JobInfo.derived key of `sorted_tasks`'s last answer: (version, phase, (order plugins, tasks given),
+#: tasks sorted); the version and phase are not part of the test (the same task objects are)
+SORTED_KEY = "allocate.sorted_tasks"
+
+
+def sorted_tasks_reference(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """The tasks sorted by the session's TaskOrderFn (the reference)."""
+    return sorted(tasks, key=functools.cmp_to_key(ssn.task_compare))
+
+
+def sorted_tasks(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """`sorted_tasks_reference`, handed again from the job's last sort when the same task objects come in
+    the same order and every TaskOrderFn consulted is task-local (docs/semantics.md K30).
+
+    allocate sorts every visited job's pending tasks every session, and a job left waiting keeps the
+    same pending tasks, session after session. A task-local order of the same objects is the same order."""
+    order = tuple(opt.name for _, opt, _ in ssn.consulted(ep.TASK_ORDER))
+    if not TASK_LOCAL_ORDER.issuperset(order):
+        return sorted_tasks_reference(ssn, tasks)
+    given = tuple(tasks)
+    hit = job.derived.get(SORTED_KEY)
+    if hit is not None:
+        was_order, was_given = hit[2]
+        if was_order == order and len(was_given) == len(given) and all(map(operator.is_, was_given, given)):
+            out = list(hit[3])
+            if check.enabled() and not all(map(operator.is_, out, sorted_tasks_reference(ssn, tasks))):
+                raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s pending tasks in the order kept from "
+                                            "its last sort differ from a fresh sort")
+            return out
+    out = sorted_tasks_reference(ssn, tasks)
+    job.derived[SORTED_KEY] = (job.version, job.phase, (order, given), tuple(out))
+    return out
 
 
 def evict_until_fits(ssn: Session, stmt: Statement, task: TaskInfo, row: int, units: Iterable[list[TaskInfo]],
