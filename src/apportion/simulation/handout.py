@@ -100,11 +100,14 @@ class JobsHandout:
                 jobs.pop(uid, None)
                 volatile.discard(uid)
                 continue
-            ji = self._ask(sj, assembled)
             last = held.get(uid)
+            phase = None if last is None else last.phase
+            ji = self._ask(sj, assembled)
             if last is None:
                 reorder = True
-            if ji is not last:
+            # asking may hand the last object out again with its new phase (`SessionObjects.job_info`):
+            # logged after the cache drained its log, so named here
+            if ji is not last or ji.phase is not phase:
                 changed.add(uid)
                 jobs[uid] = ji
             if sj.info is ji:

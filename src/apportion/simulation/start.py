@@ -27,7 +27,9 @@ class SessionObjects(Protocol):
         `job.info` / `job.info_of` are free to keep one between sessions. The simulator hands a job
         out again without asking while `job.info` is the object it last returned and nothing changed
         either since (no task status, phase or queue of `job`; nothing logged or noted on the object:
-        simulation/handout.py), so asking must then give that object, with nothing to clear on it."""
+        simulation/handout.py), so asking must then give that object, with nothing to clear on it.
+        Asking may hand the last object out again with only its phase moved, set through
+        `JobInfo.set_phase` (logged: K17), where a fresh build would differ from it in the phase alone."""
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
         """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
