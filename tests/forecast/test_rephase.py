@@ -14,6 +14,7 @@ from test_quiet import RECLAIM, _answer, _bench_objects, _simulator, _without_re
 
 from apportion.forecast.sim import DumpObjects
 from apportion.simulation.engine import Simulator
+from apportion.simulation.handout import JobsHandout
 from apportion.state.check import ENV, StateCheckError
 
 
@@ -80,4 +81,36 @@ def test_the_self_check_fails_loudly_on_a_stale_job(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(DumpObjects, "rephasable", stale)
     sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
     with pytest.raises(StateCheckError, match="differs from a fresh build"):
+        sim.run()
+
+
+
+def _naming_checked(mp: pytest.MonkeyPatch) -> None:
+    """The handout's check that a job given a new phase is named, after every snapshot of a run without
+    the self-check (under it every session runs, and close sets the phases on the jobs itself)."""
+    plain = JobsHandout.hand_out
+
+    def hand_out(self: JobsHandout, active: Any, assembled: Any, touched: Any, delta: Any) -> Any:
+        jobs, changed = plain(self, active, assembled, touched, delta)
+        self._check_named(jobs, changed, delta)
+        return jobs, changed
+
+    mp.setattr(JobsHandout, "hand_out", hand_out)
+
+
+def test_every_job_given_a_new_phase_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    _naming_checked(monkeypatch)
+    sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
+    sim.run()
+    assert _objects(sim).rephased > 0
+
+
+def test_the_naming_check_fails_loudly_on_a_job_not_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job handed out again with its new phase and not named in the snapshot's jobs' delta."""
+    monkeypatch.delenv(ENV, raising=False)
+    _naming_checked(monkeypatch)
+    monkeypatch.setattr(DumpObjects, "take_moved", lambda self: set())
+    sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
+    with pytest.raises(StateCheckError, match="not named as changed"):
         sim.run()

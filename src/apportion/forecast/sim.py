@@ -87,6 +87,8 @@ class DumpObjects:
         self.rephase = True
         #: how many jobs were handed out again with a new phase instead of built
         self.rephased = 0
+        #: the uids of the objects given a new phase since `take_moved`
+        self.moved: set[str] = set()
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -136,12 +138,17 @@ class DumpObjects:
     def rephasable(self, sj: SimJob) -> JobInfo | None:
         """The job object kept from the last session when all that moved since is the job's phase (no
         task of it changed status, nor its queue or reservation): a fresh build would differ from it
-        only in the phase, which `job_info` then sets on it (logged, K17); else None."""
+        only in the phase, which `job_info` then sets on it (`take_moved` names it); else None."""
         ji = sj.info
         if ji is not None and ji.allocated_as_added and sj.info_of[0] == sj.changes and (
                 sj.info_of[2], sj.info_of[3]) == (sj.queue, sj.reservation_id):
             return ji
         return None
+
+    def take_moved(self) -> set[str]:
+        """The uids of the job objects `job_info` gave a new phase since the last call."""
+        moved, self.moved = self.moved, set()
+        return moved
 
     def job_info(self, sj: SimJob) -> JobInfo | None:
         """The job from the dump's objects, its tasks' statuses and nodes the simulation's (None for a
@@ -156,8 +163,12 @@ class DumpObjects:
                 self.rephased += 1
                 # a phase moved (F2's write, or close's) and nothing else: the object as built is the
                 # fresh build but for the phase. Its other holders read it by identity together with
-                # its phase and version (the handout, the quiet tests, `derive`), and set_phase logs it
-                ji.set_phase(sj.phase)
+                # its phase and version (the handout, the quiet tests, `derive`); between sessions, so
+                # the next snapshot names it (`take_moved`) rather than the cache's log, which it may
+                # have drained already and would name it once more at the snapshot after
+                if ji.phase is not sj.phase:
+                    ji.phase = sj.phase
+                    self.moved.add(sj.uid)
                 sj.info_of = (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         if ji is not None:
             # kept from the last session: no task of it changed status there or since (a session that
