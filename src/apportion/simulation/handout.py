@@ -44,6 +44,8 @@ class JobsHandout:
         self.live: tuple[set[str], set[str]] | None = None
         #: uids whose last object the objects did not keep (asked every time)
         self.volatile: set[str] = set()
+        #: under the self-check: each job of the last map with its phase when handed out
+        self._phases: dict[str, tuple[JobInfo, object]] = {}
 
     def forget(self) -> None:
         """Ask for every job next time (a caller may replace jobs of the snapshot just handed out)."""
@@ -74,6 +76,13 @@ class JobsHandout:
             changed = None
         else:
             jobs, changed = self._ask_touched(held, active, assembled, touched)
+        # the objects handed out again with a new phase, here or since the last snapshot
+        # (`SessionObjects.take_moved`): the same objects, changed
+        moved = self.objects.take_moved()
+        if changed is not None:
+            changed.update(uid for uid in moved if uid in jobs)
+        if check.enabled():
+            self._check_named(jobs, changed, delta)
         self.jobs = jobs
         return dict(jobs), changed
 
@@ -124,6 +133,19 @@ class JobsHandout:
         if check.enabled():
             self._check(jobs, active, assembled, touched)
         return jobs, changed
+
+    def _check_named(self, jobs: dict[str, JobInfo], changed: set[str] | None, delta: JobDelta | None) -> None:
+        """The self-check: a job handed out again whose phase moved since it was last handed out is
+        named as changed (K17): here, or by the cache's log (a session's close set it)."""
+        last, self._phases = self._phases, {uid: (ji, ji.phase) for uid, ji in jobs.items()}
+        if changed is None or delta is None:
+            return
+        for uid, ji in jobs.items():
+            was = last.get(uid)
+            if was is not None and was[0] is ji and was[1] is not ji.phase and uid not in changed \
+                    and uid not in delta.changed:
+                raise check.StateCheckError(f"{check.ENV}: job {uid} handed out again with another phase is "
+                                            "not named as changed")
 
     def _check(self, jobs: dict[str, JobInfo], active: Mapping[str, SimJob], assembled: Mapping[str, JobInfo],
                asked: set[str]) -> None:
