@@ -102,8 +102,8 @@ class DumpObjects:
         if held is not None and held[0] == live:
             # the last session's NodeInfo objects: a session changes nothing on them but their task
             # maps, which are session open's to fill (it gives every node its map, and nothing reads
-            # a node's map before). They are left as they are: emptying a thousand maps per snapshot
-            # cost more than the rest of this method, and open writes only the maps that differ (K28)
+            # a node's map before). They are left as they are, so that open writes only the maps
+            # that differ (K28) rather than every node's at every snapshot
             names, snap.nodes = held[1], list(held[2])
         else:
             order = [n for n in self.node_order if n.name in live]
