@@ -273,6 +273,7 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     sim.max_sessions = FORWARD_SESSION_LIMIT
     # a forecast reads the jobs' starts and ends, never the recorder's time series or queue reports
     sim.recording = False
+    sim.why_pending = False  # nor the why-pending texts (docs/semantics.md F6)
     if skip_quiet:
         test = EarlyQuietTest()
         sim.quiet = test

@@ -13,6 +13,11 @@ last one's, with this session's id as the conditions' transition id (docs/semant
 K12). A job that reached it so but for its explanations keeps the last close's phase and conditions and
 has its event made again (K25). Under APPORTION_CHECK_STATE=1 every carried close is computed in full
 as well and compared.
+
+A session whose `why_pending` is off (a forecast's forward run, docs/semantics.md F6) makes no why-pending
+texts: no event and no pending tasks' explanations, so the explanations decide nothing here; a job's close
+is carried whenever the job reached close as it reached the last one but for its explanations. Closes
+made so are kept apart from closes with texts (`Closes.texts`): neither carries the other.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class Session(Protocol):
     explanations: dict[str, list[str]]
     plugins: list[tuple[Any, Plugin[Any]]]
     closing: list[JobInfo]
+    why_pending: bool
 
     def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
         """The session's task order."""
@@ -145,6 +151,9 @@ class Closes:
     marked: set[str] = field(default_factory=set)
     #: per uid of a job with an event, the event
     events: dict[str, Any] = field(default_factory=dict)
+    #: whether the closes made the why-pending texts (`Session.why_pending`): a close carries only
+    #: closes made as it makes its own
+    texts: bool = True
 
 
 def conf_key(ssn: Session) -> str:
@@ -190,14 +199,17 @@ class Close:
             memo = None  # a close hook that does not keep to the contract: every job is closed in full
         self.memo = memo
         key = _conf_key(ssn, memo) if memo is not None else ""
+        #: whether this close makes the why-pending texts (F6: a forecast's forward run makes none)
+        self.texts = texts = ssn.why_pending
         last = memo.get(CLOSE_MEMO) if memo is not None else None
-        self.last: Closes | None = last if isinstance(last, Closes) and last.conf_key == key else None
+        self.last: Closes | None = (last if isinstance(last, Closes) and last.conf_key == key and last.texts == texts
+                                    else None)
         self.before: dict[str, JobClose] = self.last.jobs if self.last is not None else {}
         #: whether the self-check is on (asked once, not per job)
         self.checking = check.enabled()
         delta = ssn.snapshot.jobs_delta
         #: this session's closes (the full ones filled in by `finish`)
-        self.closes = Closes(key, {}, ssn.uid, delta.snapshot if delta is not None else None)
+        self.closes = Closes(key, {}, ssn.uid, delta.snapshot if delta is not None else None, texts=texts)
         #: the jobs closed in full (what close hooks visit), with their phase before close
         self.full: list[JobInfo] = []
         self.phase_in: list[PodGroupPhase] = []
@@ -214,7 +226,8 @@ class Close:
         """Sort the jobs into the carried closes and the jobs to close in full (returned). With the
         snapshot's jobs delta from the last close's snapshot, only the jobs the delta names, the jobs
         explained in this session and those the last close marked are looked at: every other job is
-        carried (docs/semantics.md K17); `split_reference` looks at every job."""
+        carried (docs/semantics.md K17); without the texts (F6) the jobs explained are not looked at
+        for that, and a job marked is one with fit errors. `split_reference` looks at every job."""
         last = self.last
         delta = self.ssn.snapshot.jobs_delta
         look = looks_since(self.memo, delta, last.snapshot) if last is not None and delta is not None else None
@@ -225,7 +238,9 @@ class Close:
         explanations = self.ssn.explanations
         look |= last.marked
         look |= delta.notes  # fit errors recorded in this session
-        look.update(k for k in explanations if k in jobs)
+        texts = self.texts
+        if texts:
+            look.update(k for k in explanations if k in jobs)
         if self.checking:
             self._check_look(look)
         before = self.before
@@ -245,7 +260,7 @@ class Close:
             # the job's own part first, once; its explanations then decide carried or re-explained
             # (together: `_carries`)
             if e is not None and _carries_but_explained(e, job):
-                if _same_explanations(e, job, explanations, checking):
+                if not texts or _same_explanations(e, job, explanations, checking):
                     carried.append(e)
                 else:
                     reexplained.append(e)
@@ -258,10 +273,11 @@ class Close:
         self._events, self._marked = events, marked
         return full
 
-    @staticmethod
-    def _carries(e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
+    def _carries(self, e: JobClose, job: JobInfo, explanations: Mapping[str, list[str]],
                  checking: bool | None = None) -> bool:
-        return _carries_but_explained(e, job) and _same_explanations(e, job, explanations, checking)
+        """Whether the job's last close is this one's (without the texts, its explanations do not count)."""
+        return _carries_but_explained(e, job) and (
+            not self.texts or _same_explanations(e, job, explanations, checking))
 
     def _check_look(self, look: set[str]) -> None:
         """The self-check: every job outside `look` is one the full split carries."""
@@ -312,14 +328,18 @@ class Close:
             events, marked = {}, set()  # the first close a next one may carry from the jobs' delta
             for e in self.carried:
                 _note(e, events, marked)
+        texts = self.texts
+        msg: str | None = None
+        pending_texts: tuple[tuple[str, ...], ...] = ()
         for job, phase_in in zip(self.full, self.phase_in):
             # closed in full: the close hooks' conditions are on the job, which a snapshot clears
             job.note_change()
             job.set_phase(phase_of(job))
-            msg, pending_texts = close_texts(ssn, job, checking)
+            if texts:
+                msg, pending_texts = close_texts(ssn, job, checking)
             kept[job.uid] = JobClose(
                 job=job, version=job.version, phase_in=phase_in, fit_errors=job.job_fit_errors,
-                explained=_explained(explanations.get(job.uid)), tasks_explained=pending_texts,
+                explained=_explained(explanations.get(job.uid)) if texts else (), tasks_explained=pending_texts,
                 session=sid, phase=job.phase, conditions=tuple((t, *c) for t, c in job.conditions.items()),
                 event=None if msg is None else make_event(job.uid, msg))
             if events is not None and marked is not None:
@@ -358,7 +378,7 @@ class Close:
             carried = (self.carried + [kept[e.job.uid] for e in self.reexplained] if self._events is None
                        else [e for e in kept.values() if e.session != sid])
             if carried:
-                _check(ssn, carried, phase_of)
+                _check(ssn, carried, phase_of, texts)
         if self.memo is not None:
             self.memo[CLOSE_MEMO] = self.closes
         if self.reexplained:
@@ -402,8 +422,10 @@ def _note(e: JobClose, events: dict[str, Any], marked: set[str]) -> None:
         marked.add(e.job.uid)
 
 
-def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], PodGroupPhase]) -> None:
-    """The self-check: every carried close computed in full, as if nothing were carried."""
+def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], PodGroupPhase],
+           texts: bool = True) -> None:
+    """The self-check: every carried close computed in full, as if nothing were carried (its event
+    too when the closes make the texts)."""
     jobs = [e.job for e in carried]
     sid = ssn.uid
     got = {e.job.uid: (e.phase, {t: (st, reason, msg, sid if tid == e.session else tid)
@@ -422,7 +444,7 @@ def _check(ssn: Session, carried: list[JobClose], phase_of: Callable[[JobInfo], 
         job = e.job
         job.phase = phase_of(job)
         want = (job.phase, dict(job.conditions))
-        msg = job_event(ssn, job)
+        msg = job_event(ssn, job) if texts else None
         if want != got[job.uid] or msg != (None if e.event is None else e.event.message):
             raise check.StateCheckError(
                 f"{check.ENV}: the close of job {job.uid} carried over from the last session ({got[job.uid]}, "

@@ -79,6 +79,9 @@ class Session(NodeChoice):
     closing: list[JobInfo]
     #: after close, every job's close (framework/closing.py)
     closes: Closes
+    #: whether close makes the why-pending texts (the jobs' Unschedulable events, their pending tasks'
+    #: explanations): a forecast's forward run, which reads none, switches them off (docs/semantics.md F6)
+    why_pending = True
 
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, session_id: str = "session-1") -> None:
         self.uid = session_id

@@ -137,6 +137,9 @@ class Simulator(QuietSkipping):
         #: sample the recorder's time series after each session and take each session's queue report
         #: (a forecast, which reads only the jobs, turns this off)
         self.recording = True
+        #: whether sessions make the why-pending texts (events, pending tasks' explanations) and the
+        #: jobs' `message` from them (a forecast, which reads neither, turns this off: semantics F6)
+        self.why_pending = True
         self.sessions = 0
         #: asked of each opened session: None when it may bind, pipeline, evict or admit; else the
         #: PodGroup phases its close would move (uid -> phase; empty: it provably changes nothing), so
@@ -463,6 +466,7 @@ class Simulator(QuietSkipping):
         snap = self._snapshot()
         ssn = open_session(snap, self.conf, session_id=f"session-{self.sessions}")
         ssn.now = self.now
+        ssn.why_pending = self.why_pending
         self._note_open()
         verdict = self.quiet(ssn) if self.quiet is not None else None
         warnings_at_open = list(ssn.warnings)
@@ -485,7 +489,7 @@ class Simulator(QuietSkipping):
         dispatch(result, outlet, outlet, outlet, recomputed_only=True, queues=False, conditions=False)
         changed = changed or outlet.phase_changed
         closes = ssn.closes.jobs
-        for job in ssn.closing:
+        for job in ssn.closing if ssn.why_pending else ():
             ev = closes[job.uid].event
             if ev is not None:
                 sj3 = self.active.get(job.uid)
