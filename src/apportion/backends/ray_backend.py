@@ -346,7 +346,9 @@ def _bundle(opts: dict[str, Any]) -> dict[str, float]:
 def _pending(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     out.get("spec", {}).pop("nodeName", None)
-    out.setdefault("status", {})["phase"] = "Pending"
+    status = out.setdefault("status", {})
+    status["phase"] = "Pending"
+    status.pop("startTime", None)
     out.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
     return out
 

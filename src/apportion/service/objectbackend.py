@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from apportion.errors import ApportionError
@@ -16,6 +17,11 @@ from apportion.state.memory import pod_group_status
 
 DURATION_KEY = "apportion.io/duration"
 STARTED_KEY = "apportion.io/started-at"
+
+
+def start_time(now_ms: int) -> str:
+    """A pod's `status.startTime`: RFC 3339 in UTC, whole seconds, as Kubernetes writes it."""
+    return datetime.fromtimestamp(now_ms // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def editable(obj: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +73,11 @@ class ObjectBackend:
                 errors[pod] = f"pod {pod} or node {node} no longer exists"
                 continue
             obj.setdefault("spec", {})["nodeName"] = node
-            obj.setdefault("status", {})["phase"] = "Running"
+            status = obj.setdefault("status", {})
+            status["phase"] = "Running"
+            # as the kubelet records it: what reclaim's minRuntime guard and a forecast's runtimes
+            # count from (`apportion.io/started-at` keeps the milliseconds the completion needs)
+            status["startTime"] = start_time(self.now_ms)
             obj.setdefault("metadata", {}).setdefault("annotations", {})[STARTED_KEY] = str(self.now_ms)
         return errors
 
@@ -77,7 +87,9 @@ class ObjectBackend:
         if obj is None:
             return f"pod {pod} no longer exists"
         obj.get("spec", {}).pop("nodeName", None)
-        obj.setdefault("status", {})["phase"] = "Pending"
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        status.pop("startTime", None)
         obj.get("metadata", {}).get("annotations", {}).pop(STARTED_KEY, None)
         self.evictions.append((pod, reason))
         return None
