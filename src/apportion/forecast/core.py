@@ -77,16 +77,24 @@ class Forecast:
                 "warnings": self.warnings}
 
 
+class UnknownJob(InputError):
+    """A job asked about that the cluster state does not hold (the service answers 404)."""
+
+
+class NotPending(InputError):
+    """A job asked about that is not waiting: its pods hold nodes, or finished (the service answers 409)."""
+
+
 def find_job(state: StartState, name: str) -> JobStart:
     """`namespace/podgroup`, or a podgroup name that only one namespace has; InputError otherwise."""
     if "/" in name:
         js = state.job(name)
         if js is None:
-            raise InputError(f"job {name!r} does not exist in the cluster state")
+            raise UnknownJob(f"job {name!r} does not exist in the cluster state")
         return js
     hits = [j for j in state.jobs if j.template.name == name]
     if not hits:
-        raise InputError(f"job {name!r} does not exist in the cluster state")
+        raise UnknownJob(f"job {name!r} does not exist in the cluster state")
     if len(hits) > 1:
         raise InputError(f"job name {name!r} is in several namespaces ({', '.join(j.uid for j in hits)}); "
                          "write it as <namespace>/<podgroup>")
@@ -110,7 +118,7 @@ def select_jobs(state: StartState, names: list[str] | None) -> list[JobStart]:
     for n in names:
         js = find_job(state, n)
         if not js.pending:
-            raise InputError(_not_pending(js))
+            raise NotPending(_not_pending(js))
         if js not in out:
             out.append(js)
     return out

@@ -58,10 +58,10 @@ class Assumed:
         return np.maximum(out, 0.0)
 
 
-def parse_assumed(text: str) -> Assumed:
+def parse_assumed(text: str, where: str = "--assume-runtime") -> Assumed:
     """`3600`, `1h`, or a distribution as in docs/scenario.md (`{exponential: 3600}`,
-    `{lognormal: {median: 1800, sigma: 1}}`, `{uniform: [60, 600]}`, `{choice: [...]}`)."""
-    where = "--assume-runtime"
+    `{lognormal: {median: 1800, sigma: 1}}`, `{uniform: [60, 600]}`, `{choice: [...]}`); errors name
+    `where` (the option or parameter it came from)."""
     s = text.strip()
     if not s.startswith("{"):
         return Assumed(text=s, constant=parse_duration(s, where))

@@ -154,12 +154,14 @@ def create_app(config: ServiceConfig | None = None, service: Service | None = No
                       "javax.ws.rs.WebApplicationException")
 
     from apportion.service.api_v1 import router as api_router
+    from apportion.service.forecasts import router as forecast_router
     from apportion.service.yarn import router as yarn_router
     from apportion.service.yarn import write_routes
 
     # the reservation writes, the hot path, first: the router tries its routes in order
     app.router.routes[:0] = write_routes()
     app.include_router(yarn_router)
+    app.include_router(forecast_router)
     app.include_router(api_router)
     from apportion.service.dashboard import install as install_dashboard  # the pages at / (issue 19)
 

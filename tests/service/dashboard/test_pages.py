@@ -291,3 +291,25 @@ def test_without_a_queue_plugin_a_queue_with_a_job_has_no_numbers(tmp_path: Path
     assert "no numbers" in _note_of(html, "batch") and "no numbers" in _note_of(html, "idle")
     assert not bars
     assert not any(q in ("batch", "idle") for _, q in samples)
+
+
+def test_a_waiting_job_is_forecast_on_its_page(client: TestClient) -> None:
+    page = client.get(f"/jobs/{NS}/huge").text
+    assert f'action="/jobs/{NS}/huge/forecast"' in page  # waiting: the form is there
+    assert 'id="forecast"' not in client.get(f"/jobs/{NS}/train").text  # running: no form
+    r = client.get(f"/jobs/{NS}/huge/forecast", params={"assume": "1h"})
+    assert r.status_code == 200
+    api = client.get(f"/api/v1/jobs/{NS}/huge/forecast", params={"assumeRuntime": "1h"}).json()
+    [want] = api["jobs"]
+    # 40 cores in a queue capped at 16: it never starts, and the page says so with what would fix it
+    assert want["start"] is None and want["fits"], want
+    start = re.search(r'id="forecast-start">([^<]*)<', r.text).group(1)  # type: ignore[union-attr]
+    assert start.startswith("not found")
+    fits = re.findall(r"<li>([^<]*)</li>", r.text.split('id="forecast-fits"')[1].split("</ol>")[0])
+    assert fits == [_html(f["text"]) for f in want["fits"]]
+    # the errors are the page's, not a stack trace: a running job, a runtime that does not parse
+    r = client.get(f"/jobs/{NS}/train/forecast")
+    assert r.status_code == 200 and "is not pending" in r.text and 'id="forecast-error"' in r.text
+    r = client.get(f"/jobs/{NS}/huge/forecast", params={"assume": "{nope: 1}"})
+    assert r.status_code == 200 and "not a distribution" in r.text and "Traceback" not in r.text
+    assert client.get(f"/jobs/{NS}/nope/forecast").status_code == 404

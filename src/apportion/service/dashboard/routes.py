@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from apportion.errors import InputError
 from apportion.service.auth import Refused
 from apportion.service.common import caller
 from apportion.service.core import Service
@@ -20,6 +21,7 @@ from apportion.service.dashboard import plans, views
 from apportion.service.dashboard.form import STAGE_FIELDS, STAGES, ReservationForm
 from apportion.service.dashboard.samples import QueueSamples
 from apportion.service.dashboard.units import label, shown, unit
+from apportion.service.forecasts import Busy, forecast_for
 from apportion.service.yarn import _reservation_refusal as reservation_refusal
 from apportion.web import environment
 
@@ -143,7 +145,28 @@ async def job_page(request: Request, namespace: str, name: str) -> Response:
     job = await _read(request, lambda: views.job_summary(svc, namespace, name))
     if job is None:
         return not_found(request, f"job {namespace}/{name}")
-    return page(request, "job.html", active="jobs", job=job)
+    return page(request, "job.html", active="jobs", job=job, forecast=None, forecast_now=None, forecast_error="",
+                assume="")
+
+
+@router.get("/jobs/{namespace}/{name}/forecast", response_class=HTMLResponse)
+async def job_forecast_page(request: Request, namespace: str, name: str, assume: str = "") -> Response:
+    """The job's page with its forecast: when it is estimated to start, on what basis, and the cheapest
+    changes that let it start in the next session (`GET /api/v1/jobs/{ns}/{name}/forecast`)."""
+    svc = _svc(request)
+    job = await _read(request, lambda: views.job_summary(svc, namespace, name))
+    if job is None:
+        return not_found(request, f"job {namespace}/{name}")
+    answer: dict[str, Any] | None = None
+    error = ""
+    try:
+        answer = await forecast_for(request, namespace, name, assume_runtime=assume.strip() or None)
+    except InputError as e:  # a bad runtime, a job that is not pending or not in the cache
+        error = str(e)
+    except Busy:
+        error = "Other forecasts are running; try again in a few seconds."
+    return page(request, "job.html", active="jobs", job=job, forecast=answer and answer["jobs"][0],
+                forecast_now=answer and answer["now"], forecast_error=error, assume=assume)
 
 
 # -- nodes -------------------------------------------------------------------------------------------------

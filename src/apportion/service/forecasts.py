@@ -1,0 +1,140 @@
+"""`GET /api/v1/jobs/{namespace}/{name}/forecast`: when a waiting job will start, and what would make
+it fit (issue 21), from the live cluster-state cache.
+
+The forecast is `apportion.forecast.api.forecast_job` on a copy of the cache's snapshot, with the conf
+the next session would use and the service's clock as now: the same answer `apportion forecast` gives
+on the dump `GET /api/v1/snapshot` exports at that instant. The copy is taken under the read side of
+the lock (a tick never changes the cache halfway through it); the simulation runs outside the lock, in
+a worker thread. A forecast costs seconds of CPU, so one runs at a time and a few wait for their turn;
+beyond that the answer is 503 with `Retry-After`, rather than a queue that grows without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from apportion.durations import parse_duration
+from apportion.errors import InputError
+from apportion.forecast.api import forecast_job
+from apportion.forecast.core import DEFAULT_RUNS, NotPending, UnknownJob
+from apportion.forecast.runtime import parse_assumed
+from apportion.service.common import json_response
+from apportion.service.core import Service
+from apportion.service.objects import ObjectNotFound
+
+router = APIRouter(prefix="/api/v1", tags=["apportion"])
+
+#: forecasts waiting for their turn beyond the one running (more are answered 503)
+WAITING_MOST = 2
+#: most seeded runs a request may ask for (`apportion forecast --runs` allows 1000 on one's own machine)
+RUNS_MOST = 100
+
+
+class ForecastGate:
+    """One forecast at a time, and at most `waiting` more queued behind it."""
+
+    def __init__(self, waiting: int = WAITING_MOST) -> None:
+        self.waiting = waiting
+        self._run = threading.Lock()
+        self._count = threading.Lock()
+        self._admitted = 0
+
+    def enter(self) -> bool:
+        """Take a place (False: the queue is full); `run` then waits for the turn."""
+        with self._count:
+            if self._admitted > self.waiting:
+                return False
+            self._admitted += 1
+            return True
+
+    def leave(self) -> None:
+        """Give the place back."""
+        with self._count:
+            self._admitted -= 1
+
+    @property
+    def turn(self) -> threading.Lock:
+        """Held while a forecast runs."""
+        return self._run
+
+
+def _gate(request: Request) -> ForecastGate:
+    state = request.app.state
+    gate = getattr(state, "forecast_gate", None)
+    if gate is None:
+        gate = state.forecast_gate = ForecastGate()
+    return gate
+
+
+def _options(assume_runtime: str | None, horizon: str | None, period: str | None, runs: int,
+             default_period: float) -> tuple[Any, float | None, float]:
+    """The query's options as `apportion forecast` reads its flags (InputError naming the parameter)."""
+    assumed = parse_assumed(assume_runtime, "assumeRuntime") if assume_runtime else None
+    h = parse_duration(horizon, "horizon") if horizon else None
+    p = parse_duration(period, "period") if period else default_period
+    if p <= 0:
+        raise InputError("must be more than 0 seconds", where="period")
+    if not 1 <= runs <= RUNS_MOST:
+        raise InputError(f"must be between 1 and {RUNS_MOST}", where="runs")
+    return assumed, h, p
+
+
+class Busy(Exception):
+    """The gate is full: the caller should try again shortly."""
+
+
+async def forecast_for(request: Request, namespace: str, name: str, *, assume_runtime: str | None = None,
+                       horizon: str | None = None, period: str | None = None, runs: int = DEFAULT_RUNS,
+                       seed: int = 0, fits: bool = True) -> dict[str, Any]:
+    """The job's forecast as `apportion forecast -o json` answers it. Raises InputError (a parameter),
+    ObjectNotFound and UnknownJob (no such job), NotPending and Busy (the gate is full)."""
+    svc: Service = request.app.state.service
+    assumed, h, p = _options(assume_runtime, horizon, period, runs, svc.config.schedule_period)
+    if ("PodGroup", namespace, name) not in svc.objects.objects:
+        raise ObjectNotFound(f"job {namespace}/{name} not found")
+    gate = _gate(request)
+    if not gate.enter():
+        raise Busy()
+
+    def run() -> dict[str, Any]:
+        with gate.turn:
+            snap, conf, now_ms = svc.read(lambda: (svc.live.cache.snapshot(), svc.confs.effective(svc.objects.objects)[1],
+                                                   svc.clock()))
+            now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+            fc = forecast_job(snap, namespace, name, conf=conf, now=now, assumed=assumed, runs=runs, seed=seed,
+                              horizon=h, period=p, fits=fits)
+            return fc.to_json()
+
+    try:
+        return await asyncio.to_thread(run)
+    finally:
+        gate.leave()
+
+
+@router.get("/jobs/{namespace}/{name}/forecast")
+async def job_forecast(request: Request, namespace: str, name: str, assumeRuntime: str | None = None,  # noqa: N803
+                       horizon: str | None = None, period: str | None = None, runs: int = DEFAULT_RUNS,
+                       seed: int = 0, fits: bool = True) -> Response:
+    """When the waiting job is estimated to start (`apportion forecast -o json`'s answer for it), and
+    the cheapest single changes that let it start in the next session (`fits=false` leaves them out).
+    `assumeRuntime`: the runtime of pods without `apportion.io/duration` or `apportion.io/expected-end`
+    (seconds, a Go duration or a distribution); `period`: seconds between the simulated sessions
+    (default: the service's own). 404 for an unknown job, 409 for one that is not pending, 503 while
+    other forecasts fill the queue."""
+    try:
+        body = await forecast_for(request, namespace, name, assume_runtime=assumeRuntime, horizon=horizon,
+                                  period=period, runs=runs, seed=seed, fits=fits)
+    except UnknownJob as e:  # stored, but not in the cache: another scheduler's, or its queue is gone
+        return json_response(404, {"error": str(e)})
+    except NotPending as e:
+        return json_response(409, {"error": str(e)})
+    except Busy:
+        return json_response(503, {"error": "other forecasts are running; try again shortly"},
+                             headers={"Retry-After": "5"})
+    return json_response(200, body)
