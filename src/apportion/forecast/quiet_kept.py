@@ -105,9 +105,9 @@ class QuietTest:
     _rows: dict[bytes, np.ndarray] = field(default_factory=dict)
     _needs: dict[bytes, dict[str, int]] = field(default_factory=dict)
     #: the jobs a request of which (any task's) is not a whole amount below 2**50 (F4 needs none), and
-    #: each request object's answer (`_whole_requests`)
+    #: which request objects are whole (`WholeRequests`)
     _inexact: set[str] = field(default_factory=set)
-    _whole_of: dict[int, tuple[Resource, bool]] = field(default_factory=dict)
+    _whole_of: WholeRequests = field(default_factory=lambda: WholeRequests())
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The phases the opened session's close would move when its actions provably change nothing,
@@ -224,7 +224,7 @@ class QuietTest:
     def add(self, uid: str, facts: Facts) -> None:
         """Keep the job's facts (and count them into the sums)."""
         self._facts[uid] = facts
-        if not _whole_requests(self._whole_of, facts.job.tasks.values()):
+        if not self._whole_of(facts.job.tasks.values()):
             self._inexact.add(uid)
         if facts.moved is not None:
             self._moved[uid] = facts.moved
@@ -264,7 +264,7 @@ def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
     if unproven or gang is None or not gang_decides(ssn):
         return None
     inputs = (tuple(ssn.table.columns), tuple(ssn.queues), True, True, "enqueue" in ssn.enabled_actions)
-    if inputs != test._inputs or test._inexact or not _whole_requests(test._whole_of, ssn.snapshot.orphan_tasks):
+    if inputs != test._inputs or test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
     if not (np.all(np.abs(future) < _EXACT) and np.all(future == np.floor(future))):
@@ -280,28 +280,39 @@ def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
             f = facts[uid]
             if job is None or f.job is not job or f.version != job.version or f.phase is not job.phase:
                 continue
-            if lacking(job) != need:
-                continue  # ready or pipelined already (need 1 of a job lacking nothing)
+            if need == 1 and lacking(job) != 1:
+                continue  # ready or pipelined already (facts give a job lacking nothing need 1;
+                # more is what it lacks, worked out on this very object)
             found[uid] = (need, bound)
     if not found:
         return None
     return PassOver(future.copy(), found)
 
 
-def _whole_requests(seen: dict[int, tuple[Resource, bool]], tasks: Iterable[TaskInfo]) -> bool:
-    """Every task's request a whole amount below 2**50, in every dimension (answered once per request
-    object, kept with it so that its id is not reused: a job's tasks share their template's)."""
-    for t in tasks:
-        r = t.resreq
-        hit = seen.get(id(r))
-        if hit is None:
-            if len(seen) >= 4096:
-                seen.clear()
-            whole = all(float(v).is_integer() and abs(v) < _EXACT for v in (r.cpu, r.memory, *r.scalars.values()))
-            hit = seen[id(r)] = (r, whole)
-        if not hit[1]:
-            return False
-    return True
+class WholeRequests:
+    """Which request objects are whole amounts below 2**50 in every dimension, answered once per
+    object (kept with it, so that its id is not reused)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Resource] = {}
+        self.whole: set[int] = set()
+
+    def __call__(self, tasks: Iterable[TaskInfo]) -> bool:
+        """Every task's request whole (below 2**50)."""
+        reqs = {id(t.resreq): t.resreq for t in tasks}
+        whole = self.whole
+        if reqs.keys() <= whole:
+            return True
+        seen = self.seen
+        if len(seen) >= 65536:
+            seen.clear()
+            whole.clear()
+        for i, r in reqs.items():
+            if i not in seen:
+                seen[i] = r
+                if all(float(v).is_integer() and abs(v) < _EXACT for v in (r.cpu, r.memory, *r.scalars.values())):
+                    whole.add(i)
+        return reqs.keys() <= whole
 
 
 def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, decides: bool,
