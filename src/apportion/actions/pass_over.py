@@ -58,7 +58,8 @@ class PassOver:
         table = ssn.table
         stamp = len(table.touched)
         if stamp != self.stamp:
-            # every change to the table since open is logged: nothing moved, nothing to compare
+            # the table logs every change it makes: with nothing logged since the last look,
+            # FutureIdle is what was compared then
             if not bool(np.all(table.future <= self.future)):
                 return None
             self.stamp = stamp
