@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from apportion.actions.common import need_continue_allocating, pop_best, sorted_tasks
+from apportion.actions.pass_over import PASS_OVER, PassOver, lacking
 from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
+from apportion.state import check
 
 
 def execute(ssn: Session) -> None:
@@ -14,6 +18,9 @@ def execute(ssn: Session) -> None:
     queues: list[QueueInfo] = []
     queue_jobs: dict[str, list[JobInfo]] = {}
     task_lists: dict[str, list[TaskInfo]] = {}
+    # jobs the caller showed cannot keep a placement this session (semantics F4; only a forecast's)
+    passing: PassOver | None = ssn.shared.get(PASS_OVER)
+    hopeless = passing.jobs if passing is not None else {}
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     for uid in ssn.visits.visit():
         job = ssn.jobs[uid]
@@ -35,7 +42,8 @@ def execute(ssn: Session) -> None:
         ]
         if not tasks:
             continue
-        task_lists[job.uid] = sorted_tasks(ssn, job, tasks)
+        # a job to pass over is sorted only if it is tried after all (`_passed_over`)
+        task_lists[job.uid] = tasks if job.uid in hopeless else sorted_tasks(ssn, job, tasks)
         if queue.name not in queue_jobs:
             queue_jobs[queue.name] = []
             queues.append(queue)
@@ -52,12 +60,42 @@ def execute(ssn: Session) -> None:
         if not jobs:
             continue
         job = pop_best(jobs, ssn.job_compare)
+        if job.uid in hopeless:
+            assert passing is not None
+            if _passed_over(ssn, passing, queue, job, task_lists):
+                picker.push(queue)
+                continue
         stmt = allocate_for_job(ssn, queue, job, task_lists[job.uid])
         if stmt is not None and ssn.job_ready(job):
             stmt.commit()
             if task_lists[job.uid]:
                 jobs.append(job)
         picker.push(queue)
+
+
+def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo,
+                 task_lists: dict[str, list[TaskInfo]]) -> bool:
+    """Pass over a job the caller showed cannot keep a placement (semantics F4): True when it was
+    explained (or, under the self-check, tried and found to keep nothing), as allocate_for_job
+    returning None leaves it; False when it is to be tried (`task_lists` then holds its sorted tasks)."""
+    why = passing.why(ssn, job)
+    del passing.jobs[job.uid]  # looked at once: a job tried and kept is popped again as any other
+    if why is None or check.enabled():
+        task_lists[job.uid] = sorted_tasks(ssn, job, task_lists[job.uid])
+        passing.tried += 1
+    if why is None:
+        return False
+    if check.enabled():
+        # the plain path is the reference: tried, the job must keep nothing and give back all it took
+        future, lack = ssn.table.future.copy(), lacking(job)
+        if allocate_for_job(ssn, queue, job, task_lists[job.uid]) is not None or lacking(job) != lack or not bool(
+                np.all(ssn.table.future <= future)):
+            raise check.StateCheckError(f"{check.ENV}: job {job.uid} was to be passed over ({why}) but, tried, "
+                                        "it kept a placement")
+        return True
+    passing.passed += 1
+    ssn.explain(job.uid, why)
+    return True
 
 
 def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo]) -> Statement | None:

@@ -30,12 +30,13 @@ answer is compared with `session_verdict` over every job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.actions.pass_over import PassOver, lacking
+from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.forecast.quiet import (
     FactsContext,
     close_phase,
@@ -47,6 +48,7 @@ from apportion.forecast.quiet import (
 )
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
+from apportion.resources import Resource
 from apportion.state import check
 
 
@@ -102,6 +104,10 @@ class QuietTest:
     #: per request key: its row, and the jobs allocate would try with it (uid -> need)
     _rows: dict[bytes, np.ndarray] = field(default_factory=dict)
     _needs: dict[bytes, dict[str, int]] = field(default_factory=dict)
+    #: the jobs a request of which (any task's) is not a whole amount below 2**50 (F4 needs none), and
+    #: which request objects are whole (`WholeRequests`)
+    _inexact: set[str] = field(default_factory=set)
+    _whole_of: WholeRequests = field(default_factory=lambda: WholeRequests())
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The phases the opened session's close would move when its actions provably change nothing,
@@ -163,6 +169,11 @@ class QuietTest:
             return "admission", {}
         return "", phases
 
+    def passed_over(self, ssn: Session) -> PassOver | None:
+        """The jobs allocate may pass over in the opened session the test was just asked about and
+        lets run (semantics F4; `hopeless_jobs`), or None."""
+        return hopeless_jobs(self, ssn)
+
     # ----------------------------------------------------------------- the facts kept
     def _bring_up(self, ssn: Session, gang: Plugin[Session] | None) -> None:
         """The facts of every job of the session, worked out again for the jobs the delta names."""
@@ -194,6 +205,7 @@ class QuietTest:
         facts = self._facts.pop(uid, None)
         if facts is None:
             return
+        self._inexact.discard(uid)
         self._moved.pop(uid, None)
         for s in (self._unschedulable, self._best_effort, self._pending, self._no_min):
             s.discard(uid)
@@ -212,6 +224,8 @@ class QuietTest:
     def add(self, uid: str, facts: Facts) -> None:
         """Keep the job's facts (and count them into the sums)."""
         self._facts[uid] = facts
+        if not self._whole_of(facts.job.tasks.values()):
+            self._inexact.add(uid)
         if facts.moved is not None:
             self._moved[uid] = facts.moved
         for flag, s in ((facts.unschedulable, self._unschedulable), (facts.best_effort, self._best_effort),
@@ -224,6 +238,81 @@ class QuietTest:
             assert facts.least is not None
             self._rows.setdefault(facts.key, facts.least)
             self._needs.setdefault(facts.key, {})[uid] = facts.need
+
+
+#: amounts below this are whole numbers a float holds exactly, with room for sums (as K7, F3)
+_EXACT = float(2**50)
+
+
+def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
+    """The jobs of the opened session `ssn` that cannot keep a placement in it (semantics F4): with gang
+    deciding, a job lacking `need` >= 1 tasks for JobReady or JobPipelined of which at most
+    `places_at_most(FutureIdle, least)` < need fit on the table as it opened. None when there is none,
+    or when the test's facts may not be this session's (they are those `test` just brought up, for
+    the same session-wide inputs, on the very job objects), when an action may run before allocate
+    (anything but enqueue, or allocate twice), or unless FutureIdle and every task's request (the
+    jobs' and the pods' outside them) are whole amounts below 2**50: every sum the table and the
+    plugins keep is then one of whole numbers, and a discarded statement gives back exactly what it
+    took."""
+    needs = test._needs
+    actions = ssn.conf.actions
+    if not needs or actions.count("allocate") != 1:
+        return None
+    if any(a != "enqueue" for a in actions[: actions.index("allocate")]):
+        return None
+    unproven, gang = proof_blocker(ssn)
+    if unproven or gang is None or not gang_decides(ssn):
+        return None
+    inputs = (tuple(ssn.table.columns), tuple(ssn.queues), True, True, "enqueue" in ssn.enabled_actions)
+    if inputs != test._inputs or test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
+        return None
+    future = ssn.table.future_idle()
+    if not (np.all(np.abs(future) < _EXACT) and np.all(future == np.floor(future))):
+        return None
+    jobs, facts = ssn.jobs, test._facts
+    found: dict[str, tuple[int, int]] = {}
+    for key, of_key in needs.items():
+        bound = places_at_most(future, test._rows[key])
+        for uid, need in of_key.items():
+            if need <= bound:
+                continue
+            job = jobs.get(uid)
+            f = facts[uid]
+            if job is None or f.job is not job or f.version != job.version or f.phase is not job.phase:
+                continue
+            if need == 1 and lacking(job) != 1:
+                continue  # ready or pipelined already (facts give a job lacking nothing need 1;
+                # more is what it lacks, worked out on this very object)
+            found[uid] = (need, bound)
+    if not found:
+        return None
+    return PassOver(future.copy(), found)
+
+
+class WholeRequests:
+    """Which request objects are whole amounts below 2**50 in every dimension, answered once per
+    object (kept with it, so that its id is not reused)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Resource] = {}
+        self.whole: set[int] = set()
+
+    def __call__(self, tasks: Iterable[TaskInfo]) -> bool:
+        """Every task's request whole (below 2**50)."""
+        reqs = {id(t.resreq): t.resreq for t in tasks}
+        whole = self.whole
+        if reqs.keys() <= whole:
+            return True
+        seen = self.seen
+        if len(seen) >= 65536:
+            seen.clear()
+            whole.clear()
+        for i, r in reqs.items():
+            if i not in seen:
+                seen[i] = r
+                if all(float(v).is_integer() and abs(v) < _EXACT for v in (r.cpu, r.memory, *r.scalars.values())):
+                    whole.add(i)
+        return reqs.keys() <= whole
 
 
 def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, decides: bool,

@@ -17,14 +17,16 @@ import copy
 import math
 import operator
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from apportion.actions.pass_over import PASS_OVER, PassOver
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
+from apportion.framework.session import Session
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
 from apportion.simulation.jobs import SimJob, SimTask
@@ -236,10 +238,50 @@ def _check_as_built(ji: JobInfo, fresh: JobInfo) -> None:
                                         f"build in {f.name}")
 
 
+@dataclass
+class ForecastQuietTest(EarlyQuietTest):
+    """The forward run's quiet test (F1-F3), which also hands a session it lets run the jobs allocate
+    may pass over there (semantics F4: `QuietTest.passed_over`, actions/pass_over.py)."""
+
+    #: hand the set over (False: allocate tries every job, the reference the tests compare with)
+    pass_over: bool = True
+    #: sets handed over, and the jobs in them (for the benchmark's and the tests' reading)
+    handed: int = 0
+    handed_jobs: int = 0
+    #: the last set handed over (allocate counts on it), and the counts of those before
+    _last: PassOver | None = None
+    _counted: tuple[int, int] = (0, 0)
+
+    def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
+        """`EarlyQuietTest`'s answer; a session it lets run gets the jobs to pass over."""
+        verdict = super().__call__(ssn)
+        if verdict is None and self.pass_over:
+            hand = self.passed_over(ssn)
+            if hand is not None:
+                ssn.shared[PASS_OVER] = hand
+                last, self._last = self._last, hand
+                if last is not None:
+                    self._counted = (self._counted[0] + last.passed, self._counted[1] + last.tried)
+                self.handed += 1
+                self.handed_jobs += len(hand.jobs)
+        return verdict
+
+    @property
+    def passed(self) -> int:
+        """Jobs allocate passed over, over the run."""
+        return self._counted[0] + (self._last.passed if self._last is not None else 0)
+
+    @property
+    def tried(self) -> int:
+        """Jobs handed over that allocate tried all the same (the check at its turn failed, or the
+        self-check tried them)."""
+        return self._counted[1] + (self._last.tried if self._last is not None else 0)
+
+
 def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, seed: int = 0,
                        targets: tuple[str, ...] | list[str] = (), horizon: float | None = None,
                        bookings: Sequence[tuple[float, Callable[[Snapshot], None]]] = (),
-                       keep_waiting: bool = True, skip_quiet: bool = True) -> Simulator:
+                       keep_waiting: bool = True, skip_quiet: bool = True, pass_over: bool = True) -> Simulator:
     """The simulator started from `state`; `run()` once, then read `jobs[uid].first_start` (the
     state's clock).
 
@@ -251,6 +293,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     session (for a caller that changes the jobs of a snapshot in place, as the fit checks do).
     `skip_quiet=False`: run every session, also those the quiet test shows to change nothing
     (forecast/quiet.py; the reference the tests compare with). `sim.sessions` counts both.
+    `pass_over=False`: allocate tries every job of a session that runs, also those the quiet test shows
+    cannot keep a placement (semantics F4; the reference). Without `skip_quiet` no job is passed over.
     """
     plan_children = {q.name for kids in state.children.values() for q in kids}
     queues = {n: q for n, q in state.queues.items() if n not in plan_children}
@@ -275,7 +319,7 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     sim.recording = False
     sim.why_pending = False  # nor the why-pending texts (docs/semantics.md F6)
     if skip_quiet:
-        test = EarlyQuietTest()
+        test = ForecastQuietTest(pass_over=pass_over)
         sim.quiet = test
         sim.early = test.before_open
     return sim

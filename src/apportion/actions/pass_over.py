@@ -1,0 +1,69 @@
+"""Jobs allocate passes over instead of trying them (semantics F4): what a caller hands a session.
+
+A forecast's run session (forecast/sim.py) is opened and asked whether it may change something
+(the quiet test, F1-F3) before it runs. That test bounds, for every job allocate would try, how many
+of its tasks could be placed on the session's FutureIdle as it opened (`places_at_most`), and knows
+how many it lacks for gang's JobReady or JobPipelined to let a statement stay. A job that lacks more
+than the bound allows is tried by allocate all the same: some of its tasks placed, the statement
+discarded, the job explained. `PassOver` carries those jobs into the session (`Session.shared`,
+under `PASS_OVER`), and allocate explains such a job with what the bound found instead of trying it.
+
+Whether the job is still hopeless when allocate reaches it is checked there (`PassOver.why`): the
+FutureIdle of every node must be no more than it was at open (placements and pipelines take from it;
+a discarded statement gives back what it took, exactly on whole amounts), so the bound over the
+table as it stands can only be smaller; and the job must lack at least as many tasks as at open.
+A job for which either fails is tried as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from apportion.cluster.model import JobInfo
+from apportion.framework.session import Session
+
+#: `Session.shared`'s entry holding the session's `PassOver` (absent: every job is tried)
+PASS_OVER = "allocate.pass_over"
+
+
+def lacking(job: JobInfo) -> int:
+    """How many more placed tasks gang's JobReady and JobPipelined need before either lets a statement of
+    the job stay (ready + pipelined + pending best-effort against minMember)."""
+    return job.min_available - job.ready_num() - job.waiting_num() - job.pending_best_effort_num()
+
+
+@dataclass(slots=True)
+class PassOver:
+    """The jobs allocate may pass over in one session, each with what it lacks and the bound on the
+    tasks that fit, and FutureIdle as the session opened (see the module)."""
+
+    #: FutureIdle of every node as the session opened (a copy)
+    future: np.ndarray
+    #: uid -> (tasks the job lacks, at least 1; at most this many of its tasks fit, fewer than that)
+    jobs: dict[str, tuple[int, int]]
+    #: the table's touch position at which FutureIdle was last found within `future`
+    stamp: int = -1
+    #: jobs passed over, and jobs tried anyway (the check failed, or the self-check tried them)
+    passed: int = 0
+    tried: int = 0
+
+    def why(self, ssn: Session, job: JobInfo) -> str | None:
+        """The explanation of the job when allocate may pass over it now, else None (try it)."""
+        held = self.jobs.get(job.uid)
+        if held is None:
+            return None
+        need, bound = held
+        table = ssn.table
+        stamp = len(table.touched)
+        if stamp != self.stamp:
+            # the table logs every change it makes: with nothing logged since the last look,
+            # FutureIdle is what was compared then
+            if not bool(np.all(table.future <= self.future)):
+                return None
+            self.stamp = stamp
+        if lacking(job) < need:
+            return None
+        return (f"gang: at most {bound} of the {need} tasks still needed fit on the cluster's free resources "
+                f"(minMember {job.min_available})")
