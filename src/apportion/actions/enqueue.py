@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter, is_
+
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.framework.session import Session
 from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
+_MIN_RESOURCES = attrgetter("min_resources")
 
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
@@ -28,16 +32,17 @@ def execute(ssn: Session) -> None:
     # admission, or once the last of them was voted), the rest then refused whole, and a job refused
     # before any admission is given its known explanation without its vote. A job without
     # minResources is admitted without a vote: no such test then.
-    votes = _Votes(ssn, pending)
-    if all(job.min_resources is not None for job in backlog) and not votes.ask(backlog):
+    votes = _Votes(ssn, pending, len(backlog))
+    if not any(map(is_, map(_MIN_RESOURCES, backlog), repeat(None))) and not votes.ask(backlog):
         return  # every refusal explained
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
     steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
+        whole = getattr(picker, "drains_whole_queues", False)
         for queue in steps:
-            if votes.cast(queue):
+            if votes.cast(queue, whole):
                 return
         return
     waiting = sum(1 for jobs in pending.values() if jobs)
@@ -138,15 +143,20 @@ class _Votes:
     #: ... while the jobs asked about again so far stay within this many times the backlog
     ask_again_budget = 2.0
 
-    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]]):
+    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], left: int):
         self.ssn = ssn
         self.pending = pending
         #: the jobs the last answers would admit (None: no answers, every job is voted)
         self.candidates: set[str] | None = None
+        #: how many of them each queue holds
+        self.candidate_queues: dict[str, int] = {}
         #: the explanations of the jobs the last answers refuse, while no vote has admitted since
         self.refusals: dict[str, str] | None = None
-        #: the jobs left to vote, and how many more may be asked about again (`ask_again_budget`)
-        self.left = sum(len(jobs) for jobs in pending.values())
+        #: the jobs left to vote (`left`: every pending job), and how many more may be asked about again
+        #: (`ask_again_budget`)
+        self.left = left
+        if check.enabled() and left != sum(len(jobs) for jobs in pending.values()):
+            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog and its pending lists differ in size")
         self.budget = self.ask_again_budget * self.left
 
     def ask(self, jobs: list[JobInfo]) -> bool:
@@ -162,19 +172,36 @@ class _Votes:
                 explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
             return False
         candidates: set[str] = set()
+        per_queue: dict[str, int] = {}
         refusals: dict[str, str] = {}
         for job, why in zip(jobs, whys, strict=True):
             if why is None:
                 candidates.add(job.uid)
+                per_queue[job.queue] = per_queue.get(job.queue, 0) + 1
             else:
                 refusals[job.uid] = why
-        self.candidates, self.refusals = candidates, refusals
+        self.candidates, self.refusals, self.candidate_queues = candidates, refusals, per_queue
         return True
 
-    def cast(self, queue: QueueInfo) -> bool:
-        """Vote the queue's best pending job; True when every job left has been refused with it."""
-        job = pop_best(self.pending[queue.name], self.ssn.job_compare)
+    def cast(self, queue: QueueInfo, whole: bool = False) -> bool:
+        """Vote the queue's best pending job; True when every job left has been refused with it.
+
+        `whole`: the caller works on this queue until it has no pending job before any other (the
+        picker's drain says so, `drains_whole_queues`). Then, while no vote has admitted since the
+        answers, a queue none of whose jobs the answers would admit has them all refused at once, each
+        with its explanation: its votes, in whatever order, would refuse them one by one, saying that,
+        and move nothing another vote reads (K14), so the job order is not asked."""
+        jobs = self.pending[queue.name]
         refusals = self.refusals
+        if whole and refusals is not None and not self.candidate_queues.get(queue.name):
+            explain = self.ssn.explain
+            for job in jobs:
+                explain(job.uid, refusals[job.uid])
+            self.left -= len(jobs)
+            jobs.clear()
+            # the answers' candidates are elsewhere, untouched: vote on (as after each of these refusals)
+            return False
+        job = pop_best(jobs, self.ssn.job_compare)
         why = None if refusals is None else refusals.get(job.uid)
         if why is not None:
             # no vote has admitted since the answers: its vote would refuse it, saying this
@@ -188,7 +215,9 @@ class _Votes:
         candidates = self.candidates
         if candidates is None:
             return False
-        candidates.discard(job.uid)
+        if job.uid in candidates:
+            candidates.remove(job.uid)
+            self.candidate_queues[job.queue] -= 1
         if candidates and not (admitted and len(candidates) <= self.ask_again_share * self.left
                                and self.left <= self.budget):
             # Some may still be admitted: vote on. A candidate an admission made inadmissible is
