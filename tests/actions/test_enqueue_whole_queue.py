@@ -45,7 +45,7 @@ def _objs() -> list[dict]:
 
 
 def test_a_queue_the_answers_refuse_is_refused_without_the_job_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    pops = record_calls(monkeypatch, enqueue, "pop_best", lambda jobs, compare: [j.uid for j in jobs])
+    pops = record_calls(monkeypatch, enqueue, "pop_best_index", lambda jobs, compare: [j.uid for j in jobs])
     fast = cycle(_objs(), CONFS[0]).to_json()
     assert pops == [["ns/w"]]  # c0's three jobs are not popped
     monkeypatch.setattr(DrainPicker, "drains_whole_queues", False)
