@@ -244,6 +244,9 @@ class Admission(CapacityBase):
         if buckets.forget_gone(len(self.ssn.jobs)) or plans is None:
             plans = self._plans = {}
         of_job = buckets.of_job
+        info = buckets.info
+        walk = self._walk
+        checking = check.enabled()
         seen: dict[int, str | None] = {}
         for job in jobs:
             mr = job.min_resources
@@ -253,30 +256,25 @@ class Admission(CapacityBase):
             i = held[2]
             if i in seen:
                 append(seen[i])
-            else:
-                append(seen.setdefault(i, self._bucket_answer(i, plans, levels)))
-        return out
-
-    def _bucket_answer(self, i: int, plans: dict[int, _Plan],
-                       levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]) -> str | None:
-        """`_answer_for` for the jobs of bucket `i`: None (admit) or the refusal's explanation. What it
-        reads besides the levels' accounting (the queue, whether it is a leaf and Open, its
-        realCapability, the plugin's refusal of every decision) is fixed for the session, so each
-        bucket's plan is worked out once a session (`plans`); the levels are walked as `_answer_for`
-        walks them."""
-        queue, key, min_req = self._buckets.info[i]
-        plan = plans.get(i)
-        if plan is None:
-            plan = plans[i] = self._plan(queue, min_req, key)
-        answer, why, path = plan
-        if path is not None and min_req is not None and key is not None:
-            answer, why = self._walk(path, min_req, key, levels)
-        out = None if answer >= 0 else why
-        if check.enabled():
-            ref, ref_why = self._answer_for(queue, min_req, key, None)
-            if out != (None if ref >= 0 else ref_why):
-                raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} with "
-                                            f"minResources {key} differs from their vote's")
+                continue
+            # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
+            # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
+            # session: its plan is worked out once a session; the levels are walked as votes walk them.
+            queue, key, min_req = info[i]
+            plan = plans.get(i)
+            if plan is None:
+                plan = plans[i] = self._plan(queue, min_req, key)
+            answer, why, path = plan
+            if path is not None and min_req is not None and key is not None:
+                answer, why = walk(path, min_req, key, levels)
+            if answer >= 0:
+                why = None
+            if checking:
+                ref, ref_why = self._answer_for(queue, min_req, key, None)
+                if why != (None if ref >= 0 else ref_why):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
+                                                f"with minResources {key} differs from their vote's")
+            append(seen.setdefault(i, why))
         return out
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
