@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter, is_
+
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.errors import InternalError
+from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
+_MIN_RESOURCES = attrgetter("min_resources")
 
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
@@ -28,16 +34,17 @@ def execute(ssn: Session) -> None:
     # admission, or once the last of them was voted), the rest then refused whole, and a job refused
     # before any admission is given its known explanation without its vote. A job without
     # minResources is admitted without a vote: no such test then.
-    votes = _Votes(ssn, pending)
-    if all(job.min_resources is not None for job in backlog) and not votes.ask(backlog):
+    votes = _Votes(ssn, pending, len(backlog))
+    if not any(map(is_, map(_MIN_RESOURCES, backlog), repeat(None))) and not votes.ask(votes.rest()):
         return  # every refusal explained
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
     steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
+        whole = getattr(picker, "drains_whole_queues", False)
         for queue in steps:
-            if votes.cast(queue):
+            if votes.cast(queue, whole):
                 return
         return
     waiting = sum(1 for jobs in pending.values() if jobs)
@@ -138,58 +145,98 @@ class _Votes:
     #: ... while the jobs asked about again so far stay within this many times the backlog
     ask_again_budget = 2.0
 
-    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]]):
+    def __init__(self, ssn: Session, pending: dict[str, list[JobInfo]], left: int):
         self.ssn = ssn
         self.pending = pending
-        #: the jobs the last answers would admit (None: no answers, every job is voted)
-        self.candidates: set[str] | None = None
-        #: the explanations of the jobs the last answers refuse, while no vote has admitted since
-        self.refusals: dict[str, str] | None = None
-        #: the jobs left to vote, and how many more may be asked about again (`ask_again_budget`)
-        self.left = sum(len(jobs) for jobs in pending.values())
+        #: per queue, the last answers for its pending jobs, in the same order (None: the job was a
+        #: candidate, one the answers would admit; else its refusal's explanation); None when there are
+        #: no answers (every job is voted)
+        self.whys: dict[str, list[str | None]] | None = None
+        #: how many candidates of the last answers are left to vote
+        self.candidates = 0
+        #: whether no vote has admitted since the last answers (their refusals' explanations then hold)
+        self.refusing = False
+        #: the jobs left to vote (`left`: every pending job), and how many more may be asked about again
+        #: (`ask_again_budget`)
+        self.left = left
+        if check.enabled() and left != sum(len(jobs) for jobs in pending.values()):
+            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog and its pending lists differ in size")
         self.budget = self.ask_again_budget * self.left
 
+    def rest(self) -> list[JobInfo]:
+        """The pending jobs left, queue after queue (the order `ask` reads its answers in)."""
+        out: list[JobInfo] = []
+        for jobs in self.pending.values():
+            out += jobs
+        return out
+
     def ask(self, jobs: list[JobInfo]) -> bool:
-        """Take the votes' answers for `jobs` as things stand; False when they refuse every one (each
-        refusal then explained, in the jobs' order, as its vote would explain it)."""
+        """Take the votes' answers for `jobs` (`rest()`, every pending job) as things stand; False when
+        they refuse every one (each refusal then explained as its vote would explain it)."""
         whys = self.ssn.enqueue_answers(jobs)
         if whys is None:
-            self.candidates = self.refusals = None
+            self.whys = None
             return True
-        if None not in whys:
+        candidates = whys.count(None)
+        if not candidates:
             explain = self.ssn.explain
             for job, why in zip(jobs, whys, strict=True):
                 explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
             return False
-        candidates: set[str] = set()
-        refusals: dict[str, str] = {}
-        for job, why in zip(jobs, whys, strict=True):
-            if why is None:
-                candidates.add(job.uid)
-            else:
-                refusals[job.uid] = why
-        self.candidates, self.refusals = candidates, refusals
+        # split along the pending lists, which `jobs` runs through in order
+        per_queue: dict[str, list[str | None]] = {}
+        at = 0
+        for name, mine in self.pending.items():
+            end = at + len(mine)
+            per_queue[name] = whys[at:end]
+            at = end
+        if at != len(whys):
+            raise InternalError("enqueue asked about other jobs than the pending ones left")
+        self.whys, self.candidates, self.refusing = per_queue, candidates, True
         return True
 
-    def cast(self, queue: QueueInfo) -> bool:
-        """Vote the queue's best pending job; True when every job left has been refused with it."""
-        job = pop_best(self.pending[queue.name], self.ssn.job_compare)
-        refusals = self.refusals
-        why = None if refusals is None else refusals.get(job.uid)
-        if why is not None:
+    def cast(self, queue: QueueInfo, whole: bool = False) -> bool:
+        """Vote the queue's best pending job; True when every job left has been refused with it.
+
+        `whole`: the caller works on this queue until it has no pending job before any other (the
+        picker's drain says so, `drains_whole_queues`). Then, while no vote has admitted since the
+        answers, a queue none of whose jobs the answers would admit has them all refused at once, each
+        with its explanation: its votes, in whatever order, would refuse them one by one, saying that,
+        and move nothing another vote reads (K14), so the job order is not asked."""
+        ssn = self.ssn
+        jobs = self.pending[queue.name]
+        per_queue = self.whys
+        if per_queue is None:
+            # no answers: every job is voted
+            _admit(ssn, pop_best(jobs, ssn.job_compare))
+            self.left -= 1
+            return False
+        whys = per_queue[queue.name]
+        if whole and self.refusing and None not in whys:
+            explain = ssn.explain
+            for job, why in zip(jobs, whys, strict=True):
+                explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
+            self.left -= len(jobs)
+            jobs.clear()
+            whys.clear()
+            # the answers' candidates are elsewhere, untouched: vote on (as after each of these refusals)
+            return False
+        i = pop_best_index(jobs, ssn.job_compare)
+        job = jobs.pop(i)
+        why = whys.pop(i)
+        if why is not None and self.refusing:
             # no vote has admitted since the answers: its vote would refuse it, saying this
-            self.ssn.explain(job.uid, why)
+            ssn.explain(job.uid, why)
             admitted = False
         else:
-            admitted = _admit(self.ssn, job)
+            admitted = _admit(ssn, job)
             if admitted:
-                self.refusals = None
+                self.refusing = False
         self.left -= 1
+        if why is None:
+            self.candidates -= 1
         candidates = self.candidates
-        if candidates is None:
-            return False
-        candidates.discard(job.uid)
-        if candidates and not (admitted and len(candidates) <= self.ask_again_share * self.left
+        if candidates and not (admitted and candidates <= self.ask_again_share * self.left
                                and self.left <= self.budget):
             # Some may still be admitted: vote on. A candidate an admission made inadmissible is
             # simply refused by its own vote. Asking again after an admission costs the whole rest
@@ -199,7 +246,7 @@ class _Votes:
             return False
         # None is left that could be admitted as things stood (or an admission may have changed
         # that): what of the rest could be now?
-        rest = [j for jobs in self.pending.values() for j in jobs]
+        rest = self.rest()
         if not rest:
             return True
         if candidates:

@@ -15,6 +15,7 @@ from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.resources import MIN_RESOURCE, PODS, Resource
+from apportion.state import check
 
 #: why a candidate was spared: the reason's kind, the queue, the candidate's key, and the queue's limit
 #: (kind guarantee or deserved) or the leaf queue the ancestor is above (kind ancestor)
@@ -74,8 +75,16 @@ def _spared_texts(spared: list[_Spared]) -> list[str]:
 _Verdict = tuple[bool, str, dict[str, str]]
 #: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
 LEVELS_MEMO = "capacity.admission-levels"
+#: the answer for a job of one leaf and minResources when it reads no level's accounting (answer, why,
+#: None), else (PERMIT, None, the levels to walk: the leaf, then its ancestors up to the root)
+_Plan = tuple[int, str | None, tuple[str, ...] | None]
+
+
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
+
+    #: per bucket number, its plan (`_plan`) for this session; the plugin is built afresh every session
+    _plans: dict[int, _Plan] | None = None
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -231,8 +240,13 @@ class Admission(CapacityBase):
         # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
         # minResources (a bucket), and a backlog's jobs share a few of each
         buckets = self._buckets
-        buckets.forget_gone(len(self.ssn.jobs))
+        plans = self._plans
+        if buckets.forget_gone(len(self.ssn.jobs)) or plans is None:
+            plans = self._plans = {}
         of_job = buckets.of_job
+        info = buckets.info
+        walk = self._walk
+        checking = check.enabled()
         seen: dict[int, str | None] = {}
         for job in jobs:
             mr = job.min_resources
@@ -242,10 +256,25 @@ class Admission(CapacityBase):
             i = held[2]
             if i in seen:
                 append(seen[i])
-            else:
-                queue, key, min_req = buckets.info[i]
-                answer, why = self._answer_for(queue, min_req, key, levels)
-                append(seen.setdefault(i, None if answer >= 0 else why))
+                continue
+            # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
+            # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
+            # session: its plan is worked out once a session; the levels are walked as votes walk them.
+            queue, key, min_req = info[i]
+            plan = plans.get(i)
+            if plan is None:
+                plan = plans[i] = self._plan(queue, min_req, key)
+            answer, why, path = plan
+            if path is not None and min_req is not None and key is not None:
+                answer, why = walk(path, min_req, key, levels)
+            if answer >= 0:
+                why = None
+            if checking:
+                ref, ref_why = self._answer_for(queue, min_req, key, None)
+                if why != (None if ref >= 0 else ref_why):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
+                                                f"with minResources {key} differs from their vote's")
+            append(seen.setdefault(i, why))
         return out
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
@@ -285,28 +314,44 @@ class Admission(CapacityBase):
                     levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None
                     ) -> tuple[int, str | None]:
         """`_enqueue_answer` for a job of the queue with that minResources (`key`: its value)."""
-        if self.blocked:
-            return ep.REJECT, self.blocked  # _refused's explanation
-        attr = self.attrs.get(queue_name)
-        queue = self.ssn.queues.get(queue_name)
-        if attr is None or queue is None:
-            return ep.PERMIT, None
-        if self.hierarchical and not attr.is_leaf():
-            return ep.REJECT, self._not_leaf(attr)
-        if not queue.is_open():
-            return ep.REJECT, f"queue {queue.name} is {queue.state}, not Open"
-        if attr.real_capability is None or min_req is None or key is None:
-            return ep.PERMIT, None
+        answer, why, path = self._plan(queue_name, min_req, key)
+        if path is None or min_req is None or key is None:
+            return answer, why
         if levels is None:
+            attr = self.attrs[queue_name]
             for a in self._path(attr):
                 ok, tail = self._level_verdict(a, min_req)
                 if not ok:
                     return ep.REJECT, f"queue {self._where(attr, a)}: {tail}"
             return ep.PERMIT, None
+        return self._walk(path, min_req, key, levels)
+
+    def _plan(self, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan:
+        """The answer for a job of the queue with that minResources when it does not read the levels'
+        accounting, else the levels to walk (the leaf and then its ancestors up to the root)."""
+        if self.blocked:
+            return ep.REJECT, self.blocked, None  # _refused's explanation
+        attr = self.attrs.get(queue_name)
+        queue = self.ssn.queues.get(queue_name)
+        if attr is None or queue is None:
+            return ep.PERMIT, None, None
+        if self.hierarchical and not attr.is_leaf():
+            return ep.REJECT, self._not_leaf(attr), None
+        if not queue.is_open():
+            return ep.REJECT, f"queue {queue.name} is {queue.state}, not Open", None
+        if attr.real_capability is None or min_req is None or key is None:
+            return ep.PERMIT, None, None
         path = self._names.get(attr.name)
         if path is None:
             path = self._names[attr.name] = (attr.name, *reversed(attr.ancestors))
+        return ep.PERMIT, None, path
+
+    def _walk(self, path: tuple[str, ...], min_req: Resource, key: _ReqKey,
+              levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]) -> tuple[int, str | None]:
+        """The levels' verdicts along `path` (the leaf first), each kept in `levels` per minResources:
+        the first level that refuses says why, as seen from the leaf."""
         attrs = self.attrs
+        leaf = path[0]
         for name in path:
             a = attrs[name]
             held = levels.get(name)
@@ -318,12 +363,12 @@ class Admission(CapacityBase):
                 hit = known[key] = (*self._level_verdict(a, min_req), {})
             if not hit[0]:
                 # the message as seen from this leaf, kept with the verdict
-                msg = hit[2].get(attr.name)
+                msg = hit[2].get(leaf)
                 if msg is None:
-                    where = self._wheres.get((attr.name, name))
+                    where = self._wheres.get((leaf, name))
                     if where is None:
-                        where = self._wheres[(attr.name, name)] = f"queue {self._where(attr, a)}: "
-                    msg = hit[2][attr.name] = where + hit[1]
+                        where = self._wheres[(leaf, name)] = f"queue {self._where(attrs[leaf], a)}: "
+                    msg = hit[2][leaf] = where + hit[1]
                 return ep.REJECT, msg
         return ep.PERMIT, None
 

@@ -29,15 +29,18 @@ class Buckets:
         #: per bucket: its queue, its minResources by value, and a minResources of that value
         self.info: list[tuple[str, ReqKey | None, Resource | None]] = []
 
-    def forget_gone(self, jobs: int) -> None:
+    def forget_gone(self, jobs: int) -> bool:
         """Drop what is kept when it far outgrows the `jobs` a session holds (jobs gone, shapes not seen
-        again): it is worked out again as asked."""
+        again): it is worked out again as asked. True when the buckets' numbers were dropped too (a
+        number may then name another bucket)."""
         if len(self.of_job) > 2 * jobs + 1024:
             self.of_job.clear()
         if len(self.info) > 2 * jobs + 1024:
             self.of_job.clear()
             self.ids.clear()
             self.info.clear()
+            return True
+        return False
 
     def bucket(self, queue: str, mr: Resource | None) -> int:
         """The number of the bucket of a job of the queue with that minResources."""

@@ -38,6 +38,11 @@ class DrainPicker:
     #: the tree picker built: RepushPicker (allocate's pop and push back of one queue without sorted-list
     #: edits); tests set TreePicker, the reference
     tree: type[TreePicker] = RepushPicker
+    #: `drain_order` gives a queue's steps one after the other, until it has no work, before any other
+    #: queue's: a leaf unit is worked on until done, and a group's scan returns the leaf it chose again
+    #: while it has work (`TreePicker._steps`, `FlatGroup.steps`). enqueue may then refuse a whole queue
+    #: at its first step (actions/enqueue.py, `_Votes.cast`)
+    drains_whole_queues = True
 
     def __init__(self, plugin: CapacityBase, queues: list[QueueInfo],
                  compare: Callable[[QueueInfo, QueueInfo], int]) -> None:
