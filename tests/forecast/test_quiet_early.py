@@ -107,15 +107,15 @@ def _watch_against_capacity(objs: list[dict[str, Any]], conf_text: str | None) -
     decide, before_open, call = QuietTest.decide, EarlyQuietTest.before_open, EarlyQuietTest.__call__
     at: list[str] = [""]
 
-    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any) -> Any:
+    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any, places: Any = None) -> Any:
         if not isinstance(getattr(admits, "__self__", None), BacklogWatch):
-            return decide(self, actions, future, admits)
+            return decide(self, actions, future, admits, places)
 
         def recorded() -> bool:
             asked[at[0]] = got = admits()
             return bool(got)
 
-        return decide(self, actions, future, recorded)
+        return decide(self, actions, future, recorded, places)
 
     def spy_before_open(self: EarlyQuietTest, view: Any) -> Any:
         at[0] = view.session_uid

@@ -37,6 +37,7 @@ import numpy as np
 from apportion.cluster.model import PodGroupPhase, QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
+from apportion.forecast.quiet_bound import KeptBound
 from apportion.forecast.quiet_kept import Facts, QuietTest, job_facts
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
@@ -110,6 +111,11 @@ class _Anchor:
     #: rows made for requests (by the request object: the tasks of a job share their template's), as
     #: `NodeTable.vector` makes them; read-only, since tasks share them
     rows: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+    #: allocate's bound over `future`, kept row by row (told each row `move` changes)
+    bound: KeptBound = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bound = KeptBound(self.future)
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         """The task's request as a row of the session's node table (kept on the task, as a session does)."""
@@ -122,19 +128,21 @@ class _Anchor:
         `old`: a task that left a row gives its request back, one that came takes it; a task on the
         same row with the same request does neither. False when a request moved is not a whole
         amount below 2**50 (then the sums could depend on their order)."""
-        future = self.future
+        future, moved = self.future, self.bound.moved
         for key, (row, r, vec) in old.items():
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
                 if not _whole(r):
                     return False
                 future[row] += vec
+                moved(row)
         for key, (row, r, vec) in new.items():
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
                 if not _whole(r):
                     return False
                 future[row] -= vec
+                moved(row)
         return True
 
 
@@ -329,7 +337,7 @@ class EarlyQuietTest(QuietTest):
         else:
             def admits() -> bool:
                 return True  # no enqueue in the conf: `decide` asks only with a backlog and enqueue
-        why, phases = self.decide(anchor.actions, anchor.future, admits)
+        why, phases = self.decide(anchor.actions, anchor.future, admits, anchor.bound.places_at_most)
         if why or check.enabled():
             # the session is opened: it answers the same (`_carry`; compared under the self-check)
             self._told = (why, phases, anchor)
