@@ -33,6 +33,7 @@ from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import Amount, job_amounts
 from apportion.plugins.capacity.plugin import CapacityPlugin
 from apportion.resources import CPU, MEMORY, PODS, Resource
+from apportion.state import check
 
 #: a backlog pair: the queue and minResources by value (cpu, memory, scalars in order)
 PairKey = tuple[object, ...]
@@ -251,9 +252,28 @@ class BacklogWatch:
                         self.moved.add((name, dim))
 
     def admits_any(self) -> bool:
-        """Whether the backlog test would admit some pair on the accounting as charged."""
+        """Whether the backlog test would admit some pair on the accounting as charged (compared
+        with `admits_reference` under the self-check)."""
+        got = self._admits_any()
+        if check.enabled() and got != self.admits_reference():
+            raise check.StateCheckError(f"{check.ENV}: capacity's backlog watch answers {got}, its pairs "
+                                        f"judged on every level {not got}")
+        return got
+
+    def _admits_any(self) -> bool:
+        """`admits_any`. It stops at the first pair found open: the (level, dimension) pairs whose
+        accounting moved and that it has not looked through yet stay in `moved` for the next call
+        (a pair keeps a witness that may no longer fail only while its witness is in `moved`)."""
         moved, self.moved = self.moved, set()
-        for at in moved:
+        if not moved:
+            return bool(self.open_pairs)
+        for key in list(self.open_pairs):
+            if not self._find_witness(key):
+                self.moved = moved
+                return True
+        todo = list(moved)
+        while todo:
+            at = todo.pop()
             bucket = self.buckets.get(at)
             if not bucket:
                 continue
@@ -262,13 +282,24 @@ class BacklogWatch:
             # the pairs whose request no longer fails here look for another witness (the rest still
             # fail here)
             for amount in [a for a in bucket if not level.fails(dim, a)]:
-                for key in bucket.pop(amount):
+                keys = bucket.pop(amount)
+                while keys:
+                    key = keys.pop()
                     del self.witness[key]
-                    self._find_witness(key)
-        if self.open_pairs and moved:
-            for key in list(self.open_pairs):
-                self._find_witness(key)
-        return bool(self.open_pairs)
+                    if not self._find_witness(key):
+                        if keys:
+                            bucket[amount] = keys
+                        self.moved.update(todo)
+                        self.moved.add(at)
+                        return True
+        return False
+
+    def admits_reference(self) -> bool:
+        """`admits_any` judging every pair on every level of its path (the reference)."""
+        for path, dims in self.pairs.values():
+            if not any(self.levels[name].fails(dim, amount) for name in path for dim, amount in dims.items()):
+                return True
+        return False
 
 
 def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
