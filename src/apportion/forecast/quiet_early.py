@@ -10,7 +10,8 @@ reads moves then only with the jobs touched since:
   its new object, which the start state's objects build as the snapshot would (and then hand out
   again at the next snapshot: `SessionObjects.job_info`);
 * FutureIdle moves on the rows of the tasks that left a node or came to one, by their rows (the node
-  table's: allocated and pipelined tasks take their request off FutureIdle, releasing ones nothing);
+  table's: allocated and pipelined tasks take their request off FutureIdle, releasing ones nothing),
+  and allocate's bound over it on those rows alone (`KeptBound`, forecast/quiet_bound.py);
 * capacity's accounting moves along the job's path by its charged amounts (`BacklogWatch`,
   plugins/capacity/backlog_watch.py, which answers the backlog test from it).
 

@@ -156,7 +156,7 @@ class QuietTest:
         if "backfill" in actions and self._best_effort:
             return "backfill", {}
         if "allocate" in actions and self._needs:
-            rows = self._rows
+            rows, checking = self._rows, places is not None and check.enabled()
             for key, needs in self._needs.items():
                 if not needs:
                     continue
@@ -164,7 +164,7 @@ class QuietTest:
                     bound = places_at_most(future, rows[key])
                 else:
                     bound = places(key, rows[key])
-                    if check.enabled() and bound != places_at_most(future, rows[key]):
+                    if checking and bound != places_at_most(future, rows[key]):
                         raise check.StateCheckError(f"{check.ENV}: the allocate bound kept row by row is {bound}, "
                                                     f"over every row {places_at_most(future, rows[key])}")
                 if bound >= min(needs.values()):

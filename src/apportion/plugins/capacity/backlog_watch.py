@@ -8,12 +8,13 @@ its accounting moves with the jobs charged to it. So a backlog pair (queue, minR
 one session stays refused until some level of its path has fallen far enough. The watch keeps, per
 level the backlog's paths cross, the accounting that test reads (allocated + inqueue - elastic, per
 dimension, as integers) and, per pair, one failing (level, dimension) of its path: its witness, which
-keeps it refused while it fails. Per (level, dimension) it keeps the smallest request of the pairs it
-witnesses, by the request (pairs share a few), so whether any of them could pass is a comparison per
-request; only the pairs whose request now passes are looked at again, each for another witness on
-its path.
+keeps it refused while it fails. Per (level, dimension) it keeps the pairs it witnesses by their
+request there (pairs share a few), so whether any of them could pass is a comparison per request;
+only the pairs whose request now passes are looked at again, each for another witness on its path.
 A pair with none would be admitted as things stand (an open pair; the session the watch was made from
-may have admitted some): it is looked at again whenever the accounting moves.
+may have admitted some): it is looked at again whenever the accounting moves. One open pair is the
+answer, so `admits_any` stops at the first it finds, and what it did not look through stays marked as
+moved for the next answer.
 
 Exactness: the watch is made only when every amount it reads is an integer below 2**50, and a job's
 change is taken in only when its amounts are exact integers (`charged_amounts`, the ledger's rule):
