@@ -138,8 +138,7 @@ class _Anchor:
     uid: str = ""
     #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
     live_seen: bool = False
-    #: rows made for requests (by the request object: the tasks of a job share their template's), as
-    #: `NodeTable.vector` makes them; read-only, since tasks share them
+    #: rows made for requests, as `NodeTable.vector` makes them (`RowsMade`)
     rows: RowsMade = field(default_factory=RowsMade)
     #: allocate's bound over `future`, kept row by row (told each row `move` changes)
     bound: KeptBound = field(init=False)
