@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,10 +14,12 @@ from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _plain_and_checked, _simulator, _without_reclaim
 
 from apportion.cluster.model import PodGroupPhase
-from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
+from apportion.cluster.node_table import NodeTable
+from apportion.forecast.quiet_early import EarlyQuietTest, RowsMade, _Anchor
 from apportion.forecast.quiet_kept import QuietTest
 from apportion.framework.session import Session
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
+from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
 from apportion.state.check import ENV, StateCheckError
 
@@ -107,15 +110,15 @@ def _watch_against_capacity(objs: list[dict[str, Any]], conf_text: str | None) -
     decide, before_open, call = QuietTest.decide, EarlyQuietTest.before_open, EarlyQuietTest.__call__
     at: list[str] = [""]
 
-    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any) -> Any:
+    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any, places: Any = None) -> Any:
         if not isinstance(getattr(admits, "__self__", None), BacklogWatch):
-            return decide(self, actions, future, admits)
+            return decide(self, actions, future, admits, places)
 
         def recorded() -> bool:
             asked[at[0]] = got = admits()
             return bool(got)
 
-        return decide(self, actions, future, recorded)
+        return decide(self, actions, future, recorded, places)
 
     def spy_before_open(self: EarlyQuietTest, view: Any) -> Any:
         at[0] = view.session_uid
@@ -159,3 +162,22 @@ def test_the_backlog_watch_answers_as_capacity(case: tuple[list[dict[str, Any]],
 def test_the_backlog_watch_answers_as_capacity_on_the_benchmark_shape(seed: int) -> None:
     """Here completions do let waiting jobs in: the watch's yes is compared too."""
     assert _watch_against_capacity(_bench_objects(seed, nodes=10, gangs=40), None) > 0
+
+
+_AMOUNT = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 4000.0, float("nan")]), st.floats(allow_nan=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_AMOUNT, _AMOUNT, st.dictionaries(st.sampled_from(["nvidia.com/gpu", "pods", "x/other"]),
+                                                             _AMOUNT, max_size=2)), min_size=1, max_size=8))
+def test_rows_made_are_the_table_vectors_bit_for_bit(requests: list[tuple[float, float, dict[str, float]]]) -> None:
+    """Kept per request object, per amounts and per value: each is `NodeTable.vector` bit for bit
+    (zeros of either sign and NaNs included), equal amounts share one read-only array."""
+    table = NodeTable(["n0"], [Resource(1, 1, {"nvidia.com/gpu": 1.0, "pods": 1.0})], set())
+    made = RowsMade()
+    seen: dict[bytes, np.ndarray] = {}
+    for cpu, memory, scalars in requests * 2:
+        r = Resource(cpu, memory, scalars)
+        row, want = made.row(table, r), table.vector(r)
+        assert row.tobytes() == want.tobytes() and not row.flags.writeable
+        assert seen.setdefault(row.tobytes(), row) is row

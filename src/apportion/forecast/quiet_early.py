@@ -10,7 +10,8 @@ reads moves then only with the jobs touched since:
   its new object, which the start state's objects build as the snapshot would (and then hand out
   again at the next snapshot: `SessionObjects.job_info`);
 * FutureIdle moves on the rows of the tasks that left a node or came to one, by their rows (the node
-  table's: allocated and pipelined tasks take their request off FutureIdle, releasing ones nothing);
+  table's: allocated and pipelined tasks take their request off FutureIdle, releasing ones nothing),
+  and allocate's bound over it on those rows alone (`KeptBound`, forecast/quiet_bound.py);
 * capacity's accounting moves along the job's path by its charged amounts (`BacklogWatch`,
   plugins/capacity/backlog_watch.py, which answers the backlog test from it).
 
@@ -37,6 +38,7 @@ import numpy as np
 from apportion.cluster.model import PodGroupPhase, QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
+from apportion.forecast.quiet_bound import KeptBound
 from apportion.forecast.quiet_kept import Facts, QuietTest, job_facts
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
@@ -56,16 +58,45 @@ _EXACT = float(2**50)
 EARLY_MOST = 32
 
 
-def row_of(rows: dict[int, tuple[Resource, np.ndarray]], table: NodeTable, r: Resource) -> np.ndarray:
-    """`table.vector(r)`, made once per request object (kept with it, so its id is not reused)."""
-    hit = rows.get(id(r))
-    if hit is None:
-        if len(rows) >= 4096:
-            rows.clear()
-        vec = table.vector(r)
-        vec.flags.writeable = False
-        hit = rows[id(r)] = (r, vec)
-    return hit[1]
+#: the most request objects `RowsMade` keeps rows for: every task of the dump's templates has its own
+#: (10,000 in the benchmark's forecast), and they live as long as the forecast
+_MOST_REQUESTS = 1 << 16
+
+
+class RowsMade:
+    """Requests as rows of a node table (`NodeTable.vector`), read-only, since tasks share them: kept
+    per request object (with it, so its id is not reused), per amounts (the dump's every task has its
+    own request object, most of them equal), and one array per value, bit for bit: with one array for
+    a gang's equal requests `least_request` takes it as their minimum instead of stacking their rows."""
+
+    __slots__ = ("by_request", "by_amounts", "by_value")
+
+    def __init__(self) -> None:
+        self.by_request: dict[int, tuple[Resource, np.ndarray]] = {}
+        self.by_amounts: dict[tuple[object, ...], np.ndarray] = {}
+        self.by_value: dict[bytes, np.ndarray] = {}
+
+    def row(self, table: NodeTable, r: Resource) -> np.ndarray:
+        """`table.vector(r)` (the table's columns are those the rows were made for)."""
+        hit = self.by_request.get(id(r))
+        if hit is not None:
+            return hit[1]
+        if len(self.by_request) >= _MOST_REQUESTS:
+            self.by_request.clear()
+            self.by_amounts.clear()
+            self.by_value.clear()
+        # equal amounts make equal rows, bit for bit, but for a zero (0.0 equals -0.0) or a NaN
+        by_amounts = all(v and v == v for v in (r.cpu, r.memory, *r.scalars.values()))
+        amounts = (r.cpu, r.memory, *r.scalars.items())
+        vec = self.by_amounts.get(amounts) if by_amounts else None
+        if vec is None:
+            vec = table.vector(r)
+            vec = self.by_value.setdefault(vec.tobytes(), vec)
+            vec.flags.writeable = False
+            if by_amounts:
+                self.by_amounts[amounts] = vec
+        self.by_request[id(r)] = (r, vec)
+        return vec
 
 
 def _whole(r: Resource) -> bool:
@@ -107,14 +138,18 @@ class _Anchor:
     uid: str = ""
     #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
     live_seen: bool = False
-    #: rows made for requests (by the request object: the tasks of a job share their template's), as
-    #: `NodeTable.vector` makes them; read-only, since tasks share them
-    rows: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+    #: rows made for requests, as `NodeTable.vector` makes them (`RowsMade`)
+    rows: RowsMade = field(default_factory=RowsMade)
+    #: allocate's bound over `future`, kept row by row (told each row `move` changes)
+    bound: KeptBound = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bound = KeptBound(self.future)
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         """The task's request as a row of the session's node table (kept on the task, as a session does)."""
         if t.vec is None:
-            t.vec = row_of(self.rows, self.table, t.resreq)
+            t.vec = self.rows.row(self.table, t.resreq)
         return t.vec
 
     def move(self, old: dict[str, _Placed], new: dict[str, _Placed]) -> bool:
@@ -122,19 +157,21 @@ class _Anchor:
         `old`: a task that left a row gives its request back, one that came takes it; a task on the
         same row with the same request does neither. False when a request moved is not a whole
         amount below 2**50 (then the sums could depend on their order)."""
-        future = self.future
+        future, moved = self.future, self.bound.moved
         for key, (row, r, vec) in old.items():
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
                 if not _whole(r):
                     return False
                 future[row] += vec
+                moved(row)
         for key, (row, r, vec) in new.items():
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
                 if not _whole(r):
                     return False
                 future[row] -= vec
+                moved(row)
         return True
 
 
@@ -152,8 +189,8 @@ class EarlyQuietTest(QuietTest):
     #: are made for
     _table: NodeTable | None = None
     _elastic: bool | None = None
-    #: rows made for the table's columns (`row_of`)
-    _rows_made: dict[int, tuple[Resource, np.ndarray]] = field(default_factory=dict)
+    #: rows made for the table's columns
+    _rows_made: RowsMade = field(default_factory=RowsMade)
     #: what the last early test found, when it went through (its reason, phases and anchor): the
     #: session then opened answers the same (compared under the self-check)
     _told: tuple[str, dict[str, PodGroupPhase], _Anchor] | None = None
@@ -222,7 +259,7 @@ class EarlyQuietTest(QuietTest):
         table = self._table
         if table is None or table.columns != ssn.table.columns or elastic != self._elastic:
             self._inputs = None  # every job's facts and held record made again
-            self._rows_made = {}
+            self._rows_made = RowsMade()
         self._table, self._elastic = ssn.table, elastic
         super()._bring_up(ssn, gang)
 
@@ -234,6 +271,7 @@ class EarlyQuietTest(QuietTest):
         assert table is not None
         index = table.index
         placed: dict[str, _Placed] = {}
+        row_of = self._rows_made.row
         for key, t in job.tasks.items():
             kind = KIND_OF[t.status]
             if kind is None or kind == "releasing" or not t.node_name:
@@ -241,7 +279,7 @@ class EarlyQuietTest(QuietTest):
             row = index.get(t.node_name)
             if row is not None:
                 if t.vec is None:
-                    t.vec = row_of(self._rows_made, table, t.resreq)
+                    t.vec = row_of(table, t.resreq)
                 placed[key] = (row, t.resreq, t.vec)
         elastic = self._elastic
         self._held[uid] = _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
@@ -329,7 +367,7 @@ class EarlyQuietTest(QuietTest):
         else:
             def admits() -> bool:
                 return True  # no enqueue in the conf: `decide` asks only with a backlog and enqueue
-        why, phases = self.decide(anchor.actions, anchor.future, admits)
+        why, phases = self.decide(anchor.actions, anchor.future, admits, anchor.bound.places_at_most)
         if why or check.enabled():
             # the session is opened: it answers the same (`_carry`; compared under the self-check)
             self._told = (why, phases, anchor)

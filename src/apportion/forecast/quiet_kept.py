@@ -150,18 +150,30 @@ class QuietTest:
 
         return self.decide(ssn.conf.actions, ssn.table.future_idle(), admits)
 
-    def decide(self, actions: list[str], future: np.ndarray,
-               admits: Callable[[], bool]) -> tuple[str, dict[str, PodGroupPhase]]:
+    def decide(self, actions: list[str], future: np.ndarray, admits: Callable[[], bool],
+               places: Callable[[bytes, np.ndarray], int] | None = None) -> tuple[str, dict[str, PodGroupPhase]]:
         """The verdict from the facts as they stand, FutureIdle `future` and `admits()`, whether
-        capacity's backlog test would admit one of the backlog's representatives (asked last)."""
+        capacity's backlog test would admit one of the backlog's representatives (asked last).
+        `places(key, least)`, when given, is `places_at_most(future, least)` kept over `future`
+        (forecast/quiet_bound.py); compared with it under the self-check."""
         if self._pending and "allocate" in actions and "enqueue" not in actions:
             return "admission", {}  # allocate admits Pending jobs itself without enqueue
         phases = dict(self._moved)
         if "backfill" in actions and self._best_effort:
             return "backfill", {}
         if "allocate" in actions and self._needs:
+            rows, checking = self._rows, places is not None and check.enabled()
             for key, needs in self._needs.items():
-                if needs and places_at_most(future, self._rows[key]) >= min(needs.values()):
+                if not needs:
+                    continue
+                if places is None:
+                    bound = places_at_most(future, rows[key])
+                else:
+                    bound = places(key, rows[key])
+                    if checking and bound != places_at_most(future, rows[key]):
+                        raise check.StateCheckError(f"{check.ENV}: the allocate bound kept row by row is {bound}, "
+                                                    f"over every row {places_at_most(future, rows[key])}")
+                if bound >= min(needs.values()):
                     return "placement", {}
         # asked last: with an answer other than "none" (a candidate, or no such test), enqueue asks
         # the same question first thing itself, on the same accounting

@@ -8,11 +8,13 @@ its accounting moves with the jobs charged to it. So a backlog pair (queue, minR
 one session stays refused until some level of its path has fallen far enough. The watch keeps, per
 level the backlog's paths cross, the accounting that test reads (allocated + inqueue - elastic, per
 dimension, as integers) and, per pair, one failing (level, dimension) of its path: its witness, which
-keeps it refused while it fails. Per (level, dimension) it keeps the smallest request of the pairs it
-witnesses, so the threshold below which any of them could pass is one comparison; only when a level's
-accounting crosses it are that bucket's pairs looked at again, each for another witness on its path.
+keeps it refused while it fails. Per (level, dimension) it keeps the pairs it witnesses by their
+request there (pairs share a few), so whether any of them could pass is a comparison per request;
+only the pairs whose request now passes are looked at again, each for another witness on its path.
 A pair with none would be admitted as things stand (an open pair; the session the watch was made from
-may have admitted some): it is looked at again whenever the accounting moves.
+may have admitted some): it is looked at again whenever the accounting moves. One open pair is the
+answer, so `admits_any` stops at the first it finds, and what it did not look through stays marked as
+moved for the next answer.
 
 Exactness: the watch is made only when every amount it reads is an integer below 2**50, and a job's
 change is taken in only when its amounts are exact integers (`charged_amounts`, the ledger's rule):
@@ -32,6 +34,7 @@ from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import Amount, job_amounts
 from apportion.plugins.capacity.plugin import CapacityPlugin
 from apportion.resources import CPU, MEMORY, PODS, Resource
+from apportion.state import check
 
 #: a backlog pair: the queue and minResources by value (cpu, memory, scalars in order)
 PairKey = tuple[object, ...]
@@ -102,9 +105,8 @@ class BacklogWatch:
     witness: dict[PairKey, tuple[str, str]] = field(default_factory=dict)
     #: pairs with no witness: the test would admit them as the accounting stands
     open_pairs: set[PairKey] = field(default_factory=set)
-    #: (level, dimension) -> the pairs it witnesses; and the smallest request among them (None: stale)
-    buckets: dict[tuple[str, str], set[PairKey]] = field(default_factory=dict)
-    lowest: dict[tuple[str, str], float | None] = field(default_factory=dict)
+    #: (level, dimension) -> the pairs it witnesses, by their request there
+    buckets: dict[tuple[str, str], dict[float, set[PairKey]]] = field(default_factory=dict)
     #: (level, dimension) whose accounting moved since the last `admits_any`
     moved: set[tuple[str, str]] = field(default_factory=set)
 
@@ -195,13 +197,14 @@ class BacklogWatch:
                 if level.fails(dim, amount):
                     at = (name, dim)
                     self.witness[key] = at
-                    self.buckets.setdefault(at, set()).add(key)
-                    if at not in self.lowest:
-                        self.lowest[at] = amount
+                    bucket = self.buckets.get(at)
+                    if bucket is None:
+                        bucket = self.buckets[at] = {}
+                    same = bucket.get(amount)
+                    if same is None:
+                        bucket[amount] = {key}
                     else:
-                        low = self.lowest[at]
-                        if low is not None and amount < low:
-                            self.lowest[at] = amount
+                        same.add(key)
                     self.open_pairs.discard(key)
                     return True
         self.open_pairs.add(key)
@@ -211,12 +214,17 @@ class BacklogWatch:
         """The backlog no longer holds this pair."""
         self.refused.discard(key)
         self.open_pairs.discard(key)
-        if self.pairs.pop(key, None) is None:
+        got = self.pairs.pop(key, None)
+        if got is None:
             return
         at = self.witness.pop(key, None)
         if at is not None:
-            self.buckets[at].discard(key)
-            self.lowest[at] = None
+            bucket = self.buckets[at]
+            amount = got[1][at[1]]
+            same = bucket[amount]
+            same.discard(key)
+            if not same:
+                del bucket[amount]
 
     def charge(self, queue: str, old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> None:
         """A job of `queue` changed from the charged amounts `old` to `new` (`amounts_of`; None: not
@@ -245,28 +253,54 @@ class BacklogWatch:
                         self.moved.add((name, dim))
 
     def admits_any(self) -> bool:
-        """Whether the backlog test would admit some pair on the accounting as charged."""
+        """Whether the backlog test would admit some pair on the accounting as charged (compared
+        with `admits_reference` under the self-check)."""
+        got = self._admits_any()
+        if check.enabled() and got != self.admits_reference():
+            raise check.StateCheckError(f"{check.ENV}: capacity's backlog watch answers {got}, its pairs "
+                                        f"judged on every level {not got}")
+        return got
+
+    def _admits_any(self) -> bool:
+        """`admits_any`. It stops at the first pair found open: the (level, dimension) pairs whose
+        accounting moved and that it has not looked through yet stay in `moved` for the next call
+        (a pair keeps a witness that may no longer fail only while its witness is in `moved`)."""
         moved, self.moved = self.moved, set()
-        for at in moved:
+        if not moved:
+            return bool(self.open_pairs)
+        for key in list(self.open_pairs):
+            if not self._find_witness(key):
+                self.moved = moved
+                return True
+        todo = list(moved)
+        while todo:
+            at = todo.pop()
             bucket = self.buckets.get(at)
             if not bucket:
                 continue
             name, dim = at
             level = self.levels[name]
-            low = self.lowest.get(at)
-            if low is None:
-                low = self.lowest[at] = min(self.pairs[k][1][dim] for k in bucket)
-            if level.fails(dim, low):
-                continue  # the smallest request still fails here, so every one does
-            for key in [k for k in bucket if not level.fails(dim, self.pairs[k][1][dim])]:
-                bucket.discard(key)
-                del self.witness[key]
-                self.lowest[at] = None
-                self._find_witness(key)
-        if self.open_pairs and moved:
-            for key in list(self.open_pairs):
-                self._find_witness(key)
-        return bool(self.open_pairs)
+            # the pairs whose request no longer fails here look for another witness (the rest still
+            # fail here)
+            for amount in [a for a in bucket if not level.fails(dim, a)]:
+                keys = bucket.pop(amount)
+                while keys:
+                    key = keys.pop()
+                    del self.witness[key]
+                    if not self._find_witness(key):
+                        if keys:
+                            bucket[amount] = keys
+                        self.moved.update(todo)
+                        self.moved.add(at)
+                        return True
+        return False
+
+    def admits_reference(self) -> bool:
+        """`admits_any` judging every pair on every level of its path (the reference)."""
+        for path, dims in self.pairs.values():
+            if not any(self.levels[name].fails(dim, amount) for name in path for dim, amount in dims.items()):
+                return True
+        return False
 
 
 def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:

@@ -1,0 +1,112 @@
+"""allocate's bound (`places_at_most`, semantics F1 (c)) kept over a FutureIdle that moves a row at a time.
+
+The early quiet test (forecast/quiet_early.py, F3) asks the bound of each request key at every
+session it decides, over its copy of FutureIdle, and between two of them only the rows of the tasks
+that left a node or came to one moved (one or two of 1,000). `KeptBound` keeps, per key, the bound's
+count per node row and their sum, and works out again only the rows it was told moved. A row's count
+is the same elementwise arithmetic `places_at_most` does on that row, so it is that function's value
+for the row bit for bit; the counts are whole numbers of at most 2**40, so their sum as a Python int
+is exact, and equals `places_at_most`'s float sum while that is below 2**53 (above, the bound is
+worked out in full).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from apportion.forecast.quiet import places_at_most
+from apportion.resources import MIN_RESOURCE
+
+#: where a float sum of whole counts may start to round
+_EXACT_SUM = 2**53
+#: the most a row counts (`places_at_most` clips there)
+_MOST = float(1 << 40)
+#: the most keys kept: a key is a job's smallest request, and jobs of a forecast share few
+_MOST_KEYS = 64
+
+
+def row_counts(future: np.ndarray, least: np.ndarray) -> list[int]:
+    """Per row of `future`, how many tasks requesting `least` `places_at_most` counts there (`least`
+    requests something), as `places_at_most` works them out over every row."""
+    dims = np.nonzero(least > 0)[0]
+    per_node = np.floor((future[:, dims] + 2 * MIN_RESOURCE) / least[dims]).min(axis=1)
+    return [int(c) for c in np.clip(per_node, 0, 1 << 40)]
+
+
+def row_count(row: list[float], dims: list[tuple[int, float]]) -> int | None:
+    """`row_counts` for one row (a list of floats; `dims`: the requested columns and amounts), in
+    Python floats, which are the same IEEE doubles with the same rounding as numpy's; None when an
+    amount is not a number (`places_at_most` then raises, and is asked)."""
+    fewest = _MOST
+    for d, amount in dims:
+        q = (row[d] + 2 * MIN_RESOURCE) / amount
+        if q != q:
+            return None
+        if q < fewest:
+            fewest = q
+    if fewest < 0:
+        return 0
+    # floor of the least quotient (capped at 2**40, a whole number) is the least of the floors
+    return max(0, math.floor(fewest))
+
+
+class KeptBound:
+    """`places_at_most(future, least)` per request key over the one array `future`, which changes
+    only on the rows named to `moved` before the next ask."""
+
+    def __init__(self, future: np.ndarray) -> None:
+        self.future = future
+        #: key -> (the requested columns and amounts, the per-row counts, their sum)
+        self._kept: dict[bytes, tuple[list[tuple[int, float]], list[int], int]] = {}
+        self._stale: set[int] = set()
+        #: rows worked out again, and bounds worked out over every row (for the benchmark's reading)
+        self.patched = 0
+        self.full = 0
+
+    def moved(self, row: int) -> None:
+        """The row of `future` changed."""
+        self._stale.add(row)
+
+    def places_at_most(self, key: bytes, least: np.ndarray) -> int:
+        """`places_at_most(self.future, least)`, where `key` is `least.tobytes()`."""
+        if self._stale:
+            self._catch_up()
+        got = self._kept.get(key)
+        if got is not None:
+            return got[2]
+        dims = [(int(d), float(least[d])) for d in np.nonzero(least > 0)[0]]
+        if not dims or not np.isfinite(self.future).all():
+            return places_at_most(self.future, least)
+        self.full += 1
+        counts = row_counts(self.future, least)
+        total = sum(counts)
+        if total >= _EXACT_SUM:
+            return places_at_most(self.future, least)  # whose float sum may round
+        if len(self._kept) >= _MOST_KEYS:
+            self._kept.clear()
+        self._kept[key] = (dims, counts, total)
+        return total
+
+    def _catch_up(self) -> None:
+        """Work the moved rows out again for every key kept."""
+        stale, self._stale = self._stale, set()
+        if not self._kept:
+            return
+        future = self.future
+        rows = [(r, future[r].tolist()) for r in stale]
+        for key in list(self._kept):
+            dims, counts, total = self._kept[key]
+            for r, row in rows:
+                new = row_count(row, dims)
+                if new is None:
+                    self._kept.clear()
+                    return
+                total += new - counts[r]
+                counts[r] = new
+            self.patched += len(rows)
+            if total < _EXACT_SUM:
+                self._kept[key] = (dims, counts, total)
+            else:
+                del self._kept[key]
