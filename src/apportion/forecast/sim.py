@@ -273,6 +273,8 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     sim.max_sessions = FORWARD_SESSION_LIMIT
     # a forecast reads the jobs' starts and ends, never the recorder's time series or queue reports
     sim.recording = False
+    # its run makes no cyclic garbage (sessions free themselves; the self-check's runs confirm it)
+    sim.collect_cycles = False
     if skip_quiet:
         test = EarlyQuietTest()
         sim.quiet = test
