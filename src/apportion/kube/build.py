@@ -215,7 +215,6 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
     checks the jobs built here). `queues`: the records' queues by name, in the records' order, when the
     caller holds them so. Returns the snapshot and the uids of the jobs built anew."""
     snap, global_default = _begin(rec, False, nodes, queues)
-    node_set = frozenset(n.name for n in snap.nodes)
     podgroups, pods = rec.podgroups, rec.pods
     jobs = dict(base)
     built: list[str] = []
@@ -225,6 +224,8 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
     for uid in tail:
         jobs.pop(uid, None)
     todo = [uid for uid in visit if uid in jobs]
+    # (none to visit at most sessions of a simulation whose jobs the cache does not hold: the forecast)
+    node_set = frozenset(n.name for n in snap.nodes) if todo or tail else frozenset()
     for uid in (*todo, *tail):
         ji = reuse(uid, node_set)
         if ji is None:
