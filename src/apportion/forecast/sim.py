@@ -222,10 +222,9 @@ class DumpObjects:
                 ji.add_task(_fresh_task(tt, st.status, st.node if st.status is not TaskStatus.SUCCEEDED else ""))
         return ji
 
-
     def build_fast(self, sj: SimJob, tpl: JobInfo) -> JobInfo:
-        """What `build` gives, faster (a job is built each time a task of it ends or starts, 5,000
-        times in the benchmark's forecast): each task from its template's fields as a fresh task starts
+        """What `build` gives, faster (a job is built again each time a task of it starts or ends,
+        thousands of times a forecast): each task from its template's fields as a fresh task starts
         with them, taken once per job, and `add_task`'s bookkeeping (counts, allocated, version, the
         log) done in the loop, in `add_task`'s order, so that `allocated` sums alike."""
         ji = JobInfo(*_job_fields(tpl))

@@ -27,10 +27,10 @@ def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
     `collect=False`: the collector off for the run instead, for a run that is bounded and makes no
     cyclic garbage (a forecast's). Even at the raised threshold its young collections scan far more
     than the threshold says: the count is of allocations less deallocations, and a session frees as
-    many objects from before as it makes, so the youngest generation grows past it uncounted (four
-    collections scanned 0.13 s of the benchmark's 1,000-node forecast, freeing nothing). What the
-    run made and still lives then joins the oldest generation without a scan (frozen, then unfrozen
-    with the rest). The self-check (`APPORTION_CHECK_STATE=1`) fails such a run that left any.
+    many objects from before as it makes, so the youngest generation grows far past it uncounted,
+    and each of its few collections scans much of the session, to free nothing. What the run made
+    and still lives then joins the oldest generation without a scan (frozen, then unfrozen with the
+    rest). The self-check (`APPORTION_CHECK_STATE=1`) fails such a run that left any.
     """
     old = gc.get_threshold()
     was = gc.isenabled()
