@@ -272,15 +272,18 @@ class DumpObjects:
 
 
 #: TaskInfo's fields a fresh task starts without (`_fresh_task`), by their place in __init__ order
-_UNFILLED = {f.name: i for i, f in enumerate(fields(TaskInfo))}
-_UNFILLED_AT = {_UNFILLED[n]: v for n, v in (("vec", None), ("cols", None), ("initial_status", None),
-                                             ("last_tx_status", None), ("nominated_node", ""))}
+_PLACE = {f.name: i for i, f in enumerate(fields(TaskInfo))}
+_UNFILLED = tuple((_PLACE[n], v) for n, v in (("vec", None), ("cols", None), ("initial_status", None),
+                                              ("last_tx_status", None), ("nominated_node", "")))
 
 
 def _fresh_fields(t: TaskInfo) -> tuple[Any, ...]:
     """A template task's fields in __init__ order as `_fresh_task` starts a copy with them (but for
     the status and node, which `build_fast` sets)."""
-    return tuple(_UNFILLED_AT.get(i, v) for i, v in enumerate(_task_fields(t)))
+    args = list(_task_fields(t))
+    for i, v in _UNFILLED:
+        args[i] = v
+    return tuple(args)
 
 
 #: what a kept job's tasks carry from the session they were built for: session open fills them in
