@@ -17,6 +17,7 @@ from datetime import datetime
 
 from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
+from apportion.collection import collection_paused
 from apportion.durations import parse_duration, parse_time, try_time
 from apportion.errors import InputError
 from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY
@@ -174,11 +175,13 @@ def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: f
     if not (period > 0 and math.isfinite(period)):
         raise InputError(f"the session period must be a positive number of seconds, got {period}")
     jobs: list[JobStart] = []
-    for uid in sorted(snap.jobs):
-        job = snap.jobs[uid]
-        tasks = [_task_start(i, t, job, now) for i, t in enumerate(job.tasks.values())]
-        runtime, basis = _job_runtime(job, tasks)
-        jobs.append(JobStart(job, tasks, runtime, basis))
+    # one record per task, all living on, no cycles among them (kube's build_snapshot says why paused)
+    with collection_paused():
+        for uid in sorted(snap.jobs):
+            job = snap.jobs[uid]
+            tasks = [_task_start(i, t, job, now) for i, t in enumerate(job.tasks.values())]
+            runtime, basis = _job_runtime(job, tasks)
+            jobs.append(JobStart(job, tasks, runtime, basis))
     return StartState(now=now, nodes=list(snap.nodes), queues=dict(snap.queues), conf=conf, jobs=jobs,
                       priority_classes=dict(snap.priority_classes), orphan_tasks=list(snap.orphan_tasks),
                       period=period, warnings=list(snap.warnings))

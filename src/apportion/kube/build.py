@@ -15,6 +15,7 @@ from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
+from apportion.collection import collection_paused
 from apportion.errors import InputError
 from apportion.kube.conf import CONF_KEY
 from apportion.kube.documents import read_documents
@@ -42,13 +43,17 @@ NodeNames = frozenset[str]
 
 def load_snapshot(paths: list[str], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
     """Load one or more kubectl YAML or JSON files (or `-`) into a Snapshot."""
-    return build_snapshot(read_documents(paths), scheduler_names=scheduler_names)
+    with collection_paused():
+        return build_snapshot(read_documents(paths), scheduler_names=scheduler_names)
 
 
 def build_snapshot(objects: list[tuple[str, Any]], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES) -> Snapshot:
     """A Snapshot from decoded objects, each with its location: `(where, mapping)` as `read_documents`
     gives them (or as a caller that decoded kubectl's JSON itself builds them)."""
-    return assemble(parse_objects(objects), scheduler_names=scheduler_names, copy=False)
+    # what parsing allocates lives on and forms no cycles: a 10,000-pod dump's collections (a full
+    # one among them, over the decoded objects too) were a third of the build and freed nothing
+    with collection_paused():
+        return assemble(parse_objects(objects), scheduler_names=scheduler_names, copy=False)
 
 
 def object_key(kind: str, o: Fields) -> str:
@@ -210,7 +215,6 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
     checks the jobs built here). `queues`: the records' queues by name, in the records' order, when the
     caller holds them so. Returns the snapshot and the uids of the jobs built anew."""
     snap, global_default = _begin(rec, False, nodes, queues)
-    node_set = frozenset(n.name for n in snap.nodes)
     podgroups, pods = rec.podgroups, rec.pods
     jobs = dict(base)
     built: list[str] = []
@@ -220,6 +224,8 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
     for uid in tail:
         jobs.pop(uid, None)
     todo = [uid for uid in visit if uid in jobs]
+    # (none to visit at most sessions of a simulation whose jobs the cache does not hold: the forecast)
+    node_set = frozenset(n.name for n in snap.nodes) if todo or tail else frozenset()
     for uid in (*todo, *tail):
         ji = reuse(uid, node_set)
         if ji is None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections import Counter
 from collections.abc import Iterator
+
+from apportion.state import check
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).
 GC_THRESHOLD = 50_000
 
 
 @contextlib.contextmanager
-def collector_for_long_runs() -> Iterator[None]:
+def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
     """Keep Python's cycle collector from scanning the simulation over and over.
 
     A session allocates some 100,000 objects that live until it ends. At the default threshold they
@@ -20,12 +23,47 @@ def collector_for_long_runs() -> Iterator[None]:
     nothing (sessions free themselves on release; see Session.release). For the run, the objects
     that exist before it are frozen out of collections and the threshold is raised; both are
     restored afterwards. The measurements are in benchmarks/README.md.
+
+    `collect=False`: the collector off for the run instead, for a run that is bounded and makes no
+    cyclic garbage (a forecast's). Even at the raised threshold its young collections scan far more
+    than the threshold says: the count is of allocations less deallocations, and a session frees as
+    many objects from before as it makes, so the youngest generation grows far past it uncounted,
+    and each of its few collections scans much of the session, to free nothing. What the run made
+    and still lives then joins the oldest generation without a scan (frozen, then unfrozen with the
+    rest). The self-check (`APPORTION_CHECK_STATE=1`) fails such a run that left any.
     """
     old = gc.get_threshold()
+    was = gc.isenabled()
     gc.freeze()
-    gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
+    if collect:
+        gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
+    else:
+        gc.disable()
     try:
         yield
+        if not collect and check.enabled():
+            # what existed before is frozen: a collection now looks at what the run made alone
+            _no_cyclic_garbage()
     finally:
+        if not collect:
+            gc.freeze()
+            if was:
+                gc.enable()
         gc.set_threshold(*old)
         gc.unfreeze()
+
+
+def _no_cyclic_garbage() -> None:
+    """The self-check of a run with the collector off: it left no reference cycle unreachable."""
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    before = len(gc.garbage)
+    try:
+        gc.collect()
+        found = Counter(type(o).__qualname__ for o in gc.garbage[before:])
+    finally:
+        del gc.garbage[before:]
+        gc.set_debug(flags)
+    if found:
+        raise check.StateCheckError(f"{check.ENV}: a run with the cycle collector off left cyclic garbage: "
+                                    + ", ".join(f"{n} {k}" for k, n in sorted(found.items())))

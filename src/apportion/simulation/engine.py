@@ -30,7 +30,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
@@ -40,7 +40,7 @@ from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
-from apportion.simulation.handout import JobsHandout, give_starts
+from apportion.simulation.handout import JobsHandout, give_starts, start_names
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -140,6 +140,8 @@ class Simulator(QuietSkipping):
         #: whether sessions make the why-pending texts (events, pending tasks' explanations) and the
         #: jobs' `message` from them (a forecast, which reads neither, turns this off: semantics F6)
         self.why_pending = True
+        #: False: the cycle collector off while the run goes, not frozen out (simulation/collector.py)
+        self.collect_cycles = True
         self.sessions = 0
         #: asked of each opened session: None when it may bind, pipeline, evict or admit; else the
         #: PodGroup phases its close would move (uid -> phase; empty: it provably changes nothing), so
@@ -246,7 +248,7 @@ class Simulator(QuietSkipping):
 
     def run(self, progress: Callable[[float, float], None] | None = None) -> SimulationResult:
         """Run to the horizon (or until the workload drains and nothing can change)."""
-        with collector_for_long_runs():
+        with collector_for_long_runs(self.collect_cycles):
             return self._run(progress)
 
     def run_until(self, until: float) -> bool:
@@ -255,7 +257,7 @@ class Simulator(QuietSkipping):
         caller can copy the simulator there and go on differently (the forecast's reservation tries,
         forecast/forward.py). False when the run ended before `until` (nothing left to change, the
         horizon, the session limit). `run_until` and `run` may follow; each goes on from here."""
-        with collector_for_long_runs():
+        with collector_for_long_runs(self.collect_cycles):
             while (t_sess := self._next_session()) is not None:
                 if t_sess >= until - 1e-9:
                     return True
@@ -395,14 +397,8 @@ class Simulator(QuietSkipping):
             snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         last = self._last_jobs
         delta = snap.jobs_delta
-        # a job the cache's delta does not name is the last snapshot's object (docs/semantics.md K17)
-        if check.enabled():
-            names: Collection[str] = snap.jobs
-        elif self.objects is not None:
-            names = snap.jobs if changed is None else changed
-        else:
-            names = delta.changed if delta is not None and delta.since is not None else snap.jobs
-        give_starts(snap.jobs, names, last, self.task_by_key)
+        give_starts(snap.jobs, start_names(snap.jobs, changed, delta, self.objects is not None), last,
+                    self.task_by_key)
         self._last_jobs = snap.jobs
         queues: dict[str, QueueInfo] = {}
         for name in self.queues:

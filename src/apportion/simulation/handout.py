@@ -22,7 +22,7 @@ out again without asking is asked and must be that object.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from apportion.cluster.model import JobInfo, TaskStatus
 from apportion.cluster.snapshot import JobDelta
@@ -161,6 +161,18 @@ class JobsHandout:
             if self._ask(active[uid], assembled) is not ji:
                 raise check.StateCheckError(f"{check.ENV}: job {uid} handed out again without asking is not "
                                             "what the start state's objects give")
+
+
+def start_names(jobs: Mapping[str, JobInfo], changed: set[str] | None, delta: JobDelta | None,
+                from_objects: bool) -> Collection[str]:
+    """The uids of `jobs` whose running tasks `give_starts` looks at: those a start state's objects
+    handed out anew (`changed`; None: every job), or the cache's delta names (a job it does not name
+    is the last snapshot's object: docs/semantics.md K17); every job under the self-check."""
+    if check.enabled():
+        return jobs
+    if from_objects:
+        return jobs if changed is None else changed
+    return delta.changed if delta is not None and delta.since is not None else jobs
 
 
 def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping[str, JobInfo],

@@ -1,0 +1,91 @@
+"""`DumpObjects.build_fast` against its reference `build`: the same job objects, field by field and task
+by task (the self-check compares every fast build with `build`), and the same forecasts."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import pytest
+from dumps import two_queues
+from hypothesis import HealthCheck, given, settings
+from test_fit import NOW, snap_of
+from test_forecast_sim import busy_dumps
+
+from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
+from apportion.engine import prepare, resolve_conf
+from apportion.forecast.sim import DumpObjects, forecast_simulator
+from apportion.forecast.start import start_state
+from apportion.framework.conf import parse_conf
+from apportion.simulation.jobs import SimJob
+from apportion.state import check
+from apportion.state.equality import same
+
+
+def _forecast(objs: list[dict[str, Any]], conf_text: str | None, fast: bool, keep: bool = True):
+    snap = snap_of(objs)
+    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+    prepare(snap, conf)
+    sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+    assert isinstance(sim.objects, DumpObjects)
+    sim.objects.fast = fast
+    sim.run()
+    return {u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps())
+def test_fast_builds_are_the_reference_builds(case: tuple[list[dict[str, Any]], str | None]) -> None:
+    objs, conf_text = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(check.ENV, "1")  # every fast build is compared with `build`, field by field
+        checked = _forecast(objs, conf_text, fast=True)
+        checked_unkept = _forecast(objs, conf_text, fast=True, keep=False)
+    assert checked == _forecast(objs, conf_text, fast=False)
+    assert checked_unkept == _forecast(objs, conf_text, fast=False, keep=False)
+
+
+def test_every_status_builds_alike() -> None:
+    """Each task of each job in each status the simulation gives, with its node or none."""
+    snap = snap_of(two_queues())
+    conf = resolve_conf(snap, None)
+    prepare(snap, conf)
+    sim = forecast_simulator(start_state(snap, conf, NOW))
+    objects = sim.objects
+    assert isinstance(objects, DumpObjects)
+    nodes = [n.name for n in snap.nodes]
+    for sj in sim.jobs.values():
+        tpl = objects.templates[sj.uid]
+        for status in TaskStatus:
+            for t in sj.tasks:
+                objects.status_changed(sj, t)
+                t.status, t.node = status, nodes[t.index % len(nodes)]
+            _same(objects.build_fast(sj, tpl), objects.build(sj, tpl))
+            _same(objects.build_fast(sj, tpl), objects.build(sj, tpl))  # from the fields kept the first time
+
+
+def _same(a: JobInfo, b: JobInfo) -> None:
+    """Every field alike (the tasks each a new object, every field of it alike)."""
+    assert a is not b
+    for f in fields(JobInfo):
+        if f.name != "tasks":
+            assert same(getattr(a, f.name), getattr(b, f.name)), f.name
+    assert list(a.tasks) == list(b.tasks)
+    for k in a.tasks:
+        assert a.tasks[k] is not b.tasks[k]
+        for g in fields(TaskInfo):
+            assert same(getattr(a.tasks[k], g.name), getattr(b.tasks[k], g.name)), g.name
+
+
+def test_the_self_check_catches_a_fast_build_that_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    build_fast = DumpObjects.build_fast
+
+    def off_by_one(self: DumpObjects, sj: SimJob, tpl: JobInfo) -> JobInfo:
+        ji = build_fast(self, sj, tpl)
+        ji.version += 1
+        return ji
+
+    monkeypatch.setattr(DumpObjects, "build_fast", off_by_one)
+    monkeypatch.setenv(check.ENV, "1")
+    with pytest.raises(check.StateCheckError, match="built fast differs from a fresh build in version"):
+        _forecast(two_queues(), None, fast=True)

@@ -1,0 +1,115 @@
+"""A forecast runs with Python's cycle collector off (simulation/collector.py) and reads its dump with it
+paused (apportion/collection.py): the collector is back as it was after either, nothing frozen stays
+frozen, the run's answers are those of a run with the collector on, and the self-check fails a run
+with it off that leaves cyclic garbage."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from dumps import two_queues
+from test_fit import NOW, snap_of
+
+from apportion.collection import collection_paused
+from apportion.engine import prepare, resolve_conf
+from apportion.forecast.sim import forecast_simulator
+from apportion.forecast.start import start_state
+from apportion.simulation.collector import GC_THRESHOLD, collector_for_long_runs
+from apportion.state import check
+
+
+@pytest.fixture
+def passes() -> Iterator[list[int]]:
+    """The generations of the collections Python runs meanwhile."""
+    seen: list[int] = []
+
+    def note(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(note)
+
+
+def _cycles(n: int) -> None:
+    for _ in range(n):
+        a: list[Any] = []
+        a.append(a)
+
+
+def test_the_collector_is_back_as_it_was_after_a_run_either_way() -> None:
+    before = gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()
+    for collect in (True, False):
+        with collector_for_long_runs(collect):
+            assert gc.isenabled() is collect
+            assert gc.get_threshold()[0] == (max(before[0][0], GC_THRESHOLD) if collect else before[0][0])
+        assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
+
+
+def test_a_run_with_the_collector_off_collects_nothing(passes: list[int]) -> None:
+    with collector_for_long_runs(collect=False):
+        _cycles(5_000)
+        kept = [[] for _ in range(50_000)]
+    assert passes == [] and len(kept) == 50_000
+    gc.collect()  # the cycles made meanwhile are freed once it is back
+
+
+def test_the_self_check_fails_a_run_with_the_collector_off_that_left_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(check.ENV, "1")
+    with collector_for_long_runs(collect=False):
+        kept = [[1] for _ in range(100)]  # garbage-free work passes
+    with pytest.raises(check.StateCheckError, match="cyclic garbage: 3 list"), collector_for_long_runs(collect=False):
+        _cycles(3)
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and kept
+    # with the collector on, cycles are the collector's to free, as ever
+    with collector_for_long_runs(collect=True):
+        _cycles(3)
+    monkeypatch.setenv(check.ENV, "0")
+    with collector_for_long_runs(collect=False):
+        _cycles(3)
+    gc.collect()
+
+
+def test_paused_collection_leaves_frozen_objects_frozen_and_nests(passes: list[int]) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collection_paused():
+            with collection_paused():
+                kept = [[] for _ in range(20_000)]
+            assert not gc.isenabled() and passes == []
+        assert gc.isenabled() and gc.get_freeze_count() == frozen and kept
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_forecast_runs_with_the_collector_off_and_answers_as_with_it_on(monkeypatch: pytest.MonkeyPatch,
+                                                                          passes: list[int]) -> None:
+    monkeypatch.setenv(check.ENV, "1")  # every run with the collector off is checked for cyclic garbage
+    answers = []
+    for collect in (False, True):
+        snap = snap_of(two_queues())
+        conf = resolve_conf(snap, None)
+        prepare(snap, conf)
+        sim = forecast_simulator(start_state(snap, conf, NOW))
+        assert sim.collect_cycles is False
+        sim.collect_cycles = collect
+        del passes[:]
+        sim.run()
+        if not collect:
+            assert passes == [2]  # the self-check's own, over what the run made
+        answers.append(({u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions))
+    assert answers[0] == answers[1] and answers[0][0]["ns/train"][0] is not None
