@@ -52,6 +52,22 @@ def test_the_collector_is_back_as_it_was_after_a_run_either_way() -> None:
         assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
 
 
+def test_a_heap_frozen_before_a_run_stays_frozen_with_what_the_run_left() -> None:
+    """The service freezes its heap between ticks and forecasts in its process: a run must not hand
+    the next full collection all of it."""
+    held = [[] for _ in range(1000)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        for collect in (True, False):
+            with collector_for_long_runs(collect):
+                made = [[] for _ in range(1000)]
+            assert gc.get_freeze_count() >= frozen + len(made)
+    finally:
+        gc.unfreeze()
+    assert len(held) == 1000
+
+
 def test_a_run_with_the_collector_off_collects_nothing(passes: list[int]) -> None:
     with collector_for_long_runs(collect=False):
         _cycles(5_000)

@@ -31,9 +31,15 @@ def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
     and each of its few collections scans much of the session, to free nothing. What the run made
     and still lives then joins the oldest generation without a scan (frozen, then unfrozen with the
     rest). The self-check (`APPORTION_CHECK_STATE=1`) fails such a run that left any.
+
+    A heap that was already frozen when the run started (the service freezes what lives after each
+    tick, service/collector.py, and a forecast of its cache runs in its process) stays frozen, with
+    what the run left: unfreezing it would hand the process's next full collection everything the
+    service keeps, the pause its freezing is there to avoid.
     """
     old = gc.get_threshold()
     was = gc.isenabled()
+    kept_frozen = gc.get_freeze_count() > 0
     gc.freeze()
     if collect:
         gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
@@ -50,7 +56,10 @@ def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
             if was:
                 gc.enable()
         gc.set_threshold(*old)
-        gc.unfreeze()
+        if kept_frozen:
+            gc.freeze()
+        else:
+            gc.unfreeze()
 
 
 def _no_cyclic_garbage() -> None:
