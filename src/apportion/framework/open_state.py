@@ -298,18 +298,76 @@ def classify_reference(ssn: Session, base: OpenBase) -> tuple[list[str], list[st
     return gone, changed
 
 
+#: tests switch this off: every placement of a changed job is then taken out and put in again (the
+#: reference of `_pair_job`, docs/semantics.md K31)
+PAIR_PLACEMENTS = True
+
+#: one slot of a changed job's placements, in task order: the entry itself (kept from the last open, or
+#: a replacement), or the position of a new one among those whose vectors are still to be filled in
+Slot = Entry | int
+
+
+def _pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: list[Entry],
+              replaced: list[tuple[Entry, Entry]]) -> list[Slot]:
+    """A changed job's placements (`mine`, vectors not filled in) against its last open's (`old`): a
+    task at the same row, kind and position in its job as the last open's task of its key, with the
+    same request, occupies the same table row as before, so the table needs neither; it is the last
+    entry itself when it is the same task object with the same vector, else a replacement (the new
+    task with its vector: the one it holds, its request's for these columns as `_with_vectors` takes
+    it, or else the old one, which equal requests give). The rest of `old` goes to `removed`, the rest of
+    `mine` to `fresh` (docs/semantics.md K31)."""
+    by_key = {e[1].key: e for e in old}
+    if len(by_key) != len(old):  # two placements with one key: no pairing by key
+        removed.extend(old)
+        at = len(fresh)
+        fresh.extend(mine)
+        return list(range(at, at + len(mine)))
+    slots: list[Slot] = []
+    for e in mine:
+        t = e[1]
+        o = by_key.pop(t.key, None)
+        if o is not None:
+            if o[0] == e[0] and o[2] == e[2] and o[5] == e[5]:
+                ot = o[1]
+                if t is ot:
+                    if t.vec is o[3]:
+                        slots.append(o)
+                        continue
+                elif t.resreq is ot.resreq or t.resreq.equal(ot.resreq):
+                    if t.vec is None:
+                        t.vec = o[3]
+                    n: Entry = (e[0], t, e[2], t.vec, e[4], e[5])
+                    replaced.append((o, n))
+                    slots.append(n)
+                    continue
+            removed.append(o)
+        slots.append(len(fresh))
+        fresh.append(e)
+    removed.extend(by_key.values())
+    return slots
+
+
+def _same_relative_order(now: list[str], base: OpenBase, jobs: dict[str, JobInfo]) -> bool:
+    """Whether the jobs of both this open and the base's are in the same relative order in both."""
+    held = base.jobs
+    return [u for u in now if u in held] == [u for u in base.order if u in jobs]
+
+
 def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
     """`place_full`'s outcome from the last open's base and the jobs that changed; None when it cannot
-    be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer)."""
+    be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer). A
+    changed job's placements that occupy the table as they did are not taken out and put in again
+    (`_pair_job`) while the jobs of both opens keep their relative order."""
     now = list(ssn.jobs)
     split = _classify(ssn, base, now)
     if split is None:
         return None
     gone, changed = split
+    jobs_now = ssn.jobs
     counts = Counter(base.scalar_counts)
     for uid in gone:
         counts.subtract(base.jobs[uid][3])
-    names = {uid: job_scalar_names(ssn.jobs[uid]) for uid in changed}
+    names = {uid: job_scalar_names(jobs_now[uid]) for uid in changed}
     for ns in names.values():
         counts.update(ns)
     extra = {n for n, c in counts.items() if c > 0}
@@ -318,15 +376,29 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         return None
     table = base.table
     node_by_name = ssn.node_by_name
+    same_order = now == base.order
+    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
+    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or _same_relative_order(now, base, jobs_now))
     removed: list[Entry] = []
     for uid in gone:
-        removed.extend(base.jobs[uid][2])
+        if not pairing or uid not in jobs_now:
+            removed.extend(base.jobs[uid][2])
     removed.extend(base.orphans)
-    added: list[Entry] = []
+    fresh: list[Entry] = []
+    replaced: list[tuple[Entry, Entry]] = []
+    slots: dict[str, list[Slot]] = {}
     for uid in changed:
-        _job_entries(ssn.jobs[uid], uid, node_by_name, added)
-    _orphan_entries(ssn, node_by_name, added)
-    added = _with_vectors(added, table, True)
+        mine = _job_entries(jobs_now[uid], uid, node_by_name, [])
+        held = base.jobs.get(uid) if pairing else None
+        if held is None:
+            at = len(fresh)
+            fresh.extend(mine)
+            slots[uid] = list(range(at, at + len(mine)))
+        else:
+            slots[uid] = _pair_job(held[2], mine, removed, fresh, replaced)
+    of_jobs = len(fresh)
+    _orphan_entries(ssn, node_by_name, fresh)
+    added = _with_vectors(fresh, table, True)
     new = _fork(table)
     bound = base.bound
     if removed or added:
@@ -336,8 +408,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             return None
         signs = np.ones(len(vecs), dtype=np.int64)
         signs[:len(removed)] = -1
-        at = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
-        new.apply_placements(at, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
+        at_rows = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
+        new.apply_placements(at_rows, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
         # every amount is an integer (the base's and the vectors' are); its magnitude is at most the
         # base's bound plus every vector's largest, else the table is looked at
         bound += float(np.abs(vecs).max(axis=1).sum())
@@ -353,28 +425,32 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     # every way out that keeps this base was taken above)
     rows = base.rows
     node_tasks = base.node_tasks
-    same_order = now == base.order
-    gone_set = set(gone)
+    # per entry of the base that does not stay as it is: its replacement, or None (taken out)
+    swap: dict[int, Entry | None] = {id(e): None for e in removed}
     touched: dict[int, list[Entry]] = {}
     for e in removed:
         touched.setdefault(e[0], [])
+    for o, n in replaced:
+        swap[id(o)] = n
+        touched.setdefault(o[0], [])
     for e in added:
         touched.setdefault(e[0], []).append(e)
     if touched:
-        merging: list[tuple[int, tuple[list[Entry], list[Entry]]]] = []
+        merging: list[tuple[int, list[Entry], list[Entry]]] = []
         uids: set[str] = set()
         for row, new_entries in touched.items():
-            keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
-            if not same_order:  # (the positions below are the base's otherwise)
+            keep_entries = [k for e in rows[row] if (k := swap.get(id(e), e)) is not None]
+            if new_entries and not same_order:  # (the positions below are the base's otherwise)
                 uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
-            merging.append((row, (keep_entries, new_entries)))
+            merging.append((row, keep_entries, new_entries))
         # the positions in the session's job order of the jobs on those rows (in the base's order when
         # that is the session's: only their relative order counts)
         pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
         key = row_key(pos, len(now))
         checking = check.enabled()
-        for row, (kept, new_entries) in merging:
-            merged = merge_row(kept, new_entries, key)
+        for row, kept, new_entries in merging:
+            # without new entries the kept ones (replacements in their places) are in order as they are
+            merged = merge_row(kept, new_entries, key) if new_entries else kept
             got = node_tasks[row] = row_tasks(merged, rows[row], node_tasks[row])
             rows[row] = merged
             if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(merged).items()]:
@@ -385,18 +461,15 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     jobs = base.jobs
     for uid in gone:
         del jobs[uid]
-    by_uid: dict[str, list[Entry]] = {}
-    for e in added:
-        if e[4] is not None:
-            by_uid.setdefault(e[4], []).append(e)
     for uid in changed:
-        job = ssn.jobs[uid]
-        jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
-    orphans = [e for e in added if e[4] is None]
+        job = jobs_now[uid]
+        jobs[uid] = (job, job.version, [added[s] if isinstance(s, int) else s for s in slots[uid]], names[uid],
+                     job.phase)
+    orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
-    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
+    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
 
 
 def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
@@ -472,5 +545,5 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["OPEN_MEMO", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
+__all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
                        "place_incremental", "row_key", "row_tasks"]

@@ -149,7 +149,16 @@ def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray
         return None
     count, sums = held.count.copy(), held.sums.copy()
     bound = held.bound
-    for entries, sign in ((delta.removed, -1), (delta.added, 1)):
+    removed, added = delta.removed, delta.added
+    if delta.replaced:
+        # a task placed again as another object is in the table's row as before; the view counts it
+        # again only if its kube requests moved
+        req = view_of.requests
+        moved = [(o, n) for o, n in delta.replaced if req(o[1]) != req(n[1])]
+        if moved:
+            removed = removed + [o for o, _ in moved]
+            added = added + [n for _, n in moved]
+    for entries, sign in ((removed, -1), (added, 1)):
         if not entries:
             continue
         rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
