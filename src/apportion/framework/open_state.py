@@ -430,11 +430,25 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     touched: dict[int, list[Entry]] = {}
     for e in removed:
         touched.setdefault(e[0], [])
-    for o, n in replaced:
-        swap[id(o)] = n
-        touched.setdefault(o[0], [])
     for e in added:
         touched.setdefault(e[0], []).append(e)
+    checking = check.enabled()
+    # a row that only replacements reached keeps its order and keys: each is put in its old one's place
+    # (`replace_in_row`) when the row's map names each task once; the other rows are merged
+    only_replaced: dict[int, list[tuple[Entry, Entry]]] = {}
+    for o, n in replaced:
+        r = o[0]
+        if r in touched or len(node_tasks[r]) != len(rows[r]):
+            swap[id(o)] = n
+            touched.setdefault(r, [])
+        else:
+            only_replaced.setdefault(r, []).append((o, n))
+    for row, pairs in only_replaced.items():
+        rows[row], got = replace_in_row(rows[row], node_tasks[row], pairs)
+        node_tasks[row] = got
+        if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(rows[row]).items()]:
+            raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} with tasks replaced "
+                                        "differs from one made from the row")
     if touched:
         merging: list[tuple[int, list[Entry], list[Entry]]] = []
         uids: set[str] = set()
@@ -447,7 +461,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         # that is the session's: only their relative order counts)
         pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
         key = row_key(pos, len(now))
-        checking = check.enabled()
         for row, kept, new_entries in merging:
             # without new entries the kept ones (replacements in their places) are in order as they are
             merged = merge_row(kept, new_entries, key) if new_entries else kept
@@ -470,6 +483,23 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
+
+
+def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
+                   pairs: list[tuple[Entry, Entry]]) -> tuple[list[Entry], dict[str, TaskInfo]]:
+    """The row with each pair's first entry (one of the row's) replaced by its second, a task with the
+    same key, and the node's task map made from it, from the row's last map (`_tasks_map(row)`, which
+    names as many tasks as the row holds: no key repeats). Both are new objects."""
+    out = row.copy()
+    tasks = old_map.copy()
+    for o, n in pairs:
+        i = 0
+        while out[i] is not o:
+            i += 1
+        out[i] = n
+        t = n[1]
+        tasks[t.key] = t
+    return out, tasks
 
 
 def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
@@ -546,4 +576,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
 
 
 __all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
-                       "place_incremental", "row_key", "row_tasks"]
+                       "place_incremental", "replace_in_row", "row_key", "row_tasks"]
