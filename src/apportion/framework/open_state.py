@@ -310,30 +310,27 @@ Slot = Entry | int
 def _pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: list[Entry],
               replaced: list[tuple[Entry, Entry]]) -> list[Slot]:
     """A changed job's placements (`mine`, vectors not filled in) against its last open's (`old`): a
-    task at the same row, kind and position in its job as the last open's task of its key, with the
-    same request, occupies the same table row as before, so the table needs neither; it is the last
-    entry itself when it is the same task object with the same vector, else a replacement (the new
-    task with its vector: the one it holds, its request's for these columns as `_with_vectors` takes
-    it, or else the old one, which equal requests give). The rest of `old` goes to `removed`, the rest of
-    `mine` to `fresh` (docs/semantics.md K31)."""
-    by_key = {e[1].key: e for e in old}
-    if len(by_key) != len(old):  # two placements with one key: no pairing by key
-        removed.extend(old)
-        at = len(fresh)
-        fresh.extend(mine)
-        return list(range(at, at + len(mine)))
+    task at the same position in its job, row and kind as the last open's task at that position, with
+    the same name, namespace and request, occupies the same table row as before (the same key, so the
+    same place in its node's map), and the table needs neither; it is the last entry itself when it is
+    the same task object with the same vector, else a replacement (the new task with its vector: the
+    one it holds, its request's for these columns as `_with_vectors` takes it, or else the old one,
+    which equal requests give). The rest of `old` goes to `removed`, the rest of `mine` to `fresh`
+    (docs/semantics.md K31)."""
+    # a job's placements hold distinct positions (`_task_entries` numbers its tasks)
+    by_pos = {e[5]: e for e in old}
     slots: list[Slot] = []
     for e in mine:
-        t = e[1]
-        o = by_key.pop(t.key, None)
+        o = by_pos.pop(e[5], None)
         if o is not None:
-            if o[0] == e[0] and o[2] == e[2] and o[5] == e[5]:
-                ot = o[1]
+            t, ot = e[1], o[1]
+            if o[0] == e[0] and o[2] == e[2]:
                 if t is ot:
                     if t.vec is o[3]:
                         slots.append(o)
                         continue
-                elif t.resreq is ot.resreq or t.resreq.equal(ot.resreq):
+                elif (t.name == ot.name and t.namespace == ot.namespace
+                      and (t.resreq is ot.resreq or t.resreq.equal(ot.resreq))):
                     if t.vec is None:
                         t.vec = o[3]
                     n: Entry = (e[0], t, e[2], t.vec, e[4], e[5])
@@ -343,7 +340,7 @@ def _pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: 
             removed.append(o)
         slots.append(len(fresh))
         fresh.append(e)
-    removed.extend(by_key.values())
+    removed.extend(by_pos.values())
     return slots
 
 
