@@ -140,14 +140,14 @@ def _bound(arr: np.ndarray) -> float:
     return float(np.abs(arr).max()) if arr.size else 0.0
 
 
-def _same_requests(old: TaskInfo, new: TaskInfo, requests: Callable[[TaskInfo], Requests]) -> bool:
+def _same_requests(old: TaskInfo, new: TaskInfo, requests: Callable[[TaskInfo], Requests], checking: bool) -> bool:
     """Whether two tasks' kube requests are equal. A task that has not worked its requests out yet and
     holds the other's request object and non-zero amounts, all `pod_requests` reads, is given the
     other's (a task's requests never change)."""
     if (new.kube_requests is None and new.resreq is old.resreq and new.nonzero_cpu == old.nonzero_cpu
             and new.nonzero_memory == old.nonzero_memory):
         new.kube_requests = requests(old)
-        if check.enabled() and new.kube_requests != pod_requests(new):
+        if checking and new.kube_requests != pod_requests(new):
             raise check.StateCheckError(f"{check.ENV}: task {new.key} took requests of {old.key} that are not its own")
         return True
     return requests(old) == requests(new)
@@ -170,7 +170,8 @@ def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray
         # a task placed again as another object is in the table's row as before; the view counts it
         # again only if its kube requests moved
         req = view_of.requests
-        moved = [(o, n) for o, n in delta.replaced if not _same_requests(o[1], n[1], req)]
+        checking = check.enabled()
+        moved = [(o, n) for o, n in delta.replaced if not _same_requests(o[1], n[1], req, checking)]
         if moved:
             removed = removed + [o for o, _ in moved]
             added = added + [n for _, n in moved]
