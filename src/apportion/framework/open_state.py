@@ -101,6 +101,27 @@ def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict
     return mine
 
 
+def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
+    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job that changed, in one
+    pass over its tasks (a job built again has its scalar names to count afresh)."""
+    mine: list[Entry] = []
+    seen: set[str] = set()
+    kind_of = KIND_OF
+    for i, t in enumerate(job.tasks.values()):
+        t.initial_status = st = t.status
+        scalars = t.resreq.scalars
+        if scalars:
+            seen.update(scalars)
+        kind = kind_of[st]
+        if kind is None or not t.node_name:
+            continue
+        node = node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        mine.append((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
+    return mine, job.derive("scalar-names", None, lambda: frozenset(seen))
+
+
 def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> list[Entry]:
     fresh = [e[1] for e in entries if not reuse_rows or e[1].vec is None]
     if fresh:
@@ -364,7 +385,11 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     counts = Counter(base.scalar_counts)
     for uid in gone:
         counts.subtract(base.jobs[uid][3])
-    names = {uid: job_scalar_names(jobs_now[uid]) for uid in changed}
+    node_by_name = ssn.node_by_name
+    names: dict[str, frozenset[str]] = {}
+    placed: dict[str, list[Entry]] = {}
+    for uid in changed:
+        placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
     for ns in names.values():
         counts.update(ns)
     extra = {n for n, c in counts.items() if c > 0}
@@ -372,7 +397,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     if _columns(base.node_scalars, extra) != base.columns:
         return None
     table = base.table
-    node_by_name = ssn.node_by_name
     same_order = now == base.order
     # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
     pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or _same_relative_order(now, base, jobs_now))
@@ -385,7 +409,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     replaced: list[tuple[Entry, Entry]] = []
     slots: dict[str, list[Slot]] = {}
     for uid in changed:
-        mine = _job_entries(jobs_now[uid], uid, node_by_name, [])
+        mine = placed[uid]
         held = base.jobs.get(uid) if pairing else None
         if held is None:
             at = len(fresh)
@@ -396,7 +420,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     of_jobs = len(fresh)
     _orphan_entries(ssn, node_by_name, fresh)
     added = _with_vectors(fresh, table, True)
-    new = _fork(table)
+    # the base's arrays are its own (a session works on a fork) and only this open reads the base from
+    # here on (taken out of the memo): they are brought up to date where they are
+    new = table
     bound = base.bound
     if removed or added:
         # what left and what came, in one step: the removed placements' vectors negated
