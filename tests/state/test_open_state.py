@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apportion.engine import dispatch, open_session, run_session
-from apportion.framework.open_reference import differences
 from apportion.framework import open_state
+from apportion.framework.open_reference import differences
 from apportion.framework.open_state import OPEN_MEMO
 from apportion.plugins.k8s_matching import NodeIndex
 from apportion.plugins.k8s_view import VIEW_MEMO, NodeView

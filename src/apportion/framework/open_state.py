@@ -7,7 +7,9 @@ order, the orphans last). A caller that sessions the same cluster again and agai
 the last session (`SchedulerCache.snapshot(keep=True)`); a job's `version` moves with every task status
 change and every task added. So while the nodes are those of the last open (`Snapshot.nodes_key`) and
 the columns too, the table and the task maps are the last open's, less the placements of the jobs that
-left or changed, plus those of the jobs that are new or changed (`place_incremental`).
+left or changed, plus those of the jobs that are new or changed (`place_incremental`); a changed job's
+task placed as it was (same position in its job, node, kind and request) keeps its place and the table
+is not touched for it (K31; the rows' helpers are in framework/open_rows.py).
 
 Exactness (docs/semantics.md, cluster-state K9): the table's sums equal a full placement's bit for bit
 because every amount involved is an integer below 2**53, so every partial sum is exact and the order of
@@ -22,9 +24,8 @@ jobs is checked to be the last open's. Under
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from apportion.framework.open_parts import (
     table_for,
 )
 from apportion.framework.open_reference import check_against_full
+from apportion.framework.open_rows import merge_row, replace_in_row, row_key, row_tasks, tasks_map
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -130,29 +132,6 @@ def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> l
     return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries]
 
 
-def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
-    """A node's task map from its row (the reference of `row_tasks`)."""
-    return {e[1].key: e[1] for e in entries}
-
-
-def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
-    """`_tasks_map(merged)`, from the row's last list and map (`old_map` is `_tasks_map(old_row)`) when
-    the row holds as many entries as before, their keys distinct, and every entry that is not the old
-    one at its place is a task with the old one's key (a job built again with its tasks where they
-    were): the old map with those tasks put in, and only their keys made (K28)."""
-    n = len(merged)
-    if n != len(old_row) or n != len(old_map):
-        return _tasks_map(merged)
-    out = old_map.copy()
-    for k, o, e in zip(old_map, old_row, merged):
-        if e is not o:
-            t = e[1]
-            if t.key != k:
-                return _tasks_map(merged)
-            out[k] = t
-    return out
-
-
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
     """Append the entries of the tasks on nodes that belong to no job (other schedulers' pods), in
     the snapshot's order."""
@@ -197,7 +176,7 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         rows[e[0]].append(e)
     vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
     table.add_many([e[0] for e in entries], vecs, [e[2] for e in entries])
-    node_tasks = [_tasks_map(r) for r in rows]
+    node_tasks = [tasks_map(r) for r in rows]
     for node, tasks in zip(ssn.nodes, node_tasks):
         node.tasks = tasks
     total = Resource()
@@ -469,7 +448,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     for row, pairs in only_replaced.items():
         rows[row], got = replace_in_row(rows[row], node_tasks[row], pairs)
         node_tasks[row] = got
-        if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(rows[row]).items()]:
+        if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in tasks_map(rows[row]).items()]:
             raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} with tasks replaced "
                                         "differs from one made from the row")
     if touched:
@@ -489,7 +468,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             merged = merge_row(kept, new_entries, key) if new_entries else kept
             got = node_tasks[row] = row_tasks(merged, rows[row], node_tasks[row])
             rows[row] = merged
-            if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(merged).items()]:
+            if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in tasks_map(merged).items()]:
                 raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} made from the last "
                                             "one differs from one made from the row")
     # the job map goes on to the next base as it is: only the next open reads a base's job map, and
@@ -506,51 +485,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
-
-
-def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
-                   pairs: list[tuple[Entry, Entry]]) -> tuple[list[Entry], dict[str, TaskInfo]]:
-    """The row with each pair's first entry (one of the row's) replaced by its second, a task with the
-    same key, and the node's task map made from it, from the row's last map (`_tasks_map(row)`, which
-    names as many tasks as the row holds: no key repeats). Both are new objects."""
-    out = row.copy()
-    tasks = old_map.copy()
-    for o, n in pairs:
-        i = 0
-        while out[i] is not o:
-            i += 1
-        out[i] = n
-        t = n[1]
-        tasks[t.key] = t
-    return out, tasks
-
-
-def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
-    """A row's order, the full placement's: by the job's position (`pos`), then the task's position in
-    its job; the orphans (no job) last, in the snapshot's order."""
-    return lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5])
-
-
-def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
-    """`merge_row_reference`'s list, made from `kept` (taken over, and edited): each new entry is
-    inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
-    the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
-    the base's (`_classify`); no two entries have one key (a task is placed once, and a job's entries
-    are all kept or all new), so where an entry goes is unique and the order is the sort's
-    (docs/semantics.md K28)."""
-    if not kept:
-        return merge_row_reference(kept, new, key)
-    lo = 0
-    for e in sorted(new, key=key) if len(new) > 1 else new:
-        lo = bisect_left(kept, key(e), lo, key=key)
-        kept.insert(lo, e)
-        lo += 1
-    return kept
-
-
-def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
-    """A touched row's entries in the full placement's order (the reference of `merge_row`)."""
-    return sorted(kept + new, key=key)
 
 
 def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
@@ -598,5 +532,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
-                       "place_incremental", "replace_in_row", "row_key", "row_tasks"]
+__all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "open_nodes", "place_full", "place_incremental"]
