@@ -1,8 +1,10 @@
-"""Properties of session open's touched rows (framework/open_state.py): a row merged by insertion
+"""Properties of session open's touched rows (framework/open_rows.py): a row merged by insertion
 (`merge_row`) is the row sorted in full (`merge_row_reference`), for any base row in the full
 placement's order, any jobs taken out of it and any new placements (jobs new or changed, tasks outside
 jobs); a node's task map made from its last one (`row_tasks`) is the map made from the row, whatever
-was kept, replaced (same key or not), added or taken out, keys repeated or not."""
+was kept, replaced (same key or not), added or taken out, keys repeated or not; a row whose tasks are
+replaced by tasks of the same keys (`replace_in_row`) is the row with them in their places, and its map
+the map made from it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apportion.cluster.model import TaskInfo, TaskStatus
-from apportion.framework.open_state import _tasks_map, merge_row, merge_row_reference, row_key, row_tasks
+from apportion.framework.open_rows import (
+    merge_row,
+    merge_row_reference,
+    replace_in_row,
+    row_key,
+    row_tasks,
+    tasks_map,
+)
 from apportion.resources import Resource
 
 JOBS = [f"j{i}" for i in range(8)]
@@ -72,6 +81,27 @@ def _task(name: str) -> TaskInfo:
 @given(a_row_again())
 def test_row_tasks_is_the_map_made_from_the_row(rows: tuple[list, list]) -> None:
     old, now = rows
-    got = row_tasks(now, old, _tasks_map(old))
-    want = _tasks_map(now)
+    got = row_tasks(now, old, tasks_map(old))
+    want = tasks_map(now)
     assert [(k, id(t)) for k, t in got.items()] == [(k, id(t)) for k, t in want.items()]
+
+
+@st.composite
+def a_row_replaced(draw: st.DrawFn) -> tuple[list, list]:
+    """(a row's last entries, keys distinct; pairs of one of them and a new task of its key)."""
+    names = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=6, unique=True))
+    old = [(0, _task(n), "used", None, "j", i) for i, n in enumerate(names)]
+    chosen = draw(st.sets(st.sampled_from(range(len(old))))) if old else set()
+    pairs = [(old[i], (0, _task(old[i][1].name), "used", None, "j", i)) for i in chosen]
+    return old, list(draw(st.permutations(pairs)))
+
+
+@given(a_row_replaced())
+def test_replace_in_row_is_the_row_with_the_tasks_in_their_places(rows: tuple[list, list]) -> None:
+    old, pairs = rows
+    by_old = {id(o): n for o, n in pairs}
+    want_row = [by_old.get(id(e), e) for e in old]
+    before = list(old)
+    got_row, got_map = replace_in_row(old, tasks_map(old), pairs)
+    assert [id(e) for e in got_row] == [id(e) for e in want_row] and old == before
+    assert [(k, id(t)) for k, t in got_map.items()] == [(k, id(t)) for k, t in tasks_map(want_row).items()]

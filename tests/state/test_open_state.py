@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apportion.engine import dispatch, open_session, run_session
+from apportion.framework import open_state
 from apportion.framework.open_reference import differences
 from apportion.framework.open_state import OPEN_MEMO
 from apportion.plugins.k8s_matching import NodeIndex
@@ -91,7 +92,7 @@ def _assert_as_full(ssn) -> None:  # type: ignore[no-untyped-def]
         u: (a.cpu, a.memory, a.scalars) for u, (a, _) in want.items()}
 
 
-def _run(steps: list, monkeypatch: pytest.MonkeyPatch) -> int:
+def _run(steps: list, monkeypatch: pytest.MonkeyPatch, deltas: list | None = None) -> int:
     # the self-check would raise first; the comparison here is the test's own
     monkeypatch.delenv(check.ENV, raising=False)
     cache = SchedulerCache(report=lambda line: None)
@@ -105,6 +106,8 @@ def _run(steps: list, monkeypatch: pytest.MonkeyPatch) -> int:
         snap.memo = cache.memo
         ssn = open_session(snap, CONF, session_id=f"s{i}")
         incremental += ssn.open_delta is not None
+        if deltas is not None:
+            deltas.append(ssn.open_delta)
         _assert_as_full(ssn)
         result = run_session(ssn)
         # what the session changed must not reach what the next open starts from
@@ -121,6 +124,33 @@ def _run(steps: list, monkeypatch: pytest.MonkeyPatch) -> int:
 @given(st.lists(step, min_size=1, max_size=40))
 def test_an_incremental_open_is_a_full_one(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
     _run(steps, monkeypatch)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(step, min_size=1, max_size=40))
+def test_an_incremental_open_without_pairing_is_a_full_one(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
+    """The reference of K31: every placement of a changed job taken out and put in again."""
+    monkeypatch.setattr(open_state, "PAIR_PLACEMENTS", False)
+    _run(steps, monkeypatch)
+
+
+def test_a_changed_job_placed_as_before_is_not_placed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """K31: when one pod of a running job completes, the job is built again, and its other tasks,
+    placed as before, are paired with their last placements: the table takes out the completed pod
+    alone, and the nodes' maps hold the new task objects (checked against a full open by `_run`)."""
+    running = [(ADDED, k8s.pod(f"p{i}", "g0", node_name=NODES[i % 4], scalars={GPU: "1"} if i % 2 else {}))
+               for i in range(6)]
+    steps = [*running, (ADDED, k8s.pod("q0", "g1", node_name="n0")), ("SESSION", None), ("SESSION", None),
+             (MODIFIED, k8s.pod("p1", "g0", node_name="n1", phase="Succeeded", scalars={GPU: "1"})),
+             ("SESSION", None), (ADDED, k8s.pod("p9", "g0", node_name="n2")), ("SESSION", None)]
+    deltas: list = []
+    assert _run(steps, monkeypatch, deltas) == 3
+    done, grown = deltas[2], deltas[3]
+    assert "ns/g0" in done.changed and [e[1].key for e in done.removed] == ["ns/p1"] and not done.added
+    assert sorted(o[1].key for o, _ in done.replaced) == [f"ns/p{i}" for i in (0, 2, 3, 4, 5)]
+    assert all(o[1] is not n[1] and o[1].key == n[1].key and o[0] == n[0] for o, n in done.replaced)
+    assert not grown.removed and [e[1].key for e in grown.added] == ["ns/p9"]
 
 
 def test_the_incremental_open_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -65,6 +65,7 @@ class OpenDelta:
 
     since: int
     generation: int
+    #: the placements the node table took out and put in
     removed: list[Entry]
     added: list[Entry]
     #: uids of the jobs of the last open that are not handed out unchanged (gone or changed), and of
@@ -72,6 +73,10 @@ class OpenDelta:
     #: task statuses (`JobInfo.version`) and phase it had then
     gone: list[str]
     changed: list[str]
+    #: (last open's placement, this open's) of a changed job's task held again as another TaskInfo with
+    #: the same key, row, kind, position and request (so the same table row): neither in `removed` nor
+    #: in `added`, the node table is not touched by them (docs/semantics.md K31)
+    replaced: list[tuple[Entry, Entry]] = field(default_factory=list)
 
 
 @dataclass

@@ -7,7 +7,9 @@ order, the orphans last). A caller that sessions the same cluster again and agai
 the last session (`SchedulerCache.snapshot(keep=True)`); a job's `version` moves with every task status
 change and every task added. So while the nodes are those of the last open (`Snapshot.nodes_key`) and
 the columns too, the table and the task maps are the last open's, less the placements of the jobs that
-left or changed, plus those of the jobs that are new or changed (`place_incremental`).
+left or changed, plus those of the jobs that are new or changed (`place_incremental`); a changed job's
+task placed as it was (same position in its job, node, kind and request) keeps its place and the table
+is not touched for it (K31; the rows' helpers are in framework/open_rows.py).
 
 Exactness (docs/semantics.md, cluster-state K9): the table's sums equal a full placement's bit for bit
 because every amount involved is an integer below 2**53, so every partial sum is exact and the order of
@@ -22,9 +24,8 @@ jobs is checked to be the last open's. Under
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from apportion.framework.open_parts import (
     table_for,
 )
 from apportion.framework.open_reference import check_against_full
+from apportion.framework.open_rows import merge_row, replace_in_row, row_key, row_tasks, tasks_map
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -101,35 +103,33 @@ def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict
     return mine
 
 
+def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
+    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job that changed, in one
+    pass over its tasks (a job built again has its scalar names to count afresh)."""
+    mine: list[Entry] = []
+    seen: set[str] = set()
+    kind_of = KIND_OF
+    for i, t in enumerate(job.tasks.values()):
+        t.initial_status = st = t.status
+        scalars = t.resreq.scalars
+        if scalars:
+            seen.update(scalars)
+        kind = kind_of[st]
+        if kind is None or not t.node_name:
+            continue
+        node = node_by_name.get(t.node_name)
+        if node is None:
+            continue
+        mine.append((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
+    return mine, job.derive("scalar-names", None, lambda: frozenset(seen))
+
+
 def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> list[Entry]:
     fresh = [e[1] for e in entries if not reuse_rows or e[1].vec is None]
     if fresh:
         for t, v in zip(fresh, table.vectors([t.resreq for t in fresh])):
             t.vec = v
     return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries]
-
-
-def _tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
-    """A node's task map from its row (the reference of `row_tasks`)."""
-    return {e[1].key: e[1] for e in entries}
-
-
-def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
-    """`_tasks_map(merged)`, from the row's last list and map (`old_map` is `_tasks_map(old_row)`) when
-    the row holds as many entries as before, their keys distinct, and every entry that is not the old
-    one at its place is a task with the old one's key (a job built again with its tasks where they
-    were): the old map with those tasks put in, and only their keys made (K28)."""
-    n = len(merged)
-    if n != len(old_row) or n != len(old_map):
-        return _tasks_map(merged)
-    out = old_map.copy()
-    for k, o, e in zip(old_map, old_row, merged):
-        if e is not o:
-            t = e[1]
-            if t.key != k:
-                return _tasks_map(merged)
-            out[k] = t
-    return out
 
 
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
@@ -176,7 +176,7 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         rows[e[0]].append(e)
     vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
     table.add_many([e[0] for e in entries], vecs, [e[2] for e in entries])
-    node_tasks = [_tasks_map(r) for r in rows]
+    node_tasks = [tasks_map(r) for r in rows]
     for node, tasks in zip(ssn.nodes, node_tasks):
         node.tasks = tasks
     total = Resource()
@@ -298,18 +298,77 @@ def classify_reference(ssn: Session, base: OpenBase) -> tuple[list[str], list[st
     return gone, changed
 
 
+#: tests switch this off: every placement of a changed job is then taken out and put in again (the
+#: reference of `_pair_job`, docs/semantics.md K31)
+PAIR_PLACEMENTS = True
+
+#: one slot of a changed job's placements, in task order: the entry itself (kept from the last open, or
+#: a replacement), or the position of a new one among those whose vectors are still to be filled in
+Slot = Entry | int
+
+
+def _pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: list[Entry],
+              replaced: list[tuple[Entry, Entry]]) -> list[Slot]:
+    """A changed job's placements (`mine`, vectors not filled in) against its last open's (`old`): a
+    task at the same position in its job, row and kind as the last open's task at that position, with
+    the same name, namespace and request, occupies the same table row as before (the same key, so the
+    same place in its node's map), and the table needs neither; it is the last entry itself when it is
+    the same task object with the same vector, else a replacement (the new task with its vector: the
+    one it holds, its request's for these columns as `_with_vectors` takes it, or else the old one,
+    which equal requests give). The rest of `old` goes to `removed`, the rest of `mine` to `fresh`
+    (docs/semantics.md K31)."""
+    # a job's placements hold distinct positions (`_task_entries` numbers its tasks)
+    by_pos = {e[5]: e for e in old}
+    slots: list[Slot] = []
+    for e in mine:
+        o = by_pos.pop(e[5], None)
+        if o is not None:
+            t, ot = e[1], o[1]
+            if o[0] == e[0] and o[2] == e[2]:
+                if t is ot:
+                    if t.vec is o[3]:
+                        slots.append(o)
+                        continue
+                elif (t.name == ot.name and t.namespace == ot.namespace
+                      and (t.resreq is ot.resreq or t.resreq.equal(ot.resreq))):
+                    if t.vec is None:
+                        t.vec = o[3]
+                    n: Entry = (e[0], t, e[2], t.vec, e[4], e[5])
+                    replaced.append((o, n))
+                    slots.append(n)
+                    continue
+            removed.append(o)
+        slots.append(len(fresh))
+        fresh.append(e)
+    removed.extend(by_pos.values())
+    return slots
+
+
+def _same_relative_order(now: list[str], base: OpenBase, jobs: dict[str, JobInfo]) -> bool:
+    """Whether the jobs of both this open and the base's are in the same relative order in both."""
+    held = base.jobs
+    return [u for u in now if u in held] == [u for u in base.order if u in jobs]
+
+
 def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
     """`place_full`'s outcome from the last open's base and the jobs that changed; None when it cannot
-    be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer)."""
+    be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer). A
+    changed job's placements that occupy the table as they did are not taken out and put in again
+    (`_pair_job`) while the jobs of both opens keep their relative order."""
     now = list(ssn.jobs)
     split = _classify(ssn, base, now)
     if split is None:
         return None
     gone, changed = split
+    jobs_now = ssn.jobs
     counts = Counter(base.scalar_counts)
     for uid in gone:
         counts.subtract(base.jobs[uid][3])
-    names = {uid: job_scalar_names(ssn.jobs[uid]) for uid in changed}
+    node_by_name = ssn.node_by_name
+    names: dict[str, frozenset[str]] = {}
+    placed: dict[str, list[Entry]] = {}
+    for uid in changed:
+        placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
     for ns in names.values():
         counts.update(ns)
     extra = {n for n, c in counts.items() if c > 0}
@@ -317,17 +376,32 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     if _columns(base.node_scalars, extra) != base.columns:
         return None
     table = base.table
-    node_by_name = ssn.node_by_name
+    same_order = now == base.order
+    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
+    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or _same_relative_order(now, base, jobs_now))
     removed: list[Entry] = []
     for uid in gone:
-        removed.extend(base.jobs[uid][2])
+        if not pairing or uid not in jobs_now:
+            removed.extend(base.jobs[uid][2])
     removed.extend(base.orphans)
-    added: list[Entry] = []
+    fresh: list[Entry] = []
+    replaced: list[tuple[Entry, Entry]] = []
+    slots: dict[str, list[Slot]] = {}
     for uid in changed:
-        _job_entries(ssn.jobs[uid], uid, node_by_name, added)
-    _orphan_entries(ssn, node_by_name, added)
-    added = _with_vectors(added, table, True)
-    new = _fork(table)
+        mine = placed[uid]
+        held = base.jobs.get(uid) if pairing else None
+        if held is None:
+            at = len(fresh)
+            fresh.extend(mine)
+            slots[uid] = list(range(at, at + len(mine)))
+        else:
+            slots[uid] = _pair_job(held[2], mine, removed, fresh, replaced)
+    of_jobs = len(fresh)
+    _orphan_entries(ssn, node_by_name, fresh)
+    added = _with_vectors(fresh, table, True)
+    # the base's arrays are its own (a session works on a fork) and only this open reads the base from
+    # here on (taken out of the memo): they are brought up to date where they are
+    new = table
     bound = base.bound
     if removed or added:
         # what left and what came, in one step: the removed placements' vectors negated
@@ -336,8 +410,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             return None
         signs = np.ones(len(vecs), dtype=np.int64)
         signs[:len(removed)] = -1
-        at = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
-        new.apply_placements(at, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
+        at_rows = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
+        new.apply_placements(at_rows, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
         # every amount is an integer (the base's and the vectors' are); its magnitude is at most the
         # base's bound plus every vector's largest, else the table is looked at
         bound += float(np.abs(vecs).max(axis=1).sum())
@@ -353,31 +427,48 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     # every way out that keeps this base was taken above)
     rows = base.rows
     node_tasks = base.node_tasks
-    same_order = now == base.order
-    gone_set = set(gone)
+    # per entry of the base that does not stay as it is: its replacement, or None (taken out)
+    swap: dict[int, Entry | None] = {id(e): None for e in removed}
     touched: dict[int, list[Entry]] = {}
     for e in removed:
         touched.setdefault(e[0], [])
     for e in added:
         touched.setdefault(e[0], []).append(e)
+    checking = check.enabled()
+    # a row that only replacements reached keeps its order and keys: each is put in its old one's place
+    # (`replace_in_row`) when the row's map names each task once; the other rows are merged
+    only_replaced: dict[int, list[tuple[Entry, Entry]]] = {}
+    for o, n in replaced:
+        r = o[0]
+        if r in touched or len(node_tasks[r]) != len(rows[r]):
+            swap[id(o)] = n
+            touched.setdefault(r, [])
+        else:
+            only_replaced.setdefault(r, []).append((o, n))
+    for row, pairs in only_replaced.items():
+        rows[row], got = replace_in_row(rows[row], node_tasks[row], pairs)
+        node_tasks[row] = got
+        if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in tasks_map(rows[row]).items()]:
+            raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} with tasks replaced "
+                                        "differs from one made from the row")
     if touched:
-        merging: list[tuple[int, tuple[list[Entry], list[Entry]]]] = []
+        merging: list[tuple[int, list[Entry], list[Entry]]] = []
         uids: set[str] = set()
         for row, new_entries in touched.items():
-            keep_entries = [e for e in rows[row] if e[4] is not None and e[4] not in gone_set]
-            if not same_order:  # (the positions below are the base's otherwise)
+            keep_entries = [k for e in rows[row] if (k := swap.get(id(e), e)) is not None]
+            if new_entries and not same_order:  # (the positions below are the base's otherwise)
                 uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
-            merging.append((row, (keep_entries, new_entries)))
+            merging.append((row, keep_entries, new_entries))
         # the positions in the session's job order of the jobs on those rows (in the base's order when
         # that is the session's: only their relative order counts)
         pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
         key = row_key(pos, len(now))
-        checking = check.enabled()
-        for row, (kept, new_entries) in merging:
-            merged = merge_row(kept, new_entries, key)
+        for row, kept, new_entries in merging:
+            # without new entries the kept ones (replacements in their places) are in order as they are
+            merged = merge_row(kept, new_entries, key) if new_entries else kept
             got = node_tasks[row] = row_tasks(merged, rows[row], node_tasks[row])
             rows[row] = merged
-            if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in _tasks_map(merged).items()]:
+            if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in tasks_map(merged).items()]:
                 raise check.StateCheckError(f"{check.ENV}: session open's task map of row {row} made from the last "
                                             "one differs from one made from the row")
     # the job map goes on to the next base as it is: only the next open reads a base's job map, and
@@ -385,46 +476,15 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     jobs = base.jobs
     for uid in gone:
         del jobs[uid]
-    by_uid: dict[str, list[Entry]] = {}
-    for e in added:
-        if e[4] is not None:
-            by_uid.setdefault(e[4], []).append(e)
     for uid in changed:
-        job = ssn.jobs[uid]
-        jobs[uid] = (job, job.version, by_uid.get(uid, []), names[uid], job.phase)
-    orphans = [e for e in added if e[4] is None]
+        job = jobs_now[uid]
+        jobs[uid] = (job, job.version, [added[s] if isinstance(s, int) else s for s in slots[uid]], names[uid],
+                     job.phase)
+    orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
-    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed)
-
-
-def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
-    """A row's order, the full placement's: by the job's position (`pos`), then the task's position in
-    its job; the orphans (no job) last, in the snapshot's order."""
-    return lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5])
-
-
-def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
-    """`merge_row_reference`'s list, made from `kept` (taken over, and edited): each new entry is
-    inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
-    the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
-    the base's (`_classify`); no two entries have one key (a task is placed once, and a job's entries
-    are all kept or all new), so where an entry goes is unique and the order is the sort's
-    (docs/semantics.md K28)."""
-    if not kept:
-        return merge_row_reference(kept, new, key)
-    lo = 0
-    for e in sorted(new, key=key) if len(new) > 1 else new:
-        lo = bisect_left(kept, key(e), lo, key=key)
-        kept.insert(lo, e)
-        lo += 1
-    return kept
-
-
-def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
-    """A touched row's entries in the full placement's order (the reference of `merge_row`)."""
-    return sorted(kept + new, key=key)
+    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
 
 
 def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
@@ -472,5 +532,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["OPEN_MEMO", "classify_reference", "merge_row", "merge_row_reference", "open_nodes", "place_full",
-                       "place_incremental", "row_key", "row_tasks"]
+__all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "open_nodes", "place_full", "place_incremental"]

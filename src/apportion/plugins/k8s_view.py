@@ -9,6 +9,7 @@ evicted in the session stops counting and a pipelined one counts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,8 @@ from apportion.state import check
 
 #: columns of NodeView.sums
 NZ_CPU, NZ_MEM, REQ_CPU, REQ_MEM, REQ_GPU = range(5)
+#: a pod's (non-zero cpu, non-zero memory, cpu, memory, gpu), as `pod_requests` gives them
+Requests = tuple[float, float, float, float, float]
 
 
 @dataclass
@@ -137,6 +140,19 @@ def _bound(arr: np.ndarray) -> float:
     return float(np.abs(arr).max()) if arr.size else 0.0
 
 
+def _same_requests(old: TaskInfo, new: TaskInfo, requests: Callable[[TaskInfo], Requests], checking: bool) -> bool:
+    """Whether two tasks' kube requests are equal. A task that has not worked its requests out yet and
+    holds the other's request object and non-zero amounts, all `pod_requests` reads, is given the
+    other's (a task's requests never change)."""
+    if (new.kube_requests is None and new.resreq is old.resreq and new.nonzero_cpu == old.nonzero_cpu
+            and new.nonzero_memory == old.nonzero_memory):
+        new.kube_requests = requests(old)
+        if checking and new.kube_requests != pod_requests(new):
+            raise check.StateCheckError(f"{check.ENV}: task {new.key} took requests of {old.key} that are not its own")
+        return True
+    return requests(old) == requests(new)
+
+
 def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray, float] | None:
     """The last open's view updated by the placements that changed since (`Session.open_delta`), with
     a bound on its sums, or None when it cannot be exact: no carried view of the open the delta starts
@@ -149,7 +165,17 @@ def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray
         return None
     count, sums = held.count.copy(), held.sums.copy()
     bound = held.bound
-    for entries, sign in ((delta.removed, -1), (delta.added, 1)):
+    removed, added = delta.removed, delta.added
+    if delta.replaced:
+        # a task placed again as another object is in the table's row as before; the view counts it
+        # again only if its kube requests moved
+        req = view_of.requests
+        checking = check.enabled()
+        moved = [(o, n) for o, n in delta.replaced if not _same_requests(o[1], n[1], req, checking)]
+        if moved:
+            removed = removed + [o for o, _ in moved]
+            added = added + [n for _, n in moved]
+    for entries, sign in ((removed, -1), (added, 1)):
         if not entries:
             continue
         rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))

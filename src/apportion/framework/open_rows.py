@@ -1,0 +1,85 @@
+"""A touched row of session open's node side (framework/open_state.py): its entries in the full
+placement's order and the node's task map made from them, from the row's last entries and map.
+
+A row holds the placements on one node in the full placement's order: by the job's position in the
+session's job order, then the task's position in its job, the tasks outside jobs last
+(docs/semantics.md K28, K31)."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+
+from apportion.cluster.model import TaskInfo
+from apportion.framework.open_parts import Entry
+
+
+def tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
+    """A node's task map from its row (the reference of `row_tasks`)."""
+    return {e[1].key: e[1] for e in entries}
+
+
+def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """`tasks_map(merged)`, from the row's last list and map (`old_map` is `tasks_map(old_row)`) when
+    the row holds as many entries as before, their keys distinct, and every entry that is not the old
+    one at its place is a task with the old one's key (a job built again with its tasks where they
+    were): the old map with those tasks put in, and only their keys made (K28)."""
+    n = len(merged)
+    if n != len(old_row) or n != len(old_map):
+        return tasks_map(merged)
+    out = old_map.copy()
+    for k, o, e in zip(old_map, old_row, merged):
+        if e is not o:
+            t = e[1]
+            if t.key != k:
+                return tasks_map(merged)
+            out[k] = t
+    return out
+
+
+def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
+                   pairs: list[tuple[Entry, Entry]]) -> tuple[list[Entry], dict[str, TaskInfo]]:
+    """The row with each pair's first entry (one of the row's) replaced by its second, a task with the
+    same key, and the node's task map made from it, from the row's last map (`tasks_map(row)`, which
+    names as many tasks as the row holds: no key repeats). Both are new objects."""
+    out = row.copy()
+    tasks = old_map.copy()
+    for o, n in pairs:
+        i = 0
+        while out[i] is not o:
+            i += 1
+        out[i] = n
+        t = n[1]
+        tasks[t.key] = t
+    return out, tasks
+
+
+def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]:
+    """A row's order, the full placement's: by the job's position (`pos`), then the task's position in
+    its job; the orphans (no job) last, in the snapshot's order."""
+    return lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5])
+
+
+def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
+    """`merge_row_reference`'s list, made from `kept` (taken over, and edited): each new entry is
+    inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
+    the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
+    the base's (framework/open_state.py, `_classify`); no two entries have one key (a task is placed
+    once, and an entry kept from the last open holds its task's position now, K31), so where an entry
+    goes is unique and the order is the sort's (docs/semantics.md K28)."""
+    if not kept:
+        return merge_row_reference(kept, new, key)
+    lo = 0
+    for e in sorted(new, key=key) if len(new) > 1 else new:
+        lo = bisect_left(kept, key(e), lo, key=key)
+        kept.insert(lo, e)
+        lo += 1
+    return kept
+
+
+def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
+    """A touched row's entries in the full placement's order (the reference of `merge_row`)."""
+    return sorted(kept + new, key=key)
+
+
+__all__: list[str] = ["merge_row", "merge_row_reference", "replace_in_row", "row_key", "row_tasks", "tasks_map"]
