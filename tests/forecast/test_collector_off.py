@@ -129,3 +129,20 @@ def test_a_forecast_runs_with_the_collector_off_and_answers_as_with_it_on(monkey
             assert passes == [2]  # the self-check's own, over what the run made
         answers.append(({u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions))
     assert answers[0] == answers[1] and answers[0][0]["ns/train"][0] is not None
+
+
+def test_off_the_main_thread_the_collector_is_left_alone() -> None:
+    """The service forecasts in a worker thread: the collector is the process's, not the forecast's."""
+    import threading
+
+    seen: list[tuple[bool, int]] = []
+
+    def work() -> None:
+        with collector_for_long_runs(collect=False), collection_paused():
+            seen.append((gc.isenabled(), gc.get_freeze_count()))
+
+    before = gc.isenabled(), gc.get_freeze_count()
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [before] and (gc.isenabled(), gc.get_freeze_count()) == before

@@ -53,11 +53,44 @@ def test_forecast_of_a_waiting_job(server_factory: Callable[..., LiveServer]) ->
     assert c.get("/api/v1/jobs/t/nope/forecast").status_code == 404
     r = c.get("/api/v1/jobs/t/big/forecast")
     assert r.status_code == 409 and "not pending" in r.json()["error"], r.text
-    for params, field in (({"period": "0"}, "period"), ({"runs": "0"}, "runs"), ({"horizon": "soon"}, "horizon"),
-                          ({"assumeRuntime": "{nope: 1}"}, "assumeRuntime")):
+    for params, field in (({"period": "0"}, "period"), ({"period": "1e-9"}, "period"), ({"period": "1e300"}, "period"),
+                          ({"runs": "0"}, "runs"), ({"runs": "21"}, "runs"), ({"seed": "-1"}, "seed"),
+                          ({"horizon": "soon"}, "horizon"), ({"assumeRuntime": "{nope: 1}"}, "assumeRuntime")):
         r = c.get("/api/v1/jobs/t/next/forecast", params=params)
         assert r.status_code == 400 and field in r.json()["error"] and "Traceback" not in r.text, (params, r.text)
+    # a job held out of the scheduler (its reservation is not active) says why
+    late = _job("late", 1, "1")
+    late[0]["spec"]["queue"] = "dedicated"
+    late[0]["metadata"]["annotations"] = {"apportion.io/reservation": "reservation_1_0001"}
+    assert c.post("/api/v1/apply", params=U, content=yaml.safe_dump_all(late)).status_code == 200
+    wait_for(lambda: "not currently active" in c.get("/api/v1/jobs/t/late").json().get("waiting", ""))
+    r = c.get("/api/v1/jobs/t/late/forecast")
+    assert r.status_code == 409 and "not currently active" in r.json()["error"], r.text
     c.close()
+
+
+def test_an_absurd_duration_is_an_error_naming_the_pod() -> None:
+    """A running pod's typo must not break every forecast with a server error."""
+    from datetime import UTC, datetime
+
+    from apportion.errors import InputError
+    from apportion.forecast.api import forecast_snapshot
+    from apportion.kube import build_snapshot
+
+    objs = _job("big", 1, "15", duration="300000000000") + _job("next", 1, "15")
+    objs[1]["spec"]["nodeName"] = "n1"
+    objs[1]["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}}
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "batch"},
+             "spec": {"weight": 1}}
+    snap = build_snapshot([("t", o) for o in [node, queue, *objs]])
+    try:
+        forecast_snapshot(snap, ["t/next"], now=datetime(2026, 1, 1, 1, tzinfo=UTC), fits=False)
+    except InputError as e:
+        assert "t/big-0" in str(e) and "apportion.io/duration" in str(e) and "100 years" in str(e)
+    else:
+        raise AssertionError("an absurd duration was taken")
 
 
 def test_the_gate_queues_a_few_and_refuses_more() -> None:
@@ -65,5 +98,6 @@ def test_the_gate_queues_a_few_and_refuses_more() -> None:
     assert [gate.enter() for _ in range(4)] == [True, True, True, False]
     gate.leave()
     assert gate.enter() and not gate.enter()
-    with gate.turn:
-        assert not gate.turn.acquire(blocking=False)  # one forecast runs at a time
+    # one forecast runs at a time, on the gate's own thread (not the server's readers' pool)
+    assert gate.executor._max_workers == 1
+    gate.executor.shutdown()

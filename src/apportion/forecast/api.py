@@ -34,6 +34,8 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
     """Forecast the named jobs (default: every pending job) of a snapshot, with fit suggestions for
     each named job that does not start in the next session (without names, for the first
     FITS_UNNAMED such jobs). `snap` is used, not kept; it may be changed."""
+    if seed < 0:
+        raise InputError(f"the seed must be 0 or more, got {seed}")
     conf = resolve_conf(snap, conf)
     prepare(snap, conf)
     if now is None:

@@ -72,6 +72,12 @@ class ForwardRun:
         shared: dict[int, Any] = {id(sim.sc): sim.sc, id(sim.conf): sim.conf, id(sim.queues): sim.queues}
         shared.update((id(o), o) for o in (*objects.templates.values(), *objects.template_tasks.values(),
                                           objects.node_order, objects.orphans, *sim.nodes.values()))
+        # caches keyed by the ids of objects they hold (or derived from the templates alone): one
+        # object for the run and its forks, so that a fork's copy never answers for an id it does not hold
+        shared[id(objects._fresh_fields)] = objects._fresh_fields
+        whole_of = getattr(sim.quiet, "_whole_of", None)
+        if whole_of is not None:
+            shared[id(whole_of)] = whole_of
         fork: Simulator = copy.deepcopy(sim, shared)
         self.copies += 1
         sc = copy.copy(sim.sc)

@@ -10,7 +10,6 @@ so switching to it changes only the caller.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -126,9 +125,20 @@ def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | Non
     return None
 
 
+#: the longest runtime or time left an annotation may give (a forecast's times stay within what a
+#: date can say, and a pod's typo cannot break the forecasts of every job queued behind it silently)
+LONGEST_S = 100 * 365 * 86400.0
+
+
+def _within(seconds: float, where: str) -> float:
+    if seconds > LONGEST_S:
+        raise InputError(f"{seconds:.0f} seconds is more than the 100 years a forecast looks ahead", where=where)
+    return seconds
+
+
 def _own_runtime(task: TaskInfo, job: JobInfo) -> float | None:
     d = _annotation(task, job, DURATION_KEY)
-    return parse_duration(d[0], d[1]) if d else None
+    return _within(parse_duration(d[0], d[1]), d[1]) if d else None
 
 
 def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskStart:
@@ -143,7 +153,7 @@ def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskSta
     runtime = _own_runtime(t, job)
     end = _annotation(t, job, EXPECTED_END_KEY)
     if end is not None:
-        left = (parse_time(end[0], end[1]) - now).total_seconds()
+        left = _within((parse_time(end[0], end[1]) - now).total_seconds(), end[1])
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, left), runtime, EXPECTED_END)
     if runtime is not None and started is not None:
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime, DURATION)
@@ -155,8 +165,8 @@ def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, st
     """A task's runtime once started: the job's (or its pods') `apportion.io/duration`, else the
     whole runtime an expected-end gives a running task that has a start time."""
     if DURATION_KEY in job.annotations:
-        return parse_duration(job.annotations[DURATION_KEY], f"podgroup {job.uid}: metadata.annotations."
-                                                             f"{DURATION_KEY}"), DURATION
+        where = f"podgroup {job.uid}: metadata.annotations.{DURATION_KEY}"
+        return _within(parse_duration(job.annotations[DURATION_KEY], where), where), DURATION
     own = [t.runtime for t in tasks if t.runtime is not None]
     if own:
         return max(own), DURATION
@@ -172,8 +182,8 @@ def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: f
 
     `snap` is read, not changed: the simulator copies what it hands to each session.
     """
-    if not (period > 0 and math.isfinite(period)):
-        raise InputError(f"the session period must be a positive number of seconds, got {period}")
+    if not (0.001 <= period <= 86400):
+        raise InputError(f"the session period must be between 0.001 and 86400 seconds, got {period}")
     jobs: list[JobStart] = []
     # one record per task, all living on, no cycles among them (kube's build_snapshot says why paused)
     with collection_paused():

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
@@ -157,6 +158,11 @@ class SchedulingLoop:
         self._parents: tuple[dict[str, QueueInfo], dict[str, str]] | None = None
         #: every queue of the last session as configured (the scheduler info of a queue with no job)
         self.last_queues: dict[str, QueueInfo] = {}
+        #: set between ticks: a tick's parts are separate writer jobs, and the cache is whole (every
+        #: queue event of the followers sent, every podgroup routed) only before the first or after
+        #: the last; a reader of the cache itself (a forecast) takes it under the read lock while set
+        self.between = threading.Event()
+        self.between.set()
         self.ticks = 0
         #: the last tick's duration and the longest so far, ms (served by /api/v1/status)
         self.last_tick_ms = 0.0
@@ -253,12 +259,15 @@ class SchedulingLoop:
         self._tick_started()
         parts = self.parts()
         result: Any = None
+        self.between.clear()
         try:
             while True:
                 part, fn = parts.send(result)
                 result = self._timed(part, fn)()
         except StopIteration:
             pass
+        finally:
+            self.between.set()
         self._tick_ended()
 
     def follow(self) -> Followed:
@@ -414,6 +423,7 @@ class SchedulingLoop:
         `last_error`, and the loop goes on."""
         self._tick_started()
         parts = self.parts()
+        self.between.clear()
         try:
             # with a real backend a tick starts tasks and must never run twice, so it is never grouped
             # with other jobs; background jobs never are
@@ -440,6 +450,7 @@ class SchedulingLoop:
                 self.last_error = None
         finally:
             parts.close()
+            self.between.set()
         self.between_ticks()
 
     def failed(self, e: Exception) -> None:

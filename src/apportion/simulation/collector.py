@@ -7,6 +7,7 @@ import gc
 from collections import Counter
 from collections.abc import Iterator
 
+from apportion.collection import owns_collector
 from apportion.state import check
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).
@@ -35,8 +36,12 @@ def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
     A heap that was already frozen when the run started (the service freezes what lives after each
     tick, service/collector.py, and a forecast of its cache runs in its process) stays frozen, with
     what the run left: unfreezing it would hand the process's next full collection everything the
-    service keeps, the pause its freezing is there to avoid.
+    service keeps, the pause its freezing is there to avoid. Off the main thread (a forecast the service
+    runs in a worker) the collector is left alone (`owns_collector`).
     """
+    if not owns_collector():
+        yield
+        return
     old = gc.get_threshold()
     was = gc.isenabled()
     kept_frozen = gc.get_freeze_count() > 0

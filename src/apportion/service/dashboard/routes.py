@@ -22,6 +22,7 @@ from apportion.service.dashboard.form import STAGE_FIELDS, STAGES, ReservationFo
 from apportion.service.dashboard.samples import QueueSamples
 from apportion.service.dashboard.units import label, shown, unit
 from apportion.service.forecasts import Busy, forecast_for
+from apportion.service.objects import ObjectNotFound
 from apportion.service.yarn import _reservation_refusal as reservation_refusal
 from apportion.web import environment
 
@@ -161,6 +162,8 @@ async def job_forecast_page(request: Request, namespace: str, name: str, assume:
     error = ""
     try:
         answer = await forecast_for(request, namespace, name, assume_runtime=assume.strip() or None)
+    except ObjectNotFound:  # deleted since its summary was read
+        return not_found(request, f"job {namespace}/{name}")
     except InputError as e:  # a bad runtime, a job that is not pending or not in the cache
         error = str(e)
     except Busy:
