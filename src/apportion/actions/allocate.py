@@ -21,6 +21,7 @@ def execute(ssn: Session) -> None:
     # jobs the caller showed cannot keep a placement this session (semantics F4; only a forecast's)
     passing: PassOver | None = ssn.shared.get(PASS_OVER)
     hopeless = passing.jobs if passing is not None else {}
+    checking = bool(hopeless) and check.enabled()
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     for uid in ssn.visits.visit():
         job = ssn.jobs[uid]
@@ -62,7 +63,7 @@ def execute(ssn: Session) -> None:
         job = pop_best(jobs, ssn.job_compare)
         if job.uid in hopeless:
             assert passing is not None
-            if _passed_over(ssn, passing, queue, job, task_lists):
+            if _passed_over(ssn, passing, queue, job, task_lists, checking):
                 picker.push(queue)
                 continue
         stmt = allocate_for_job(ssn, queue, job, task_lists[job.uid])
@@ -74,18 +75,19 @@ def execute(ssn: Session) -> None:
 
 
 def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo,
-                 task_lists: dict[str, list[TaskInfo]]) -> bool:
+                 task_lists: dict[str, list[TaskInfo]], checking: bool) -> bool:
     """Pass over a job the caller showed cannot keep a placement (semantics F4): True when it was
     explained (or, under the self-check, tried and found to keep nothing), as allocate_for_job
-    returning None leaves it; False when it is to be tried (`task_lists` then holds its sorted tasks)."""
+    returning None leaves it; False when it is to be tried (`task_lists` then holds its sorted tasks).
+    `checking`: the self-check's switch, asked once per session (it reads the environment)."""
     why = passing.why(ssn, job)
     del passing.jobs[job.uid]  # looked at once: a job tried and kept is popped again as any other
-    if why is None or check.enabled():
+    if why is None or checking:
         task_lists[job.uid] = sorted_tasks(ssn, job, task_lists[job.uid])
         passing.tried += 1
     if why is None:
         return False
-    if check.enabled():
+    if checking:
         # the plain path is the reference: tried, the job must keep nothing and give back all it took
         future, lack = ssn.table.future.copy(), lacking(job)
         if allocate_for_job(ssn, queue, job, task_lists[job.uid]) is not None or lacking(job) != lack or not bool(
