@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apportion.cluster.model import TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
 from apportion.framework.open_rows import (
     merge_row,
     merge_row_reference,
@@ -105,3 +105,34 @@ def test_replace_in_row_is_the_row_with_the_tasks_in_their_places(rows: tuple[li
     got_row, got_map = replace_in_row(old, tasks_map(old), pairs)
     assert [id(e) for e in got_row] == [id(e) for e in want_row] and old == before
     assert [(k, id(t)) for k, t in got_map.items()] == [(k, id(t)) for k, t in tasks_map(want_row).items()]
+
+
+@st.composite
+def a_changed_job(draw: st.DrawFn) -> JobInfo:
+    """A job whose tasks are in every status, on nodes that exist or not, with GPU-like scalars or none."""
+    job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for i in range(draw(st.integers(0, 8))):
+        scalars = draw(st.dictionaries(st.sampled_from(["nvidia.com/gpu", "example.com/fpga"]),
+                                       st.integers(0, 4).map(float), max_size=2))
+        t = TaskInfo(uid=f"uid-{i}", name=f"t{i}", namespace="ns", job="ns/j",
+                     resreq=Resource(1000.0, 1.0, scalars), status=draw(st.sampled_from(list(TaskStatus))),
+                     node_name=draw(st.sampled_from(["", "n0", "n1", "gone"])))
+        job.add_task(t)
+    return job
+
+
+@given(a_changed_job())
+def test_a_changed_jobs_one_pass_is_its_entries_and_scalar_names(job: JobInfo) -> None:
+    """`_changed_job` fuses `_job_entries` and `scalar_names` into one pass over the tasks (open11):
+    the same placements, in the same order, and the same names, as the two loops it stands for."""
+    from apportion.cluster.model import NodeInfo
+    from apportion.framework.open_parts import scalar_names
+    from apportion.framework.open_state import _changed_job, _job_entries
+
+    nodes = {n: NodeInfo(name=n, index=i, allocatable=Resource(8000.0, 8.0)) for i, n in enumerate(["n0", "n1"])}
+    want_entries = _job_entries(job, job.uid, nodes, [])
+    want_names = scalar_names(job)
+    job.derived.clear()
+    got_entries, got_names = _changed_job(job, job.uid, nodes)
+    assert got_entries == want_entries and got_names == want_names
+    assert all(t.initial_status is t.status for t in job.tasks.values())
