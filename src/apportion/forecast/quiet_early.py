@@ -39,7 +39,7 @@ from apportion.cluster.model import PodGroupPhase, QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
 from apportion.forecast.quiet_bound import KeptBound
-from apportion.forecast.quiet_kept import Facts, QuietTest, job_facts
+from apportion.forecast.quiet_kept import Facts, QuietTest, job_facts, whole_request, whole_table
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
@@ -48,8 +48,6 @@ from apportion.plugins.capacity.ledger import Amount
 from apportion.resources import Resource
 from apportion.simulation.skipping import EarlyView
 from apportion.state import check
-
-_EXACT = float(2**50)
 
 #: the most jobs the simulator may have changed since the last open for a session to be tried early:
 #: a try brings every one of them up to date, work the open then does again when the try fails, and
@@ -98,11 +96,6 @@ class RowsMade:
         self.by_request[id(r)] = (r, vec)
         return vec
 
-
-def _whole(r: Resource) -> bool:
-    """Every amount of the request a whole number below 2**50."""
-    return (r.cpu.is_integer() and r.memory.is_integer() and abs(r.cpu) < _EXACT and abs(r.memory) < _EXACT
-            and all(v.is_integer() and abs(v) < _EXACT for v in r.scalars.values()))
 
 
 #: one task's placement as FutureIdle reads it: its row, its request and that as a table row
@@ -161,14 +154,14 @@ class _Anchor:
         for key, (row, r, vec) in old.items():
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
-                if not _whole(r):
+                if not whole_request(r):
                     return False
                 future[row] += vec
                 moved(row)
         for key, (row, r, vec) in new.items():
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
-                if not _whole(r):
+                if not whole_request(r):
                     return False
                 future[row] -= vec
                 moved(row)
@@ -294,7 +287,7 @@ class EarlyQuietTest(QuietTest):
         if self._unschedulable:
             return None  # their close reads the session's uid off the condition
         future = ssn.table.future_idle()
-        if not (np.all(np.abs(future) < _EXACT) and np.all(future == np.floor(future))):
+        if not whole_table(future):
             return None
         actions = list(ssn.conf.actions)
         watch = None

@@ -253,7 +253,17 @@ class QuietTest:
 
 
 #: amounts below this are whole numbers a float holds exactly, with room for sums (as K7, F3)
-_EXACT = float(2**50)
+EXACT = float(2**50)
+
+
+def whole_request(r: Resource) -> bool:
+    """Every amount of the request a whole number below 2**50."""
+    return all(float(v).is_integer() and abs(v) < EXACT for v in (r.cpu, r.memory, *r.scalars.values()))
+
+
+def whole_table(future: np.ndarray) -> bool:
+    """Every FutureIdle amount a whole number below 2**50."""
+    return bool(np.all(np.abs(future) < EXACT) and np.all(future == np.floor(future)))
 
 
 def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
@@ -279,7 +289,7 @@ def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
     if inputs != test._inputs or test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
-    if not (np.all(np.abs(future) < _EXACT) and np.all(future == np.floor(future))):
+    if not whole_table(future):
         return None
     jobs, facts = ssn.jobs, test._facts
     found: dict[str, tuple[int, int]] = {}
@@ -322,7 +332,7 @@ class WholeRequests:
         for i, r in reqs.items():
             if i not in seen:
                 seen[i] = r
-                if all(float(v).is_integer() and abs(v) < _EXACT for v in (r.cpu, r.memory, *r.scalars.values())):
+                if whole_request(r):
                     whole.add(i)
         return reqs.keys() <= whole
 
