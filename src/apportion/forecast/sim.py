@@ -24,6 +24,7 @@ from typing import Any
 from apportion.actions.pass_over import PASS_OVER, PassOver
 from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
+from apportion.collection import collection_paused
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -378,14 +379,17 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
                   run=RunSpec(horizon=None if horizon is None else state.t0 + horizon, period=state.period,
                               seed=seed, drain=False))
     objects = DumpObjects(state, bookings, keep_waiting)
-    start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
-                     plans=copy.deepcopy(state.plans) if state.plans else {},
-                     children=copy.deepcopy(state.children) if state.plans else {},
-                     reservation_ids=dict(state.reservation_ids),
-                     reservation_accepted=dict(state.reservation_accepted), objects=objects,
-                     wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
-                     stop_when_started=frozenset(targets))
-    sim = Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
+    # a record per job and task and the simulator's own per task, all living on through the run and
+    # forming no cycles (kube's build_snapshot says why paused)
+    with collection_paused():
+        start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
+                         plans=copy.deepcopy(state.plans) if state.plans else {},
+                         children=copy.deepcopy(state.children) if state.plans else {},
+                         reservation_ids=dict(state.reservation_ids),
+                         reservation_accepted=dict(state.reservation_accepted), objects=objects,
+                         wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
+                         stop_when_started=frozenset(targets))
+        sim = Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT
@@ -414,7 +418,7 @@ def draws_needed(state: StartState) -> int:
 
 def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None, seed: int) -> list[StartJob]:
     # draws in a fixed order (jobs by uid, tasks in order) so a seed gives the same runtimes
-    need = draws_needed(state)
+    need = draws_needed(state) if assumed is not None else 0
     drawn = list(assumed.draw(rng_for(seed, "forecast-runtimes"), need)) if assumed is not None and need else []
     t0 = state.t0
     out = []
