@@ -64,6 +64,28 @@ def object_key(kind: str, o: Fields) -> str:
     return name
 
 
+def pod_key(o: Fields) -> tuple[str, str]:
+    """A Pod's key (`object_key`) and uid (the key when it has none): read at once from plain metadata
+    (a dict with the name, namespace and uid as strings), else through the fields (`pod_key_reference`)."""
+    data = o.data
+    meta = data.get("metadata") if type(data) is dict else None
+    if type(meta) is dict:
+        name = meta.get("name")
+        ns = meta.get("namespace", "default")
+        uid = meta.get("uid", "")
+        if type(name) is str and name and type(ns) is str and type(uid) is str:
+            key = f"{ns or 'default'}/{name}"
+            return key, uid or key
+    return pod_key_reference(o)
+
+
+def pod_key_reference(o: Fields) -> tuple[str, str]:
+    """`pod_key` through the fields, for any pod (with the errors); the reference its plain read is
+    tested against."""
+    key = object_key("Pod", o)
+    return key, o.str_("metadata.uid", "") or key
+
+
 def parse_object(kind: str, o: Fields) -> Any:
     """The record of one object of a kind apportion reads (KNOWN_KINDS)."""
     return _PARSERS[kind](o)
@@ -126,10 +148,9 @@ def parse_objects(objects: list[tuple[str, Any]]) -> Records:
     uids: set[str] = set()
     node_names = set(rec.nodes)
     for o in by_kind["Pod"]:
-        key = object_key("Pod", o)
+        key, uid = pod_key(o)
         if key in rec.pods:
             raise o.fail("metadata.name", f"duplicate Pod {key!r}")
-        uid = o.str_("metadata.uid", "") or key
         if uid in uids:
             raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
         uids.add(uid)

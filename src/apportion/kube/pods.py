@@ -248,6 +248,17 @@ def spec_parts(spec: Fields) -> _SpecParts:
 def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
     """A Pod into its task. With `node_names`, a pod on a node not among them is an error (a dump must
     be whole; for a stream, assembly leaves such a pod out)."""
+    data = o.data
+    if type(data) is dict and not o.prefix:
+        pod = _plain_pod(data, o.where, node_names)
+        if pod is not None:
+            return pod
+    return parse_pod_reference(o, node_names)
+
+
+def parse_pod_reference(o: Fields, node_names: set[str] | None = None) -> PodSpec:
+    """`parse_pod` through typed field access, for any pod: the reference the plain read is tested
+    against, and the path of every pod that read declines (with the errors, naming the field)."""
     meta, spec, st = o.sub("metadata"), o.sub("spec"), o.sub("status")
     name = check_name(meta, "name")
     ns = meta.str_("namespace", "default") or "default"
@@ -258,10 +269,62 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
         raise spec.fail("nodeName", f"pod {key} is on node {shown(node)}, which the snapshot does not contain")
     phase = st.str_("phase", "Pending") or "Pending"
     deleting = bool(meta.get("deletionTimestamp"))
-    status = _task_status(phase, deleting, node)
     annotations = meta.str_map("annotations")
     labels = meta.str_map("labels")
+    # in this order, so that of several malformed fields the same one is reported as ever
     parts = spec_parts(spec)
+    return _pod(key, name, ns, uid, node, _task_status(phase, deleting, node), annotations, labels, parts,
+                meta.str_("creationTimestamp", ""), st.str_("startTime", ""))
+
+
+def _plain_strs(m: Any) -> dict[str, str] | None:
+    """`Fields.str_map` of a value that is missing or a mapping of plain strings; None for anything
+    else (which the reference converts, or reports)."""
+    if m is None:
+        return {}
+    if type(m) is not dict:
+        return None
+    for k, v in m.items():
+        if type(k) is not str or type(v) is not str:
+            return None
+    return dict(m)
+
+
+def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) -> PodSpec | None:
+    """What `parse_pod_reference` gives a pod whose fields read here are plain (mappings as dicts, the
+    strings as str, nothing missing that must be there) and that it would accept; None for any other,
+    so that the reference reads it (and reports what is wrong). A dump's pods are plain: this read
+    skips a field view and a path walk per field."""
+    meta = data.get("metadata")
+    spec = data.get("spec")
+    st = data.get("status")
+    if type(meta) is not dict or type(spec) is not dict or (st is not None and type(st) is not dict):
+        return None
+    name = meta.get("name")
+    ns = meta.get("namespace", "default")
+    uid = meta.get("uid", "")
+    node = spec.get("nodeName", "")
+    creation = meta.get("creationTimestamp", "")
+    phase, start = ("Pending", "") if st is None else (st.get("phase", "Pending"), st.get("startTime", ""))
+    if (type(name) is not str or not name or type(ns) is not str or type(uid) is not str or type(node) is not str
+            or type(creation) is not str or type(phase) is not str or type(start) is not str):
+        return None  # a None the reference turns into its default among them too
+    ns = ns or "default"
+    key = f"{ns}/{name}"
+    if node and node_names is not None and node not in node_names:
+        return None
+    annotations = _plain_strs(meta.get("annotations"))
+    labels = _plain_strs(meta.get("labels"))
+    if annotations is None or labels is None:
+        return None
+    status = _task_status(phase or "Pending", bool(meta.get("deletionTimestamp")), node)
+    return _pod(key, name, ns, uid or key, node, status, annotations, labels,
+                spec_parts(Fields(spec, where, "spec.")), creation, start)
+
+
+def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, annotations: dict[str, str],
+         labels: dict[str, str], parts: _SpecParts, creation: str, start_time: str) -> PodSpec:
+    """The pod's record from what both reads take from it."""
     priority = parts.priority
     tp = annotations.get(TASK_PRIORITY_KEY)
     if tp is not None:
@@ -288,8 +351,8 @@ def parse_pod(o: Fields, node_names: set[str] | None = None) -> PodSpec:
         preemptable=preemptable,
         preempt_never=parts.preempt_never,
         role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
-        creation=meta.str_("creationTimestamp", ""),
-        start_time=st.str_("startTime", ""),
+        creation=creation,
+        start_time=start_time,
         gated=parts.gated,
         labels=labels,
         annotations=annotations,
