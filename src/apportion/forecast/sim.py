@@ -382,14 +382,7 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # a record per job and task and the simulator's own per task, all living on through the run and
     # forming no cycles (kube's build_snapshot says why paused)
     with collection_paused():
-        start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
-                         plans=copy.deepcopy(state.plans) if state.plans else {},
-                         children=copy.deepcopy(state.children) if state.plans else {},
-                         reservation_ids=dict(state.reservation_ids),
-                         reservation_accepted=dict(state.reservation_accepted), objects=objects,
-                         wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
-                         stop_when_started=frozenset(targets))
-        sim = Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
+        sim = _simulator(sc, state, objects, assumed, seed, targets)
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT
@@ -403,6 +396,20 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
         sim.quiet = test
         sim.early = test.before_open
     return sim
+
+
+def _simulator(sc: Scenario, state: StartState, objects: DumpObjects, assumed: Assumed | None, seed: int,
+               targets: Collection[str]) -> Simulator:
+    # a function of its own so that the start records (a StartTask per task) are gone when the collector
+    # is back: its first collection then scans only what lives on
+    start = SimStart(t0=state.t0, jobs=_start_jobs(state, objects, assumed, seed),
+                     plans=copy.deepcopy(state.plans) if state.plans else {},
+                     children=copy.deepcopy(state.children) if state.plans else {},
+                     reservation_ids=dict(state.reservation_ids),
+                     reservation_accepted=dict(state.reservation_accepted), objects=objects,
+                     wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
+                     stop_when_started=frozenset(targets))
+    return Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
 
 
 #: the most sessions a forecast's forward run simulates; the job's start is then unknown (None)
