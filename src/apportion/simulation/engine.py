@@ -201,28 +201,7 @@ class Simulator(QuietSkipping):
         for i, at in enumerate(start.wakes):
             if at > self.t0:
                 self._push(at, EV_WAKE, f"wake-{i:04d}", None)
-        for sj_start in start.jobs:
-            sj = sj_start.job
-            for t, ts in zip(sj.tasks, sj_start.tasks):
-                self.task_by_key[ts.key] = (sj, t)
-                if t.status is not TaskStatus.RUNNING and t.status is not TaskStatus.RELEASING:
-                    continue
-                self.node_tasks.setdefault(t.node, set()).add((sj.uid, t.index))
-                if t.status is TaskStatus.RELEASING:
-                    if ts.deleted:
-                        self.deleting.add((sj.uid, t.index))
-                    self._push(self.t0 + self.period if ts.end is None else ts.end, EV_RELEASE, t.name,
-                               (sj.uid, t.index, t.attempt))
-                elif ts.end is not None:
-                    self._push(ts.end, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
-            self.jobs[sj.uid] = sj
-            self.active[sj.uid] = sj
-            if self.objects is None:
-                # sessions see it through the cache, as an arrival (objects build their own jobs)
-                self._dirty.add(sj.uid)
-                self.recorder.work_changed(sj.queue)
-            else:
-                self._objects_jobs.add(sj.uid)
+        self._start_jobs(start.jobs)
 
     # ================================================================= set-up
     def _add_job(self, spec: JobSpec) -> None:

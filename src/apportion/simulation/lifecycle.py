@@ -15,9 +15,9 @@ from typing import Any
 from apportion.cluster.model import NodeInfo, PodGroupPhase, TaskStatus
 from apportion.resources import CPU, GPU
 from apportion.simulation.feed import ClusterFeed
-from apportion.simulation.jobs import EV_RELEASE, SimJob, SimTask
+from apportion.simulation.jobs import EV_FINISH, EV_RELEASE, SimJob, SimTask
 from apportion.simulation.recorder import Recorder
-from apportion.simulation.start import SessionObjects
+from apportion.simulation.start import SessionObjects, StartJob
 
 
 class TaskLifecycle(ClusterFeed):
@@ -33,8 +33,72 @@ class TaskLifecycle(ClusterFeed):
     task_by_key: dict[str, tuple[SimJob, SimTask]]
     recorder: Recorder
     objects: SessionObjects | None
+    t0: float
+    period: float
+    #: releasing tasks deleted in the start state: over once released, not restarted
+    deleting: set[tuple[str, int]]
 
     # ================================================================= events and tasks
+    def _start_jobs(self, jobs: list[StartJob]) -> None:
+        """A start state's jobs active from `t0`: their tasks on their nodes, and the ends of the running
+        and releasing ones queued. The events are queued in one heapify, not a push each: the queue pops
+        them in the same order (every entry's sequence number differs), `_start_jobs_reference` pushes."""
+        heap, node_tasks, task_by_key, deleting = self.heap, self.node_tasks, self.task_by_key, self.deleting
+        release_at = self.t0 + self.period
+        seq = self._seq
+        for sj_start in jobs:
+            sj = sj_start.job
+            uid = sj.uid
+            for t, ts in zip(sj.tasks, sj_start.tasks):
+                task_by_key[ts.key] = (sj, t)
+                status = t.status
+                if status is not TaskStatus.RUNNING and status is not TaskStatus.RELEASING:
+                    continue
+                held = node_tasks.get(t.node)
+                if held is None:
+                    held = node_tasks[t.node] = set()
+                held.add((uid, t.index))
+                if status is TaskStatus.RELEASING:
+                    if ts.deleted:
+                        deleting.add((uid, t.index))
+                    seq += 1
+                    heap.append((release_at if ts.end is None else ts.end, EV_RELEASE, t.name, seq,
+                                 (uid, t.index, t.attempt)))
+                elif ts.end is not None:
+                    seq += 1
+                    heap.append((ts.end, EV_FINISH, t.name, seq, (uid, t.index, t.attempt)))
+            self._start_job(sj)
+        self._seq = seq
+        heapq.heapify(heap)
+
+    def _start_jobs_reference(self, jobs: list[StartJob]) -> None:
+        """`_start_jobs` a push at a time (the reference it is tested against)."""
+        for sj_start in jobs:
+            sj = sj_start.job
+            for t, ts in zip(sj.tasks, sj_start.tasks):
+                self.task_by_key[ts.key] = (sj, t)
+                if t.status is not TaskStatus.RUNNING and t.status is not TaskStatus.RELEASING:
+                    continue
+                self.node_tasks.setdefault(t.node, set()).add((sj.uid, t.index))
+                if t.status is TaskStatus.RELEASING:
+                    if ts.deleted:
+                        self.deleting.add((sj.uid, t.index))
+                    self._push(self.t0 + self.period if ts.end is None else ts.end, EV_RELEASE, t.name,
+                               (sj.uid, t.index, t.attempt))
+                elif ts.end is not None:
+                    self._push(ts.end, EV_FINISH, t.name, (sj.uid, t.index, t.attempt))
+            self._start_job(sj)
+
+    def _start_job(self, sj: SimJob) -> None:
+        self.jobs[sj.uid] = sj
+        self.active[sj.uid] = sj
+        if self.objects is None:
+            # sessions see it through the cache, as an arrival (objects build their own jobs)
+            self._dirty.add(sj.uid)
+            self.recorder.work_changed(sj.queue)
+        else:
+            self._objects_jobs.add(sj.uid)
+
     def _push(self, t: float, kind: int, name: str, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self.heap, (t, kind, name, self._seq, payload))
