@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apportion.errors import InputError
-from apportion.kube.build import pod_key, pod_key_reference
+from apportion.kube.build import object_key, parse_objects, pod_key, pod_uid
 from apportion.kube.fields import Fields
 from apportion.kube.pods import _plain_pod, parse_pod, parse_pod_reference
 from apportion.kube.records import PodSpec
@@ -95,10 +95,27 @@ def test_a_dumps_pod_takes_the_plain_read() -> None:
 @settings(max_examples=300, deadline=None)
 @given(pod=pods())
 def test_the_plain_pod_key_is_the_reference(pod: dict[str, Any]) -> None:
+    """The key as `object_key` gives it (or its error), and a uid read at once only where the fields give
+    the same one without an error."""
     def read(fn: Any) -> tuple[str, Any]:
         try:
-            return "ok", fn(Fields(pod, "d.json"))
+            return "ok", fn()
         except InputError as e:
             return "error", str(e)
 
-    assert read(pod_key) == read(pod_key_reference)
+    o = Fields(pod, "d.json")
+    got = read(lambda: pod_key(o))
+    assert (got[0], got[1][0] if got[0] == "ok" else got[1]) == read(lambda: object_key("Pod", o))
+    if got[0] == "ok" and got[1][1] is not None:
+        assert got[1][1] == pod_uid(o, got[1][0])
+
+
+def test_a_duplicate_pod_is_reported_before_its_malformed_uid() -> None:
+    pods_ = [{"kind": "Pod", "metadata": {"name": "p", "namespace": "n"}, "spec": {}},
+             {"kind": "Pod", "metadata": {"name": "p", "namespace": "n", "uid": {"x": 1}}, "spec": {}}]
+    try:
+        parse_objects([(f"d{i}.json", p) for i, p in enumerate(pods_)])
+    except InputError as e:
+        assert "duplicate Pod 'n/p'" in str(e), str(e)
+    else:
+        raise AssertionError("no error")

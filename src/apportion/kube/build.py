@@ -64,9 +64,11 @@ def object_key(kind: str, o: Fields) -> str:
     return name
 
 
-def pod_key(o: Fields) -> tuple[str, str]:
-    """A Pod's key (`object_key`) and uid (the key when it has none): read at once from plain metadata
-    (a dict with the name, namespace and uid as strings), else through the fields (`pod_key_reference`)."""
+def pod_key(o: Fields) -> tuple[str, str | None]:
+    """A Pod's key (`object_key`) and, from plain metadata (a dict with the name, namespace and uid as
+    strings), its uid (the key when it has none) read at once. Otherwise the key through the fields and
+    None: the caller reads the uid through them after its duplicate-key check, so that of two faults
+    the same one is reported as ever."""
     data = o.data
     meta = data.get("metadata") if type(data) is dict else None
     if type(meta) is dict:
@@ -76,14 +78,13 @@ def pod_key(o: Fields) -> tuple[str, str]:
         if type(name) is str and name and type(ns) is str and type(uid) is str:
             key = f"{ns or 'default'}/{name}"
             return key, uid or key
-    return pod_key_reference(o)
+    return object_key("Pod", o), None
 
 
-def pod_key_reference(o: Fields) -> tuple[str, str]:
-    """`pod_key` through the fields, for any pod (with the errors); the reference its plain read is
-    tested against."""
-    key = object_key("Pod", o)
-    return key, o.str_("metadata.uid", "") or key
+def pod_uid(o: Fields, key: str) -> str:
+    """A Pod's uid through the fields (the key when it has none): what `pod_key` reads from plain
+    metadata, the reference it is tested against."""
+    return o.str_("metadata.uid", "") or key
 
 
 def parse_object(kind: str, o: Fields) -> Any:
@@ -148,9 +149,10 @@ def parse_objects(objects: list[tuple[str, Any]]) -> Records:
     uids: set[str] = set()
     node_names = set(rec.nodes)
     for o in by_kind["Pod"]:
-        key, uid = pod_key(o)
+        key, plain_uid = pod_key(o)
         if key in rec.pods:
             raise o.fail("metadata.name", f"duplicate Pod {key!r}")
+        uid = plain_uid if plain_uid is not None else pod_uid(o, key)
         if uid in uids:
             raise o.fail("metadata.uid", f"duplicate pod uid {uid!r}")
         uids.add(uid)
