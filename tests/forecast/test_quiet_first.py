@@ -109,10 +109,16 @@ def test_the_second_session_carries_the_first_sessions_facts(monkeypatch: pytest
     assert 0 < added.count(2) < added.count(1) == len(sim.jobs)
 
 
-def test_the_set_with_the_kept_bound_is_the_set_over_future_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """F4's set as the forecast's test hands it (the early test's kept bound) against `hopeless_jobs`
-    working the bound out over the opened session's FutureIdle, at every session that runs."""
-    monkeypatch.delenv(ENV, raising=False)
+@pytest.mark.parametrize("checking", [False, True])
+def test_the_set_with_the_kept_bound_is_the_set_over_future_idle(monkeypatch: pytest.MonkeyPatch,
+                                                                 checking: bool) -> None:
+    """F4's set as the forecast's test hands it (the early test's kept bound, the inputs it kept for
+    the session) against `hopeless_jobs` working the bound and the inputs out over the opened
+    session, at every session that runs; under the self-check the kept ones are compared too."""
+    if checking:
+        monkeypatch.setenv(ENV, "1")
+    else:
+        monkeypatch.delenv(ENV, raising=False)
     sim = _simulator(_bench_objects(0, nodes=10, gangs=40), None, True, 3 * 3600.0)
     test = sim.quiet
     assert isinstance(test, EarlyQuietTest)

@@ -229,11 +229,13 @@ class EarlyQuietTest(QuietTest):
         """`QuietTest.passed_over`, with allocate's bound taken from the anchor `__call__` just kept for
         this session (its FutureIdle is the session's as opened: carried from the early test, which
         the self-check compares when it opens the session, or copied from the open), whose kept
-        bound the early test has mostly worked out already."""
+        bound the early test has mostly worked out already. An anchor is kept only for a session
+        whose conf the proof covers and whose facts and inputs `__call__` brought up (`_carry`
+        compares them, `verdict` works them out), so they are this session's."""
         anchor = self._anchor
         if anchor is None or self._anchored != ssn.uid:
             return hopeless_jobs(self, ssn)
-        return hopeless_jobs(self, ssn, anchor.bound.places_at_most)
+        return hopeless_jobs(self, ssn, anchor.bound.places_at_most, inputs_of=True)
 
     def _carry(self, ssn: Session, why: str, anchor: _Anchor) -> bool:
         """The opened session is the one the early test went through with the answer `why`: its facts

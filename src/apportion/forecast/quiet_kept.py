@@ -266,8 +266,8 @@ def whole_table(future: np.ndarray) -> bool:
     return bool(np.all(np.abs(future) < EXACT) and np.all(future == np.floor(future)))
 
 
-def hopeless_jobs(test: QuietTest, ssn: Session,
-                  places: Callable[[bytes, np.ndarray], int] | None = None) -> PassOver | None:
+def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.ndarray], int] | None = None,
+                  inputs_of: bool = False) -> PassOver | None:
     """The jobs of the opened session `ssn` that cannot keep a placement in it (semantics F4): with gang
     deciding, a job lacking `need` >= 1 tasks for JobReady or JobPipelined of which at most
     `places_at_most(FutureIdle, least)` < need fit on the table as it opened. None when there is none,
@@ -277,18 +277,31 @@ def hopeless_jobs(test: QuietTest, ssn: Session,
     jobs' and the pods' outside them) are whole amounts below 2**50: every sum the table and the
     plugins keep is then one of whole numbers, and a discarded statement gives back exactly what it
     took. `places(key, least)`, when given, is `places_at_most(FutureIdle, least)` kept over the
-    session's FutureIdle as it opened (forecast/quiet_bound.py); compared with it under the self-check."""
+    session's FutureIdle as it opened (forecast/quiet_bound.py); compared with it under the self-check.
+    `inputs_of`: the test was just asked of this very session, found its conf proven (`proof_blocker`)
+    and brought its facts up for it, so its session-wide inputs are this session's (not worked out
+    again; compared under the self-check)."""
     needs = test._needs
     actions = ssn.conf.actions
     if not needs or actions.count("allocate") != 1:
         return None
     if any(a != "enqueue" for a in actions[: actions.index("allocate")]):
         return None
-    unproven, gang = proof_blocker(ssn)
-    if unproven or gang is None or not gang_decides(ssn):
-        return None
-    inputs = (tuple(ssn.table.columns), tuple(ssn.queues), True, True, "enqueue" in ssn.enabled_actions)
-    if inputs != test._inputs or test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
+    held = test._inputs
+    if inputs_of and not check.enabled():
+        if held is None or not (held[2] and held[3]):
+            return None  # no gang, or gang does not decide
+    else:
+        unproven, gang = proof_blocker(ssn)
+        ok = not unproven and gang is not None and gang_decides(ssn)
+        ok = ok and held == (tuple(ssn.table.columns), tuple(ssn.queues), True, True,
+                             "enqueue" in ssn.enabled_actions)
+        if inputs_of and ok != (held is not None and bool(held[2] and held[3])):
+            raise check.StateCheckError(f"{check.ENV}: the quiet test's inputs kept for session {ssn.uid} are "
+                                        f"not the session's (proven: {not unproven}, inputs {held})")
+        if not ok:
+            return None
+    if test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
     if not whole_table(future):
