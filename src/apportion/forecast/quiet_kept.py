@@ -354,7 +354,7 @@ class WholeRequests:
         for t in tasks:
             r = t.resreq
             if id(r) not in whole and not self._ask(r):
-                out = False  # the rest are still looked at, as the reference does (kept per object)
+                out = False  # the rest are looked at too, and kept for the next call
         return out
 
     def _ask(self, r: Resource) -> bool:
