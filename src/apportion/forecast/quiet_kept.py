@@ -266,7 +266,8 @@ def whole_table(future: np.ndarray) -> bool:
     return bool(np.all(np.abs(future) < EXACT) and np.all(future == np.floor(future)))
 
 
-def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
+def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.ndarray], int] | None = None,
+                  inputs_of: bool = False) -> PassOver | None:
     """The jobs of the opened session `ssn` that cannot keep a placement in it (semantics F4): with gang
     deciding, a job lacking `need` >= 1 tasks for JobReady or JobPipelined of which at most
     `places_at_most(FutureIdle, least)` < need fit on the table as it opened. None when there is none,
@@ -275,26 +276,47 @@ def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
     (anything but enqueue, or allocate twice), or unless FutureIdle and every task's request (the
     jobs' and the pods' outside them) are whole amounts below 2**50: every sum the table and the
     plugins keep is then one of whole numbers, and a discarded statement gives back exactly what it
-    took."""
+    took. `places(key, least)`, when given, is `places_at_most(FutureIdle, least)` kept over the
+    session's FutureIdle as it opened (forecast/quiet_bound.py); compared with it under the self-check.
+    `inputs_of`: the test was just asked of this very session, found its conf proven (`proof_blocker`)
+    and brought its facts up for it, so its session-wide inputs are this session's (not worked out
+    again; compared under the self-check)."""
     needs = test._needs
     actions = ssn.conf.actions
     if not needs or actions.count("allocate") != 1:
         return None
     if any(a != "enqueue" for a in actions[: actions.index("allocate")]):
         return None
-    unproven, gang = proof_blocker(ssn)
-    if unproven or gang is None or not gang_decides(ssn):
-        return None
-    inputs = (tuple(ssn.table.columns), tuple(ssn.queues), True, True, "enqueue" in ssn.enabled_actions)
-    if inputs != test._inputs or test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
+    held = test._inputs
+    if inputs_of and not check.enabled():
+        if held is None or not (held[2] and held[3]):
+            return None  # no gang, or gang does not decide
+    else:
+        unproven, gang = proof_blocker(ssn)
+        ok = not unproven and gang is not None and gang_decides(ssn)
+        ok = ok and held == (tuple(ssn.table.columns), tuple(ssn.queues), True, True,
+                             "enqueue" in ssn.enabled_actions)
+        if inputs_of and ok != (held is not None and bool(held[2] and held[3])):
+            raise check.StateCheckError(f"{check.ENV}: the quiet test's inputs kept for session {ssn.uid} are "
+                                        f"not the session's (proven: {not unproven}, inputs {held})")
+        if not ok:
+            return None
+    if test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
     if not whole_table(future):
         return None
     jobs, facts = ssn.jobs, test._facts
     found: dict[str, tuple[int, int]] = {}
+    checking = places is not None and check.enabled()
     for key, of_key in needs.items():
-        bound = places_at_most(future, test._rows[key])
+        if places is None:
+            bound = places_at_most(future, test._rows[key])
+        else:
+            bound = places(key, test._rows[key])
+            if checking and bound != places_at_most(future, test._rows[key]):
+                raise check.StateCheckError(f"{check.ENV}: F4's bound kept row by row is {bound}, over the "
+                                            f"session's FutureIdle {places_at_most(future, test._rows[key])}")
         for uid, need in of_key.items():
             if need <= bound:
                 continue
@@ -313,28 +335,50 @@ def hopeless_jobs(test: QuietTest, ssn: Session) -> PassOver | None:
 
 class WholeRequests:
     """Which request objects are whole amounts below 2**50 in every dimension, answered once per
-    object (kept with it, so that its id is not reused)."""
+    object (kept with it, so that its id is not reused) and once per amounts: a dump's every task has
+    its own request object, most of them equal (`whole_request` is a function of the amounts, and
+    amounts equal as numbers, 0.0 and -0.0 too, give the same answer; a NaN equals nothing and is
+    asked each time)."""
+
+    __slots__ = ("seen", "whole", "by_amounts")
 
     def __init__(self) -> None:
         self.seen: dict[int, Resource] = {}
         self.whole: set[int] = set()
+        self.by_amounts: dict[tuple[object, ...], bool] = {}
 
     def __call__(self, tasks: Iterable[TaskInfo]) -> bool:
         """Every task's request whole (below 2**50)."""
-        reqs = {id(t.resreq): t.resreq for t in tasks}
         whole = self.whole
-        if reqs.keys() <= whole:
-            return True
+        out = True
+        for t in tasks:
+            r = t.resreq
+            if id(r) not in whole and not self._ask(r):
+                out = False  # the rest are looked at too, and kept for the next call
+        return out
+
+    def _ask(self, r: Resource) -> bool:
+        i = id(r)
         seen = self.seen
+        if i in seen:
+            return False  # seen and not whole (a whole one is in `whole`)
         if len(seen) >= 65536:
             seen.clear()
-            whole.clear()
-        for i, r in reqs.items():
-            if i not in seen:
-                seen[i] = r
-                if whole_request(r):
-                    whole.add(i)
-        return reqs.keys() <= whole
+            self.whole.clear()
+            self.by_amounts.clear()
+        seen[i] = r
+        amounts = (r.cpu, r.memory, *r.scalars.items())
+        ok = self.by_amounts.get(amounts)
+        if ok is None:
+            ok = self.by_amounts[amounts] = whole_request(r)
+        if ok:
+            self.whole.add(i)
+        return ok
+
+
+def whole_requests_reference(tasks: Iterable[TaskInfo]) -> bool:
+    """`WholeRequests` without keeping anything (the reference its property test compares with)."""
+    return all(whole_request(t.resreq) for t in tasks)
 
 
 def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, decides: bool,

@@ -101,7 +101,10 @@ def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: Job
     """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
     forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
     job is given the cache's log, so that what changes one of them in place is logged as the cache's
-    jobs are (docs/semantics.md K17). None when the cache's delta says nothing.
+    jobs are (docs/semantics.md K17). None when the cache gave none; a delta from no snapshot (`since`
+    None: every job to be looked at) when the cache's is, which still numbers this snapshot, so that
+    the passes that keep things from session to session (the quiet test's facts, open's placements,
+    capacity's ledger, close) carry the first session's into the second.
 
     `changed`: the uids of `jobs` whose object is not `last`'s, when the caller knows them (the jobs
     handed out again, simulation/handout.py); else every job is compared."""
@@ -111,7 +114,9 @@ def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: Job
         for uid in changed:
             ji = jobs[uid]
             ji.log, ji.notes = cache.log, cache.notes
-    if cache is None or cache.since is None:
+    if cache is None:
         return None
+    if cache.since is None:
+        return JobDelta(cache.snapshot, None, set(), set(), cache.log, cache.notes)
     return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,
                     cache.notes)
