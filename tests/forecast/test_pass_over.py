@@ -222,3 +222,41 @@ def test_the_self_check_fails_loudly_on_a_job_that_can_keep_a_placement(monkeypa
     sim.quiet = wrong
     with pytest.raises(StateCheckError, match="kept a placement"):
         sim.run()
+
+
+def _tried_after_all(objs: list[dict[str, Any]], conf_text: str | None) -> ForecastQuietTest:
+    """`_both` with every handed-over job tried (`why` None): allocate builds such a job's task list when
+    it tries the job, not at the visit, and the forecast must be the one that hands none over."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(ENV, raising=False)
+        mp.setattr(PassOver, "why", lambda self, ssn, job: None)
+        test = _both(objs, conf_text, 3 * 3600.0)
+    assert test.passed == 0
+    return test
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps())
+def test_a_job_handed_over_but_tried_gets_the_task_list_of_the_visit(case: tuple[list[dict[str, Any]], str | None],
+                                                                     ) -> None:
+    objs, conf_text = case
+    _tried_after_all(objs, _without_reclaim(conf_text, True))
+
+
+def test_every_job_handed_over_tried_on_the_benchmark_shape() -> None:
+    test = _tried_after_all(_bench_objects(0, nodes=10, gangs=40), None)
+    assert test.handed > 0 and test.tried > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(TaskStatus)), st.booleans(), st.booleans()), max_size=8))
+def test_has_tasks_to_try_is_the_list_not_empty(shape: list[tuple[TaskStatus, bool, bool]]) -> None:
+    """`has_tasks_to_try` answers as `tasks_to_try` built (pending, not best-effort, not gated)."""
+    from types import SimpleNamespace
+
+    from apportion.actions.allocate import has_tasks_to_try, tasks_to_try
+
+    tasks = {str(i): SimpleNamespace(status=status, best_effort=empty, gated=gated)
+             for i, (status, empty, gated) in enumerate(shape)}
+    job: Any = SimpleNamespace(tasks=tasks)
+    assert has_tasks_to_try(job) == bool(tasks_to_try(job))

@@ -198,3 +198,45 @@ def test_short_summary_equals_the_column_by_column_reference(data: Any, n_rows: 
     fast = NodeChoice.short_summary(ssn, vec, cols, future)  # type: ignore[arg-type]
     reference = NodeChoice.short_summary_reference(ssn, vec, cols, future)  # type: ignore[arg-type]
     assert fast == reference
+
+
+#: node-order sums take few distinct values; -0.0 and 0.0 tie, as do repeats of one value
+SCORES = st.sampled_from([0.0, -0.0, 1.0, 2.5, 2.5, 100.0, 400.0, 406.0, -3.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), n=st.integers(0, 60), top=st.integers(1, 8), share=st.integers(1, 20))
+def test_rank_equals_the_partition_reference(data: Any, n: int, top: int, share: int) -> None:
+    """`_Answers.rank` (one stable sort per class) ranks as `rank_reference` (a partition at the cut, then
+    a lexsort): the same `top`, `in_top` and `bound`, with ties and signed zeros among the scores and
+    cuts inside either class."""
+    bools = st.lists(st.booleans(), min_size=n, max_size=n)
+    fit, idle_fit, ok = (np.array(data.draw(bools), dtype=bool) for _ in range(3))
+    scores = np.array(data.draw(st.lists(SCORES, min_size=n, max_size=n)), dtype=float)
+    saved = placement.TOP, placement.TOP_SHARE
+    placement.TOP, placement.TOP_SHARE = top, share
+    try:
+        fast = placement._Answers(0, fit.copy(), idle_fit.copy(), ok.copy(), np.zeros(n, dtype=bool), scores.copy())
+        ref = placement._Answers(0, fit.copy(), idle_fit.copy(), ok.copy(), np.zeros(n, dtype=bool), scores.copy())
+        ref.rank_reference()
+    finally:
+        placement.TOP, placement.TOP_SHARE = saved
+    # repr: -0.0 and 0.0 compare equal, and the ranking must keep the very score
+    assert repr(fast.top) == repr(ref.top)
+    assert fast.in_top == ref.in_top and repr(fast.bound) == repr(ref.bound)
+    assert len(fast.top) == min(int((fit & ok).sum()), max(top, n // share))
+
+
+def test_a_nan_score_ranks_nothing_and_leaves_the_choice_to_the_full_path() -> None:
+    """With a NaN score `rank` keeps no ranking (the reference may fail on one) and `choose` answers None."""
+    n = 8
+    scores = np.full(n, 5.0)
+    scores[3] = float("nan")
+    saved = placement.TOP
+    placement.TOP = 2
+    try:
+        answers = placement._Answers(0, np.ones(n, bool), np.ones(n, bool), np.ones(n, bool), np.zeros(n, bool),
+                                     scores)
+    finally:
+        placement.TOP = saved
+    assert answers.nan and answers.top == [] and answers.in_top == {} and answers.bound is placement._ALL

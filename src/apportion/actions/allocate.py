@@ -23,9 +23,12 @@ def execute(ssn: Session) -> None:
     hopeless = passing.jobs if passing is not None else {}
     checking = bool(hopeless) and check.enabled()
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
+    jobs_of = ssn.jobs
+    waiting = PodGroupPhase.PENDING
     for uid in ssn.visits.visit():
-        job = ssn.jobs[uid]
-        if job.is_pending():
+        job = jobs_of[uid]
+        # JobInfo.is_pending inline: in a forecast most visited jobs wait for enqueue, ~500 a session
+        if job.phase is waiting:
             if enqueue_configured:
                 continue
             job.set_phase(PodGroupPhase.INQUEUE)
@@ -38,13 +41,16 @@ def execute(ssn: Session) -> None:
             continue
         if not job.counts.get(TaskStatus.PENDING):
             continue  # most jobs run whole: no task of theirs to visit
-        tasks = [
-            t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated
-        ]
-        if not tasks:
-            continue
-        # a job to pass over is sorted only if it is tried after all (`_passed_over`)
-        task_lists[job.uid] = tasks if job.uid in hopeless else sorted_tasks(ssn, job, tasks)
+        if job.uid in hopeless:
+            # a job to pass over gets its task list only if it is tried after all (`_passed_over`): until
+            # allocate reaches it, no step moves a task of it, so the list would be this one
+            if not has_tasks_to_try(job):
+                continue
+        else:
+            tasks = tasks_to_try(job)
+            if not tasks:
+                continue
+            task_lists[job.uid] = sorted_tasks(ssn, job, tasks)
         if queue.name not in queue_jobs:
             queue_jobs[queue.name] = []
             queues.append(queue)
@@ -78,12 +84,13 @@ def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo
                  task_lists: dict[str, list[TaskInfo]], checking: bool) -> bool:
     """Pass over a job the caller showed cannot keep a placement (semantics F4): True when it was
     explained (or, under the self-check, tried and found to keep nothing), as allocate_for_job
-    returning None leaves it; False when it is to be tried (`task_lists` then holds its sorted tasks).
+    returning None leaves it; False when it is to be tried (`task_lists` then holds its sorted tasks,
+    which the visit left to this look).
     `checking`: the self-check's switch, asked once per session (it reads the environment)."""
     why = passing.why(ssn, job)
     del passing.jobs[job.uid]  # looked at once: a job tried and kept is popped again as any other
     if why is None or checking:
-        task_lists[job.uid] = sorted_tasks(ssn, job, task_lists[job.uid])
+        task_lists[job.uid] = sorted_tasks(ssn, job, tasks_to_try(job))
         passing.tried += 1
     if why is None:
         return False
@@ -98,6 +105,19 @@ def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo
     passing.passed += 1
     ssn.explain(job.uid, why)
     return True
+
+
+def tasks_to_try(job: JobInfo) -> list[TaskInfo]:
+    """The job's tasks allocate tries, in the job's order: pending, not best-effort, not gated."""
+    return [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+
+
+def has_tasks_to_try(job: JobInfo) -> bool:
+    """Whether `tasks_to_try(job)` is not empty, without building it (most often its first task says)."""
+    for t in job.tasks.values():
+        if t.status is TaskStatus.PENDING and not t.gated and not t.best_effort:
+            return True
+    return False
 
 
 def allocate_for_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo]) -> Statement | None:
