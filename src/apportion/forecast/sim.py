@@ -96,6 +96,9 @@ class DumpObjects:
         self.fast = True
         #: per job uid, its template tasks' fields as a fresh task starts with them (`build_fast`)
         self._fresh_fields: dict[str, list[tuple[Any, ...]]] = {}
+        #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
+        #: `take_moved`) rather than at each of the thousands of jobs asked for
+        self.checking = check.enabled()
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -130,6 +133,7 @@ class DumpObjects:
 
     def view_key(self, now: float) -> int:
         """How many bookings are in force at `now` (`adjust` patches those in)."""
+        self.checking = check.enabled()
         return sum(1 for at, _ in self.bookings if now >= self.t0 + at - 1e-9)
 
     def kept(self, sj: SimJob) -> JobInfo | None:
@@ -155,6 +159,7 @@ class DumpObjects:
     def take_moved(self) -> set[str]:
         """The uids of the job objects `job_info` gave a new phase since the last call."""
         moved, self.moved = self.moved, set()
+        self.checking = check.enabled()
         return moved
 
     def job_info(self, sj: SimJob) -> JobInfo | None:
@@ -187,12 +192,12 @@ class DumpObjects:
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
-            if check.enabled():
+            if self.checking:
                 _check_as_built(ji, self.build(sj, tpl))
             return ji
         if self.fast:
             ji = self.build_fast(sj, tpl)
-            if check.enabled():
+            if self.checking:
                 _check_as_built(ji, self.build(sj, tpl), "built fast")
         else:
             ji = self.build(sj, tpl)
