@@ -108,7 +108,8 @@ class SnapshotKeeping:
             self._log.clear()
             noted = set(self._notes)
             self._notes.clear()
-        if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
+        # (`<=` looks at the nodes that hold pods alone, not at every node as a difference would)
+        if keep and copy and not self._shared_uids and self.pods_by_node.keys() <= rec.nodes.keys():
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
