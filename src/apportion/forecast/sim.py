@@ -95,8 +95,16 @@ class DumpObjects:
         self.moved: set[str] = set()
         #: build with `build_fast`; False: with `build` (the reference the tests compare with)
         self.fast = True
+        #: `build_fast` hands out again the tasks of the job's last object that a fresh build would
+        #: give alike (`_task_again`); False: every task fresh (the reference the tests compare with)
+        self.share_tasks = True
+        #: how many tasks were handed out again so (for the tests' reading)
+        self.tasks_shared = 0
         #: per job uid, its template tasks' fields as a fresh task starts with them (`build_fast`)
         self._fresh_fields: dict[str, list[tuple[Any, ...]]] = {}
+        #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
+        #: `take_moved`) rather than at each of the thousands of jobs asked for
+        self.checking = check.enabled()
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -131,6 +139,7 @@ class DumpObjects:
 
     def view_key(self, now: float) -> int:
         """How many bookings are in force at `now` (`adjust` patches those in)."""
+        self.checking = check.enabled()
         return sum(1 for at, _ in self.bookings if now >= self.t0 + at - 1e-9)
 
     def kept(self, sj: SimJob) -> JobInfo | None:
@@ -156,6 +165,7 @@ class DumpObjects:
     def take_moved(self) -> set[str]:
         """The uids of the job objects `job_info` gave a new phase since the last call."""
         moved, self.moved = self.moved, set()
+        self.checking = check.enabled()
         return moved
 
     def job_info(self, sj: SimJob) -> JobInfo | None:
@@ -188,12 +198,12 @@ class DumpObjects:
             ji.nodes_fit_errors.clear()
             ji.failed_roles.clear()
             ji.job_fit_errors = ""
-            if check.enabled():
+            if self.checking:
                 _check_as_built(ji, self.build(sj, tpl))
             return ji
         if self.fast:
             ji = self.build_fast(sj, tpl)
-            if check.enabled():
+            if self.checking:
                 _check_as_built(ji, self.build(sj, tpl), "built fast")
         else:
             ji = self.build(sj, tpl)
@@ -229,7 +239,16 @@ class DumpObjects:
         """What `build` gives, faster (a job is built again each time a task of it starts or ends,
         thousands of times a forecast): each task from its template's fields as a fresh task starts
         with them, taken once per job, and `add_task`'s bookkeeping (counts, allocated, version, the
-        log) done in the loop, in `add_task`'s order, so that `allocated` sums alike."""
+        log) done in the loop, in `add_task`'s order, so that `allocated` sums alike.
+
+        A job is built again when a task of it changed status, most often one of its ten: the tasks
+        of its last object that no session placed, evicted or pipelined since (the object kept
+        `allocated_as_added`) and to which a fresh build would give the same status, node and start
+        are that object's, as a kept job's are (`_task_again`, docs/semantics.md K36: what sessions
+        fill in on such a task follows from its request and the node table's columns, and open pairs
+        it with its last placement as it is, K31)."""
+        prev = sj.info
+        held = prev.tasks if self.share_tasks and prev is not None and prev.allocated_as_added else None
         ji = JobInfo(*_job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase
         ji.annotations = dict(tpl.annotations)
@@ -251,12 +270,17 @@ class DumpObjects:
         added = 0
         for st, tt, args in zip(sj.tasks, self.template_tasks[uid], fresh):
             status = original.get((uid, st.index))
-            t = TaskInfo(*args)
             if status is not None:
-                t.status, t.node_name = status, tt.node_name
+                node = tt.node_name
             else:
-                status = t.status = st.status
-                t.node_name = st.node if status is not TaskStatus.SUCCEEDED else ""
+                status = st.status
+                node = st.node if status is not TaskStatus.SUCCEEDED else ""
+            t = held.get(tt.uid) if held is not None else None
+            if t is not None and _task_again(t, status, node, tt, st):
+                self.tasks_shared += 1
+            else:
+                t = TaskInfo(*args)
+                t.status, t.node_name = status, node
             added += 1
             if t.uid in tasks:
                 ji.allocated_as_added = False
@@ -287,6 +311,20 @@ def _fresh_fields(t: TaskInfo) -> tuple[Any, ...]:
     for i, v in _UNFILLED:
         args[i] = v
     return tuple(args)
+
+
+def _task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: SimTask) -> bool:
+    """Whether the task `t` of a job's last object (which no session placed, evicted or pipelined a
+    task of since) is what a fresh build from the template task `tt` gives, with `status` on `node`,
+    once `give_starts` has given it its start (that of `tt`, or for a running task without one the
+    simulation's `st.start`), but for what sessions fill in."""
+    if t.status is not status or t.node_name != node:
+        return False
+    if t.started_at is None:
+        return tt.started_at is None
+    if tt.started_at is not None:
+        return t.started_at == tt.started_at
+    return status is TaskStatus.RUNNING and t.started_at == st.start
 
 
 #: what a kept job's tasks carry from the session they were built for: session open fills them in

@@ -192,7 +192,7 @@ def assemble(rec: Records, *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
 def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], loose: Iterable[str], *,
                      scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
                      reuse: Callable[[str, NodeNames], JobInfo | None],
-                     nodes: list[NodeInfo] | None = None) -> Snapshot:
+                     nodes: list[NodeInfo] | None = None, unseen: bool = False) -> Snapshot:
     """What `assemble(rec, strict=False, reuse=reuse)` gives, visiting only the pods of the jobs that are
     not reused. The caller keeps the index: `group_pods[job uid]` holds, with their arrival numbers, the
     keys of the pods of this scheduler that name that PodGroup, and `loose` every other pod key (no
@@ -200,8 +200,9 @@ def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], 
     and that no pod that occupies a node names a node the records lack (the warnings of those cases are
     `assemble`'s); the self-check compares the two (state/check.py). `nodes`: the NodeInfo objects of
     the last snapshot, handed out again (their task maps emptied) when the caller knows that the
-    records' nodes have not changed since."""
-    snap, global_default = _begin(rec, False, nodes)
+    records' nodes have not changed since; `unseen`: that list itself, as it is, when the caller also
+    knows that no session saw it (nothing filled a task map in)."""
+    snap, global_default = _begin(rec, False, nodes, unseen=unseen)
     node_set = frozenset(n.name for n in snap.nodes)
     pods = rec.pods
     for uid, (_, pg) in rec.podgroups.items():
@@ -217,9 +218,7 @@ def assemble_indexed(rec: Records, group_pods: Mapping[str, Mapping[str, int]], 
                 task.job = uid
                 job.add_task(task)
     # what else `_join_pods` reaches, in the same (arrival) order: its warnings and orphans follow it
-    rest = Records()
-    rest.pods = {key: pods[key] for key in loose}
-    _join_pods(snap, rest, scheduler_names, copy=True, strict=False, kept=set(), queues_checked=False)
+    _join_loose(snap, pods, loose, scheduler_names)
     _drop_missing_queues(snap)
     return snap
 
@@ -228,7 +227,8 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
                    scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
                    reuse: Callable[[str, NodeNames], JobInfo | None], nodes: list[NodeInfo] | None,
                    base: dict[str, JobInfo], visit: Iterable[str], tail: list[str],
-                   queues: dict[str, QueueInfo] | None = None) -> tuple[Snapshot, list[str]]:
+                   queues: dict[str, QueueInfo] | None = None, unseen: bool = False
+                   ) -> tuple[Snapshot, list[str]]:
     """What `assemble_indexed` gives, visiting only some PodGroups: `base` holds the jobs of the
     records' PodGroups as the last assembly gave them, in the records' order of then; the caller
     promises that every PodGroup of the records outside `visit` and `tail` is in `base` with a job that
@@ -236,8 +236,9 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
     `tail` lists the records' PodGroups that `base` lacks or that were added again since (they come
     last in the records, in this order), and that no job would be dropped for a missing queue (the caller
     checks the jobs built here). `queues`: the records' queues by name, in the records' order, when the
-    caller holds them so. Returns the snapshot and the uids of the jobs built anew."""
-    snap, global_default = _begin(rec, False, nodes, queues)
+    caller holds them so; `unseen` as for `assemble_indexed`. Returns the snapshot and the uids of the
+    jobs built anew."""
+    snap, global_default = _begin(rec, False, nodes, queues, unseen)
     podgroups, pods = rec.podgroups, rec.pods
     jobs = dict(base)
     built: list[str] = []
@@ -262,16 +263,26 @@ def assemble_delta(rec: Records, group_pods: Mapping[str, Mapping[str, int]], lo
             built.append(uid)
         jobs[uid] = ji
     snap.jobs = jobs
-    rest = Records()
-    rest.pods = {key: pods[key] for key in loose}
-    _join_pods(snap, rest, scheduler_names, copy=True, strict=False, kept=set(), queues_checked=False)
+    _join_loose(snap, pods, loose, scheduler_names)
     return snap, built
 
 
+def _join_loose(snap: Snapshot, pods: Mapping[str, Any], loose: Iterable[str],
+                scheduler_names: tuple[str, ...]) -> None:
+    """What `_join_pods` does with the pods `loose` (keys of `pods`), in their order, the queues not
+    checked; with none (a simulation whose jobs the cache does not hold: the forecast) nothing, not
+    even the nodes' names it would gather."""
+    rest = Records()
+    rest.pods = {key: pods[key] for key in loose}
+    if rest.pods:
+        _join_pods(snap, rest, scheduler_names, copy=True, strict=False, kept=set(), queues_checked=False)
+
+
 def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None,
-           queues: dict[str, QueueInfo] | None = None) -> tuple[Snapshot, int | None]:
+           queues: dict[str, QueueInfo] | None = None, unseen: bool = False) -> tuple[Snapshot, int | None]:
     """A snapshot holding the records' priority classes, conf, nodes (`nodes` when given: the records'
-    nodes as built before) and queues; the global default priority."""
+    nodes as built before; `unseen`: that list as it is, which no session saw) and queues; the global
+    default priority."""
     snap = Snapshot()
     snap.warnings.extend(rec.warnings)
     global_default: int | None = None
@@ -291,7 +302,11 @@ def _begin(rec: Records, strict: bool, nodes: list[NodeInfo] | None = None,
                                  f"the first ({texts[0][0]}) is used")
         where, text = texts[0]
         snap.conf_text = ConfText(text=text, where=f"{where}: data.{CONF_KEY}", warnings_at=len(snap.warnings))
-    if nodes is not None:
+    if nodes is not None and unseen:
+        # no session filled a task map in: looking at each node (a thousand of them, scattered in
+        # memory) to find that out was most of a forecast's snapshot
+        snap.nodes = nodes
+    elif nodes is not None:
         for node in nodes:
             if node.tasks:  # an empty map is left as it is: a write per node is what costs
                 node.tasks = {}

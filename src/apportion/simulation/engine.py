@@ -366,7 +366,8 @@ class Simulator(QuietSkipping):
         self._snapshots += 1
         self._flush()
         snap = self.cache.snapshot(keep=True)
-        if check.enabled():
+        checking = check.enabled()
+        if checking:
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
         changed: set[str] | None = None
@@ -376,13 +377,10 @@ class Simulator(QuietSkipping):
             snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         last = self._last_jobs
         delta = snap.jobs_delta
-        give_starts(snap.jobs, start_names(snap.jobs, changed, delta, self.objects is not None), last,
-                    self.task_by_key)
+        give_starts(snap.jobs, start_names(snap.jobs, changed, delta, self.objects is not None, checking), last,
+                    self.task_by_key, checking)
         self._last_jobs = snap.jobs
-        queues: dict[str, QueueInfo] = {}
-        for name in self.queues:
-            if name in snap.queues:
-                queues[name] = snap.queues[name]
+        queues = {name: snap.queues[name] for name in self.queues if name in snap.queues}
         for kids in self.children.values():
             for q in kids:
                 queues[q.name] = snap.queues[q.name]
@@ -400,7 +398,8 @@ class Simulator(QuietSkipping):
         snap.queues = queues
         snap.memo = self._memo
         if self.objects is not None:
-            # the start state's nodes (not the cache's), with their key (K9)
+            # the start state's nodes (not the cache's, which no session sees), with their key (K9)
+            self.cache.nodes_unseen(snap.nodes)
             self.objects.adjust(snap, self.now, self.nodes)
             snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed)
         return snap

@@ -66,22 +66,25 @@ class JobsHandout:
         """(the session's jobs in uid order, a fresh dict; the uids whose object is not the last map's,
         or None when every job was asked for). `assembled`: the cache's snapshot jobs; `delta`: its
         jobs' delta (its live log and notes are read at the next snapshot)."""
+        checking = check.enabled()
         held = self.jobs
         if delta is not None:
             self.live = (delta.log, delta.notes)
         else:
             self.live, held = None, None
+        # the last map is this one's to change from here on (the caller has a copy)
+        self.jobs = None
         if held is None or self.every:
             jobs = self.ask_all(active, assembled)
             changed = None
         else:
-            jobs, changed = self._ask_touched(held, active, assembled, touched)
+            jobs, changed = self._ask_touched(held, active, assembled, touched, checking)
         # the objects handed out again with a new phase, here or since the last snapshot
         # (`SessionObjects.take_moved`): the same objects, changed
         moved = self.objects.take_moved()
         if changed is not None:
             changed.update(uid for uid in moved if uid in jobs)
-        if check.enabled():
+        if checking:
             self._check_named(jobs, changed, delta)
         self.jobs = jobs
         return dict(jobs), changed
@@ -97,12 +100,15 @@ class JobsHandout:
         return assembled[sj.uid] if ji is None else ji
 
     def _ask_touched(self, held: dict[str, JobInfo], active: Mapping[str, SimJob],
-                     assembled: Mapping[str, JobInfo], touched: set[str]
+                     assembled: Mapping[str, JobInfo], touched: set[str], checking: bool
                      ) -> tuple[dict[str, JobInfo], set[str] | None]:
-        jobs = dict(held)
+        # the last map, changed in place (a copy of a thousand jobs' map per snapshot was a tenth
+        # of a forecast's snapshot): each uid is looked at once, its last object read before it is
+        # replaced, and the jobs that came are marked so
+        jobs = held
         changed: set[str] = set()
+        came: set[str] = set()
         volatile = self.volatile
-        reorder = False
         for uid in touched | volatile:
             sj = active.get(uid)
             if sj is None:
@@ -110,9 +116,9 @@ class JobsHandout:
                 volatile.discard(uid)
                 continue
             ji = self._ask(sj, assembled)
-            last = held.get(uid)
+            last = jobs.get(uid)
             if last is None:
-                reorder = True
+                came.add(uid)
             if ji is not last:
                 changed.add(uid)
                 jobs[uid] = ji
@@ -121,16 +127,19 @@ class JobsHandout:
             else:
                 volatile.add(uid)
         for uid, ji in assembled.items():
-            if uid in active and jobs.get(uid) is not ji:
-                reorder = reorder or uid not in held
-                changed.add(uid)
-                jobs[uid] = ji
+            if uid in active:
+                last = jobs.get(uid)
+                if last is not ji:
+                    if last is None:
+                        came.add(uid)
+                    changed.add(uid)
+                    jobs[uid] = ji
         if len(jobs) != len(active):
             # a job came or went without the simulator naming it: ask for every one
             return self.ask_all(active, assembled), None
-        if reorder:
+        if came:
             jobs = {uid: jobs[uid] for uid in sorted(jobs)}
-        if check.enabled():
+        if checking:
             self._check(jobs, active, assembled, touched)
         return jobs, changed
 
@@ -164,11 +173,12 @@ class JobsHandout:
 
 
 def start_names(jobs: Mapping[str, JobInfo], changed: set[str] | None, delta: JobDelta | None,
-                from_objects: bool) -> Collection[str]:
+                from_objects: bool, checking: bool | None = None) -> Collection[str]:
     """The uids of `jobs` whose running tasks `give_starts` looks at: those a start state's objects
     handed out anew (`changed`; None: every job), or the cache's delta names (a job it does not name
-    is the last snapshot's object: docs/semantics.md K17); every job under the self-check."""
-    if check.enabled():
+    is the last snapshot's object: docs/semantics.md K17); every job under the self-check (`checking`,
+    when the caller asked whether it is on; None: asked here)."""
+    if check.enabled() if checking is None else checking:
         return jobs
     if from_objects:
         return jobs if changed is None else changed
@@ -176,13 +186,14 @@ def start_names(jobs: Mapping[str, JobInfo], changed: set[str] | None, delta: Jo
 
 
 def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping[str, JobInfo],
-                task_by_key: Mapping[str, tuple[SimJob, SimTask]]) -> None:
+                task_by_key: Mapping[str, tuple[SimJob, SimTask]], checking: bool | None = None) -> None:
     """Give each running task of the jobs `names` its start on the session's clock (`Session.now`), as
     the model asks a simulator to, unless it has one. A job handed out again (the last snapshot's
     object, by the cache or by a start state's objects) has it from the session it was built for: its
     tasks' statuses are those it was built with, so it has nothing left to fill in, and is passed over
-    (under the self-check it is looked at, and must have none left)."""
-    checking = check.enabled()
+    (under the self-check, `checking` as for `start_names`, it is looked at, and must have none left)."""
+    if checking is None:
+        checking = check.enabled()
     for uid in names:
         ji = jobs.get(uid)
         if ji is None:

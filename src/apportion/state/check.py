@@ -132,6 +132,9 @@ def check_snapshot(cache: SchedulerCache, snap: Snapshot) -> None:
         raise StateCheckError(f"{ENV}: the snapshot's tasks outside jobs differ from a fresh build's")
     if list(snap.queues) != list(fresh.queues) or [n.name for n in snap.nodes] != [n.name for n in fresh.nodes]:
         raise StateCheckError(f"{ENV}: the snapshot's queues or nodes differ from a fresh build's")
+    if any(n.tasks for n in snap.nodes):
+        # (nodes handed out again as they are, `nodes_unseen`, as much as those emptied)
+        raise StateCheckError(f"{ENV}: a node of the snapshot holds tasks before any session ran on it")
     if list(snap.jobs) != list(fresh.jobs):
         raise StateCheckError(f"{ENV}: the snapshot's jobs differ from a fresh build: "
                               f"{list(snap.jobs)[:5]} / fresh {list(fresh.jobs)[:5]}")

@@ -75,6 +75,8 @@ class SnapshotKeeping:
     _groupless: set[str]
     _last: _Last | None
     _snapshots: int
+    #: the node list of the last snapshot when its caller said no session saw it (`nodes_unseen`)
+    _unseen: list[NodeInfo] | None = None
 
     def snapshot(self, *, copy: bool = True, keep: bool = False) -> Snapshot:
         """A Snapshot for one session. The session may change its tasks and jobs freely: they are copies
@@ -93,6 +95,7 @@ class SnapshotKeeping:
         """
         rec = self.records
         self._hits = []
+        unseen, self._unseen = self._unseen, None
         indexed = False
         built: list[str] | None = None
         # a snapshot without `keep` hands nothing out again and leaves the delta's records as they are
@@ -105,7 +108,8 @@ class SnapshotKeeping:
             self._log.clear()
             noted = set(self._notes)
             self._notes.clear()
-        if keep and copy and not self._shared_uids and not (self.pods_by_node.keys() - rec.nodes.keys()):
+        # (`<=` looks at the nodes that hold pods alone, not at every node as a difference would)
+        if keep and copy and not self._shared_uids and self.pods_by_node.keys() <= rec.nodes.keys():
             indexed = True
             # only the pods of jobs that are not kept are visited (the pods' index above)
             loose = list(self._loose.items())
@@ -114,14 +118,16 @@ class SnapshotKeeping:
             loose.sort(key=lambda kv: kv[1])
             held = self._node_infos
             nodes = held[1] if held is not None and held[0] == self._node_version else None
-            step = (self._assemble_delta(last, drained | noted, [k for k, _ in loose], nodes)
+            as_is = nodes is not None and nodes is unseen
+            step = (self._assemble_delta(last, drained | noted, [k for k, _ in loose], nodes, as_is)
                     if last is not None else None)
             if step is not None:
                 snap, built = step
             else:
                 self._hits = []
                 snap = assemble_indexed(rec, self._group_pods, [k for k, _ in loose],
-                                        scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes)
+                                        scheduler_names=self.scheduler_names, reuse=self._reuse, nodes=nodes,
+                                        unseen=as_is)
             self._node_infos = (self._node_version, snap.nodes)
         else:
             snap = assemble(rec, scheduler_names=self.scheduler_names, copy=copy, strict=False,
@@ -135,8 +141,16 @@ class SnapshotKeeping:
             self._pg_removed.clear()
         return snap
 
+    def nodes_unseen(self, nodes: list[NodeInfo]) -> None:
+        """Say that no session saw `nodes`, the node list of the snapshot just taken with `keep=True`
+        (its caller put nodes of its own in their place: a simulation whose start state gives them).
+        While the nodes stay, the next snapshot hands that list out again as it is, rather than
+        emptying each node's task map; it must then be handed to no one else."""
+        held = self._node_infos
+        self._unseen = nodes if held is not None and held[1] is nodes else None
+
     def _assemble_delta(self, last: _Last, drained: set[str], loose: list[str],
-                        nodes: list[Any] | None) -> tuple[Snapshot, list[str]] | None:
+                        nodes: list[Any] | None, unseen: bool = False) -> tuple[Snapshot, list[str]] | None:
         """The snapshot assembled from the last one's jobs, visiting only the PodGroups that an event
         touched, that the sessions since changed (`drained`: the jobs' log), that were not kept, or that
         came or went; None when that cannot be the full assembly's outcome (then it is done in full)."""
@@ -155,7 +169,7 @@ class SnapshotKeeping:
             held = self._queues = (self._queue_version, {name: q for name, (_, q) in self.records.queues.items()})
         snap, built = assemble_delta(self.records, self._group_pods, loose, scheduler_names=self.scheduler_names,
                                      reuse=self._reuse, nodes=nodes, base=last.jobs, visit=visit, tail=tail,
-                                     queues=held[1])
+                                     queues=held[1], unseen=unseen)
         queues = snap.queues
         if any(snap.jobs[uid].queue not in queues for uid in built):
             return None  # a job that leaves the session (`_drop_missing_queues`): the full assembly warns
