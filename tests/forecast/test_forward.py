@@ -22,6 +22,7 @@ from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.suggest import suggest
 from apportion.resources import Resource
 from apportion.simulation.specs import JobSpec
+from apportion.state import check
 
 from k8s import pod, podgroup, queue
 
@@ -70,6 +71,20 @@ def test_every_start_answered_as_the_reference(name: str) -> None:
                for o in objs)
     both_ways(state, uid, [0.0, 1.0, 60.0, 299.0, 300.0, 600.0, 1800.0, 1801.0, 5400.0],
               booking(state, uid, "res" if hier and conf_text == HIER else None))
+
+
+@pytest.mark.parametrize("name", ["two-queues-web", "cluster-plan-later"])
+def test_a_booked_job_kept_between_sessions_passes_the_self_check(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A booking moves its job into the suggested queue on the session's own job object, which the
+    forecast keeps between sessions: the self-check (every kept job equals a fresh build) must see a
+    fresh build there, not the moved object, and the answers stay those of the plain run."""
+    objs, conf_text, uid = DUMPS[name]
+    state = state_of(objs, conf_text)
+    patch = booking(state, uid, None)
+    plain = [reserve.starts_at(state, uid, s, patch) for s in (0.0, 60.0, 600.0)]
+    monkeypatch.setenv(check.ENV, "1")
+    assert [reserve.starts_at(state, uid, s, patch) for s in (0.0, 60.0, 600.0)] == plain
+    both_ways(state, uid, [0.0, 60.0, 600.0], patch)
 
 
 def test_the_forward_run_is_copied_not_rerun() -> None:

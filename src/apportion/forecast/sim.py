@@ -145,19 +145,22 @@ class DumpObjects:
     def kept(self, sj: SimJob) -> JobInfo | None:
         """The job object kept from the last session, while no task of it changed status there or
         since (a session that places a task, even one it takes back, clears allocated_as_added), nor
-        its phase, queue or reservation; else None."""
+        its phase, queue or reservation; else None. A booking in force moves the job's object into its
+        queue (forecast/reserve.py `booking_patch`): such an object is no longer as built and is not
+        kept, so that the patch applies to a fresh build and the self-check compares like with like."""
         ji = sj.info
-        if ji is not None and ji.allocated_as_added and ji.phase is sj.phase and sj.info_of == (
+        if ji is not None and ji.allocated_as_added and ji.phase is sj.phase and ji.queue == sj.queue and sj.info_of == (
                 sj.changes, sj.phase, sj.queue, sj.reservation_id):
             return ji
         return None
 
     def rephasable(self, sj: SimJob) -> JobInfo | None:
         """The job object kept from the last session when all that moved since is the job's phase (no
-        task of it changed status, nor its queue or reservation): a fresh build would differ from it
-        only in the phase, which `job_info` then sets on it (`take_moved` names it); else None."""
+        task of it changed status, nor its queue or reservation, nor a booking moved it): a fresh build
+        would differ from it only in the phase, which `job_info` then sets on it (`take_moved` names
+        it); else None."""
         ji = sj.info
-        if ji is not None and ji.allocated_as_added and sj.info_of[0] == sj.changes and (
+        if ji is not None and ji.allocated_as_added and ji.queue == sj.queue and sj.info_of[0] == sj.changes and (
                 sj.info_of[2], sj.info_of[3]) == (sj.queue, sj.reservation_id):
             return ji
         return None
