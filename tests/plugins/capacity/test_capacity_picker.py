@@ -531,7 +531,7 @@ def test_drain_without_open_groups_is_worked_out_directly(monkeypatch: pytest.Mo
         left = {"q0p0": 2, "q1p0": 0, "q0p1": 1, "q1p1": 1}
         built.clear()
         picker = DrainPicker(plugin, [ssn.queues[n] for n in sorted(left)], ssn.queue_compare)
-        steps = picker.drain_order(lambda n: left[n] > 0)
+        steps = picker.drain_order(lambda n, left=left: left[n] > 0)
         assert steps is not None
         got = []
         for q in steps:
