@@ -19,38 +19,33 @@ queues that are not leaves, mixed priorities and NaN shares get the picker over 
 A picker that is popped or pushed builds the whole tree picker on first use. Property-tested against
 the picker over every queue in tests/plugins/capacity/test_capacity_picker.py.
 
-When root has no open group (most sessions of a forecast), the drain needs no tree picker at all
-(`DrainPicker.direct`): every unit `TreePicker._units` yields is a leaf with work, worked on until
-done, and the units come in the order of (the key of root's child above the leaf, and for a leaf
-under a parent, the leaf's key), ties broken by the leaves' (creation, name). At root a tie of
-several children with work is one of leaves only (a tie with a parent in it and more than one leaf
-with work below is open); under a parent every child is a leaf, so no tie there is open. So the
-steps are those leaves sorted by that key, each repeated while it has work, and the set-up is one
-sort of the leaves with work instead of the tree picker's sorted lists over the reachable leaves.
-Under `APPORTION_CHECK_STATE=1` the order is compared with the units of the tree picker over every
-queue given.
+The drain's units themselves (`TreePicker._units`) need no tree picker either (`DrainPicker.direct`):
+root's children in (key, name) order, grouped into runs of equal keys; an open run is one unit (the
+group), scanned by the tree picker; of any other run, the children with work, ordered by (creation,
+name) when there are several (they are leaves then: a run with a parent in it and more than one leaf
+with work below is open); a leaf is a unit, a parent gives its leaves with work in (key, creation,
+name) order (under a parent every child is a leaf, so no tie there is open). A leaf unit is worked on
+until done. So the units are listed from the one pass over the queues, and the tree picker over the
+reachable leaves is built only when the drain reaches an open group, which it seldom does: enqueue
+stops once no job left can be admitted. Under `APPORTION_CHECK_STATE=1` the units are compared with
+those of the tree picker over every queue given.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from operator import itemgetter
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
 from apportion.plugins.capacity.base import CapacityBase
-from apportion.plugins.capacity.picker import Key, TreePicker, queue_key
+from apportion.plugins.capacity.picker import TreePicker, queue_key
 from apportion.plugins.capacity.repush import RepushPicker
 from apportion.state import check
 
-#: where a leaf with work stands in a drain without open groups: the key of root's child above it,
-#: then, for a leaf under a parent, its own key (the parent's (creation, name) stands before it: it
-#: is never compared, no other child of root tied with the parent has work), and its (creation, name)
-_Place = tuple[Key, tuple[str, str], Key, tuple[str, str]]
-_NO_KEY: Key = (0.0, 0)
-_PLACE = itemgetter(0)
+#: a unit of the drain: a leaf with work, or an open group's members (root's tied children)
+_Unit = QueueInfo | list[str]
 
 
 class DrainPicker:
@@ -58,8 +53,8 @@ class DrainPicker:
 
     #: tests switch this off to compare with the picker over every queue
     subset = True
-    #: a drain without open groups at root is worked out without a tree picker (module docstring);
-    #: tests switch this off to compare with the tree picker over the reachable leaves
+    #: the drain's units are listed without a tree picker, which is built only for an open group
+    #: (module docstring); tests switch this off to compare with the tree picker over the reachable leaves
     direct = True
     #: the tree picker built: RepushPicker (allocate's pop and push back of one queue without sorted-list
     #: edits); tests set TreePicker, the reference
@@ -94,47 +89,52 @@ class DrainPicker:
         return len(self._full) if self._full is not None else len(self.queues)
 
     def drain_order(self, has_work: Callable[[str], bool]) -> Iterator[QueueInfo] | None:
-        """TreePicker.drain_order, over the leaves it can reach when the tree allows, and without a
-        tree picker when root has no open group (module docstring)."""
+        """TreePicker.drain_order, over the leaves it can reach when the tree allows, with a tree picker
+        only for an open group (module docstring)."""
         if self._full is None and self.subset:
             survey = self._survey(has_work)
             if survey is not None:
-                reach, places = survey
-                if places is not None and self.direct:
-                    return self._direct(places, has_work)
+                reach, units = survey
+                if self.direct:
+                    if check.enabled():
+                        self._check_units(units, has_work)
+                    return self._direct_steps(reach, units, has_work)
                 self._full = self.tree(self.plugin, reach, self.compare)
         return self._picker().drain_order(has_work)
 
-    def _direct(self, places: list[tuple[_Place, QueueInfo]], has_work: Callable[[str], bool]) -> Iterator[QueueInfo]:
-        """The steps of a drain without open groups: the leaves with work in order of their places,
-        each while it has work."""
-        places.sort(key=_PLACE)
-        order = [queue for _, queue in places]
-        if check.enabled():
-            self._check_direct([queue.name for queue in order], has_work)
-        return self._direct_steps(order, has_work)
-
-    def _direct_steps(self, order: list[QueueInfo], has_work: Callable[[str], bool]) -> Iterator[QueueInfo]:
+    def _direct_steps(self, reach: list[QueueInfo], units: list[_Unit],
+                      has_work: Callable[[str], bool]) -> Iterator[QueueInfo]:
+        """The steps of the units: a leaf while it has work; an open group by the tree picker over the
+        reachable leaves (`TreePicker._steps`), built when the drain first reaches one."""
         log = self.plugin.share_log
         start = len(log)
-        for queue in order:
-            name = queue.name
-            while has_work(name):
-                if len(log) != start:
-                    raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
-                yield queue
+        for unit in units:
+            if isinstance(unit, QueueInfo):
+                name = unit.name
+                while has_work(name):
+                    if len(log) != start:
+                        raise InternalError("a queue's share moved while enqueue worked through a drained "
+                                            "queue order")
+                    yield unit
+                continue
+            if len(log) != start:
+                raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
+            if self._full is None:
+                self._full = self.tree(self.plugin, reach, self.compare)
+            yield from self._full._steps([unit], has_work)
 
-    def _check_direct(self, order: list[str], has_work: Callable[[str], bool]) -> None:
-        """The order against the units of the tree picker over every queue given."""
+    def _check_units(self, units: list[_Unit], has_work: Callable[[str], bool]) -> None:
+        """The units against those of the tree picker over every queue given."""
         full = TreePicker(self.plugin, self.queues, self.compare)
         pending = [name for name in full.order if has_work(name)]
         below: Counter[str] = Counter(pending)
         for name in pending:
             below.update(full.attrs[name].ancestors)
-        units = list(full._units(ROOT_QUEUE, below))
-        if units != order:
-            raise check.StateCheckError(f"{check.ENV}: capacity's drain without a tree picker ({order}) differs "
-                                        f"from the tree picker's units ({units})")
+        want = list(full._units(ROOT_QUEUE, below))
+        got = [unit.name if isinstance(unit, QueueInfo) else unit for unit in units]
+        if got != want:
+            raise check.StateCheckError(f"{check.ENV}: capacity's drain units listed without a tree picker "
+                                        f"({got}) differ from the tree picker's ({want})")
 
     def _reach(self, has_work: Callable[[str], bool]) -> list[QueueInfo] | None:
         """The queues, in list order, whose leaves a drain reads; None when the tree is not one this
@@ -142,16 +142,14 @@ class DrainPicker:
         survey = self._survey(has_work)
         return None if survey is None else survey[0]
 
-    def _survey(self, has_work: Callable[[str], bool]
-                ) -> tuple[list[QueueInfo], list[tuple[_Place, QueueInfo]] | None] | None:
-        """`_reach`'s queues and, when root has no open group, each leaf with work's place (`_Place`)."""
+    def _survey(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
+        """`_reach`'s queues and the drain's units in order (module docstring)."""
         attrs = self.plugin.attrs
         get = attrs.get
         priority = None
         # per child of root: its leaves with a job
-        under: dict[str, list[str]] = {}
-        # the leaves with work, each with the child of root above it (itself when under root)
-        working: dict[str, tuple[QueueInfo, str]] = {}
+        under: dict[str, list[QueueInfo]] = {}
+        working: set[str] = set()  # the leaves with work
         for queue in self.queues:
             name = queue.name
             a = get(name)
@@ -173,9 +171,9 @@ class DrainPicker:
             got = under.get(top)
             if got is None:
                 got = under[top] = []
-            got.append(name)
+            got.append(queue)
             if has_work(name):
-                working[name] = queue, top
+                working.add(name)
         keyed = []
         for top in under:
             a = attrs[top]
@@ -183,8 +181,10 @@ class DrainPicker:
                 return None
             keyed.append((queue_key(a), top))
         keyed.sort()
-        # root's open groups: every leaf of them is read; elsewhere only the leaves with work
-        whole: set[str] = set()
+        # root's runs of equal keys, in order: an open one is a unit and every leaf of it is read;
+        # elsewhere only the leaves with work, each a unit
+        reach = set(working)
+        units: list[_Unit] = []
         i = 0
         while i < len(keyed):
             j = i
@@ -192,22 +192,20 @@ class DrainPicker:
                 j += 1
             run = [top for _, top in keyed[i:j]]
             i = j
-            if len(run) < 2 or not any(attrs[top].children for top in run):
+            with_work = [top for top in run if any(q.name in working for q in under[top])]
+            if (len(run) > 1 and any(attrs[top].children for top in run)
+                    and sum(sum(1 for q in under[top] if q.name in working) for top in with_work) > 1):
+                units.append(run)
+                for top in run:
+                    reach.update(q.name for q in under[top])
                 continue
-            if sum(sum(1 for leaf in under[top] if leaf in working) for top in run) > 1:
-                whole.update(run)
-        reach = set(working)
-        for top in whole:
-            reach.update(under[top])
-        queues = [q for q in self.queues if q.name in reach]
-        if whole:
-            return queues, None
-        top_key = {top: key for key, top in keyed}
-        places: list[tuple[_Place, QueueInfo]] = []
-        for name, (queue, top) in working.items():
-            cn = (queue.creation, name)
-            if top == name:
-                places.append(((top_key[top], cn, _NO_KEY, cn), queue))
-            else:
-                places.append(((top_key[top], ("", top), queue_key(attrs[name]), cn), queue))
-        return queues, places
+            if len(with_work) > 1:  # leaves only (else the run is open): by (creation, name)
+                with_work.sort(key=lambda top: (under[top][0].creation, top))
+            for top in with_work:
+                if not attrs[top].children:
+                    units.append(under[top][0])
+                    continue
+                leaves = [q for q in under[top] if q.name in working]
+                leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
+                units += leaves
+        return [q for q in self.queues if q.name in reach], units
