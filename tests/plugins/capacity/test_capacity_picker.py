@@ -495,16 +495,16 @@ def test_drain_over_the_reachable_leaves_as_over_every_queue(case: tuple[list[di
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.one_of(wide_ties(), backlogs()))
 def test_drain_without_open_groups_needs_no_tree_picker(case: tuple[list[dict], list[int], dict[str, int]]) -> None:
-    """The drain worked out without a tree picker when root has no open group (DrainPicker.direct:
-    the leaves with work sorted by their places) steps as the tree picker over the reachable leaves
-    and as the one over every queue; with an open group it is the tree picker's own."""
+    """The drain's units listed without a tree picker (DrainPicker.direct: leaves with work, open groups
+    whole, the tree picker built only to scan an open group) step as the tree picker over the reachable
+    leaves and as the one over every queue."""
     assert _drained_by(case, True, direct=True) == _drained_by(case, True) == _drained_by(case, False)
 
 
 def test_drain_without_open_groups_is_worked_out_directly(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Parents on different keys (no open group): the drain is the leaves with work sorted by their
-    places, each while it has work, and no tree picker is built; a tie of two parents with work in
-    both below (an open group) builds one."""
+    """Parents on different keys (no open group): the drain is the leaves with work in their order,
+    each while it has work, and no tree picker is built; a tie of two parents with work in both below
+    (an open group) builds one when the drain reaches it."""
     from apportion.plugins.capacity.drain_subset import DrainPicker
 
     from k8s import session
