@@ -122,3 +122,41 @@ def test_an_unchanged_run_is_not_worked_out_again(monkeypatch: pytest.MonkeyPatc
     third = list(runs.split(jobs, bucket_of, 2))  # type: ignore[arg-type]
     assert looked == ["j3", "j5"]
     assert third[0] == first[0]
+
+
+def test_runs_are_dropped_with_the_buckets_numbering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the buckets' numbering is dropped (Buckets.forget_gone), in whichever ask, the runs kept
+    with the old numbers are dropped too: the next ask of enqueue gives every job its own answer."""
+    from apportion.framework.conf import parse_conf
+
+    from k8s import node, pod, podgroup, queue, session
+    monkeypatch.delenv("APPORTION_CHECK_STATE", raising=False)
+    objs: list[dict] = [node("n0", cpu=8), queue("root"), queue("qa", parent="root", capability={"cpu": "4"}),
+                        queue("qb", parent="root", capability={"cpu": "2"})]
+    for i in range(6):
+        objs += [podgroup(f"g{i}", queue="qa" if i % 2 else "qb", phase="Pending",
+                          min_resources={"cpu": str(1 + i % 3)}), pod(f"g{i}-0", f"g{i}", cpu=1)]
+    ssn = session(objs, parse_conf("""
+actions: "enqueue"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""))
+    plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+    jobs = sorted((j for j in ssn.jobs.values() if j.is_pending()), key=lambda j: (j.queue, j.uid))
+    want = plugin.enqueue_answers(jobs)
+    assert plugin._queue_runs().runs
+    # the numbering dropped during the quiet tests' ask, then numbers given out in another order
+    real = Buckets.forget_gone
+
+    def drop(self: Buckets, n: int) -> bool:
+        self.of_job.clear()
+        self.ids.clear()
+        self.info.clear()
+        return True
+
+    monkeypatch.setattr(Buckets, "forget_gone", drop)
+    plugin.admissible_enqueues(list(reversed(jobs)))
+    monkeypatch.setattr(Buckets, "forget_gone", real)
+    assert not plugin._queue_runs().runs
+    assert plugin.enqueue_answers(jobs) == want

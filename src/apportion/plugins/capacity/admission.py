@@ -251,6 +251,9 @@ class Admission(CapacityBase):
         buckets = self._buckets
         plans = self._plans
         dropped = buckets.forget_gone(len(self.ssn.jobs))
+        if dropped:
+            # the numbers the runs keep may name other buckets now, whichever ask dropped them
+            self._queue_runs().clear()
         if dropped or plans is None:
             plans = self._plans = {}
         of_job = buckets.of_job
@@ -287,10 +290,7 @@ class Admission(CapacityBase):
             return why
 
         if by_runs:
-            runs = self._queue_runs()
-            if dropped:
-                runs.clear()
-            for ids, distinct in runs.split(jobs, bucket_of, len(self.ssn.queues)):
+            for ids, distinct in self._queue_runs().split(jobs, bucket_of, len(self.ssn.queues)):
                 for i in distinct:
                     if i not in seen:
                         seen[i] = answer_of(i)
