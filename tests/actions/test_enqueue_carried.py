@@ -1,9 +1,9 @@
-"""enqueue's work carried from one session to the next (docs/semantics.md K33): the first quiet job per
-queue kept with its set (actions/enqueue.py `quiet_firsts`), the buckets of each queue's run of jobs
-kept from one ask to the next (capacity's answer_runs.QueueRuns) and the drain worked out without a
-tree picker when root has no open group (DrainPicker.direct). Over random events and sessions on one
-cache (jobs added, changed, admitted, deleted; pods placed and finished), every session decides and
-explains as the same sessions with all three off, and the self-check passes throughout."""
+"""enqueue's work carried from one session to the next or left out (docs/semantics.md K33): the first
+quiet job per queue kept with its set (actions/enqueue.py `quiet_firsts`) and the drain's units listed
+without a tree picker, which is built only for an open group at root (DrainPicker.direct). Over random
+events and sessions on one cache (jobs added, changed, admitted, deleted; pods placed and finished),
+every session decides and explains as the same sessions with both off, and the self-check passes
+throughout."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from apportion.actions import enqueue
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import parse_conf
-from apportion.plugins.capacity.answer_runs import QueueRuns
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
@@ -68,7 +67,6 @@ def a_step(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
 
 def _sessions(steps: list, carried: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(enqueue, "carry_firsts", carried)
-    monkeypatch.setattr(QueueRuns, "enabled", carried)
     monkeypatch.setattr(DrainPicker, "direct", carried)
     cache = SchedulerCache(report=lambda line: None)
     _base(cache)

@@ -11,7 +11,6 @@ from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
-from apportion.plugins.capacity.answer_runs import RUNS_MEMO, QueueRuns
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
@@ -86,8 +85,6 @@ class Admission(CapacityBase):
 
     #: per bucket number, its plan (`_plan`) for this session; the plugin is built afresh every session
     _plans: dict[int, _Plan] | None = None
-    #: the runs of enqueue's asks when the session has no memo to keep them in
-    _own_runs: QueueRuns | None = None
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -214,8 +211,7 @@ class Admission(CapacityBase):
         """add_enqueue_test's test: the jobs job_enqueueable would admit if called now on each; when
         there are none, each job's refusal has been recorded, as job_enqueueable records it (else
         nothing has). `enqueue_answers` gives the answers."""
-        # asked by the quiet tests in uid order, queues interleaved: no runs of a queue's jobs to keep
-        whys = self._answers(jobs, by_runs=False)
+        whys = self.enqueue_answers(jobs)
         admissible = [job for job, why in zip(jobs, whys, strict=True) if why is None]
         if not admissible:
             explain = self.ssn.explain
@@ -232,12 +228,7 @@ class Admission(CapacityBase):
         accounting as it stands. One level's verdict for one minResources is then the same for every
         job that asks it (a backlog's jobs share their parents and root, and a handful of shapes), and
         is worked out once (`_vote_levels`, property-tested against the votes in
-        tests/plugins/capacity/test_capacity_backlog.py). enqueue asks queue after queue: each queue's
-        run of jobs keeps its buckets from one ask to the next (answer_runs.py, K33)."""
-        return self._answers(jobs, by_runs=True)
-
-    def _answers(self, jobs: list[JobInfo], by_runs: bool) -> list[str | None]:
-        """`enqueue_answers`; `by_runs`: the buckets are taken per run of a queue's jobs (`QueueRuns`)."""
+        tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
         out: list[str | None] = []
         append = out.append
@@ -250,26 +241,22 @@ class Admission(CapacityBase):
         # minResources (a bucket), and a backlog's jobs share a few of each
         buckets = self._buckets
         plans = self._plans
-        dropped = buckets.forget_gone(len(self.ssn.jobs))
-        if dropped:
-            # the numbers the runs keep may name other buckets now, whichever ask dropped them
-            self._queue_runs().clear()
-        if dropped or plans is None:
+        if buckets.forget_gone(len(self.ssn.jobs)) or plans is None:
             plans = self._plans = {}
         of_job = buckets.of_job
         info = buckets.info
         walk = self._walk
         checking = check.enabled()
         seen: dict[int, str | None] = {}
-
-        def bucket_of(job: JobInfo) -> int:
+        for job in jobs:
             mr = job.min_resources
             held = of_job.get(job.uid)
             if held is None or held[0] is not mr or held[1] != job.queue:
                 held = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
-            return held[2]
-
-        def answer_of(i: int) -> str | None:
+            i = held[2]
+            if i in seen:
+                append(seen[i])
+                continue
             # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
             # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
             # session: its plan is worked out once a session; the levels are walked as votes walk them.
@@ -287,39 +274,8 @@ class Admission(CapacityBase):
                 if why != (None if ref >= 0 else ref_why):
                     raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
                                                 f"with minResources {key} differs from their vote's")
-            return why
-
-        if by_runs:
-            for ids, distinct in self._queue_runs().split(jobs, bucket_of, len(self.ssn.queues)):
-                for i in distinct:
-                    if i not in seen:
-                        seen[i] = answer_of(i)
-                out += map(seen.__getitem__, ids)
-            return out
-        # the lookup per job inlined (the quiet tests ask every session)
-        for job in jobs:
-            mr = job.min_resources
-            held = of_job.get(job.uid)
-            if held is None or held[0] is not mr or held[1] != job.queue:
-                held = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
-            i = held[2]
-            if i in seen:
-                append(seen[i])
-                continue
-            append(seen.setdefault(i, answer_of(i)))
+            append(seen.setdefault(i, why))
         return out
-
-    def _queue_runs(self) -> QueueRuns:
-        """The runs kept in the memo (a session without one keeps them for itself)."""
-        memo = self.ssn.memo
-        if memo is None:
-            if self._own_runs is None:
-                self._own_runs = QueueRuns()
-            return self._own_runs
-        runs = memo.get(RUNS_MEMO)
-        if not isinstance(runs, QueueRuns):
-            runs = memo[RUNS_MEMO] = QueueRuns()
-        return runs
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
         """Per level (queue name), the attributes object its verdicts per minResources were worked out
