@@ -16,6 +16,11 @@ _PENDING = PodGroupPhase.PENDING
 _MIN_RESOURCES = attrgetter("min_resources")
 
 
+#: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
+FIRSTS_MEMO = "enqueue.quiet-firsts"
+#: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
+carry_firsts = True
+
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
 #: and every pending job in uid order
 _Backlog = tuple[list[QueueInfo], dict[str, list[JobInfo]], list[JobInfo]]
@@ -73,7 +78,7 @@ def backlog_of(ssn: Session) -> _Backlog:
     if not visits.active:
         return backlog_reference(ssn)
     jobs = ssn.jobs
-    first = visits.quiet_firsts()
+    first = quiet_firsts(ssn)
     pending: dict[str, list[JobInfo]] = {}
     backlog: list[JobInfo] = []
     # the visits come in uid order: a queue's first visited job is the first one met
@@ -113,6 +118,35 @@ def backlog_of(ssn: Session) -> _Backlog:
             raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
                                         "its pass over every job")
     return out
+
+
+def quiet_firsts(ssn: Session) -> dict[str, str]:
+    """`JobVisits.quiet_firsts`, with each queue's first uid kept in the memo with the set of quiet uids
+    it was taken from: a set the visits hold is never changed once held (a session copies it before
+    a change, framework/job_visits.py), so while a queue's set is the same object its first uid is the
+    one kept, and only the queues whose quiet jobs changed are searched (K33)."""
+    visits = ssn.visits
+    memo = ssn.memo
+    if memo is None or not visits.active or visits.moved or not carry_firsts:
+        return visits.quiet_firsts()
+    kept = memo.get(FIRSTS_MEMO)
+    if not isinstance(kept, dict):
+        kept = {}
+    first: dict[str, str] = {}
+    now: dict[str, tuple[set[str], str]] = {}
+    for queue, uids in visits.by_queue.items():
+        held = kept.get(queue)
+        if held is None or held[0] is not uids:
+            if not uids:
+                continue
+            held = (uids, min(uids))
+        now[queue] = held
+        first[queue] = held[1]
+    memo[FIRSTS_MEMO] = now
+    if check.enabled() and first != visits.quiet_firsts():
+        raise check.StateCheckError(f"{check.ENV}: enqueue's first quiet jobs kept per queue differ from "
+                                    "the visits' own")
+    return first
 
 
 def backlog_reference(ssn: Session) -> _Backlog:

@@ -239,6 +239,9 @@ def test_drain_order_passes_a_cyclic_tie_that_holds_one_pending_queue(monkeypatc
         return record()
 
     monkeypatch.setattr(capacity_picker.TreePicker, "drain_order", spy)
+    # the tree picker's own drain (without it, no open group here: the drain needs no tree picker)
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+    monkeypatch.setattr(DrainPicker, "direct", False)
     fast = _enqueue_order(objs, monkeypatch, True)
     assert drained == [["pa-1", "pc-4"]]
     assert fast == _enqueue_order(objs, monkeypatch, False) == ["ns/new-a", "ns/new-c"]
@@ -454,7 +457,8 @@ def test_wide_ties_reach_flat_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen == [6]
 
 
-def _drained_by(case: tuple[list[dict], list[int], dict[str, int]], subset: bool) -> list[str] | None:
+def _drained_by(case: tuple[list[dict], list[int], dict[str, int]], subset: bool,
+                direct: bool = False) -> list[str] | None:
     from apportion.plugins.capacity.drain_subset import DrainPicker
 
     from k8s import session
@@ -464,8 +468,12 @@ def _drained_by(case: tuple[list[dict], list[int], dict[str, int]], subset: bool
     names = [n for n in sorted(work) if n in ssn.queues]
     queues = [ssn.queues[names[i]] for i in order if i < len(names)]
     left = dict(work)
-    picker = (DrainPicker(plugin, queues, ssn.queue_compare) if subset
-              else capacity_picker.TreePicker(plugin, queues, ssn.queue_compare))
+    picker: DrainPicker | capacity_picker.TreePicker
+    if subset:
+        picker = DrainPicker(plugin, queues, ssn.queue_compare)
+        picker.direct = direct
+    else:
+        picker = capacity_picker.TreePicker(plugin, queues, ssn.queue_compare)
     steps = picker.drain_order(lambda n: left[n] > 0)
     if steps is None:
         return None
@@ -482,6 +490,58 @@ def test_drain_over_the_reachable_leaves_as_over_every_queue(case: tuple[list[di
     """The tree picker built over the leaves a drain reads (drain_subset.DrainPicker: root's open
     groups whole, elsewhere the leaves with work) drains as the picker over every queue given."""
     assert _drained_by(case, True) == _drained_by(case, False)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(wide_ties(), backlogs()))
+def test_drain_without_open_groups_needs_no_tree_picker(case: tuple[list[dict], list[int], dict[str, int]]) -> None:
+    """The drain's units listed without a tree picker (DrainPicker.direct: leaves with work, open groups
+    whole, the tree picker built only to scan an open group) step as the tree picker over the reachable
+    leaves and as the one over every queue."""
+    assert _drained_by(case, True, direct=True) == _drained_by(case, True) == _drained_by(case, False)
+
+
+def test_drain_without_open_groups_is_worked_out_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parents on different keys (no open group): the drain is the leaves with work in their order,
+    each while it has work, and no tree picker is built; a tie of two parents with work in both below
+    (an open group) builds one when the drain reaches it."""
+    from apportion.plugins.capacity.drain_subset import DrainPicker
+
+    from k8s import session
+    built: list[int] = []
+    real = capacity_picker.TreePicker.__init__
+
+    def spy(self: Any, plugin: Any, queues: Any, compare: Any) -> None:
+        built.append(len(list(queues)))
+        real(self, plugin, queues, compare)
+
+    monkeypatch.setattr(capacity_picker.TreePicker, "__init__", spy)
+    monkeypatch.delenv("APPORTION_CHECK_STATE", raising=False)
+    for des, open_group in ((["16", "8"], False), (["16", "16"], True)):
+        objs: list[dict] = [node("n0", cpu=64, memory="256Gi"), queue("root")]
+        for p, d in enumerate(des):
+            objs.append(queue(f"p{p}", parent="root", deserved={"cpu": d}))
+            for c in range(2):
+                objs.append(queue(f"q{c}p{p}", parent=f"p{p}", deserved={"cpu": str(2 + c)}))
+        # one cpu running under each parent: tied at root when their deserved are
+        objs += [podgroup("r0", queue="q0p1", phase="Running"), pod("r0-0", "r0", cpu=1, node_name="n0"),
+                 podgroup("r1", queue="q1p0", phase="Running"), pod("r1-0", "r1", cpu=1, node_name="n0")]
+        ssn = session(objs, parse_conf(CONF))
+        plugin = next(p for _, p in ssn.plugins if p.name == "capacity")
+        left = {"q0p0": 2, "q1p0": 0, "q0p1": 1, "q1p1": 1}
+        built.clear()
+        picker = DrainPicker(plugin, [ssn.queues[n] for n in sorted(left)], ssn.queue_compare)
+        steps = picker.drain_order(lambda n, left=left: left[n] > 0)
+        assert steps is not None
+        got = []
+        for q in steps:
+            left[q.name] -= 1
+            got.append(q.name)
+        assert bool(built) == open_group
+        if not open_group:
+            # p0's share (1 of 16) is below p1's (1 of 8): p0's leaf with work first, then p1's by
+            # their keys (q1p1 runs nothing)
+            assert got == ["q0p0", "q0p0", "q1p1", "q0p1"]
 
 
 def test_the_reachable_leaves_leave_out_idle_leaves_outside_open_groups() -> None:
