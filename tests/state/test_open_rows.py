@@ -18,6 +18,7 @@ from apportion.framework.open_rows import (
     replace_in_row,
     row_key,
     row_tasks,
+    row_tasks_less,
     tasks_map,
 )
 from apportion.resources import Resource
@@ -82,6 +83,18 @@ def _task(name: str) -> TaskInfo:
 def test_row_tasks_is_the_map_made_from_the_row(rows: tuple[list, list]) -> None:
     old, now = rows
     got = row_tasks(now, old, tasks_map(old))
+    want = tasks_map(now)
+    assert [(k, id(t)) for k, t in got.items()] == [(k, id(t)) for k, t in want.items()]
+
+
+@given(a_row_again(), st.booleans())
+def test_a_row_that_lost_entries_has_the_map_made_from_the_row(rows: tuple[list, list], drop_new: bool) -> None:
+    """K35: `row_tasks_less` (the last map less the keys taken out) is the map made from the row, for
+    a row that lost entries and kept or replaced the others, and for any other row (then it makes it)."""
+    old, now = rows
+    if drop_new:  # the rows a completed task leaves: nothing added
+        now = [e for e in now if e[4] == "j"]
+    got = row_tasks_less(now, old, tasks_map(old))
     want = tasks_map(now)
     assert [(k, id(t)) for k, t in got.items()] == [(k, id(t)) for k, t in want.items()]
 

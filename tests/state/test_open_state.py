@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.cluster.model import PodGroupPhase
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework import open_state
 from apportion.framework.open_reference import differences
@@ -98,12 +99,24 @@ def _run(steps: list, monkeypatch: pytest.MonkeyPatch, deltas: list | None = Non
     cache = SchedulerCache(report=lambda line: None)
     _base(cache)
     incremental = 0
+    flips: list[int] = []
     for i, (typ, obj) in enumerate(steps):
+        if typ == "PHASE":
+            flips.append(obj)
+            continue
         if typ != "SESSION":
             cache.apply(WatchEvent(typ, obj, f"event {i}"))
             continue
         snap = cache.snapshot(keep=True)
         snap.memo = cache.memo
+        if flips and snap.jobs:
+            # a job's phase changed in place, as a session's enqueue does (K35): compared in full
+            snap.jobs_delta = None
+            uids = sorted(snap.jobs)
+            for at in flips:
+                job = snap.jobs[uids[at % len(uids)]]
+                job.phase = PodGroupPhase.INQUEUE if job.phase is not PodGroupPhase.INQUEUE else PodGroupPhase.RUNNING
+        flips.clear()
         ssn = open_session(snap, CONF, session_id=f"s{i}")
         incremental += ssn.open_delta is not None
         if deltas is not None:
@@ -224,3 +237,73 @@ def test_state_kept_from_an_older_open_is_not_taken_for_the_last_one(monkeypatch
     session(no_view, 5)
     cache.apply(WatchEvent(ADDED, k8s.pod("p9", "g1", node_name="n2")))
     session(CONF, 6)  # starts from open 5, for which no view was kept
+
+
+def _summary(delta) -> tuple | None:  # type: ignore[no-untyped-def]
+    """An open's delta by keys and rows (the twin runs' objects differ, their outcome must not)."""
+    if delta is None:
+        return None
+    return (delta.since is not None, list(delta.gone), list(delta.changed),
+            [(e[0], e[1].key, e[2], e[4], e[5]) for e in delta.removed],
+            [(e[0], e[1].key, e[2], e[4], e[5]) for e in delta.added],
+            [(o[0], o[1].key, n[1].key, n[2]) for o, n in delta.replaced])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(step, step, step, st.tuples(st.just("PHASE"), st.integers(0, 7))), min_size=1, max_size=40))
+def test_a_job_placed_as_held_is_the_walked_one(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
+    """K35: an open that keeps the held placements of a changed job whose tasks did not move (its
+    phase alone did) takes out, puts in and replaces what the walk over its tasks does, and both are
+    a full open (`_run` compares each with one)."""
+    # running jobs the cache hands out again, so that a phase moved in place has kept jobs to reach
+    steps = [*((ADDED, k8s.pod(f"r{i}", GROUPS[i % 4], node_name=NODES[i % 4], scalars={GPU: "1"} if i % 3 else {}))
+               for i in range(8)), ("SESSION", None), ("SESSION", None), *steps]
+    # set for each example: the fixture undoes its changes only after the last one
+    monkeypatch.setattr(open_state, "KEEP_HELD", True)
+    fast: list = []
+    _run(steps, monkeypatch, fast)
+    monkeypatch.setattr(open_state, "KEEP_HELD", False)
+    walked: list = []
+    _run(steps, monkeypatch, walked)
+    assert [_summary(d) for d in fast] == [_summary(d) for d in walked]
+
+
+def test_a_job_whose_phase_alone_moved_is_placed_as_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """K35: a job handed out again as the same object with the same task statuses and another phase
+    (a session's enqueue changes a waiting job's phase in place; the simulator hands such a job out
+    again) keeps its held placements as they are: no task of it is walked or paired, and the open is
+    a full one all the same."""
+    monkeypatch.delenv(check.ENV, raising=False)
+    kept: list[str] = []
+    real = open_state.placed_as_held
+
+    def counted(job, held):  # type: ignore[no-untyped-def]
+        got = real(job, held)
+        if got:
+            kept.append(job.uid)
+        return got
+
+    monkeypatch.setattr(open_state, "placed_as_held", counted)
+    cache = SchedulerCache(report=lambda line: None)
+    _base(cache)
+    for i in range(6):
+        cache.apply(WatchEvent(ADDED, k8s.pod(f"p{i}", GROUPS[i % 2], node_name=NODES[i % 4],
+                                              scalars={GPU: "1"} if i % 3 else {})))
+    deltas = []
+    for n in range(3):
+        snap = cache.snapshot(keep=True)
+        snap.memo = cache.memo
+        if n == 2:
+            # every job compared with the last open's (the cache's delta names none of these)
+            snap.jobs_delta = None
+            job = snap.jobs["ns/g0"]
+            job.phase = PodGroupPhase.INQUEUE if job.phase is not PodGroupPhase.INQUEUE else PodGroupPhase.RUNNING
+        ssn = open_session(snap, CONF, session_id=f"s{n}")
+        deltas.append(ssn.open_delta)
+        _assert_as_full(ssn)
+        dispatch(run_session(ssn), CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+    d = deltas[2]
+    assert kept == ["ns/g0"] and "ns/g0" in d.changed
+    assert not [e for e in d.removed + d.added if e[4] == "ns/g0"]
+    assert not [o for o, _ in d.replaced if o[4] == "ns/g0"]

@@ -23,8 +23,11 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
     """`tasks_map(merged)`, from the row's last list and map (`old_map` is `tasks_map(old_row)`) when
     the row holds as many entries as before, their keys distinct, and every entry that is not the old
     one at its place is a task with the old one's key (a job built again with its tasks where they
-    were): the old map with those tasks put in, and only their keys made (K28)."""
+    were): the old map with those tasks put in, and only their keys made (K28). A row that holds
+    fewer entries than before is `row_tasks_less`'s."""
     n = len(merged)
+    if n < len(old_row):
+        return row_tasks_less(merged, old_row, old_map)
     if n != len(old_row) or n != len(old_map):
         return tasks_map(merged)
     out = old_map.copy()
@@ -35,6 +38,34 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
                 return tasks_map(merged)
             out[k] = t
     return out
+
+
+def row_tasks_less(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """`tasks_map(merged)` for a row that lost entries (tasks that completed or left), from its last
+    list and map (`old_map` is `tasks_map(old_row)`) when their keys are distinct and `merged` is the
+    last row with some entries taken out and others in their places as the old entry itself or a task
+    with its key: the old map less the keys taken out, with those tasks put in (a dict keeps the
+    order of the keys left), without making every key (K35); else the map made from the row."""
+    n = len(merged)
+    if len(old_row) != len(old_map):
+        return tasks_map(merged)
+    out = old_map.copy()
+    j = 0
+    # old_map's keys are the old row's, in its order (one per entry: they are distinct)
+    for k, o in zip(old_map, old_row):
+        if j < n:
+            e = merged[j]
+            if e is o:
+                j += 1
+                continue
+            t = e[1]
+            if t.key == k:
+                out[k] = t
+                j += 1
+                continue
+        del out[k]
+    # every entry of the row was met at an old key, in order: its keys are those left, in that order
+    return out if j == n else tasks_map(merged)
 
 
 def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
@@ -82,4 +113,5 @@ def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entr
     return sorted(kept + new, key=key)
 
 
-__all__: list[str] = ["merge_row", "merge_row_reference", "replace_in_row", "row_key", "row_tasks", "tasks_map"]
+__all__: list[str] = ["merge_row", "merge_row_reference", "replace_in_row", "row_key", "row_tasks", "row_tasks_less",
+                      "tasks_map"]

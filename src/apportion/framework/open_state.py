@@ -32,6 +32,8 @@ import numpy as np
 
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
+from apportion.framework.open_classify import classify, positions, same_relative_order
+from apportion.framework.open_pairing import Slot, pair_job, placed_as_held
 from apportion.framework.open_parts import (
     KIND_OF,
     Entry,
@@ -224,139 +226,21 @@ def _snapshot_number(ssn: Session) -> int | None:
     return delta.snapshot if delta is not None else None
 
 
-def _positions(base: OpenBase) -> dict[str, int]:
-    """Each job uid's position in the base's order (made once, and handed on while the order stays)."""
-    if base.positions is None:
-        base.positions = {uid: i for i, uid in enumerate(base.order)}
-    return base.positions
-
-
-def _classify(ssn: Session, base: OpenBase, now: list[str]) -> tuple[list[str], list[str]] | None:
-    """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved.
-    `now` is the session's job order. With the snapshot's jobs delta from the base's snapshot, only
-    the jobs it names are compared with the base (docs/semantics.md K17); `classify_reference`
-    compares every job."""
-    delta = ssn.snapshot.jobs_delta
-    look = delta.since_last(base.snapshot) if delta is not None else None
-    if look is None:
-        return classify_reference(ssn, base)
-    carried = base.jobs
-    jobs = ssn.jobs
-    same_order = now == base.order
-    changed: list[str] = []
-    if not look:
-        named: list[str] | tuple[()] = ()
-    elif same_order:
-        # the session's order is the base's: the named jobs in it without a pass over every job
-        pos = _positions(base)
-        named = sorted((u for u in look if u in pos), key=pos.__getitem__)
-    else:
-        named = [u for u in now if u in look]
-    for uid in named:
-        job = jobs[uid]
-        c = carried.get(uid)
-        if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
-            changed.append(uid)
-    moved = set(changed)
-    out = {uid for uid in look if uid in carried and (uid in moved or uid not in jobs)}
-    if same_order:
-        # every job of the base is still here (the orders are equal) and so out is the changed jobs
-        # the base holds; taking the same jobs out of equal orders leaves equal orders
-        got: tuple[list[str], list[str]] | None = [u for u in changed if u in out], changed
-    # the relative order of the kept jobs must be the base's, as the full comparison checks
-    elif ([u for u in now if u not in moved] if moved else now) != (
-            [u for u in base.order if u not in out] if out else base.order):
-        got = None
-    else:
-        got = ([u for u in base.order if u in out] if out else []), changed
-    if check.enabled() and got != classify_reference(ssn, base):
-        raise check.StateCheckError(f"{check.ENV}: session open's jobs compared from the snapshot's delta differ "
-                                    "from every job compared with the last open's")
-    return got
-
-
-def classify_reference(ssn: Session, base: OpenBase) -> tuple[list[str], list[str]] | None:
-    """`_classify` comparing every job with the base (the reference)."""
-    carried = base.jobs
-    changed: list[str] = []
-    kept: list[str] = []
-    for uid, job in ssn.jobs.items():
-        c = carried.get(uid)
-        if c is None or c[0] is not job or c[1] != job.version or c[4] is not job.phase:
-            changed.append(uid)
-        else:
-            kept.append(uid)
-    if len(kept) != len(carried):
-        keep = set(kept)
-        if [u for u in base.order if u in keep] != kept:
-            return None
-        gone = [u for u in base.order if u not in keep]
-    else:
-        if base.order != kept:
-            return None
-        gone = []
-    return gone, changed
-
-
 #: tests switch this off: every placement of a changed job is then taken out and put in again (the
-#: reference of `_pair_job`, docs/semantics.md K31)
+#: reference of `pair_job`, docs/semantics.md K31)
 PAIR_PLACEMENTS = True
-
-#: one slot of a changed job's placements, in task order: the entry itself (kept from the last open, or
-#: a replacement), or the position of a new one among those whose vectors are still to be filled in
-Slot = Entry | int
-
-
-def _pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: list[Entry],
-              replaced: list[tuple[Entry, Entry]]) -> list[Slot]:
-    """A changed job's placements (`mine`, vectors not filled in) against its last open's (`old`): a
-    task at the same position in its job, row and kind as the last open's task at that position, with
-    the same name, namespace and request, occupies the same table row as before (the same key, so the
-    same place in its node's map), and the table needs neither; it is the last entry itself when it is
-    the same task object with the same vector, else a replacement (the new task with its vector: the
-    one it holds, its request's for these columns as `_with_vectors` takes it, or else the old one,
-    which equal requests give). The rest of `old` goes to `removed`, the rest of `mine` to `fresh`
-    (docs/semantics.md K31)."""
-    # a job's placements hold distinct positions (`_task_entries` numbers its tasks)
-    by_pos = {e[5]: e for e in old}
-    slots: list[Slot] = []
-    for e in mine:
-        o = by_pos.pop(e[5], None)
-        if o is not None:
-            t, ot = e[1], o[1]
-            if o[0] == e[0] and o[2] == e[2]:
-                if t is ot:
-                    if t.vec is o[3]:
-                        slots.append(o)
-                        continue
-                elif (t.name == ot.name and t.namespace == ot.namespace
-                      and (t.resreq is ot.resreq or t.resreq.equal(ot.resreq))):
-                    if t.vec is None:
-                        t.vec = o[3]
-                    n: Entry = (e[0], t, e[2], t.vec, e[4], e[5])
-                    replaced.append((o, n))
-                    slots.append(n)
-                    continue
-            removed.append(o)
-        slots.append(len(fresh))
-        fresh.append(e)
-    removed.extend(by_pos.values())
-    return slots
-
-
-def _same_relative_order(now: list[str], base: OpenBase, jobs: dict[str, JobInfo]) -> bool:
-    """Whether the jobs of both this open and the base's are in the same relative order in both."""
-    held = base.jobs
-    return [u for u in now if u in held] == [u for u in base.order if u in jobs]
+#: tests switch this off: a changed job whose placements are its held ones as they stand is then
+#: walked and paired task by task like any other (the reference of `placed_as_held`, K35)
+KEEP_HELD = True
 
 
 def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
     """`place_full`'s outcome from the last open's base and the jobs that changed; None when it cannot
     be exact (the columns moved, the kept jobs' order moved, an amount is not an exact integer). A
     changed job's placements that occupy the table as they did are not taken out and put in again
-    (`_pair_job`) while the jobs of both opens keep their relative order."""
+    (`pair_job`) while the jobs of both opens keep their relative order."""
     now = list(ssn.jobs)
-    split = _classify(ssn, base, now)
+    split = classify(ssn, base, now)
     if split is None:
         return None
     gone, changed = split
@@ -367,8 +251,18 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     node_by_name = ssn.node_by_name
     names: dict[str, frozenset[str]] = {}
     placed: dict[str, list[Entry]] = {}
+    held_jobs = base.jobs
+    # changed jobs placed as they were held (only their phase moved): neither walked nor paired (K35)
+    as_held: set[str] = set()
     for uid in changed:
-        placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
+        job = jobs_now[uid]
+        held = held_jobs.get(uid)
+        if KEEP_HELD and placed_as_held(job, held):
+            assert held is not None
+            as_held.add(uid)
+            names[uid] = held[3]
+        else:
+            placed[uid], names[uid] = _changed_job(job, uid, node_by_name)
     for ns in names.values():
         counts.update(ns)
     extra = {n for n, c in counts.items() if c > 0}
@@ -378,7 +272,12 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     table = base.table
     same_order = now == base.order
     # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
-    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or _same_relative_order(now, base, jobs_now))
+    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
+    if as_held and not pairing:
+        # every placement of a changed job is taken out and put in again: these too
+        for uid in as_held:
+            placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
+        as_held.clear()
     removed: list[Entry] = []
     for uid in gone:
         if not pairing or uid not in jobs_now:
@@ -388,6 +287,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     replaced: list[tuple[Entry, Entry]] = []
     slots: dict[str, list[Slot]] = {}
     for uid in changed:
+        if uid in as_held:
+            continue
         mine = placed[uid]
         held = base.jobs.get(uid) if pairing else None
         if held is None:
@@ -395,7 +296,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             fresh.extend(mine)
             slots[uid] = list(range(at, at + len(mine)))
         else:
-            slots[uid] = _pair_job(held[2], mine, removed, fresh, replaced)
+            slots[uid] = pair_job(held[2], mine, removed, fresh, replaced)
     of_jobs = len(fresh)
     _orphan_entries(ssn, node_by_name, fresh)
     added = _with_vectors(fresh, table, True)
@@ -461,7 +362,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             merging.append((row, keep_entries, new_entries))
         # the positions in the session's job order of the jobs on those rows (in the base's order when
         # that is the session's: only their relative order counts)
-        pos = _positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
+        pos = positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
         key = row_key(pos, len(now))
         for row, kept, new_entries in merging:
             # without new entries the kept ones (replacements in their places) are in order as they are
@@ -474,12 +375,15 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     # the job map goes on to the next base as it is: only the next open reads a base's job map, and
     # the memo holds the next base from here on (every way out that keeps this base was taken above)
     jobs = base.jobs
+    # a job placed as held keeps its entries' list: only the held tuple being replaced named it
+    held_entries = {uid: jobs[uid][2] for uid in as_held}
     for uid in gone:
         del jobs[uid]
     for uid in changed:
         job = jobs_now[uid]
-        jobs[uid] = (job, job.version, [added[s] if isinstance(s, int) else s for s in slots[uid]], names[uid],
-                     job.phase)
+        entries = (held_entries[uid] if uid in held_entries
+                   else [added[s] if isinstance(s, int) else s for s in slots[uid]])
+        jobs[uid] = (job, job.version, entries, names[uid], job.phase)
     orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
@@ -532,4 +436,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["OPEN_MEMO", "PAIR_PLACEMENTS", "classify_reference", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]

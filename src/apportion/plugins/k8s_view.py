@@ -71,10 +71,7 @@ class NodeView:
 
     def requests(self, t: TaskInfo) -> tuple[float, float, float, float, float]:
         """pod_requests(t), computed once per task (kept on it: a task's requests never change)."""
-        r = t.kube_requests
-        if r is None:
-            r = t.kube_requests = pod_requests(t)
-        return r
+        return task_requests(t)
 
     def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
         self.count[row] += sign
@@ -153,7 +150,15 @@ def _same_requests(old: TaskInfo, new: TaskInfo, requests: Callable[[TaskInfo], 
     return requests(old) == requests(new)
 
 
-def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray, float] | None:
+def task_requests(t: TaskInfo) -> Requests:
+    """pod_requests(t), computed once per task (kept on it: a task's requests never change)."""
+    r = t.kube_requests
+    if r is None:
+        r = t.kube_requests = pod_requests(t)
+    return r
+
+
+def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
     """The last open's view updated by the placements that changed since (`Session.open_delta`), with
     a bound on its sums, or None when it cannot be exact: no carried view of the open the delta starts
     from, a request that is not an integer below 2**53, or a node whose task map holds fewer tasks
@@ -166,25 +171,32 @@ def _view_start(ssn: Session, view_of: NodeView) -> tuple[np.ndarray, np.ndarray
     count, sums = held.count.copy(), held.sums.copy()
     bound = held.bound
     removed, added = delta.removed, delta.added
+    req = task_requests
     if delta.replaced:
         # a task placed again as another object is in the table's row as before; the view counts it
         # again only if its kube requests moved
-        req = view_of.requests
         checking = check.enabled()
         moved = [(o, n) for o, n in delta.replaced if not _same_requests(o[1], n[1], req, checking)]
         if moved:
             removed = removed + [o for o, _ in moved]
             added = added + [n for _, n in moved]
-    for entries, sign in ((removed, -1), (added, 1)):
-        if not entries:
-            continue
-        rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-        reqs = np.array([view_of.requests(e[1]) for e in entries])
+    if removed or added:
+        # every request read and checked in one step; what left is taken out first, then what came
+        both = removed + added
+        rows = np.fromiter((e[0] for e in both), dtype=np.int64, count=len(both))
+        reqs = np.array([req(e[1]) for e in both])
         if not _exact(reqs):
             return None
-        np.add.at(count, rows, sign)
-        np.add.at(sums, rows, reqs * sign)
-        bound += float(np.abs(reqs).max(axis=1).sum())
+        cut = len(removed)
+        largest = np.abs(reqs).max(axis=1)
+        if cut:
+            np.add.at(count, rows[:cut], -1)
+            np.add.at(sums, rows[:cut], -reqs[:cut])
+            bound += float(largest[:cut].sum())
+        if added:
+            np.add.at(count, rows[cut:], 1)
+            np.add.at(sums, rows[cut:], reqs[cut:])
+            bound += float(largest[cut:].sum())
     if not np.array_equal(count, ssn.table.pod_count):
         return None
     return count, sums, bound
@@ -199,7 +211,7 @@ def session_node_view(ssn: Session) -> NodeView:
     `APPORTION_CHECK_STATE=1` a view so started is compared with one added up in full."""
     view = ssn.shared.get("node_view")
     if view is None:
-        started = _view_start(ssn, NodeView([], row_of={}))
+        started = _view_start(ssn)
         start, bound = (started[:2], started[2]) if started is not None else (None, _EXACT)
         view = NodeView(ssn.nodes, row_of=ssn.table.index, start=start)
         if start is not None and check.enabled():
