@@ -5,6 +5,7 @@ self-check every such build equals a fresh one but for what sessions fill in."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ from hypothesis import strategies as st
 from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
 
-from apportion.cluster.model import TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
 from apportion.forecast import sim as forecast_sim
+from apportion.forecast.built_check import check_starts
 from apportion.forecast.sim import DumpObjects
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
@@ -108,3 +110,29 @@ def test_a_task_is_shared_only_with_the_start_a_fresh_build_ends_with(
     assert not forecast_sim._task_again(task(old, status), TaskStatus.SUCCEEDED, "n0", task(template, status),
                                         sim_task)
     assert not forecast_sim._task_again(task(old, status), status, "n1", task(template, status), sim_task)
+
+
+@pytest.mark.parametrize("template, built, status, start, ok", [
+    (None, 999.0, TaskStatus.RUNNING, 999.0, True),     # reused: the simulation's start, as give_starts gives
+    (None, None, TaskStatus.RUNNING, 999.0, True),      # fresh: give_starts gives it next
+    (None, 100.0, TaskStatus.RUNNING, 999.0, False),    # reused with a start the simulation never gave
+    (3.0, 3.0, TaskStatus.RUNNING, 999.0, True),        # the template's own start
+    (3.0, 999.0, TaskStatus.RUNNING, 999.0, False),
+    (None, 999.0, TaskStatus.PENDING, 999.0, False),    # a pending task starts nowhere
+])
+def test_the_self_check_compares_the_starts_of_tasks_built_fast(
+        template: float | None, built: float | None, status: TaskStatus, start: float | None, ok: bool) -> None:
+    """`check_as_built` leaves the starts out (sessions fill them in); `check_starts` compares what a
+    task built fast starts at with what a fresh build starts at once given its start."""
+    tt = TaskInfo(uid="u", name="t", namespace="ns", job="ns/j", resreq=Resource(), status=TaskStatus.PENDING,
+                  node_name="", started_at=template)
+    t = TaskInfo(uid="u", name="t", namespace="ns", job="ns/j", resreq=Resource(), status=status,
+                 node_name="n0", started_at=built)
+    ji = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q", min_available=1)
+    ji.tasks = {"u": t}
+    sj = SimpleNamespace(tasks=[SimTask(index=0, name="t", status=status, node="n0", start=start)])
+    if ok:
+        check_starts(ji, sj, [tt])  # type: ignore[arg-type]
+    else:
+        with pytest.raises(StateCheckError, match="built fast starts at"):
+            check_starts(ji, sj, [tt])  # type: ignore[arg-type]
