@@ -6,6 +6,7 @@ kind `apply` stores (ConfigMaps, PodGroups and Pods included)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from svc_helpers import run_cli as _cli
 from svc_helpers import wait_for as _wait
 from svc_server import LiveServer
 
+from apportion.service.confwatch import ConfWatch
 from apportion.service.core import Service, ServiceConfig
 from apportion.service.live import cache_key
 
@@ -171,3 +173,22 @@ def test_without_a_conf_every_tick_runs_the_one_parsed_default(tmp_path: Path, m
         assert [p["spec"].get("nodeName") is not None for p in pods] == [True]
     finally:
         svc.close()
+
+
+def test_a_conf_file_caught_empty_while_rewritten_keeps_the_last(tmp_path: Path) -> None:
+    """Rewriting a file in place truncates it first: a reload that reads it then finds no action, which
+    Volcano refuses, so the last good conf stays until the new text is there (the live-server test above
+    lost its allocate action to this when the machine was loaded)."""
+    path = tmp_path / "scheduler.conf"
+    path.write_text(FLAT)
+    watch = ConfWatch(str(path))
+    assert watch.file_conf() is not None and watch.file_conf().actions == ["enqueue", "allocate"]
+    path.write_text("")
+    os.utime(path, ns=(1, 1))  # another stamp, whatever the clock's resolution
+    assert watch.file_conf().actions == ["enqueue", "allocate"]
+    assert watch.file_error is not None and "names no action" in watch.file_error
+    path.write_text(NO_ALLOCATE)
+    assert watch.file_conf().actions == ["enqueue"]
+    assert watch.file_error is None
+    path.write_text('actions: ""\n')
+    assert watch.file_conf().actions == ["enqueue"] and watch.file_error is not None

@@ -3,8 +3,8 @@
 Volcano's scheduler watches its conf file (the `volcano-scheduler-configmap` mounted as a file) and
 reloads it when it is written; each session runs with the conf loaded last, and a conf that no longer
 parses is logged and the previous one kept. The service does the same at every tick: `--conf FILE`
-is read again when its modification time or size changed (a file that stops parsing keeps the last
-good conf, logged once); without `--conf`, the stored scheduler ConfigMap's conf is used (an apply
+is read again when its modification time or size changed (a file that stops parsing, or names no
+action, as a file caught while being rewritten does, keeps the last good conf, logged once); without `--conf`, the stored scheduler ConfigMap's conf is used (an apply
 checks it, so a stored one parses), else Volcano's default. Whatever decides the plugins decides
 `enableHierarchy` too: the live view re-renders the reservable queues when it changes (live.py).
 """
@@ -15,7 +15,7 @@ import logging
 import os
 from typing import Any
 
-from apportion.errors import ApportionError
+from apportion.errors import ApportionError, ConfError
 from apportion.framework.conf import SchedulerConf, default_conf, parse_conf
 from apportion.kube.conf import CONF_KEY
 
@@ -76,7 +76,13 @@ class ConfWatch:
 
             self._stamp = stamp
             try:
-                self._file_conf = load_conf_file(self.path)
+                conf = load_conf_file(self.path)
+                if not conf.actions:
+                    # Volcano finds no action named "" and refuses the conf; a reload also meets this
+                    # when it reads a file being rewritten in place (truncated, not yet written), which
+                    # must not leave the sessions with no action until the next write
+                    raise ConfError(f"{self.path}: names no action")
+                self._file_conf = conf
             except ApportionError as e:
                 # Volcano: "Scheduler config ... is invalid", and the previous configuration stays
                 self.file_error = str(e)
