@@ -338,7 +338,7 @@ def test_signature_cache_shared_and_results_consistent() -> None:
     for i in range(3):
         rows, _ = ssn.predicate_for_allocate(_task(ssn, f"p-{i}"))
         assert [ssn.nodes[int(r)].name for r in rows] == ["n1"]
-    assert len(plugin._by_key) == 1
+    assert len(plugin._built.by_key) == 1
 
 
 def test_simulate_predicate_and_registration() -> None:

@@ -22,6 +22,9 @@ they always pass.
 Hot path: node labels, taints and `unschedulable` are static for the session, so filters 2-4 are
 evaluated once per *signature* of a pod's (nodeSelector, required terms, tolerations) into a boolean mask
 over every node; each call combines that mask with the live pod-count array for the candidate rows.
+A signature reads only the node index and the two switches, so a caller that carries a memo (and with
+it the node index, `session_node_index`) keeps the built signatures for the next session over the same
+index and switches (`CARRY_SIGNATURES`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from apportion.plugins.k8s_matching import (
     tolerations_key,
 )
 from apportion.plugins.k8s_view import session_node_index, session_node_view
+from apportion.state import check
 
 REASON_POD_COUNT = "had too many pods (pods allocatable reached)"
 REASON_UNSCHEDULABLE = "were unschedulable"
@@ -60,6 +64,13 @@ INERT_SWITCHES = (
 )
 
 
+#: the memo's entry: the last session's _Built with the node index and switches it was built over
+SIGNATURES_MEMO = "predicates.signatures"
+#: keep built signatures for the next session over the same node index and switches (False: the plain
+#: path, every session builds its own; the reference the carried path is tested against)
+CARRY_SIGNATURES = True
+
+
 def taint_reason(key: str, value: str) -> str:
     """kube-scheduler's TaintToleration message (the session prefixes "N node(s) ")."""
     return f"had untolerated taint {{{key}: {value}}}"
@@ -73,6 +84,22 @@ class _Signature:
     ok: np.ndarray
     #: (reason, node mask) for the failing nodes, each node under the filter that stopped it.
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+    def same(self, other: _Signature) -> bool:
+        """Whether two signatures say the same of every node (the self-check of a carried one)."""
+        return (np.array_equal(self.ok, other.ok) and len(self.reasons) == len(other.reasons)
+                and all(a == c and np.array_equal(b, d) for (a, b), (c, d) in zip(self.reasons, other.reasons)))
+
+
+@dataclass
+class _Built:
+    """The signatures and masks built over one node index with one pair of switches (never written to
+    once built, only added to)."""
+
+    by_key: dict[Any, _Signature] = field(default_factory=dict)
+    unconstrained: _Signature | None = None
+    affinity: dict[Any, np.ndarray] = field(default_factory=dict)
+    taints: dict[Any, list[tuple[str, np.ndarray]]] = field(default_factory=dict)
 
 
 class PredicatesPlugin(Plugin):
@@ -95,10 +122,7 @@ class PredicatesPlugin(Plugin):
         self.view = session_node_view(ssn)
         self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
         self._by_uid: dict[str, _Signature] = {}
-        self._by_key: dict[Any, _Signature] = {}
-        self._unconstrained: _Signature | None = None
-        self._affinity: dict[Any, np.ndarray] = {}
-        self._taints: dict[Any, list[tuple[str, np.ndarray]]] = {}
+        self._built, self._carried = self._built_for(ssn)
 
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
@@ -108,15 +132,32 @@ class PredicatesPlugin(Plugin):
         ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)), self.predicate_row)
 
     # ------------------------------------------------------------------ signatures
+    def _built_for(self, ssn: Session) -> tuple[_Built, bool]:
+        """The signatures built so far over this session's node index and switches: the memo's when
+        the last session had the same index object and switches, else new ones; and whether carried."""
+        memo = ssn.memo if CARRY_SIGNATURES else None
+        if memo is None:
+            return _Built(), False
+        switches = (self.node_affinity_enable, self.taint_toleration_enable)
+        held = memo.get(SIGNATURES_MEMO)
+        if held is not None and held[0] is self.index and held[1] == switches:
+            return held[2], True
+        built = _Built()
+        memo[SIGNATURES_MEMO] = (self.index, switches, built)
+        return built, False
+
     def _signature(self, task: TaskInfo) -> _Signature:
         sig = self._by_uid.get(task.uid)
         if sig is not None:
             return sig
         if not task.node_selector and task.required_terms is None and not task.tolerations:
             # most pods: no constraint. Their key below is ((), None), (), False: looked up once
-            sig = self._unconstrained
+            built = self._built
+            sig = built.unconstrained
             if sig is None:
-                sig = self._unconstrained = self._signature_of(task)
+                sig = built.unconstrained = self._signature_of(task)
+            elif self._carried and check.enabled():
+                self._check_carried(task, sig)
             self._by_uid[task.uid] = sig
             return sig
         sig = self._by_uid[task.uid] = self._signature_of(task)
@@ -127,11 +168,28 @@ class PredicatesPlugin(Plugin):
         tol_key = tolerations_key(task.tolerations)
         unsched_ok = tolerated(UNSCHEDULABLE_TAINT, task.tolerations)
         key = (aff_key, tol_key, unsched_ok)
-        sig = self._by_key.get(key)
+        by_key = self._built.by_key
+        sig = by_key.get(key)
         if sig is None:
             sig = self._build(task, aff_key, tol_key, unsched_ok)
-            self._by_key[key] = sig
+            by_key[key] = sig
+        elif self._carried and check.enabled():
+            self._check_carried(task, sig)
         return sig
+
+    def _check_carried(self, task: TaskInfo, sig: _Signature) -> None:
+        """Under the self-check, a signature carried from an earlier session against one built afresh."""
+        aff_key = (selector_key(task.node_selector), required_key(task.required_terms))
+        fresh = _Built()
+        held, self._built = self._built, fresh
+        try:
+            rebuilt = self._build(task, aff_key, tolerations_key(task.tolerations),
+                                  tolerated(UNSCHEDULABLE_TAINT, task.tolerations))
+        finally:
+            self._built = held
+        if not rebuilt.same(sig):
+            raise check.StateCheckError(f"{check.ENV}: predicates' signature of task {task.key} carried from "
+                                        "an earlier session differs from one built for this session")
 
     def _build(self, task: TaskInfo, aff_key: Any, tol_key: Any, unsched_ok: bool) -> _Signature:
         n = self.index.n
@@ -145,22 +203,22 @@ class PredicatesPlugin(Plugin):
                 live &= ~fail
 
         if self.node_affinity_enable:
-            match = self._affinity.get(aff_key)
+            match = self._built.affinity.get(aff_key)
             if match is None:
                 match = self.index.required_mask(task.node_selector, task.required_terms)
-                self._affinity[aff_key] = match
+                self._built.affinity[aff_key] = match
             fail = ~match & live
             if fail.any():
                 reasons.append((REASON_AFFINITY, fail))
                 live &= ~fail
 
         if self.taint_toleration_enable:
-            by_taint = self._taints.get(tol_key)
+            by_taint = self._built.taints.get(tol_key)
             if by_taint is None:
                 by_taint = [
                     (taint_reason(t.key, t.value), m) for t, m in self.index.untolerated_taints(task.tolerations)
                 ]
-                self._taints[tol_key] = by_taint
+                self._built.taints[tol_key] = by_taint
             for text, mask in by_taint:
                 fail = mask & live
                 if fail.any():
