@@ -400,8 +400,9 @@ class Simulator(QuietSkipping):
         if self.objects is not None:
             # the start state's nodes (not the cache's, which no session sees), with their key (K9)
             self.cache.nodes_unseen(snap.nodes)
-            self.objects.adjust(snap, self.now, self.nodes)
-            snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed)
+            self.objects.adjust(snap, self.now, self.nodes, self._node_changes)
+            snap.jobs_delta = objects_delta(snap.jobs, last, delta, changed,
+                                            handout.gone if handout is not None else None)
         return snap
 
     def snapshot(self) -> Snapshot:

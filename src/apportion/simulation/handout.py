@@ -46,6 +46,9 @@ class JobsHandout:
         self.volatile: set[str] = set()
         #: under the self-check: each job of the last map with its phase when handed out
         self._phases: dict[str, tuple[JobInfo, object]] = {}
+        #: the uids of the last map that the map just handed out no longer holds, when `hand_out`
+        #: changed that map (None: it asked for every job, and the caller compares the two maps)
+        self.gone: set[str] | None = None
 
     def forget(self) -> None:
         """Ask for every job next time (a caller may replace jobs of the snapshot just handed out)."""
@@ -74,6 +77,7 @@ class JobsHandout:
             self.live, held = None, None
         # the last map is this one's to change from here on (the caller has a copy)
         self.jobs = None
+        self.gone = None
         if held is None or self.every:
             jobs = self.ask_all(active, assembled)
             changed = None
@@ -108,11 +112,13 @@ class JobsHandout:
         jobs = held
         changed: set[str] = set()
         came: set[str] = set()
+        gone: set[str] = set()
         volatile = self.volatile
         for uid in touched | volatile:
             sj = active.get(uid)
             if sj is None:
-                jobs.pop(uid, None)
+                if jobs.pop(uid, None) is not None:
+                    gone.add(uid)
                 volatile.discard(uid)
                 continue
             ji = self._ask(sj, assembled)
@@ -141,6 +147,9 @@ class JobsHandout:
             jobs = {uid: jobs[uid] for uid in sorted(jobs)}
         if checking:
             self._check(jobs, active, assembled, touched)
+        # every job of the last map that is not active was popped above: the map now holds exactly
+        # the active jobs (the length test, and the self-check's), so these are all that went
+        self.gone = gone
         return jobs, changed
 
     def _check_named(self, jobs: dict[str, JobInfo], changed: set[str] | None, delta: JobDelta | None) -> None:

@@ -17,6 +17,7 @@ from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.reservations import SimPlan
+from apportion.state import check
 
 
 class SessionObjects(Protocol):
@@ -36,10 +37,13 @@ class SessionObjects(Protocol):
         """The uids of the objects `job_info` handed out again with a new phase since the last call
         (the snapshot names them as changed: K17)."""
 
-    def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str]) -> None:
+    def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str], node_events: int | None = None) -> None:
         """Change the snapshot the session at `now` is about to see (nodes, other schedulers' pods,
         ...); `live_nodes`: the nodes that have not failed. Sets `snap.nodes` and their `nodes_key`
-        (the same key for the same node objects, as the cache gives its own: K9)."""
+        (the same key for the same node objects, as the cache gives its own: K9). `node_events`: the
+        simulator's count of its node events, the only thing that changes `live_nodes` (one object
+        for the run): while the object and the count are those of the last call, so are the live
+        nodes (None: not known, compare them)."""
 
     def kept(self, job: SimJob) -> JobInfo | None:
         """The object `job_info` would hand out again for the job, as it is (nothing cleared on it);
@@ -97,7 +101,7 @@ class SimStart:
 
 
 def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None,
-                  changed: set[str] | None = None) -> JobDelta | None:
+                  changed: set[str] | None = None, gone: set[str] | None = None) -> JobDelta | None:
     """The jobs' delta of a snapshot whose jobs a start state's objects build (some of) (the
     forecast): the cache's, with every job that is not the last snapshot's object named as well. Every
     job is given the cache's log, so that what changes one of them in place is logged as the cache's
@@ -107,9 +111,14 @@ def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: Job
     capacity's ledger, close) carry the first session's into the second.
 
     `changed`: the uids of `jobs` whose object is not `last`'s, when the caller knows them (the jobs
-    handed out again, simulation/handout.py); else every job is compared."""
+    handed out again, simulation/handout.py); else every job is compared. `gone`: the uids of `last`
+    that `jobs` does not hold, when the caller knows them (the same handout); else the two maps' keys
+    are compared (the reference, which the self-check compares `gone` with)."""
     if changed is None:
         changed = {uid for uid, ji in jobs.items() if last.get(uid) is not ji}
+    if gone is not None and check.enabled() and gone != last.keys() - jobs.keys():
+        raise check.StateCheckError(f"{check.ENV}: the jobs named as gone {sorted(gone)} are not those the last "
+                                    f"snapshot held and this one does not {sorted(last.keys() - jobs.keys())}")
     if cache is not None:
         for uid in changed:
             ji = jobs[uid]
@@ -118,5 +127,6 @@ def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: Job
         return None
     if cache.since is None:
         return JobDelta(cache.snapshot, None, set(), set(), cache.log, cache.notes)
-    return JobDelta(cache.snapshot, cache.since, changed | cache.changed, last.keys() - jobs.keys(), cache.log,
-                    cache.notes)
+    if gone is None:
+        gone = last.keys() - jobs.keys()
+    return JobDelta(cache.snapshot, cache.since, changed | cache.changed, gone, cache.log, cache.notes)
