@@ -22,6 +22,7 @@ APPORTION_CHECK_STATE=1 every carried verdict is compared with a fresh one.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ class _Held:
     #: queue -> its quiet jobs' uids (never changed once held: a session copies a set before a change)
     by_queue: dict[str, set[str]]
     busy: set[str]
+    #: `busy` in uid order (None: not kept)
+    order: list[str] | None
 
 
 class JobVisits:
@@ -61,6 +64,9 @@ class JobVisits:
 
     #: False: every job is visited (the reference the property tests compare with)
     enabled = True
+    #: False: `visit` sorts the busy uids at every call (the reference); True: they are kept in uid order
+    #: from open to open, each open's changed jobs taken out and put back by bisection
+    keep_order = True
 
     def __init__(self, jobs: dict[str, JobInfo], job_valid: Callable[[JobInfo], tuple[bool, str]],
                  validity: tuple[str, ...], memo: dict[str, Any] | None, delta: OpenDelta | None,
@@ -81,6 +87,8 @@ class JobVisits:
         self.by_queue: dict[str, set[str]] = {}
         #: the other jobs' uids
         self.busy: set[str] = set()
+        #: `busy` in uid order, kept with it (None: `visit` sorts)
+        self.order: list[str] | None = None
         self._copied: set[str] = set()
         if carried:
             assert isinstance(held, _Held) and delta is not None and memo is not None
@@ -89,6 +97,8 @@ class JobVisits:
             # so that an open that fails half-way leaves none to carry)
             del memo[MEMO]
             self.quiet, self.by_queue, self.busy = held.quiet, dict(held.by_queue), held.busy
+            # changed in place, as `busy` is (the memo no longer holds either)
+            self.order = held.order if self.keep_order else None
             for uid in delta.gone:
                 self._forget(uid)
             for uid in delta.changed:
@@ -96,11 +106,15 @@ class JobVisits:
                 job = jobs.get(uid)
                 if job is not None:
                     self._judge(job)
+            if self.keep_order and self.order is None:
+                self.order = sorted(self.busy)
             if check.enabled():
                 self._check()
         elif self.active:
             for job in jobs.values():
                 self._judge(job)
+            if self.keep_order:
+                self.order = sorted(self.busy)
         # not kept past open: the session's bound method would hold the session in a reference cycle
         # (sessions are freed by reference counting: Session.release)
         self._valid = _judged_at_open
@@ -108,14 +122,17 @@ class JobVisits:
             if generation is None or not self.active:
                 memo.pop(MEMO, None)
             else:
-                memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy)
+                memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy, self.order)
 
     def _forget(self, uid: str) -> None:
         queue = self.quiet.pop(uid, None)
         if queue is not None:
             self._own(queue).discard(uid)
-        else:
+        elif uid in self.busy:
             self.busy.discard(uid)
+            order = self.order
+            if order is not None:
+                del order[bisect_left(order, uid)]
 
     def _own(self, queue: str) -> set[str]:
         """The queue's set of quiet uids, copied first if it is the memo's."""
@@ -129,7 +146,10 @@ class JobVisits:
             self.quiet[job.uid] = job.queue
             self._own(job.queue).add(job.uid)
         else:
+            # a job is judged once an open, after `_forget` took it out of `busy` (if it was in it)
             self.busy.add(job.uid)
+            if self.order is not None:
+                insort(self.order, job.uid)
 
     def is_quiet(self, job: JobInfo) -> bool:
         """Admitted, no pending, pipelined or pending best-effort task, and valid."""
@@ -140,7 +160,8 @@ class JobVisits:
     def _check(self) -> None:
         fresh = JobVisits(self.jobs, self._valid, (), None, None, None)
         by_queue = {q: uids for q, uids in self.by_queue.items() if uids}
-        if fresh.quiet != self.quiet or fresh.busy != self.busy or fresh.by_queue != by_queue:
+        if (fresh.quiet != self.quiet or fresh.busy != self.busy or fresh.by_queue != by_queue
+                or (self.order is not None and self.order != sorted(self.busy))):
             raise check.StateCheckError(f"{check.ENV}: the quiet jobs carried from the last session differ from "
                                         "the jobs judged quiet afresh")
 
@@ -148,6 +169,18 @@ class JobVisits:
         """The uids an action must visit, in uid order (every job's when not active)."""
         if not self.active:
             return sorted(self.jobs)
+        moved = self.moved
+        order = self.order
+        if order is None or (moved and not moved <= self.busy):
+            return self.visit_reference()
+        # the busy jobs (a moved job is among them): a copy, which the caller may change
+        out = order.copy()
+        if check.enabled() and out != self.visit_reference():
+            raise check.StateCheckError(f"{check.ENV}: the busy jobs kept in uid order differ from their sort")
+        return out
+
+    def visit_reference(self) -> list[str]:
+        """`visit` for an active session, by a sort of the busy and moved uids."""
         if self.moved:
             return sorted(self.busy | self.moved)
         return sorted(self.busy)
