@@ -411,9 +411,10 @@ def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None
         statuses: list[TaskStatus | None] = [None] * len(js.tasks)
         objects.original[tpl.uid] = statuses
         starts = []
+        # SimTask(index, name, status, node, start) and StartTask(key, end, deleted) by position: ten
+        # thousand of each in the benchmark's forecast, where keyword matching was a third of the loop
         for ts in js.tasks:
-            st = SimTask(index=ts.index, name=ts.template.name, status=_SIM_STATUS[ts.status], node=ts.node,
-                         start=t0 - ts.elapsed)
+            st = SimTask(ts.index, ts.template.name, _SIM_STATUS[ts.status], ts.node, t0 - ts.elapsed)
             sj.tasks.append(st)
             statuses[ts.index] = ts.template.status
             if ts.status == "done":
@@ -424,7 +425,6 @@ def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None
                 left = max(0.0, whole - ts.elapsed) if ts.template.start_time else whole
             # a pod being deleted frees its node by the next session unless its end is known, and is
             # then over (deleted in the cluster, not the simulation's to bring back)
-            starts.append(StartTask(key=ts.template.key, end=None if left is None else t0 + left,
-                                    deleted=ts.status == "releasing"))
+            starts.append(StartTask(ts.template.key, None if left is None else t0 + left, ts.status == "releasing"))
         out.append(StartJob(job=sj, tasks=starts))
     return out
