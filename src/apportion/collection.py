@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+#: move what a paused step made into the oldest generation without a pass, when nothing of the
+#: process is frozen (`collection_paused`); False leaves it in the youngest generation for the next
+#: young collection to scan (the reference the tests compare with)
+SETTLE = True
+
+#: the self-check's switch (state/check.py names it too; this module sits below it and imports only
+#: the standard library)
+_CHECK_ENV = "APPORTION_CHECK_STATE"
+
+
+class CyclicGarbageError(RuntimeError):
+    """The self-check: a paused step that settles what it made left reference cycles unreachable."""
 
 
 def owns_collector() -> bool:
@@ -23,18 +38,58 @@ def collection_paused() -> Iterator[None]:
     For reading a dump and building what lives on from it (records, a snapshot, a forecast's start
     state): the objects form no cycles and all live on, so the collections their allocation triggers
     find nothing, and they promote what they scan until a full collection scans everything alive
-    (the dump's decoded objects too). What was allocated meanwhile is left where it is, in the
-    youngest generation, for the next young collection to scan once: nothing here freezes or
-    unfreezes, so a caller that keeps objects frozen (the service between ticks) keeps them so. Off
-    the main thread it changes nothing (`owns_collector`).
+    (the dump's decoded objects too).
+
+    What was allocated meanwhile would be the youngest generation's, far past its threshold, so the
+    first allocation after would scan all of it (a forecast's load: three such passes, a sixth of its
+    CPU before the run, freeing nothing). When nothing of the process is frozen, it is moved into the
+    oldest generation without a pass instead (frozen, then unfrozen, with whatever the caller held:
+    as `cli/collector.py` does). A caller that keeps objects frozen (the service between ticks) is
+    left as it is, the step's objects in the youngest generation, so that nothing of its is unfrozen.
+    Under `APPORTION_CHECK_STATE=1` a settling step is checked to have left no cyclic garbage (a
+    collection over what it made alone). A step that raises settles nothing. Off the main thread it
+    changes nothing (`owns_collector`).
     """
     if not owns_collector():
         yield
         return
     was = gc.isenabled()
+    settle = was and SETTLE and gc.get_freeze_count() == 0
+    checking = settle and os.environ.get(_CHECK_ENV, "") not in ("", "0")
     gc.disable()
+    if checking:
+        gc.freeze()  # what was there before: the check's collection then looks at the step's alone
+    done = False
     try:
         yield
+        done = True
     finally:
-        if was:
-            gc.enable()
+        try:
+            if checking:
+                try:
+                    if done:
+                        _no_cyclic_garbage()
+                finally:
+                    gc.unfreeze()
+            if done and settle and gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+        finally:
+            if was:
+                gc.enable()
+
+
+def _no_cyclic_garbage() -> None:
+    """The self-check of a settling step: a collection over the unfrozen objects frees nothing."""
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    before = len(gc.garbage)
+    try:
+        gc.collect()
+        found = Counter(type(o).__qualname__ for o in gc.garbage[before:])
+    finally:
+        del gc.garbage[before:]
+        gc.set_debug(flags)
+    if found:
+        raise CyclicGarbageError(f"{_CHECK_ENV}: a step with the cycle collector paused left cyclic garbage: "
+                                 + ", ".join(f"{n} {k}" for k, n in sorted(found.items())))

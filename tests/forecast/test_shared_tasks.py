@@ -1,5 +1,5 @@
 """A forecast's job built again after a task of it changed status keeps the tasks of its last object
-that a fresh build gives alike (forecast/sim.py, `DumpObjects.build_fast` and `_task_again`): the
+that a fresh build gives alike (forecast/sim.py `DumpObjects.build_fast`, forecast/job_build.py `task_again`): the
 forecast is the one that builds every task anew (`share_tasks=False`, the reference), and under the
 self-check every such build equals a fresh one but for what sessions fill in."""
 
@@ -15,8 +15,9 @@ from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
 
 from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
-from apportion.forecast import sim as forecast_sim
+from apportion.forecast import job_build
 from apportion.forecast.built_check import check_starts
+from apportion.forecast.job_build import task_again
 from apportion.forecast.sim import DumpObjects
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
@@ -90,7 +91,8 @@ def test_the_self_check_fails_loudly_on_a_task_shared_wrongly(monkeypatch: pytes
     def any_task(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: SimTask) -> bool:
         return True
 
-    monkeypatch.setattr(forecast_sim, "_task_again", any_task)
+    monkeypatch.setattr(job_build, "INLINE_SHARING", False)
+    monkeypatch.setattr(job_build, "task_again", any_task)
     sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
     with pytest.raises(StateCheckError, match="built fast differs from a fresh build"):
         sim.run()
@@ -112,12 +114,12 @@ def test_a_task_is_shared_only_with_the_start_a_fresh_build_ends_with(
                         node_name="n0", started_at=started)
 
     sim_task = SimTask(index=0, name="t", status=status, node="n0", start=start)
-    assert forecast_sim._task_again(task(old, status), status, "n0", task(template, TaskStatus.PENDING),
+    assert task_again(task(old, status), status, "n0", task(template, TaskStatus.PENDING),
                                     sim_task) is again
     # another status or node: never
-    assert not forecast_sim._task_again(task(old, status), TaskStatus.SUCCEEDED, "n0", task(template, status),
+    assert not task_again(task(old, status), TaskStatus.SUCCEEDED, "n0", task(template, status),
                                         sim_task)
-    assert not forecast_sim._task_again(task(old, status), status, "n1", task(template, status), sim_task)
+    assert not task_again(task(old, status), status, "n1", task(template, status), sim_task)
 
 
 @pytest.mark.parametrize("template, built, status, start, ok", [

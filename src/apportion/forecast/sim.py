@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import copy
 import math
-import operator
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from apportion.actions.pass_over import PASS_OVER, PassOver
-from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
 from apportion.forecast.built_check import check_as_built, check_starts
+from apportion.forecast.job_build import build_job, fresh_fields, job_consts, job_fields, task_fields
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -43,16 +43,10 @@ _SIM_STATUS = {"pending": TaskStatus.PENDING, "running": TaskStatus.RUNNING, "re
                "done": TaskStatus.SUCCEEDED}
 
 
-#: TaskInfo's fields in __init__ order: a copy is TaskInfo(*_task_fields(t)), not `dataclasses.replace`,
-#: which builds keyword arguments field by field (benchmarks/README.md)
-_task_fields = operator.attrgetter(*(f.name for f in fields(TaskInfo)))
-_job_fields = operator.attrgetter(*(f.name for f in fields(JobInfo)))
-
-
 def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
     """A copy of a template task for one session: what a session fills in starts empty (the rest it
     never edits in place: it replaces a task's containers)."""
-    new = TaskInfo(*_task_fields(t))
+    new = TaskInfo(*task_fields(t))
     new.status = status
     new.node_name = node
     new.vec = new.cols = new.initial_status = new.last_tx_status = None
@@ -78,8 +72,9 @@ class DumpObjects:
         self.orphans = list(state.orphan_tasks)
         self.templates: dict[str, JobInfo] = {}
         self.template_tasks: dict[str, list[TaskInfo]] = {}
-        #: a task's status in the state, kept until the simulation changes it (Bound stays Bound)
-        self.original: dict[tuple[str, int], TaskStatus] = {}
+        #: per job uid, its tasks' statuses in the state by index, each kept until the simulation
+        #: changes it (Bound stays Bound), then None
+        self.original: dict[str, list[TaskStatus | None]] = {}
         #: changes to the sessions' objects from an instant on (seconds after the state's instant):
         #: a booked reservation as the plan follower would publish it (forecast/reserve.py)
         self.bookings = sorted(bookings, key=lambda b: b[0])
@@ -103,15 +98,18 @@ class DumpObjects:
         self.share_tasks = True
         #: how many tasks were handed out again so (for the tests' reading)
         self.tasks_shared = 0
-        #: per job uid, its template tasks' fields as a fresh task starts with them (`build_fast`)
-        self._fresh_fields: dict[str, list[tuple[Any, ...]]] = {}
+        #: per job uid, its template tasks' fields as a fresh task starts with them, and its
+        #: template's fields every build takes as they are (`build_fast`)
+        self._fresh_fields: dict[str, tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = {}
         #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
         #: `take_moved`) rather than at each of the thousands of jobs asked for
         self.checking = check.enabled()
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
-        self.original.pop((job.uid, task.index), None)
+        statuses = self.original.get(job.uid)
+        if statuses is not None:
+            statuses[task.index] = None
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str], node_events: int | None = None) -> None:
         """The dump's nodes in its order (with their key: the same while the same of them are live),
@@ -240,7 +238,7 @@ class DumpObjects:
     def build(self, sj: SimJob, tpl: JobInfo) -> JobInfo:
         """A new job object from the template `tpl` of `sj`, its tasks' statuses and nodes the
         simulation's (the reference a kept object is checked against)."""
-        ji = JobInfo(*_job_fields(tpl))
+        ji = JobInfo(*job_fields(tpl))
         ji.queue, ji.phase = sj.queue, sj.phase
         ji.annotations = dict(tpl.annotations)
         ji.min_task_member = dict(tpl.min_task_member)
@@ -249,9 +247,9 @@ class DumpObjects:
         ji.job_fit_errors = ""
         ji.allocated, ji.counts, ji.pending_be, ji.allocated_as_added = Resource(), {}, 0, True
         ji.gated_tasks, ji.version, ji.derived = 0, 0, {}
-        original = self.original
+        original = self.original[sj.uid]
         for st, tt in zip(sj.tasks, self.template_tasks[sj.uid]):
-            status = original.get((sj.uid, st.index))
+            status = original[st.index]
             if status is not None:
                 ji.add_task(_fresh_task(tt, status, tt.node_name))
             else:
@@ -267,87 +265,18 @@ class DumpObjects:
         A job is built again when a task of it changed status, most often one of its ten: the tasks
         of its last object that no session placed, evicted or pipelined since (the object kept
         `allocated_as_added`) and to which a fresh build would give the same status, node and start
-        are that object's, as a kept job's are (`_task_again`, docs/semantics.md K36: what sessions
+        are that object's, as a kept job's are (`task_again`, forecast/job_build.py; docs/semantics.md K36: what sessions
         fill in on such a task follows from its request and the node table's columns, and open pairs
         it with its last placement as it is, K31)."""
         prev = sj.info
         held = prev.tasks if self.share_tasks and prev is not None and prev.allocated_as_added else None
-        ji = JobInfo(*_job_fields(tpl))
-        ji.queue, ji.phase = sj.queue, sj.phase
-        ji.annotations = dict(tpl.annotations)
-        ji.min_task_member = dict(tpl.min_task_member)
-        ji.min_resources = None if tpl.min_resources is None else tpl.min_resources.clone()
-        ji.conditions, ji.nodes_fit_errors, ji.failed_roles = {}, {}, set()
-        ji.job_fit_errors = ""
-        tasks: dict[str, TaskInfo] = {}
-        counts: dict[TaskStatus, int] = {}
-        ji.tasks, ji.counts = tasks, counts
-        ji.allocated = allocated = Resource()
-        ji.pending_be = ji.gated_tasks = 0
-        ji.allocated_as_added, ji.derived = True, {}
         uid = sj.uid
-        fresh = self._fresh_fields.get(uid)
-        if fresh is None:
-            fresh = self._fresh_fields[uid] = [_fresh_fields(tt) for tt in self.template_tasks[uid]]
-        original = self.original
-        added = 0
-        for st, tt, args in zip(sj.tasks, self.template_tasks[uid], fresh):
-            status = original.get((uid, st.index))
-            if status is not None:
-                node = tt.node_name
-            else:
-                status = st.status
-                node = st.node if status is not TaskStatus.SUCCEEDED else ""
-            t = held.get(tt.uid) if held is not None else None
-            if t is not None and _task_again(t, status, node, tt, st):
-                self.tasks_shared += 1
-            else:
-                t = TaskInfo(*args)
-                t.status, t.node_name = status, node
-            added += 1
-            if t.uid in tasks:
-                ji.allocated_as_added = False
-            if t.gated:
-                ji.gated_tasks += 1
-            tasks[t.uid] = t
-            counts[status] = counts.get(status, 0) + 1
-            if status in ALLOCATED_STATUSES:
-                allocated.add(t.resreq)
-            if status is TaskStatus.PENDING and t.best_effort:
-                ji.pending_be += 1
-        ji.version = added
-        if added and ji.log is not None:
-            ji.log.add(uid)
+        kept = self._fresh_fields.get(uid)
+        if kept is None:
+            kept = self._fresh_fields[uid] = ([fresh_fields(tt) for tt in self.template_tasks[uid]], job_consts(tpl))
+        ji, shared = build_job(sj, tpl, kept[1], self.template_tasks[uid], kept[0], self.original[uid], held)
+        self.tasks_shared += shared
         return ji
-
-
-#: TaskInfo's fields a fresh task starts without (`_fresh_task`), by their place in __init__ order
-_PLACE = {f.name: i for i, f in enumerate(fields(TaskInfo))}
-_UNFILLED = tuple((_PLACE[n], v) for n, v in (("vec", None), ("cols", None), ("initial_status", None),
-                                              ("last_tx_status", None), ("nominated_node", "")))
-
-
-def _fresh_fields(t: TaskInfo) -> tuple[Any, ...]:
-    """A template task's fields in __init__ order as `_fresh_task` starts a copy with them (but for
-    the status and node, which `build_fast` sets)."""
-    args = list(_task_fields(t))
-    for i, v in _UNFILLED:
-        args[i] = v
-    return tuple(args)
-
-
-def _task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: SimTask) -> bool:
-    """Whether the task `t` of a job's last object (which no session placed, evicted or pipelined a
-    task of since) is what a fresh build from the template task `tt` gives, with `status` on `node`,
-    once `give_starts` has given it its start (that of `tt`, or for a running task without one the
-    simulation's `st.start`), but for what sessions fill in."""
-    if t.status is not status or t.node_name != node:
-        return False
-    if t.started_at is None:
-        return tt.started_at is None
-    if tt.started_at is not None:
-        return t.started_at == tt.started_at
-    return status is TaskStatus.RUNNING and t.started_at == st.start
 
 
 @dataclass
@@ -479,12 +408,15 @@ def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None
                     resreq=first, min_resources=tpl.min_resources or Resource(), phase=tpl.phase, state="active")
         objects.templates[tpl.uid] = tpl
         objects.template_tasks[tpl.uid] = [t.template for t in js.tasks]
+        statuses: list[TaskStatus | None] = [None] * len(js.tasks)
+        objects.original[tpl.uid] = statuses
         starts = []
+        # SimTask(index, name, status, node, start) and StartTask(key, end, deleted) by position: ten
+        # thousand of each in the benchmark's forecast, where keyword matching was a third of the loop
         for ts in js.tasks:
-            st = SimTask(index=ts.index, name=ts.template.name, status=_SIM_STATUS[ts.status], node=ts.node,
-                         start=t0 - ts.elapsed)
+            st = SimTask(ts.index, ts.template.name, _SIM_STATUS[ts.status], ts.node, t0 - ts.elapsed)
             sj.tasks.append(st)
-            objects.original[(tpl.uid, ts.index)] = ts.template.status
+            statuses[ts.index] = ts.template.status
             if ts.status == "done":
                 sj.done_tasks += 1
             left = ts.remaining
@@ -493,7 +425,6 @@ def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None
                 left = max(0.0, whole - ts.elapsed) if ts.template.start_time else whole
             # a pod being deleted frees its node by the next session unless its end is known, and is
             # then over (deleted in the cluster, not the simulation's to bring back)
-            starts.append(StartTask(key=ts.template.key, end=None if left is None else t0 + left,
-                                    deleted=ts.status == "releasing"))
+            starts.append(StartTask(ts.template.key, None if left is None else t0 + left, ts.status == "releasing"))
         out.append(StartJob(job=sj, tasks=starts))
     return out

@@ -4,6 +4,7 @@ pod without a group)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, NamedTuple
 
 import orjson
@@ -322,6 +323,18 @@ def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) ->
                 spec_parts(Fields(spec, where, "spec.")), creation, start)
 
 
+#: `_pod` makes a pod's task with positional arguments; False: by keyword (the reference the tests
+#: compare with)
+POSITIONAL = True
+#: TaskInfo's fields in the order `_pod` passes them positionally (the rest keep their defaults)
+_POSITIONAL = ("uid", "name", "namespace", "job", "resreq", "status", "node_name", "priority", "raw_priority",
+               "priority_class_name", "preemptable", "preempt_never", "role", "creation", "start_time", "started_at",
+               "gated", "labels", "annotations", "node_selector", "required_terms", "preferred_terms", "tolerations",
+               "nonzero_cpu", "nonzero_memory")
+if tuple(f.name for f in fields(TaskInfo))[:len(_POSITIONAL)] != _POSITIONAL:
+    raise ImportError("TaskInfo's fields are no longer in the order kube/pods.py `_pod` passes them")
+
+
 def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, annotations: dict[str, str],
          labels: dict[str, str], parts: _SpecParts, creation: str, start_time: str) -> PodSpec:
     """The pod's record from what both reads take from it."""
@@ -336,32 +349,24 @@ def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, 
             pass
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
     preemptable = True if pre_raw is None else bool(parse_bool_loose(pre_raw))
-    task = TaskInfo(
-        uid=uid,
-        name=name,
-        namespace=ns,
-        job="",
-        # the memo's objects are shared by every pod of the spec: what a task may change is its own
-        resreq=parts.request.clone(),
-        status=status,
-        node_name=node,
-        priority=priority,
-        raw_priority=0 if parts.raw_priority is None else int(parts.raw_priority),
-        priority_class_name=parts.priority_class_name,
-        preemptable=preemptable,
-        preempt_never=parts.preempt_never,
-        role=annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, "")),
-        creation=creation,
-        start_time=start_time,
-        gated=parts.gated,
-        labels=labels,
-        annotations=annotations,
-        node_selector=dict(parts.node_selector),
-        required_terms=parts.required,
-        preferred_terms=parts.preferred,
-        tolerations=parts.tolerations,
-        nonzero_cpu=parts.nonzero_cpu,
-        nonzero_memory=parts.nonzero_memory,
-    )
+    raw_priority = 0 if parts.raw_priority is None else int(parts.raw_priority)
+    role = annotations.get(TASK_SPEC_KEY, labels.get(TASK_SPEC_KEY, ""))
+    # the memo's objects are shared by every pod of the spec: what a task may change is its own
+    request, node_selector = parts.request.clone(), dict(parts.node_selector)
+    if POSITIONAL:
+        # in `_POSITIONAL`'s order (started_at None): matching 25 keyword arguments to their parameters
+        # was half of the call
+        task = TaskInfo(uid, name, ns, "", request, status, node, priority, raw_priority, parts.priority_class_name,
+                        preemptable, parts.preempt_never, role, creation, start_time, None, parts.gated, labels,
+                        annotations, node_selector, parts.required, parts.preferred, parts.tolerations,
+                        parts.nonzero_cpu, parts.nonzero_memory)
+    else:
+        task = TaskInfo(uid=uid, name=name, namespace=ns, job="", resreq=request, status=status, node_name=node,
+                        priority=priority, raw_priority=raw_priority, priority_class_name=parts.priority_class_name,
+                        preemptable=preemptable, preempt_never=parts.preempt_never, role=role, creation=creation,
+                        start_time=start_time, gated=parts.gated, labels=labels, annotations=annotations,
+                        node_selector=node_selector, required_terms=parts.required,
+                        preferred_terms=parts.preferred, tolerations=parts.tolerations,
+                        nonzero_cpu=parts.nonzero_cpu, nonzero_memory=parts.nonzero_memory)
     return PodSpec(key=key, task=task, scheduler=parts.scheduler,
                    group=annotations.get(GROUP_KEY) or "")

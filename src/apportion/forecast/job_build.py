@@ -1,0 +1,151 @@
+"""A forecast's job objects built again from their templates, fast (`DumpObjects.build_fast`, forecast/sim.py).
+
+A forecast builds some 2,700 job objects a run: its 1,000 start jobs for the first session, then a
+job each time a task of it starts or ends (most often from the early quiet test). `build_job` gives
+what `DumpObjects.build` (the reference) gives, field by field, with the work per build cut to what
+differs between two builds of one job: each task from its template's fields as a fresh task starts
+with them (taken once per job, `fresh_fields`), the tasks of the job's last object that a fresh build
+would give alike handed out again (`task_again`, docs/semantics.md K36), `add_task`'s bookkeeping done
+in the loop in its order (so that `allocated` sums alike), and the JobInfo made in one call from the
+template's fields that every build takes as they are (`job_consts`, taken once per job).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
+from apportion.resources import Resource
+from apportion.simulation.jobs import SimJob, SimTask
+
+#: TaskInfo's fields in __init__ order: a copy is TaskInfo(*task_fields(t)), not `dataclasses.replace`,
+#: which builds keyword arguments field by field (benchmarks/README.md)
+task_fields = operator.attrgetter(*(f.name for f in fields(TaskInfo)))
+job_fields = operator.attrgetter(*(f.name for f in fields(JobInfo)))
+
+_TASK_NAMES = tuple(f.name for f in fields(TaskInfo))
+#: what a fresh task starts without (a session fills it in), in __init__ order: the five are
+#: neighbours there, so a fresh task's fields are the template's before them, these, and the ones after
+_UNFILLED = (("vec", None), ("cols", None), ("nominated_node", ""), ("initial_status", None),
+             ("last_tx_status", None))
+_FIRST = _TASK_NAMES.index(_UNFILLED[0][0])
+_AFTER = _FIRST + len(_UNFILLED)
+if _TASK_NAMES[_FIRST:_AFTER] != tuple(n for n, _ in _UNFILLED):
+    raise ImportError("TaskInfo's fields a session fills in are no longer neighbours: see forecast/job_build.py")
+_BEFORE_UNFILLED = operator.attrgetter(*_TASK_NAMES[:_FIRST])
+_AFTER_UNFILLED = operator.attrgetter(*_TASK_NAMES[_AFTER:])
+_BLANK = tuple(v for _, v in _UNFILLED)
+_PLACE = {n: i for i, n in enumerate(_TASK_NAMES)}
+
+
+def fresh_fields(t: TaskInfo) -> tuple[Any, ...]:
+    """A template task's fields in __init__ order as a fresh copy (`_fresh_task`, forecast/sim.py)
+    starts with them, but for the status and node, which the build sets: three reads of C speed
+    where `fresh_fields_reference` makes a list of them and writes five places."""
+    return _BEFORE_UNFILLED(t) + _BLANK + _AFTER_UNFILLED(t)
+
+
+def fresh_fields_reference(t: TaskInfo) -> tuple[Any, ...]:
+    """`fresh_fields` field by field (the reference the tests compare it with)."""
+    args = list(task_fields(t))
+    for name, v in _UNFILLED:
+        args[_PLACE[name]] = v
+    return tuple(args)
+
+
+#: JobInfo's fields a build takes from its template as they are, read once per job (the rest it makes
+#: or sets, or reads at each build: the log and notes a cache's template may carry)
+_JOB_CONSTS = ("uid", "name", "namespace", "min_available", "priority", "priority_class_name", "creation",
+               "schedule_start")
+_JOB_NAMES = tuple(f.name for f in fields(JobInfo))
+# `build_job` makes the JobInfo with positional arguments in this order; a field added to JobInfo must
+# be added there too (the import fails until it is, rather than a build missing it)
+_JOB_ORDER = ("uid", "name", "namespace", "queue", "min_available", "min_task_member", "min_resources", "priority",
+              "priority_class_name", "phase", "creation", "annotations", "tasks", "conditions", "nodes_fit_errors",
+              "failed_roles", "job_fit_errors", "schedule_start", "allocated", "counts", "pending_be",
+              "allocated_as_added", "gated_tasks", "version", "derived", "log", "notes")
+if _JOB_NAMES != _JOB_ORDER:
+    raise ImportError("JobInfo's fields are no longer those forecast/job_build.py builds: see build_job")
+job_consts = operator.attrgetter(*_JOB_CONSTS)
+
+
+#: `build_job` tests whether a task is shared in its loop; False: by a call to `task_again` per task (the
+#: reference the tests compare with)
+INLINE_SHARING = True
+
+
+def task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: SimTask) -> bool:
+    """Whether the task `t` of a job's last object (which no session placed, evicted or pipelined a
+    task of since) is what a fresh build from the template task `tt` gives, with `status` on `node`,
+    once `give_starts` has given it its start (that of `tt`, or for a running task without one the
+    simulation's `st.start`), but for what sessions fill in."""
+    if t.status is not status or t.node_name != node:
+        return False
+    if t.started_at is None:
+        return tt.started_at is None
+    if tt.started_at is not None:
+        return t.started_at == tt.started_at
+    return status is TaskStatus.RUNNING and t.started_at == st.start
+
+
+def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
+              fresh: Sequence[tuple[Any, ...]], original: Sequence[TaskStatus | None],
+              held: Mapping[str, TaskInfo] | None) -> tuple[JobInfo, int]:
+    """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again).
+
+    `consts`: `job_consts(tpl)`; `templates`, `fresh`: its template tasks and their `fresh_fields`;
+    `original`: per task (by its index), its status in the state while the simulation has not
+    changed it, else None; `held`: the tasks of the job's last object when no session placed, evicted
+    or pipelined a task of it since (`JobInfo.allocated_as_added`), else None.
+
+    `task_again` is written out in the loop (a call per task was a tenth of a build; `INLINE_SHARING`
+    False calls it, the reference the tests compare with); the self-check compares each build with
+    `DumpObjects.build` field by field."""
+    tasks: dict[str, TaskInfo] = {}
+    counts: dict[TaskStatus, int] = {}
+    allocated = Resource()
+    as_added = True
+    gated = pending_be = shared = added = 0
+    succeeded, running, pending = TaskStatus.SUCCEEDED, TaskStatus.RUNNING, TaskStatus.PENDING
+    again = None if INLINE_SHARING else task_again
+    for st, tt, args in zip(sj.tasks, templates, fresh):
+        status = original[st.index]
+        if status is not None:
+            node = tt.node_name
+        else:
+            status = st.status
+            node = st.node if status is not succeeded else ""
+        t = held.get(tt.uid) if held is not None else None
+        if t is not None and (again(t, status, node, tt, st) if again is not None else (
+                t.status is status and t.node_name == node and (
+                    (tt.started_at is None) if t.started_at is None else
+                    (t.started_at == tt.started_at) if tt.started_at is not None else
+                    (status is running and t.started_at == st.start)))):
+            shared += 1
+        else:
+            t = TaskInfo(*args)
+            t.status, t.node_name = status, node
+        added += 1
+        tu = t.uid
+        if tu in tasks:
+            as_added = False
+        if t.gated:
+            gated += 1
+        tasks[tu] = t
+        counts[status] = counts.get(status, 0) + 1
+        if status in ALLOCATED_STATUSES:
+            allocated.add(t.resreq)
+        if status is pending and t.resreq.is_empty():
+            pending_be += 1
+    uid, name, namespace, min_available, priority, pcn, creation, schedule_start = consts
+    mr, log = tpl.min_resources, tpl.log
+    ji = JobInfo(uid, name, namespace, sj.queue, min_available, dict(tpl.min_task_member),
+                 None if mr is None else mr.clone(), priority, pcn, sj.phase, creation, dict(tpl.annotations),
+                 tasks, {}, {}, set(), "", schedule_start, allocated, counts, pending_be, as_added, gated, added,
+                 {}, log, tpl.notes)
+    if added and log is not None:
+        log.add(sj.uid)
+    return ji, shared
