@@ -15,7 +15,8 @@ from test_quiet import RECLAIM, _answer, _bench_objects, _plain_and_checked, _si
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.cluster.node_table import NodeTable
-from apportion.forecast.quiet_early import EarlyQuietTest, RowsMade, _Anchor
+from apportion.forecast.quiet_bound import RowsMade
+from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
 from apportion.forecast.quiet_kept import QuietTest
 from apportion.framework.session import Session
 from apportion.plugins.capacity.backlog_watch import BacklogWatch

@@ -6,8 +6,10 @@ reference, which looks at every task and compares the watch with the whole backl
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,9 +17,10 @@ from test_forecast_sim import busy_dumps
 from test_quiet import _answer, _bench_objects, _simulator, _without_reclaim
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.node_table import NodeTable
 from apportion.forecast import quiet_early
-from apportion.forecast.quiet_early import EarlyQuietTest
-from apportion.forecast.quiet_kept import Facts, fresh_tasks
+from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
+from apportion.forecast.quiet_kept import Facts, fresh_tasks, whole_table
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
@@ -172,3 +175,25 @@ def test_fresh_tasks_are_those_not_shared_with_an_unchanged_object() -> None:
     assert fresh_tasks(fewer, facts) is None
     was.set_status(c, TaskStatus.ALLOCATED)  # the object the facts were worked out on changed since
     assert fresh_tasks(again, facts) is None and fresh_tasks(was, facts) is None
+
+
+_AMOUNT = st.one_of(st.integers(-(2**51), 2**51).map(float),
+                    st.sampled_from([0.0, -0.0, 0.5, float(2**50), float(2**50 - 1), -float(2**50), math.nan,
+                                     math.inf, -math.inf]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.lists(_AMOUNT, min_size=3, max_size=3)), max_size=12),
+       st.lists(st.integers(0, 12), max_size=4))
+def test_future_kept_whole_row_by_row_is_the_whole_table(moves: list[tuple[int, list[float]]], asks: list[int]) -> None:
+    """Rows changed at random between asks (whole amounts, fractions, 2**50, NaN, infinities): the
+    anchor's answer, looking only at the rows moved since its last one, is `whole_table`'s."""
+    future = np.array([[4000.0, 2.0**40, 8.0]] * 4)
+    anchor = _Anchor([], None, False, False, {}, NodeTable([f"n{i}" for i in range(4)], [Resource(1, 1)] * 4, set()),
+                     future, None)
+    for i, (row, values) in enumerate(moves):
+        future[row] = values
+        anchor.unchecked.add(row)
+        if i in asks:
+            assert anchor.future_whole() == whole_table(future)
+    assert anchor.future_whole() == whole_table(future)

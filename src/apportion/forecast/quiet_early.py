@@ -44,8 +44,9 @@ from apportion.actions.pass_over import PassOver
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
-from apportion.forecast.quiet_bound import KeptBound
+from apportion.forecast.quiet_bound import KeptBound, RowsMade
 from apportion.forecast.quiet_kept import (
+    EXACT,
     Facts,
     QuietTest,
     fresh_tasks,
@@ -81,48 +82,6 @@ HELD_BY_SHARED = True
 #: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
 #: each early test (the reference)
 PAIRS_BY_MOVE = True
-
-
-#: the most request objects `RowsMade` keeps rows for: every task of the dump's templates has its own
-#: (10,000 in the benchmark's forecast), and they live as long as the forecast
-_MOST_REQUESTS = 1 << 16
-
-
-class RowsMade:
-    """Requests as rows of a node table (`NodeTable.vector`), read-only, since tasks share them: kept
-    per request object (with it, so its id is not reused), per amounts (the dump's every task has its
-    own request object, most of them equal), and one array per value, bit for bit: with one array for
-    a gang's equal requests `least_request` takes it as their minimum instead of stacking their rows."""
-
-    __slots__ = ("by_request", "by_amounts", "by_value")
-
-    def __init__(self) -> None:
-        self.by_request: dict[int, tuple[Resource, np.ndarray]] = {}
-        self.by_amounts: dict[tuple[object, ...], np.ndarray] = {}
-        self.by_value: dict[bytes, np.ndarray] = {}
-
-    def row(self, table: NodeTable, r: Resource) -> np.ndarray:
-        """`table.vector(r)` (the table's columns are those the rows were made for)."""
-        hit = self.by_request.get(id(r))
-        if hit is not None:
-            return hit[1]
-        if len(self.by_request) >= _MOST_REQUESTS:
-            self.by_request.clear()
-            self.by_amounts.clear()
-            self.by_value.clear()
-        # equal amounts make equal rows, bit for bit, but for a zero (0.0 equals -0.0) or a NaN
-        by_amounts = all(v and v == v for v in (r.cpu, r.memory, *r.scalars.values()))
-        amounts = (r.cpu, r.memory, *r.scalars.items())
-        vec = self.by_amounts.get(amounts) if by_amounts else None
-        if vec is None:
-            vec = table.vector(r)
-            vec = self.by_value.setdefault(vec.tobytes(), vec)
-            vec.flags.writeable = False
-            if by_amounts:
-                self.by_amounts[amounts] = vec
-        self.by_request[id(r)] = (r, vec)
-        return vec
-
 
 
 #: one task's placement as FutureIdle reads it: its row, its request and that as a table row
@@ -162,6 +121,10 @@ class _Anchor:
     rows: RowsMade = field(default_factory=RowsMade)
     #: allocate's bound over `future`, kept row by row (told each row `move` changes)
     bound: KeptBound = field(init=False)
+    #: the rows `move` changed since `future_whole` last looked, and those not whole then (`future`
+    #: is whole when the anchor is made: `_anchor_of`)
+    unchecked: set[int] = field(default_factory=set)
+    not_whole: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.bound = KeptBound(self.future)
@@ -172,6 +135,18 @@ class _Anchor:
             t.vec = self.rows.row(self.table, t.resreq)
         return t.vec
 
+    def future_whole(self) -> bool:
+        """`whole_table(self.future)`, looking again only at the rows moved since the last answer."""
+        if self.unchecked:
+            future, not_whole = self.future, self.not_whole
+            for row in self.unchecked:
+                if all(abs(v) < EXACT and v.is_integer() for v in future[row].tolist()):
+                    not_whole.discard(row)
+                else:
+                    not_whole.add(row)
+            self.unchecked = set()
+        return not self.not_whole
+
     def move(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str] | None = None) -> bool:
         """FutureIdle as the node table has it once the job's placed tasks are `new` rather than
         `old`: a task that left a row gives its request back, one that came takes it; a task on the
@@ -181,7 +156,7 @@ class _Anchor:
         if keys is not None:
             old = {k: old[k] for k in keys if k in old}
             new = {k: new[k] for k in keys if k in new}
-        future, moved = self.future, self.bound.moved
+        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
         for key, (row, r, vec) in old.items():
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
@@ -189,6 +164,7 @@ class _Anchor:
                     return False
                 future[row] += vec
                 moved(row)
+                unchecked.add(row)
         for key, (row, r, vec) in new.items():
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
@@ -196,6 +172,7 @@ class _Anchor:
                     return False
                 future[row] -= vec
                 moved(row)
+                unchecked.add(row)
         return True
 
 
@@ -261,7 +238,7 @@ class EarlyQuietTest(QuietTest):
         anchor = self._anchor
         if anchor is None or self._anchored != ssn.uid:
             return hopeless_jobs(self, ssn)
-        return hopeless_jobs(self, ssn, anchor.bound.places_at_most, inputs_of=True)
+        return hopeless_jobs(self, ssn, anchor.bound.places_at_most, inputs_of=True, whole=anchor.future_whole)
 
     def _carry(self, ssn: Session, why: str, anchor: _Anchor) -> bool:
         """The opened session is the one the early test went through with the answer `why`: its facts

@@ -271,7 +271,7 @@ def whole_table(future: np.ndarray) -> bool:
 
 
 def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.ndarray], int] | None = None,
-                  inputs_of: bool = False) -> PassOver | None:
+                  inputs_of: bool = False, whole: Callable[[], bool] | None = None) -> PassOver | None:
     """The jobs of the opened session `ssn` that cannot keep a placement in it (semantics F4): with gang
     deciding, a job lacking `need` >= 1 tasks for JobReady or JobPipelined of which at most
     `places_at_most(FutureIdle, least)` < need fit on the table as it opened. None when there is none,
@@ -284,7 +284,9 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     session's FutureIdle as it opened (forecast/quiet_bound.py); compared with it under the self-check.
     `inputs_of`: the test was just asked of this very session, found its conf proven (`proof_blocker`)
     and brought its facts up for it, so its session-wide inputs are this session's (not worked out
-    again; compared under the self-check)."""
+    again; compared under the self-check). `whole()`, when given, is `whole_table` of the session's
+    FutureIdle as it opened, kept with the FutureIdle `places` is kept over (compared under the
+    self-check)."""
     needs = test._needs
     actions = ssn.conf.actions
     if not needs or actions.count("allocate") != 1:
@@ -308,8 +310,16 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     if test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
-    if not whole_table(future):
-        return None
+    if whole is None:
+        if not whole_table(future):
+            return None
+    else:
+        kept_whole = whole()
+        if check.enabled() and kept_whole != whole_table(future):
+            raise check.StateCheckError(f"{check.ENV}: FutureIdle kept whole row by row is {kept_whole}, over "
+                                        f"the session's {not kept_whole}")
+        if not kept_whole:
+            return None
     jobs, facts = ssn.jobs, test._facts
     found: dict[str, tuple[int, int]] = {}
     checking = places is not None and check.enabled()
