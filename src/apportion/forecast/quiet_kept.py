@@ -294,7 +294,8 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     if any(a != "enqueue" for a in actions[: actions.index("allocate")]):
         return None
     held = test._inputs
-    if inputs_of and not check.enabled():
+    checking = check.enabled()
+    if inputs_of and not checking:
         if held is None or not (held[2] and held[3]):
             return None  # no gang, or gang does not decide
     else:
@@ -315,14 +316,14 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
             return None
     else:
         kept_whole = whole()
-        if check.enabled() and kept_whole != whole_table(future):
+        if checking and kept_whole != whole_table(future):
             raise check.StateCheckError(f"{check.ENV}: FutureIdle kept whole row by row is {kept_whole}, over "
                                         f"the session's {not kept_whole}")
         if not kept_whole:
             return None
     jobs, facts = ssn.jobs, test._facts
     found: dict[str, tuple[int, int]] = {}
-    checking = places is not None and check.enabled()
+    checking = checking and places is not None
     for key, of_key in needs.items():
         if places is None:
             bound = places_at_most(future, test._rows[key])
