@@ -75,8 +75,8 @@ EARLY_MOST = 1024
 
 #: a job built again since its facts were worked out keeps its held record for the tasks the new
 #: object shares with the one they were worked out on, and only its other tasks are looked at
-#: (`_Again`); False: every task of it looked at again (the reference the self-check and the property
-#: tests compare with)
+#: (`fresh_tasks`, `EarlyQuietTest._add_again`); False: every task of it looked at again (the
+#: reference the self-check and the property tests compare with)
 HELD_BY_SHARED = True
 #: the backlog watch is told the pairs that came into the backlog or left it by the jobs whose facts
 #: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
@@ -447,6 +447,7 @@ class EarlyQuietTest(QuietTest):
                     raise check.StateCheckError(f"{check.ENV}: the backlog watch's pairs told by the moved jobs are "
                                                 f"not the backlog's")
             else:
+                self._pairs_moved = set()
                 for key in (watch.pairs.keys() | watch.refused) - pairs:
                     watch.drop_pair(key)
                 for key in pairs - watch.pairs.keys() - watch.refused:
