@@ -15,7 +15,8 @@ from test_quiet import RECLAIM, _answer, _bench_objects, _plain_and_checked, _si
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.cluster.node_table import NodeTable
-from apportion.forecast.quiet_early import EarlyQuietTest, RowsMade, _Anchor
+from apportion.forecast.quiet_bound import RowsMade
+from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
 from apportion.forecast.quiet_kept import QuietTest
 from apportion.framework.session import Session
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
@@ -95,7 +96,7 @@ def test_the_self_check_fails_loudly_on_a_wrong_future_idle(monkeypatch: pytest.
     """FutureIdle not moved by the tasks that finished: a session decided early sees other rows than
     its open does (or, with more room than it thinks, is quiet when it is not)."""
     monkeypatch.setenv(ENV, "1")
-    monkeypatch.setattr(_Anchor, "move", lambda self, old, new: True)
+    monkeypatch.setattr(_Anchor, "move", lambda self, old, new, keys=None: True)
     sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
     with pytest.raises(StateCheckError, match="decided before its open"):
         sim.run()
@@ -110,15 +111,16 @@ def _watch_against_capacity(objs: list[dict[str, Any]], conf_text: str | None) -
     decide, before_open, call = QuietTest.decide, EarlyQuietTest.before_open, EarlyQuietTest.__call__
     at: list[str] = [""]
 
-    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any, places: Any = None) -> Any:
+    def spy_decide(self: QuietTest, actions: list[str], future: Any, admits: Any, places: Any = None,
+                   checking: bool | None = None) -> Any:
         if not isinstance(getattr(admits, "__self__", None), BacklogWatch):
-            return decide(self, actions, future, admits, places)
+            return decide(self, actions, future, admits, places, checking)
 
         def recorded() -> bool:
             asked[at[0]] = got = admits()
             return bool(got)
 
-        return decide(self, actions, future, recorded, places)
+        return decide(self, actions, future, recorded, places, checking)
 
     def spy_before_open(self: EarlyQuietTest, view: Any) -> Any:
         at[0] = view.session_uid

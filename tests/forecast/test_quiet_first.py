@@ -93,13 +93,18 @@ def test_the_second_session_carries_the_first_sessions_facts(monkeypatch: pytest
     test = sim.quiet
     assert isinstance(test, EarlyQuietTest)
     added: list[int] = []
-    add = test.add
+    add, add_again = test.add, test._add_again
 
     def counting(uid: str, facts: Any) -> None:
         added.append(sim.sessions)
         add(uid, facts)
 
+    def counting_again(uid: str, facts: Any, *rest: Any) -> None:
+        added.append(sim.sessions)  # a job given a phase keeps its held record (F8)
+        add_again(uid, facts, *rest)
+
     test.add = counting  # type: ignore[method-assign]
+    test._add_again = counting_again  # type: ignore[method-assign]
     sim.run()
     every = _simulator(objs, None, False, 3 * 3600.0)
     every.run()

@@ -7,7 +7,7 @@ count per node row and their sum, and works out again only the rows it was told 
 is the same elementwise arithmetic `places_at_most` does on that row, so it is that function's value
 for the row bit for bit; the counts are whole numbers of at most 2**40, so their sum as a Python int
 is exact, and equals `places_at_most`'s float sum while that is below 2**53 (above, the bound is
-worked out in full).
+worked out in full). The rows of the requests it reads are made once per request amounts (`RowsMade`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import math
 
 import numpy as np
 
+from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import places_at_most
-from apportion.resources import MIN_RESOURCE
+from apportion.resources import MIN_RESOURCE, Resource
 
 #: where a float sum of whole counts may start to round
 _EXACT_SUM = 2**53
@@ -110,3 +111,44 @@ class KeptBound:
                 self._kept[key] = (dims, counts, total)
             else:
                 del self._kept[key]
+
+
+#: the most request objects `RowsMade` keeps rows for: every task of the dump's templates has its own
+#: (10,000 in the benchmark's forecast), and they live as long as the forecast
+_MOST_REQUESTS = 1 << 16
+
+
+class RowsMade:
+    """Requests as rows of a node table (`NodeTable.vector`), read-only, since tasks share them: kept
+    per request object (with it, so its id is not reused), per amounts (the dump's every task has its
+    own request object, most of them equal), and one array per value, bit for bit: with one array for
+    a gang's equal requests `least_request` takes it as their minimum instead of stacking their rows."""
+
+    __slots__ = ("by_request", "by_amounts", "by_value")
+
+    def __init__(self) -> None:
+        self.by_request: dict[int, tuple[Resource, np.ndarray]] = {}
+        self.by_amounts: dict[tuple[object, ...], np.ndarray] = {}
+        self.by_value: dict[bytes, np.ndarray] = {}
+
+    def row(self, table: NodeTable, r: Resource) -> np.ndarray:
+        """`table.vector(r)` (the table's columns are those the rows were made for)."""
+        hit = self.by_request.get(id(r))
+        if hit is not None:
+            return hit[1]
+        if len(self.by_request) >= _MOST_REQUESTS:
+            self.by_request.clear()
+            self.by_amounts.clear()
+            self.by_value.clear()
+        # equal amounts make equal rows, bit for bit, but for a zero (0.0 equals -0.0) or a NaN
+        by_amounts = all(v and v == v for v in (r.cpu, r.memory, *r.scalars.values()))
+        amounts = (r.cpu, r.memory, *r.scalars.items())
+        vec = self.by_amounts.get(amounts) if by_amounts else None
+        if vec is None:
+            vec = table.vector(r)
+            vec = self.by_value.setdefault(vec.tobytes(), vec)
+            vec.flags.writeable = False
+            if by_amounts:
+                self.by_amounts[amounts] = vec
+        self.by_request[id(r)] = (r, vec)
+        return vec

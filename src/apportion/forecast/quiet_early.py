@@ -16,7 +16,12 @@ reads moves then only with the jobs touched since:
   plugins/capacity/backlog_watch.py, which answers the backlog test from it).
 
 What a change is measured from is kept by value with each job's facts (`_Held`: its queue, charged
-amounts and placed tasks), since a session that ran may have changed the job object in place.
+amounts and placed tasks), since a session that ran may have changed the job object in place. A job
+built again as one of its tasks finished shares its other task objects with the last build (K36), and
+one given a phase is the same object: while the object the facts were worked out on is unchanged
+since, the tasks it shares keep their held placements, and only the others are looked at
+(`fresh_tasks`, `HELD_BY_SHARED`); the backlog watch is told the pairs of the jobs whose facts moved
+rather than compared with the whole backlog (`PAIRS_BY_MOVE`).
 `EarlyQuietTest` keeps an `_Anchor` from each session it opens (FutureIdle as opened, the watch) and,
 at the next session, when the simulator hands it what changed (`EarlyView`; only when nothing but
 tasks' finishes happened since), brings the facts, FutureIdle and the accounting up to date and
@@ -30,19 +35,21 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from apportion.actions.pass_over import PassOver
-from apportion.cluster.model import PodGroupPhase, QueueInfo, TaskInfo
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
-from apportion.forecast.quiet_bound import KeptBound
+from apportion.forecast.quiet_bound import KeptBound, RowsMade
 from apportion.forecast.quiet_kept import (
+    EXACT,
     Facts,
     QuietTest,
+    fresh_tasks,
     hopeless_jobs,
     job_facts,
     whole_request,
@@ -66,46 +73,15 @@ from apportion.state import check
 EARLY_MOST = 1024
 
 
-#: the most request objects `RowsMade` keeps rows for: every task of the dump's templates has its own
-#: (10,000 in the benchmark's forecast), and they live as long as the forecast
-_MOST_REQUESTS = 1 << 16
-
-
-class RowsMade:
-    """Requests as rows of a node table (`NodeTable.vector`), read-only, since tasks share them: kept
-    per request object (with it, so its id is not reused), per amounts (the dump's every task has its
-    own request object, most of them equal), and one array per value, bit for bit: with one array for
-    a gang's equal requests `least_request` takes it as their minimum instead of stacking their rows."""
-
-    __slots__ = ("by_request", "by_amounts", "by_value")
-
-    def __init__(self) -> None:
-        self.by_request: dict[int, tuple[Resource, np.ndarray]] = {}
-        self.by_amounts: dict[tuple[object, ...], np.ndarray] = {}
-        self.by_value: dict[bytes, np.ndarray] = {}
-
-    def row(self, table: NodeTable, r: Resource) -> np.ndarray:
-        """`table.vector(r)` (the table's columns are those the rows were made for)."""
-        hit = self.by_request.get(id(r))
-        if hit is not None:
-            return hit[1]
-        if len(self.by_request) >= _MOST_REQUESTS:
-            self.by_request.clear()
-            self.by_amounts.clear()
-            self.by_value.clear()
-        # equal amounts make equal rows, bit for bit, but for a zero (0.0 equals -0.0) or a NaN
-        by_amounts = all(v and v == v for v in (r.cpu, r.memory, *r.scalars.values()))
-        amounts = (r.cpu, r.memory, *r.scalars.items())
-        vec = self.by_amounts.get(amounts) if by_amounts else None
-        if vec is None:
-            vec = table.vector(r)
-            vec = self.by_value.setdefault(vec.tobytes(), vec)
-            vec.flags.writeable = False
-            if by_amounts:
-                self.by_amounts[amounts] = vec
-        self.by_request[id(r)] = (r, vec)
-        return vec
-
+#: a job built again since its facts were worked out keeps its held record for the tasks the new
+#: object shares with the one they were worked out on, and only its other tasks are looked at
+#: (`fresh_tasks`, `EarlyQuietTest._add_again`); False: every task of it looked at again (the
+#: reference the self-check and the property tests compare with)
+HELD_BY_SHARED = True
+#: the backlog watch is told the pairs that came into the backlog or left it by the jobs whose facts
+#: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
+#: each early test (the reference)
+PAIRS_BY_MOVE = True
 
 
 #: one task's placement as FutureIdle reads it: its row, its request and that as a table row
@@ -145,6 +121,10 @@ class _Anchor:
     rows: RowsMade = field(default_factory=RowsMade)
     #: allocate's bound over `future`, kept row by row (told each row `move` changes)
     bound: KeptBound = field(init=False)
+    #: the rows `move` changed since `future_whole` last looked, and those not whole then (`future`
+    #: is whole when the anchor is made: `_anchor_of`)
+    unchecked: set[int] = field(default_factory=set)
+    not_whole: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.bound = KeptBound(self.future)
@@ -155,12 +135,28 @@ class _Anchor:
             t.vec = self.rows.row(self.table, t.resreq)
         return t.vec
 
-    def move(self, old: dict[str, _Placed], new: dict[str, _Placed]) -> bool:
+    def future_whole(self) -> bool:
+        """`whole_table(self.future)`, looking again only at the rows moved since the last answer."""
+        if self.unchecked:
+            future, not_whole = self.future, self.not_whole
+            for row in self.unchecked:
+                if all(abs(v) < EXACT and v.is_integer() for v in future[row].tolist()):
+                    not_whole.discard(row)
+                else:
+                    not_whole.add(row)
+            self.unchecked = set()
+        return not self.not_whole
+
+    def move(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str] | None = None) -> bool:
         """FutureIdle as the node table has it once the job's placed tasks are `new` rather than
         `old`: a task that left a row gives its request back, one that came takes it; a task on the
         same row with the same request does neither. False when a request moved is not a whole
-        amount below 2**50 (then the sums could depend on their order)."""
-        future, moved = self.future, self.bound.moved
+        amount below 2**50 (then the sums could depend on their order). `keys`, when given, holds
+        every task key whose entry may differ between `old` and `new` (the others are one entry)."""
+        if keys is not None:
+            old = {k: old[k] for k in keys if k in old}
+            new = {k: new[k] for k in keys if k in new}
+        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
         for key, (row, r, vec) in old.items():
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
@@ -168,6 +164,7 @@ class _Anchor:
                     return False
                 future[row] += vec
                 moved(row)
+                unchecked.add(row)
         for key, (row, r, vec) in new.items():
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
@@ -175,6 +172,7 @@ class _Anchor:
                     return False
                 future[row] -= vec
                 moved(row)
+                unchecked.add(row)
         return True
 
 
@@ -199,6 +197,9 @@ class EarlyQuietTest(QuietTest):
     _told: tuple[str, dict[str, PodGroupPhase], _Anchor] | None = None
     #: the uid of the session whose FutureIdle as opened `_anchor` holds (set by `__call__`)
     _anchored: str | None = None
+    #: the backlog pairs of the jobs whose facts moved since the anchor's watch last took in the
+    #: backlog (`PAIRS_BY_MOVE`): those it may lack or hold in excess
+    _pairs_moved: set[tuple[object, ...]] = field(default_factory=set)
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The quiet test on the opened session (`QuietTest`); the session is the next anchor."""
@@ -237,7 +238,7 @@ class EarlyQuietTest(QuietTest):
         anchor = self._anchor
         if anchor is None or self._anchored != ssn.uid:
             return hopeless_jobs(self, ssn)
-        return hopeless_jobs(self, ssn, anchor.bound.places_at_most, inputs_of=True)
+        return hopeless_jobs(self, ssn, anchor.bound.places_at_most, inputs_of=True, whole=anchor.future_whole)
 
     def _carry(self, ssn: Session, why: str, anchor: _Anchor) -> bool:
         """The opened session is the one the early test went through with the answer `why`: its facts
@@ -281,16 +282,29 @@ class EarlyQuietTest(QuietTest):
         self._table, self._elastic = ssn.table, elastic
         super()._bring_up(ssn, gang)
 
-    def add(self, uid: str, facts: Facts) -> None:
-        """`QuietTest.add`, and the job's held record."""
-        super().add(uid, facts)
-        job = facts.job
+    def add(self, uid: str, facts: Facts, whole: bool | None = None) -> None:
+        """`QuietTest.add`, and the job's held record (every task looked at)."""
+        super().add(uid, facts, whole)
+        if facts.admission is not None:
+            self._pairs_moved.add(facts.admission)
+        self._held[uid] = self._held_of(facts.job)
+
+    def _held_of(self, job: JobInfo, placed: dict[str, _Placed] | None = None) -> _Held:
+        """The job's held record; `placed`, when given, its placements already looked at."""
+        if placed is None:
+            placed = {}
+            self._placements(job.tasks.items(), placed)
+        elastic = self._elastic
+        return _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
+
+    def _placements(self, tasks: Iterable[tuple[str, TaskInfo]], placed: dict[str, _Placed]) -> None:
+        """Enter in `placed` those of the tasks (by key) that take their request off a row's
+        FutureIdle: allocated and pipelined tasks on a node of the table."""
         table = self._table
         assert table is not None
         index = table.index
-        placed: dict[str, _Placed] = {}
         row_of = self._rows_made.row
-        for key, t in job.tasks.items():
+        for key, t in tasks:
             kind = KIND_OF[t.status]
             if kind is None or kind == "releasing" or not t.node_name:
                 continue
@@ -299,11 +313,37 @@ class EarlyQuietTest(QuietTest):
                 if t.vec is None:
                     t.vec = row_of(table, t.resreq)
                 placed[key] = (row, t.resreq, t.vec)
-        elastic = self._elastic
-        self._held[uid] = _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
+
+    def _add_again(self, uid: str, facts: Facts, held: _Held, fresh: list[tuple[str, TaskInfo]],
+                   checking: bool) -> None:
+        """`add` for a job built again (or given a phase) whose tasks but `fresh` are those its last
+        facts were worked out on (`fresh_tasks`): the held record `held` (made then) keeps their
+        placements, and their requests were whole then (the job was not inexact), so only the fresh
+        tasks are looked at. Compared with `add` under the self-check."""
+        job = facts.job
+        whole = self._whole_of(t for _, t in fresh)
+        QuietTest.add(self, uid, facts, whole)
+        if facts.admission is not None:
+            self._pairs_moved.add(facts.admission)
+        placed = held.placed
+        if fresh:
+            placed = dict(placed)
+            for key, _ in fresh:
+                placed.pop(key, None)
+            self._placements(fresh, placed)
+        now = self._held[uid] = self._held_of(job, placed)
+        if checking:
+            want = self._held_of(job)
+            if whole != self._whole_of(job.tasks.values()) or not _same_placed(now.placed, want.placed):
+                raise check.StateCheckError(f"{check.ENV}: job {uid}'s held record taken from the tasks its last "
+                                            f"object shares is {sorted(now.placed)} (whole {whole}), made anew "
+                                            f"{sorted(want.placed)}")
 
     def drop(self, uid: str) -> None:
         """`QuietTest.drop`, and the job's held record."""
+        f = self._facts.get(uid)
+        if f is not None and f.admission is not None:
+            self._pairs_moved.add(f.admission)
         super().drop(uid)
         self._held.pop(uid, None)
 
@@ -320,6 +360,7 @@ class EarlyQuietTest(QuietTest):
             watch = BacklogWatch.of(ssn, self._backlog)
             if watch is None:
                 return None
+            self._pairs_moved = set()  # the watch holds the backlog's pairs
         _, gang = proof_blocker(ssn)
         return _Anchor(actions, gang, gang is not None and gang_decides(ssn), "enqueue" in ssn.enabled_actions,
                        dict(ssn.queues), ssn.table, future.copy(), watch, rows=self._rows_made)
@@ -331,6 +372,8 @@ class EarlyQuietTest(QuietTest):
         self._told = None
         if anchor is None or len(view.dirty) > EARLY_MOST:
             return None
+        checking = check.enabled()
+        inexact = self._inexact
         anchor.uid = view.session_uid
         self._table = anchor.table
         watch = anchor.watch
@@ -349,26 +392,42 @@ class EarlyQuietTest(QuietTest):
                 if was is f.job and was.version == f.version and was.phase is f.phase:
                     continue  # handed out again as it was (asking would clear the notes on it)
             new = None
+            fresh = None
             if sj is not None:
                 new = view.objects.job_info(sj)
                 if new is None:
                     return None  # the cache's job: its object is the snapshot's to make
                 if f is not None and new is f.job and new.version == f.version and new.phase is f.phase:
                     continue
-                if any(n not in col for t in new.tasks.values() for n in t.resreq.scalars):
+                if HELD_BY_SHARED and f is not None and uid not in inexact:
+                    fresh = fresh_tasks(new, f)
+                # a task shared with the last object had its columns when that one's facts were made
+                looked = new.tasks.values() if fresh is None else [t for _, t in fresh]
+                if any(n not in col for t in looked for n in t.resreq.scalars):
                     return None  # the table would get a column
+                if checking and fresh is not None and any(n not in col for t in new.tasks.values()
+                                                          for n in t.resreq.scalars):
+                    raise check.StateCheckError(f"{check.ENV}: job {uid}'s shared tasks name a column the node "
+                                                f"table lacks")
             old = held.get(uid)
             self.drop(uid)
+            keys = None
             if new is not None:
-                self.add(uid, job_facts(anchor, new, anchor.gang, anchor.decides, anchor.enqueue))
+                got = job_facts(anchor, new, anchor.gang, anchor.decides, anchor.enqueue)
+                if fresh is None or old is None:
+                    self.add(uid, got)
+                else:
+                    self._add_again(uid, got, old, fresh, checking)
+                    keys = [key for key, _ in fresh]
             now = held.get(uid)
-            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}):
+            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}, keys):
                 return None
             if watch is not None:
                 if (old is not None and old.amounts is None) or (now is not None and now.amounts is None):
                     return None
                 if old is not None and now is not None and old.queue == now.queue:
-                    watch.charge(now.queue, old.amounts, now.amounts)
+                    if old.amounts != now.amounts:  # equal amounts move no level
+                        watch.charge(now.queue, old.amounts, now.amounts)
                 else:
                     if old is not None:
                         watch.charge(old.queue, old.amounts, None)
@@ -376,17 +435,30 @@ class EarlyQuietTest(QuietTest):
                         watch.charge(now.queue, None, now.amounts)
         if watch is not None:
             pairs = self._backlog.keys()
-            for key in (watch.pairs.keys() | watch.refused) - pairs:
-                watch.drop_pair(key)
-            for key in pairs - watch.pairs.keys() - watch.refused:
-                if not watch.add_pair(key):
-                    return None
+            if PAIRS_BY_MOVE:
+                # the watch holds the backlog's pairs but those of the jobs whose facts moved
+                moved, self._pairs_moved = self._pairs_moved, set()
+                for key in moved:
+                    if key not in pairs:
+                        watch.drop_pair(key)
+                    elif not watch.add_pair(key):
+                        return None
+                if checking and watch.pairs.keys() | watch.refused != set(pairs):
+                    raise check.StateCheckError(f"{check.ENV}: the backlog watch's pairs told by the moved jobs are "
+                                                f"not the backlog's")
+            else:
+                self._pairs_moved = set()
+                for key in (watch.pairs.keys() | watch.refused) - pairs:
+                    watch.drop_pair(key)
+                for key in pairs - watch.pairs.keys() - watch.refused:
+                    if not watch.add_pair(key):
+                        return None
             admits = watch.admits_any
         else:
             def admits() -> bool:
                 return True  # no enqueue in the conf: `decide` asks only with a backlog and enqueue
-        why, phases = self.decide(anchor.actions, anchor.future, admits, anchor.bound.places_at_most)
-        if why or check.enabled():
+        why, phases = self.decide(anchor.actions, anchor.future, admits, anchor.bound.places_at_most, checking)
+        if why or checking:
             # the session is opened: it answers the same (`_carry`; compared under the self-check)
             self._told = (why, phases, anchor)
         if why:
@@ -395,3 +467,9 @@ class EarlyQuietTest(QuietTest):
         self.count(why, phases)
         self._anchor = anchor
         return phases
+
+
+def _same_placed(a: dict[str, _Placed], b: dict[str, _Placed]) -> bool:
+    """The same placements: rows, request objects and their table rows (which are kept per request)."""
+    return a.keys() == b.keys() and all(
+        x[0] == y[0] and x[1] is y[1] and x[2] is y[2] for x, y in ((a[k], b[k]) for k in a))

@@ -151,18 +151,21 @@ class QuietTest:
         return self.decide(ssn.conf.actions, ssn.table.future_idle(), admits)
 
     def decide(self, actions: list[str], future: np.ndarray, admits: Callable[[], bool],
-               places: Callable[[bytes, np.ndarray], int] | None = None) -> tuple[str, dict[str, PodGroupPhase]]:
+               places: Callable[[bytes, np.ndarray], int] | None = None,
+               checking: bool | None = None) -> tuple[str, dict[str, PodGroupPhase]]:
         """The verdict from the facts as they stand, FutureIdle `future` and `admits()`, whether
         capacity's backlog test would admit one of the backlog's representatives (asked last).
         `places(key, least)`, when given, is `places_at_most(future, least)` kept over `future`
-        (forecast/quiet_bound.py); compared with it under the self-check."""
+        (forecast/quiet_bound.py); compared with it under the self-check (`checking`: whether the
+        self-check is on, when the caller has asked already)."""
         if self._pending and "allocate" in actions and "enqueue" not in actions:
             return "admission", {}  # allocate admits Pending jobs itself without enqueue
         phases = dict(self._moved)
         if "backfill" in actions and self._best_effort:
             return "backfill", {}
         if "allocate" in actions and self._needs:
-            rows, checking = self._rows, places is not None and check.enabled()
+            rows = self._rows
+            checking = places is not None and (check.enabled() if checking is None else checking)
             for key, needs in self._needs.items():
                 if not needs:
                     continue
@@ -233,10 +236,11 @@ class QuietTest:
                 del self._needs[facts.key]
                 del self._rows[facts.key]
 
-    def add(self, uid: str, facts: Facts) -> None:
-        """Keep the job's facts (and count them into the sums)."""
+    def add(self, uid: str, facts: Facts, whole: bool | None = None) -> None:
+        """Keep the job's facts (and count them into the sums). `whole`: whether every task's request
+        is a whole amount below 2**50 (`WholeRequests`), when the caller knows it already."""
         self._facts[uid] = facts
-        if not self._whole_of(facts.job.tasks.values()):
+        if not (self._whole_of(facts.job.tasks.values()) if whole is None else whole):
             self._inexact.add(uid)
         if facts.moved is not None:
             self._moved[uid] = facts.moved
@@ -267,7 +271,7 @@ def whole_table(future: np.ndarray) -> bool:
 
 
 def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.ndarray], int] | None = None,
-                  inputs_of: bool = False) -> PassOver | None:
+                  inputs_of: bool = False, whole: Callable[[], bool] | None = None) -> PassOver | None:
     """The jobs of the opened session `ssn` that cannot keep a placement in it (semantics F4): with gang
     deciding, a job lacking `need` >= 1 tasks for JobReady or JobPipelined of which at most
     `places_at_most(FutureIdle, least)` < need fit on the table as it opened. None when there is none,
@@ -280,7 +284,9 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     session's FutureIdle as it opened (forecast/quiet_bound.py); compared with it under the self-check.
     `inputs_of`: the test was just asked of this very session, found its conf proven (`proof_blocker`)
     and brought its facts up for it, so its session-wide inputs are this session's (not worked out
-    again; compared under the self-check)."""
+    again; compared under the self-check). `whole()`, when given, is `whole_table` of the session's
+    FutureIdle as it opened, kept with the FutureIdle `places` is kept over (compared under the
+    self-check)."""
     needs = test._needs
     actions = ssn.conf.actions
     if not needs or actions.count("allocate") != 1:
@@ -288,7 +294,8 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     if any(a != "enqueue" for a in actions[: actions.index("allocate")]):
         return None
     held = test._inputs
-    if inputs_of and not check.enabled():
+    checking = check.enabled()
+    if inputs_of and not checking:
         if held is None or not (held[2] and held[3]):
             return None  # no gang, or gang does not decide
     else:
@@ -304,11 +311,19 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     if test._inexact or not test._whole_of(ssn.snapshot.orphan_tasks):
         return None
     future = ssn.table.future_idle()
-    if not whole_table(future):
-        return None
+    if whole is None:
+        if not whole_table(future):
+            return None
+    else:
+        kept_whole = whole()
+        if checking and kept_whole != whole_table(future):
+            raise check.StateCheckError(f"{check.ENV}: FutureIdle kept whole row by row is {kept_whole}, over "
+                                        f"the session's {not kept_whole}")
+        if not kept_whole:
+            return None
     jobs, facts = ssn.jobs, test._facts
     found: dict[str, tuple[int, int]] = {}
-    checking = places is not None and check.enabled()
+    checking = checking and places is not None
     for key, of_key in needs.items():
         if places is None:
             bound = places_at_most(future, test._rows[key])
@@ -407,6 +422,29 @@ def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, dec
                   admission=_admission_key(job) if backlog else None,
                   no_min_resources=backlog and job.min_resources is None, key=key, least=least,
                   need=need, job=job, version=job.version, phase=job.phase)
+
+
+def fresh_tasks(job: JobInfo, was: Facts) -> list[tuple[str, TaskInfo]] | None:
+    """The tasks of `job`, an object of the job whose last facts are `was` (a new build, or the same
+    object given a phase), that are not the task objects under the same key of the object `was` was
+    worked out on; None unless that object is unchanged since (its version then) and has the same
+    task keys. A task's status and node change only through its job's `set_status`, which moves the
+    version, so a task shared with that object is as it was when the job's held record was made (the
+    facts and the held record of an object unchanged since are kept whole on the same ground)."""
+    before = was.job.tasks
+    tasks = job.tasks
+    if was.job.version != was.version or len(tasks) != len(before):
+        return None
+    if tasks is before:
+        return []
+    fresh: list[tuple[str, TaskInfo]] = []
+    for key, t in tasks.items():
+        b = before.get(key)
+        if b is not t:
+            if b is None:
+                return None
+            fresh.append((key, t))
+    return fresh
 
 
 def _admission_key(job: JobInfo) -> tuple[object, ...]:
