@@ -297,6 +297,10 @@ class Admission(CapacityBase):
             plan = plans.get(i)
             if plan is None:
                 plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+                if checking and plan != self._plan(queue, min_req, key):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                                f"minResources {key} carried from an earlier session differs "
+                                                "from the one worked out now")
             answer, why, path = plan
             if path is not None and min_req is not None and key is not None:
                 answer, why = walk(path, min_req, key, levels)
