@@ -14,6 +14,7 @@ from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
+from apportion.plugins.capacity.tree import TREE_MEMO
 from apportion.resources import MIN_RESOURCE, PODS, Resource
 from apportion.state import check
 
@@ -78,6 +79,32 @@ LEVELS_MEMO = "capacity.admission-levels"
 #: the answer for a job of one leaf and minResources when it reads no level's accounting (answer, why,
 #: None), else (PERMIT, None, the levels to walk: the leaf, then its ancestors up to the root)
 _Plan = tuple[int, str | None, tuple[str, ...] | None]
+#: the memo's entry: the buckets' plans and the levels' texts, with the tree they hold for (`_KeptPlans`)
+PLANS_MEMO = "capacity.admission-plans"
+
+
+class _KeptPlans:
+    """The buckets' plans (`Admission._plan`) carried from session to session, with the levels' paths and
+    `queue NAME: ` texts.
+
+    Besides the bucket's queue (its QueueInfo: there or not, Open or not) and its minResources (fixed
+    per bucket), a plan reads the tree: which queues have attributes, whether one is a leaf, its
+    ancestors and whether a realCapability is set, and whether the plugin refuses every decision. The
+    tree kept in the memo (tree.py, TREE_MEMO) stays one object while the queue specs, the cluster total
+    and the arguments it was built from are unchanged, and a session takes its attributes from it then;
+    a memo's snapshots replace a QueueInfo that changes rather than edit it (Snapshot.memo). So while
+    the session's tree is this object and nothing is refused, a bucket's plan holds while its queue is
+    the same object (or still absent), and the paths and texts hold as they are."""
+
+    __slots__ = ("names", "plans", "tree", "wheres")
+
+    def __init__(self, tree: object) -> None:
+        self.tree = tree
+        #: per bucket number: the QueueInfo (or None) its plan was worked out with, and the plan
+        self.plans: dict[int, tuple[QueueInfo | None, _Plan]] = {}
+        #: the plugin's `_names` and `_wheres`, which depend on the tree alone
+        self.names: dict[str, tuple[str, ...]] = {}
+        self.wheres: dict[tuple[str, str], str] = {}
 
 
 class Admission(CapacityBase):
@@ -85,6 +112,10 @@ class Admission(CapacityBase):
 
     #: per bucket number, its plan (`_plan`) for this session; the plugin is built afresh every session
     _plans: dict[int, _Plan] | None = None
+    #: the plans carried from the sessions before over the same tree (`_KeptPlans`), None: not carried
+    _kept: dict[int, tuple[QueueInfo | None, _Plan]] | None = None
+    #: tests switch this off: every session works its buckets' plans out afresh (the reference)
+    carry_plans = True
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -241,8 +272,10 @@ class Admission(CapacityBase):
         # minResources (a bucket), and a backlog's jobs share a few of each
         buckets = self._buckets
         plans = self._plans
-        if buckets.forget_gone(len(self.ssn.jobs)) or plans is None:
+        renumbered = buckets.forget_gone(len(self.ssn.jobs))
+        if renumbered or plans is None:
             plans = self._plans = {}
+            self._kept = self._kept_plans(renumbered)
         of_job = buckets.of_job
         info = buckets.info
         walk = self._walk
@@ -263,7 +296,11 @@ class Admission(CapacityBase):
             queue, key, min_req = info[i]
             plan = plans.get(i)
             if plan is None:
-                plan = plans[i] = self._plan(queue, min_req, key)
+                plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+                if checking and plan != self._plan(queue, min_req, key):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                                f"minResources {key} carried from an earlier session differs "
+                                                "from the one worked out now")
             answer, why, path = plan
             if path is not None and min_req is not None and key is not None:
                 answer, why = walk(path, min_req, key, levels)
@@ -276,6 +313,37 @@ class Admission(CapacityBase):
                                                 f"with minResources {key} differs from their vote's")
             append(seen.setdefault(i, why))
         return out
+
+    def _kept_plans(self, renumbered: bool) -> dict[int, tuple[QueueInfo | None, _Plan]] | None:
+        """The plans carried over this session's tree (`_KeptPlans`), the plugin's paths and texts then
+        taken from there; None when they cannot be (no memo, flat mode, every decision refused): each
+        plan is then worked out afresh. `renumbered`: the buckets' numbers were dropped."""
+        memo = self.ssn.memo
+        if memo is None or not self.carry_plans or not self.hierarchical or self.blocked:
+            return None
+        tree = memo.get(TREE_MEMO)
+        if tree is None:
+            return None
+        kept = memo.get(PLANS_MEMO)
+        if not isinstance(kept, _KeptPlans) or kept.tree is not tree:
+            kept = memo[PLANS_MEMO] = _KeptPlans(tree)
+        elif renumbered:
+            kept.plans.clear()
+        # entries made this session before (votes, other actions) are made again if asked for
+        self._names = kept.names
+        self._wheres = kept.wheres
+        return kept.plans
+
+    def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan:
+        """`_plan` for the bucket, carried from an earlier session while its queue is the same object."""
+        kept = self._kept
+        if kept is None:
+            return self._plan(queue_name, min_req, key)
+        queue = self.ssn.queues.get(queue_name)
+        held = kept.get(bucket)
+        if held is None or held[0] is not queue:
+            held = kept[bucket] = (queue, self._plan(queue_name, min_req, key))
+        return held[1]
 
     def _vote_levels(self) -> dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] | None:
         """Per level (queue name), the attributes object its verdicts per minResources were worked out
