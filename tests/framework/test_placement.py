@@ -139,9 +139,9 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
     computed: list[int] = []
     real = PlacementCache._compute
 
-    def spy(self: PlacementCache, task: Any, rows: Any, pos: int) -> Any:
+    def spy(self: PlacementCache, task: Any, rows: Any, pos: int, *rest: Any) -> Any:
         computed.append(len(rows))
-        return real(self, task, rows, pos)
+        return real(self, task, rows, pos, *rest)
 
     refreshed: list[int] = []
     real_row = PlacementCache._row
