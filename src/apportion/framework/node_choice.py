@@ -21,6 +21,7 @@ from apportion.framework.dispatch import Dispatch
 from apportion.framework.interface import NodeFilter
 from apportion.framework.placement import PlacementCache
 from apportion.resources import format_amount
+from apportion.state import check
 
 #: Up to this many touch-log entries since a failure, `FailedChoice.stands` compares the touched rows
 #: only, else every row (both are a few numpy calls; the whole table costs more than a handful of rows)
@@ -237,9 +238,21 @@ class NodeChoice(Dispatch):
         `choose_node_reference` is the same choice step by step; this one (with `LEAN_CHOICE`) looks up
         failures only when some are kept, makes the placement key once, and hands the resource test of
         every row it made for a key without current answers to the placement cache, which would make
-        it again over the same table (a run session's first choice)."""
+        it again over the same table (a run session's first choice). Under `APPORTION_CHECK_STATE=1`
+        every choice is made both ways and compared (the second way finds what the first left: the
+        cache refreshed, a failure kept, the same unresolvable rows recorded again)."""
         if not LEAN_CHOICE:
             return self.choose_node_reference(task)
+        got = self._choose_lean(task)
+        if self.placement.checking:
+            want = self.choose_node_reference(task)
+            if got != want:
+                raise check.StateCheckError(f"{check.ENV}: allocate's node choice for task {task.key} is {got}, "
+                                            f"made step by step it is {want}")
+        return got
+
+    def _choose_lean(self, task: TaskInfo) -> tuple[int | None, bool, list[tuple[str, int]]]:
+        """`choose_node` with `LEAN_CHOICE` (see there)."""
         remember = self.remember_failed_choices and self.placement.enabled
         failed_choices = self.failed_choices
         if remember and failed_choices:

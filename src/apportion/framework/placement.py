@@ -33,6 +33,7 @@ from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption
 from apportion.framework.interface import Fn, NodeFilter
 from apportion.resources import MIN_RESOURCE
+from apportion.state import check
 
 
 class PlacementSession(Protocol):
@@ -235,6 +236,9 @@ class PlacementCache:
         self.keys: dict[str, Hashable | None] = {}
         self._row_fns: tuple[list[RowPredicate], list[RowScore]] | None = None
         self._key_fns: object = _UNSET
+        #: the self-check's switch, read once per session (the session's node choice compares its two
+        #: ways of choosing under it)
+        self.checking = check.enabled()
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.
