@@ -10,10 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.cluster.node_table import NodeTable
 from apportion.framework import extension as ep
-from apportion.framework import placement
+from apportion.framework import node_choice, placement
 from apportion.framework.conf import parse_conf
+from apportion.framework.node_choice import NodeChoice
 from apportion.framework.placement import PlacementCache
+from apportion.state import check
 
 from k8s import cycle, node, pod, podgroup, queue
 
@@ -139,9 +142,9 @@ def test_cache_is_used_and_refreshes_only_touched_rows(monkeypatch: pytest.Monke
     computed: list[int] = []
     real = PlacementCache._compute
 
-    def spy(self: PlacementCache, task: Any, rows: Any, pos: int) -> Any:
+    def spy(self: PlacementCache, task: Any, rows: Any, pos: int, *rest: Any) -> Any:
         computed.append(len(rows))
-        return real(self, task, rows, pos)
+        return real(self, task, rows, pos, *rest)
 
     refreshed: list[int] = []
     real_row = PlacementCache._row
@@ -240,3 +243,69 @@ def test_a_nan_score_ranks_nothing_and_leaves_the_choice_to_the_full_path() -> N
     finally:
         placement.TOP = saved
     assert answers.nan and answers.top == [] and answers.in_top == {} and answers.bound is placement._ALL
+
+
+def _decide_choosing(objs: list[dict], conf: str | None, lean: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setattr(node_choice, "LEAN_CHOICE", lean)
+    return cycle(objs, conf).to_json()
+
+
+@pytest.mark.parametrize(("top", "row_refresh"), [(32, 12), (2, 0)])
+@pytest.mark.parametrize("conf", sorted(CONFS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(objs=clusters())
+def test_lean_node_choice_decides_as_the_step_by_step_choice(conf: str, top: int, row_refresh: int,
+                                                            objs: list[dict],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`choose_node` (failures looked up only when kept, the key made once, the first resource test handed
+    to the cache) decides and explains as `choose_node_reference` on random sessions; the lean run is
+    made under the self-check, which makes every choice both ways and compares them."""
+    monkeypatch.setattr(placement, "TOP", top)
+    monkeypatch.setattr(placement, "ROW_REFRESH", row_refresh)
+    monkeypatch.setenv(check.ENV, "1")
+    lean = _decide_choosing(objs, CONFS[conf], True, monkeypatch)
+    monkeypatch.delenv(check.ENV)
+    reference = _decide_choosing(objs, CONFS[conf], False, monkeypatch)
+    assert lean == reference
+
+
+def test_the_first_choice_tests_futureidle_over_every_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten identical tasks on four nodes: the reference tests FutureIdle over every row twice for the
+    first choice (its own look for a request that fits nowhere, then the cache's), the lean choice once."""
+    objs = [node(f"n{i}", cpu=8) for i in range(4)] + [podgroup("g", min_member=10)]
+    objs += [pod(f"g-{t}", "g", cpu=2, memory="1Gi") for t in range(10)]
+    real = NodeTable.fits
+    whole: list[bool] = []
+
+    def spy(self: NodeTable, req: Any, cols: Any, avail: Any) -> Any:
+        if len(avail) == len(self.names):
+            whole.append(avail is self.future)
+        return real(self, req, cols, avail)
+
+    monkeypatch.setattr(NodeTable, "fits", spy)
+    counts = {}
+    for lean in (True, False):
+        whole.clear()
+        result = _decide_choosing(objs, None, lean, monkeypatch)
+        assert len(result["binds"]) == 10
+        counts[lean] = (whole.count(True), whole.count(False))
+    # (against FutureIdle, against Idle) over every row
+    assert counts == {True: (1, 1), False: (2, 1)}
+
+
+def test_a_choice_that_differs_from_the_step_by_step_one_fails_the_self_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The self-check compares every lean choice with the reference: a lean choice gone wrong is caught."""
+    objs = [node(f"n{i}", cpu=8) for i in range(4)] + [podgroup("g", min_member=2)]
+    objs += [pod(f"g-{t}", "g", cpu=2, memory="1Gi") for t in range(2)]
+    real = NodeChoice._choose_lean
+
+    def wrong(self: NodeChoice, task: Any) -> Any:
+        row, fits_idle, summary = real(self, task)
+        return (row + 1) % len(self.nodes), fits_idle, summary
+
+    monkeypatch.setattr(NodeChoice, "_choose_lean", wrong)
+    monkeypatch.setenv(check.ENV, "1")
+    with pytest.raises(check.StateCheckError, match="node choice"):
+        cycle(objs)

@@ -21,10 +21,13 @@ from apportion.framework.dispatch import Dispatch
 from apportion.framework.interface import NodeFilter
 from apportion.framework.placement import PlacementCache
 from apportion.resources import format_amount
+from apportion.state import check
 
 #: Up to this many touch-log entries since a failure, `FailedChoice.stands` compares the touched rows
 #: only, else every row (both are a few numpy calls; the whole table costs more than a handful of rows)
 TOUCHED_ROWS_COMPARED = 32
+#: False: `choose_node` is `choose_node_reference` (the step-by-step choice the property tests compare with)
+LEAN_CHOICE = True
 
 
 @dataclass(slots=True)
@@ -230,7 +233,59 @@ class NodeChoice(Dispatch):
         None, with the summary, when no node is feasible.
 
         A task whose placement key failed since the last node change fails the same way: it gets that
-        failure again without the predicates being asked (`FailedChoice`)."""
+        failure again without the predicates being asked (`FailedChoice`).
+
+        `choose_node_reference` is the same choice step by step; this one (with `LEAN_CHOICE`) looks up
+        failures only when some are kept, makes the placement key once, and hands the resource test of
+        every row it made for a key without current answers to the placement cache, which would make
+        it again over the same table (a run session's first choice). Under `APPORTION_CHECK_STATE=1`
+        every choice is made both ways and compared (the second way finds what the first left: the
+        cache refreshed, a failure kept, the same unresolvable rows recorded again)."""
+        if not LEAN_CHOICE:
+            return self.choose_node_reference(task)
+        got = self._choose_lean(task)
+        if self.placement.checking:
+            want = self.choose_node_reference(task)
+            if got != want:
+                raise check.StateCheckError(f"{check.ENV}: allocate's node choice for task {task.key} is {got}, "
+                                            f"made step by step it is {want}")
+        return got
+
+    def _choose_lean(self, task: TaskInfo) -> tuple[int | None, bool, list[tuple[str, int]]]:
+        """`choose_node` with `LEAN_CHOICE` (see there)."""
+        remember = self.remember_failed_choices and self.placement.enabled
+        failed_choices = self.failed_choices
+        if remember and failed_choices:
+            failed = failed_choices.get(self._request_key(task))
+            if failed is not None and failed.stands(self.table):
+                return None, False, failed.replay(self, task)
+        placement = self.placement
+        key: Hashable | None = None
+        if not remember:
+            choice = placement.choose(task)
+        else:
+            key = placement.key(task)
+            fit: np.ndarray | None = None
+            if key is not None:
+                if failed_choices:
+                    failed = failed_choices.get(key)
+                    if failed is not None and failed.stands(self.table):
+                        return None, False, failed.replay(self, task)
+                if not placement.refreshes_by_row(key) and len(self.nodes):
+                    # as in the reference: no node's FutureIdle fitting decides and explains the failure
+                    vec, cols = self.task_vec(task), self.task_cols(task)
+                    future = self.table.future_idle()
+                    fit = self.table.fits(vec, cols, future)
+                    if not fit.any():
+                        return None, False, self._failed_nowhere(task, vec, cols, future)
+            choice = placement.choose_keyed(task, key, fit)
+        if choice is not None:
+            return choice[0], choice[1], []
+        return self._choose_in_full(task, key)
+
+    def choose_node_reference(self, task: TaskInfo) -> tuple[int | None, bool, list[tuple[str, int]]]:
+        """`choose_node` step by step: both failure lookups, the key made where each step needs it, and
+        the cache's own resource test (the definition the property tests compare `choose_node` with)."""
         remember = self.remember_failed_choices and self.placement.enabled
         if remember:
             # a request no node's FutureIdle fits fails without a plugin asked, whatever the rest of the
@@ -254,6 +309,11 @@ class NodeChoice(Dispatch):
         choice = self.placement.choose(task)
         if choice is not None:
             return choice[0], choice[1], []
+        return self._choose_in_full(task, key)
+
+    def _choose_in_full(self, task: TaskInfo, key: Hashable | None) -> tuple[int | None, bool, list[tuple[str, int]]]:
+        """The choice where the placement cache gave none: a request it found fitting nowhere, else the
+        full predicate and scores (a failure kept under `key` when there is one)."""
         if self.placement.fits_nowhere(task):
             return None, False, self._failed_nowhere(task, self.task_vec(task), self.task_cols(task),
                                                      self.table.future_idle())

@@ -33,6 +33,7 @@ from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption
 from apportion.framework.interface import Fn, NodeFilter
 from apportion.resources import MIN_RESOURCE
+from apportion.state import check
 
 
 class PlacementSession(Protocol):
@@ -235,6 +236,9 @@ class PlacementCache:
         self.keys: dict[str, Hashable | None] = {}
         self._row_fns: tuple[list[RowPredicate], list[RowScore]] | None = None
         self._key_fns: object = _UNSET
+        #: the self-check's switch, read once per session (the session's node choice compares its two
+        #: ways of choosing under it)
+        self.checking = check.enabled()
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.
@@ -279,10 +283,16 @@ class PlacementCache:
         """The node row allocate would pick for `task` and whether it fits Idle, or None when there is
         no feasible node or the task is not cacheable (the caller then takes the full path, which also
         explains failures)."""
-        key = self.key(task)
+        return self.choose_keyed(task, self.key(task))
+
+    def choose_keyed(self, task: TaskInfo, key: Hashable | None, fit: np.ndarray | None = None,
+                     ) -> tuple[int, bool] | None:
+        """`choose` for a task whose key the caller made (`key(task)`). `fit`: the resource test against
+        FutureIdle of every row (`NodeTable.fits`) made over the table as it stands, or None; answers
+        worked out over arrays then take it instead of making it again."""
         if key is None:
             return None
-        cached = self._current(key, task)
+        cached = self._current(key, task, fit)
         if cached.nan:
             return None
         if not cached.top and cached.bound is not _ALL:
@@ -312,21 +322,23 @@ class PlacementCache:
         cached = self.answers.get(key)
         return cached is not None and len(self.ssn.table.touched) - cached.pos <= ROW_REFRESH
 
-    def _current(self, key: Hashable, task: TaskInfo) -> _Answers:
+    def _current(self, key: Hashable, task: TaskInfo, fit_all: np.ndarray | None = None) -> _Answers:
         table = self.ssn.table
         log = table.touched
         cached = self.answers.get(key)
         n_nodes = len(table.names)
         if cached is None or len(log) - cached.pos > max(8, n_nodes // 4):
-            cached = self._compute(task, np.arange(n_nodes), len(log))
+            cached = self._compute(task, np.arange(n_nodes), len(log), fit_all)
             self.answers[key] = cached
         elif len(log) > cached.pos:
-            rows = sorted(set(log[cached.pos:]))
+            # one entry since (the common case: this key's own last placement) needs no set or sort
+            rows = [log[cached.pos]] if len(log) - cached.pos == 1 else sorted(set(log[cached.pos:]))
             if len(rows) <= ROW_REFRESH:
                 for row in rows:
                     cached.update(row, *self._row(task, row, cached.request))
             else:
-                fit, idle_fit, ok, unres, scores = self._arrays(task, np.array(rows, dtype=np.int64))
+                at = np.array(rows, dtype=np.int64)
+                fit, idle_fit, ok, unres, scores = self._arrays(task, at, None if fit_all is None else fit_all[at])
                 update = cached.update
                 for row, *answers in zip(rows, fit.tolist(), idle_fit.tolist(), ok.tolist(), unres.tolist(),
                                          scores.tolist(), strict=True):
@@ -334,15 +346,17 @@ class PlacementCache:
             cached.pos = len(log)
         return cached
 
-    def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int) -> _Answers:
-        answers = _Answers(pos, *self._arrays(task, rows))
+    def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int, fit: np.ndarray | None = None) -> _Answers:
+        answers = _Answers(pos, *self._arrays(task, rows, fit))
         answers.request = compared_request(self.ssn.task_vec(task), self.ssn.task_cols(task))
         return answers
 
-    def _arrays(self, task: TaskInfo, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                 np.ndarray]:
+    def _arrays(self, task: TaskInfo, rows: np.ndarray, fit: np.ndarray | None = None,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows' answers as arrays: fit (FutureIdle), idle fit, predicates pass, unresolvable, score.
-        `rows` are distinct and in row order (every row, or the touched ones)."""
+        `rows` are distinct and in row order (every row, or the touched ones); `fit`, when given, is the
+        rows' resource test against FutureIdle made by the caller over the table as it stands (an array
+        of the caller's, taken over)."""
         ssn = self.ssn
         table = ssn.table
         vec, cols = ssn.task_vec(task), ssn.task_cols(task)
@@ -352,7 +366,7 @@ class PlacementCache:
             # of the arrays in the same order (about 10 us each on 1,000 nodes)
             future, idle = future[rows], idle[rows]
         verdict = ssn.plugin_predicates(task, rows)
-        return (table.fits(vec, cols, future), table.fits(vec, cols, idle),
+        return (table.fits(vec, cols, future) if fit is None else fit, table.fits(vec, cols, idle),
                 verdict.ok.copy(), verdict.unresolvable.copy(), ssn.node_scores(task, rows))
 
     def _row(self, task: TaskInfo, row: int, request: list[tuple[int, float]] | None = None,
