@@ -233,7 +233,7 @@ PAIR_PLACEMENTS = True
 #: walked and paired task by task like any other (the reference of `placed_as_held`, K35)
 KEEP_HELD = True
 #: tests switch this off: the scalar names' counts are then counted out for every job taken out and
-#: in for every changed job (the reference of the counts left as they were, `_scalar_counts`)
+#: in for every changed job (the reference of the counts left as they were, `_scalar_counts`, K38)
 NET_COUNTS = True
 
 

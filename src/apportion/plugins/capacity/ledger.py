@@ -40,7 +40,8 @@ ALL_FIELDS = (1 << len(FIELDS)) - 1
 _FIELDS_OF = [tuple(f for f in range(len(FIELDS)) if m >> f & 1) for m in range(ALL_FIELDS + 1)]
 _EXACT = float(2**53)
 #: tests switch this off: a queue whose sums moved then has its attributes built afresh from its limits
-#: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`)
+#: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`,
+#: docs/semantics.md K38)
 KEEP_FIELDS = True
 
 #: one field of one job: cpu, memory, and the scalars in the job's own order (None: not charged)
@@ -410,10 +411,9 @@ def _same_names(was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ..
     """Whether two amounts list the same scalar names in the same order."""
     if len(was) != len(now):
         return False
-    for (n, _), (m, _) in zip(was, now):
-        if n != m:
-            return False
-    return True
+    if len(was) < 2:  # most amounts list one name or none: no generator for them
+        return not was or was[0][0] == now[0][0]
+    return all(n == m for (n, _), (m, _) in zip(was, now))
 
 
 def _add(s: _Sum, uid: str, a: Amount) -> None:
