@@ -41,7 +41,6 @@ from apportion.framework.open_parts import (
     OpenBase,
     OpenDelta,
     Session,
-    job_scalar_names,
     nodes_scalar_names,
     table_for,
 )
@@ -106,8 +105,9 @@ def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict
 
 
 def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
-    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job that changed, in one
-    pass over its tasks (a job built again has its scalar names to count afresh)."""
+    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job, in one pass over its
+    tasks: every job of a full placement, and a carried open's changed ones (a job built again has its
+    scalar names to count afresh)."""
     mine: list[Entry] = []
     seen: set[str] = set()
     kind_of = KIND_OF
@@ -148,9 +148,17 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     table's columns: those of a task handed out again are taken as they are while the columns are the
     last session's over the memo, and cleared otherwise."""
     jobs = ssn.jobs
-    names = {uid: job_scalar_names(j) for uid, j in jobs.items()}
+    node_by_name = ssn.node_by_name
+    # every job's placements (vectors filled in below) and scalar names in one pass over its tasks
+    entries: list[Entry] = []
+    per_job: dict[str, list[Entry]] = {}
+    names: dict[str, frozenset[str]] = {}
     counts: Counter[str] = Counter()
-    for ns in names.values():
+    for uid, job in jobs.items():
+        mine, ns = _changed_job(job, uid, node_by_name)
+        per_job[uid] = mine
+        names[uid] = ns
+        entries.extend(mine)
         counts.update(ns)
     extra = set(counts)
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
@@ -166,11 +174,6 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         for job in jobs.values():
             for t in job.tasks.values():
                 t.vec = t.cols = None
-    node_by_name = ssn.node_by_name
-    entries: list[Entry] = []
-    per_job: dict[str, list[Entry]] = {}
-    for uid, job in jobs.items():
-        per_job[uid] = _job_entries(job, uid, node_by_name, entries)
     _orphan_entries(ssn, node_by_name, entries)
     entries = _with_vectors(entries, table, reuse_rows)
     rows: list[list[Entry]] = [[] for _ in ssn.nodes]
