@@ -119,7 +119,7 @@ def test_a_job_whose_amounts_did_not_move_leaves_its_queues_as_they_were(monkeyp
     admit = Ledger.admit
 
     def spy(self: Ledger, job: Any, path: Any, amounts: Any) -> None:
-        replacing, dirty = job.uid in self.replacing, set(self.dirty)
+        replacing, dirty = job.uid in self.replacing, dict(self.dirty)
         admit(self, job, path, amounts)
         taken.append((job.uid, replacing, self.dirty == dirty))
     monkeypatch.setattr(Ledger, "admit", spy)

@@ -307,3 +307,63 @@ def test_a_job_whose_phase_alone_moved_is_placed_as_held(monkeypatch: pytest.Mon
     assert kept == ["ns/g0"] and "ns/g0" in d.changed
     assert not [e for e in d.removed + d.added if e[4] == "ns/g0"]
     assert not [o for o, _ in d.replaced if o[4] == "ns/g0"]
+
+
+NAME_SETS = [frozenset(), frozenset({GPU}), frozenset({"example.com/fpga"}), frozenset({GPU, "example.com/fpga"})]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_scalar_counts_left_as_they_were_are_the_counted_ones(data: st.DataObject) -> None:
+    """`_scalar_counts` with `NET_COUNTS` (a changed job listing the names it was held with leaves them
+    as they were) against counting every job out and in: the same positive counts, and the base's own
+    counts when no job's names moved."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    held_names = data.draw(st.lists(st.sampled_from(NAME_SETS), max_size=8))
+    held = {f"j{i}": (None, 0, [], ns, None) for i, ns in enumerate(held_names)}
+    counts: Counter[str] = Counter()
+    for h in held.values():
+        counts.update(h[3])
+    base = SimpleNamespace(jobs=held, scalar_counts=+counts)
+    fate = data.draw(st.lists(st.sampled_from(["kept", "gone", "same", "equal", "other"]),
+                              min_size=len(held), max_size=len(held)))
+    gone = [uid for uid, f in zip(held, fate) if f != "kept"]
+    names = {}
+    for uid, f in zip(held, fate):
+        if f == "same":
+            names[uid] = held[uid][3]
+        elif f == "equal":
+            names[uid] = frozenset(set(held[uid][3]))
+        elif f == "other":
+            names[uid] = data.draw(st.sampled_from(NAME_SETS))
+    for i in range(data.draw(st.integers(0, 3))):
+        names[f"new{i}"] = data.draw(st.sampled_from(NAME_SETS))
+    got = open_state._scalar_counts(base, gone, names)  # type: ignore[arg-type]
+    try:
+        open_state.NET_COUNTS = False
+        want = open_state._scalar_counts(base, gone, names)  # type: ignore[arg-type]
+    finally:
+        open_state.NET_COUNTS = True
+    assert dict(got) == dict(want) and all(c > 0 for c in got.values())
+    if all(f in ("kept", "same", "equal") for f in fate) and not any(u.startswith("new") for u in names):
+        assert got is base.scalar_counts
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(step, step, step, st.tuples(st.just("PHASE"), st.integers(0, 7))), min_size=1, max_size=40))
+def test_an_open_with_counts_left_as_they_were_is_the_counted_one(monkeypatch: pytest.MonkeyPatch,
+                                                                   steps: list) -> None:
+    """The open with `NET_COUNTS` takes out, puts in and replaces what the open counting every job's
+    names out and in does, and both are a full open (`_run` compares each with one)."""
+    steps = [*((ADDED, k8s.pod(f"r{i}", GROUPS[i % 4], node_name=NODES[i % 4], scalars={GPU: "1"} if i % 3 else {}))
+               for i in range(8)), ("SESSION", None), ("SESSION", None), *steps]
+    monkeypatch.setattr(open_state, "NET_COUNTS", True)
+    fast: list = []
+    _run(steps, monkeypatch, fast)
+    monkeypatch.setattr(open_state, "NET_COUNTS", False)
+    counted: list = []
+    _run(steps, monkeypatch, counted)
+    assert [_summary(d) for d in fast] == [_summary(d) for d in counted]

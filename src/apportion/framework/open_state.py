@@ -41,7 +41,6 @@ from apportion.framework.open_parts import (
     OpenBase,
     OpenDelta,
     Session,
-    job_scalar_names,
     nodes_scalar_names,
     table_for,
 )
@@ -106,8 +105,9 @@ def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict
 
 
 def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
-    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job that changed, in one
-    pass over its tasks (a job built again has its scalar names to count afresh)."""
+    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job, in one pass over its
+    tasks: every job of a full placement, and a carried open's changed ones (a job built again has its
+    scalar names to count afresh)."""
     mine: list[Entry] = []
     seen: set[str] = set()
     kind_of = KIND_OF
@@ -148,9 +148,17 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     table's columns: those of a task handed out again are taken as they are while the columns are the
     last session's over the memo, and cleared otherwise."""
     jobs = ssn.jobs
-    names = {uid: job_scalar_names(j) for uid, j in jobs.items()}
+    node_by_name = ssn.node_by_name
+    # every job's placements (vectors filled in below) and scalar names in one pass over its tasks
+    entries: list[Entry] = []
+    per_job: dict[str, list[Entry]] = {}
+    names: dict[str, frozenset[str]] = {}
     counts: Counter[str] = Counter()
-    for ns in names.values():
+    for uid, job in jobs.items():
+        mine, ns = _changed_job(job, uid, node_by_name)
+        per_job[uid] = mine
+        names[uid] = ns
+        entries.extend(mine)
         counts.update(ns)
     extra = set(counts)
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
@@ -166,11 +174,6 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         for job in jobs.values():
             for t in job.tasks.values():
                 t.vec = t.cols = None
-    node_by_name = ssn.node_by_name
-    entries: list[Entry] = []
-    per_job: dict[str, list[Entry]] = {}
-    for uid, job in jobs.items():
-        per_job[uid] = _job_entries(job, uid, node_by_name, entries)
     _orphan_entries(ssn, node_by_name, entries)
     entries = _with_vectors(entries, table, reuse_rows)
     rows: list[list[Entry]] = [[] for _ in ssn.nodes]
@@ -232,6 +235,9 @@ PAIR_PLACEMENTS = True
 #: tests switch this off: a changed job whose placements are its held ones as they stand is then
 #: walked and paired task by task like any other (the reference of `placed_as_held`, K35)
 KEEP_HELD = True
+#: tests switch this off: the scalar names' counts are then counted out for every job taken out and
+#: in for every changed job (the reference of the counts left as they were, `_scalar_counts`, K38)
+NET_COUNTS = True
 
 
 def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[OpenBase, OpenDelta] | None:
@@ -245,9 +251,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         return None
     gone, changed = split
     jobs_now = ssn.jobs
-    counts = Counter(base.scalar_counts)
-    for uid in gone:
-        counts.subtract(base.jobs[uid][3])
     node_by_name = ssn.node_by_name
     names: dict[str, frozenset[str]] = {}
     placed: dict[str, list[Entry]] = {}
@@ -263,8 +266,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             names[uid] = held[3]
         else:
             placed[uid], names[uid] = _changed_job(job, uid, node_by_name)
-    for ns in names.values():
-        counts.update(ns)
+    counts = _scalar_counts(base, gone, names)
     extra = {n for n, c in counts.items() if c > 0}
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
     if _columns(base.node_scalars, extra) != base.columns:
@@ -386,9 +388,36 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         jobs[uid] = (job, job.version, entries, names[uid], job.phase)
     orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
-                   node_tasks, jobs, orphans, +counts, base.order if same_order else now, _snapshot_number(ssn),
+                   node_tasks, jobs, orphans, counts, base.order if same_order else now, _snapshot_number(ssn),
                    bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
+
+
+def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[str]]) -> Counter[str]:
+    """How many jobs list each scalar name after the open: the base's counts less the jobs taken out,
+    plus the changed jobs' `names`; only names listed by some job. A changed job that lists the names
+    it was held with (a job built again lists its tasks' names again) leaves them as they were, and
+    when every one does the base's counts are the answer (`NET_COUNTS` off: counted out and in)."""
+    held = base.jobs
+    if not NET_COUNTS:
+        counts = Counter(base.scalar_counts)
+        for uid in gone:
+            counts.subtract(held[uid][3])
+        for ns in names.values():
+            counts.update(ns)
+        return +counts
+    # a changed job the base holds is among `gone`
+    same = {uid for uid, ns in names.items() if (h := held.get(uid)) is not None and (h[3] is ns or h[3] == ns)}
+    out = [held[uid][3] for uid in gone if uid not in same]
+    come = [ns for uid, ns in names.items() if uid not in same]
+    if not out and not come:
+        return base.scalar_counts
+    counts = Counter(base.scalar_counts)
+    for ns in out:
+        counts.subtract(ns)
+    for ns in come:
+        counts.update(ns)
+    return +counts
 
 
 def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
@@ -436,4 +465,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["KEEP_HELD", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "NET_COUNTS", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]

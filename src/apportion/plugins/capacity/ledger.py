@@ -34,7 +34,15 @@ from apportion.state import check
 LEDGER_MEMO = "capacity.ledger"
 #: the fields charged, in the order JobContribution holds them
 FIELDS = ("allocated", "request", "inqueue", "elastic")
+#: every field's bit (a queue's dirty fields are a mask of `1 << f`)
+ALL_FIELDS = (1 << len(FIELDS)) - 1
+#: per mask, the fields it names
+_FIELDS_OF = [tuple(f for f in range(len(FIELDS)) if m >> f & 1) for m in range(ALL_FIELDS + 1)]
 _EXACT = float(2**53)
+#: tests switch this off: a queue whose sums moved then has its attributes built afresh from its limits
+#: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`,
+#: docs/semantics.md K38)
+KEEP_FIELDS = True
 
 #: one field of one job: cpu, memory, and the scalars in the job's own order (None: not charged)
 Amount = tuple[int, int, tuple[tuple[str, int], ...]]
@@ -138,8 +146,9 @@ class Ledger:
         self.base: dict[str, QueueAttr] = {}
         #: per queue, the status last reported for its `base` attributes (capacity's queue_report)
         self.status: dict[str, tuple[QueueAttr, str, QueueStatus]] = {}
-        #: queues whose sums changed since their `base` was built (every queue at first)
-        self.dirty: set[str] = set(tree.limits)
+        #: queues whose sums changed since their `base` was built (every queue at first), each with the
+        #: mask of the fields that did (`1 << f`, f indexing FIELDS)
+        self.dirty: dict[str, int] = dict.fromkeys(tree.limits, ALL_FIELDS)
         #: queues whose `base` was built again since the last queue report (the report takes it)
         self.rebuilt: set[str] = set()
         #: the last queue report made from this ledger's attributes (capacity's queue_report)
@@ -233,36 +242,44 @@ class Ledger:
         if old is not None and old.path != path:
             self._take_out(uid, old)
             old = None
-        moved = False
+        all_sums = self.sums
+        moved = 0
+        members_moved = False
         for f, a in enumerate(amounts):
             was = old.amounts[f] if old is not None else None
             if was == a:
                 continue
-            moved = True
-            same_names = was is not None and a is not None and [n for n, _ in was[2]] == [n for n, _ in a[2]]
+            moved |= 1 << f
+            if was is not None and a is not None and _same_names(was[2], a[2]):
+                # the same names at the same positions: the members and listers stay as they are, and
+                # every queue of the path has sums (the old entry is counted in them)
+                dc, dm = a[0] - was[0], a[1] - was[1]
+                ds = [(n, v - w) for (n, v), (_, w) in zip(a[2], was[2])]
+                for q in path:
+                    s = all_sums[q][f]
+                    s.cpu += dc
+                    s.memory += dm
+                    for n, d in ds:
+                        s.scalars[n] += d
+                continue
+            members_moved = True
             for q in path:
-                sums = self.sums.get(q)
+                sums = all_sums.get(q)
                 if sums is None:
-                    sums = self.sums[q] = [_Sum() for _ in FIELDS]
+                    sums = all_sums[q] = [_Sum() for _ in FIELDS]
                 s = sums[f]
-                if same_names:
-                    # the same names at the same positions: the listers stay as they are
-                    assert was is not None and a is not None
-                    s.cpu += a[0] - was[0]
-                    s.memory += a[1] - was[1]
-                    for (n, v), (_, w) in zip(a[2], was[2]):
-                        s.scalars[n] += v - w
-                    continue
                 if was is not None:
                     _sub(s, uid, was)
                 if a is not None:
                     _add(s, uid, a)
         if moved:
-            self.dirty.update(path)
-            if old is not None:
+            dirty = self.dirty
+            for q in path:
+                dirty[q] = dirty.get(q, 0) | moved
+            if old is not None and members_moved:
                 for q in path:
-                    if not any(s.members for s in self.sums[q]):
-                        del self.sums[q]
+                    if not any(s.members for s in all_sums[q]):
+                        del all_sums[q]
 
     def settle(self) -> None:
         """Take out the entries of the changed jobs that were not taken in again."""
@@ -277,7 +294,13 @@ class Ledger:
 
     def _take_out(self, uid: str, e: _Entry) -> None:
         """Subtract an entry's amounts from every queue of its path."""
-        self.dirty.update(e.path)
+        moved = 0
+        for f, a in enumerate(e.amounts):
+            if a is not None:
+                moved |= 1 << f
+        dirty = self.dirty
+        for q in e.path:
+            dirty[q] = dirty.get(q, 0) | moved
         for q in e.path:
             sums = self.sums[q]
             for s, a in zip(sums, e.amounts):
@@ -288,23 +311,66 @@ class Ledger:
 
     def refresh(self, fresh_attr: Callable[[str], QueueAttr]) -> None:
         """Build `base` again for the queues whose sums changed: `fresh_attr(name)` gives the queue's
-        attributes with no accounting, the sums are filled in and the share computed."""
+        attributes with no accounting, the sums are filled in and the share computed.
+
+        A queue whose last attributes are at hand and whose moved fields all still have members is built
+        from those instead: its limits and the fields that did not move are the last ones' objects (a
+        base is never changed once built, so they hold what a build from the sums gives), the moved
+        fields are made from the sums, and the share is computed again only if `allocated` moved (it
+        reads `allocated` and the limits alone)."""
         self.settle()
-        for q in self.dirty:
-            a = fresh_attr(q)
-            sums = self.sums.get(q)
-            if sums is not None:
+        base = self.base
+        all_sums = self.sums
+        checking = check.enabled()
+        for q, mask in self.dirty.items():
+            sums = all_sums.get(q)
+            last = base.get(q) if KEEP_FIELDS and sums is not None else None
+            fields = _FIELDS_OF[mask]
+            if last is not None and sums is not None and all(sums[f].members for f in fields):
+                a = QueueAttr.__new__(QueueAttr)
                 d = a.__dict__
-                for f, name in enumerate(FIELDS):
-                    if sums[f].members:
-                        d[name] = self._resource(q, f, sums[f])
-                a.update_share()
-            self.base[q] = a
-        self.rebuilt |= self.dirty
+                d.update(last.__dict__)
+                for f in fields:
+                    d[FIELDS[f]] = self._resource(q, f, sums[f])
+                if mask & 1:
+                    a.update_share()
+                if checking:
+                    self._check_kept_fields(q, a, self._fresh(q, fresh_attr))
+            else:
+                a = self._fresh(q, fresh_attr)
+            base[q] = a
+        self.rebuilt.update(self.dirty)
         self.dirty.clear()
         self.at = self._next
-        if check.enabled():
+        if checking:
             self._check_first_listers()
+
+    def _fresh(self, q: str, fresh_attr: Callable[[str], QueueAttr]) -> QueueAttr:
+        """Queue q's attributes built from its limits and its sums."""
+        a = fresh_attr(q)
+        sums = self.sums.get(q)
+        if sums is not None:
+            d = a.__dict__
+            for f, name in enumerate(FIELDS):
+                if sums[f].members:
+                    d[name] = self._resource(q, f, sums[f])
+            a.update_share()
+        return a
+
+    @staticmethod
+    def _check_kept_fields(q: str, got: QueueAttr, want: QueueAttr) -> None:
+        """The self-check: attributes built from the last ones are those built afresh, field by field
+        (the scalar names in the same order) and share."""
+        bad = [name for name in FIELDS if not (
+            getattr(got, name) == getattr(want, name)
+            and list(getattr(got, name).scalars) == list(getattr(want, name).scalars))]
+        if got.share != want.share:
+            bad.append("share")
+        bad.extend(name for name, v in want.__dict__.items() if name not in FIELDS and name != "share"
+                   and got.__dict__.get(name) != v)
+        if bad:
+            raise check.StateCheckError(f"{check.ENV}: capacity's ledger built queue {q}'s attributes from its "
+                                        f"last ones with {', '.join(bad)} differing from a build afresh")
 
     def _check_first_listers(self) -> None:
         """The self-check: every cached first lister is the smallest of its name's listers."""
@@ -339,6 +405,15 @@ class Ledger:
             first = self.first_listers(q, f)
             r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
+
+
+def _same_names(was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ...]) -> bool:
+    """Whether two amounts list the same scalar names in the same order."""
+    if len(was) != len(now):
+        return False
+    if len(was) < 2:  # most amounts list one name or none: no generator for them
+        return not was or was[0][0] == now[0][0]
+    return all(n == m for (n, _), (m, _) in zip(was, now))
 
 
 def _add(s: _Sum, uid: str, a: Amount) -> None:
