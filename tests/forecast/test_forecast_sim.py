@@ -14,7 +14,9 @@ from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
-from apportion.simulation import engine
+from apportion.resources import Resource
+from apportion.simulation import engine, feed
+from apportion.simulation.specs import JobSpec
 
 from k8s import pod, podgroup
 
@@ -121,4 +123,44 @@ def test_jobs_handed_out_again_without_asking_change_no_start(case: tuple[list[d
         runs.append(({u: (j.first_start, j.last_start, j.finish, j.phase, j.evictions,
                           tuple((t.status, t.node, t.start) for t in j.tasks)) for u, j in sim.jobs.items()},
                      sim.sessions, sim.sessions_skipped, sim.events, list(sim.warnings)))
+    assert runs[0] == runs[1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_dumps(), st.lists(st.tuples(st.integers(0, 7200), st.sampled_from([0, 2, 4, 8]), st.integers(1, 2)),
+                              max_size=3))
+def test_nodes_left_out_of_the_cache_change_nothing(case: tuple[list[dict[str, Any]], str | None],
+                                                    arrivals: list[tuple[int, int, int]]) -> None:
+    """The forecast's cache holds no nodes until a job it builds (an arrival) is told (feed.py's
+    `defer_nodes`): the run is the reference's, which tells the cache every node at once, and the
+    cache then holds the same nodes and pods."""
+    objs, conf_text = case
+    runs = []
+    for defer in (True, False):
+        snap = snap_of(objs)
+        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
+        prepare(snap, conf)
+        state = start_state(snap, conf, NOW)
+        queues = sorted(n for n in state.queues if n not in ("res", "root") and not any(q.parent == n for q in state.queues.values()))
+        state.arrivals = [JobSpec(name=f"z{i}", queue=queues[i % len(queues)], arrival=state.t0 + at, duration=1800.0,
+                                  tasks=tasks, min_member=tasks,
+                                  resources=Resource.from_natural({"cpu": 1, GPU: g}))
+                          for i, (at, g, tasks) in enumerate(arrivals)]
+        feed.ClusterFeed.defer_nodes = defer
+        try:
+            sim = forecast_simulator(state, horizon=4 * 3600.0)
+            # the deferring run's cache holds no node before a job of its own is told
+            assert sim.cache.raw["Node"] == {} if defer else len(sim.cache.raw["Node"]) == len(state.nodes)
+            sim.run()
+        finally:
+            feed.ClusterFeed.defer_nodes = True
+        if defer and not arrivals:
+            assert sim.cache.raw["Node"] == {}
+        runs.append(({u: (j.first_start, j.last_start, j.finish, j.phase, j.evictions,
+                          tuple((t.status, t.node, t.start) for t in j.tasks)) for u, j in sim.jobs.items()},
+                     sim.sessions, sim.sessions_skipped, sim.events, list(sim.warnings), dict(sim.cache.anomalies),
+                     dict(sim.cache.raw["Pod"]), sorted(sim.cache.raw["Node"]) if sim._cache_nodes else None))
+    if runs[0][-1] is None:  # no job of the cache's was told: nor any pod to the reference's cache
+        assert not runs[1][-2] and not arrivals
+        runs[1] = (*runs[1][:-1], None)
     assert runs[0] == runs[1]

@@ -163,7 +163,7 @@ class Simulator(QuietSkipping):
         self.observers: list[SessionObserver] = []
         self.dirty = True
         self.last_session: float | None = None
-        self._load_cluster()
+        self._load_cluster(nodes=start is None or start.objects is None)  # objects give sessions nodes
         horizon = scenario.run.horizon
         for spec in workload(scenario, self.seed):
             if horizon is None or spec.arrival <= horizon:

@@ -40,25 +40,43 @@ class ClusterFeed:
     _told_pg: dict[str, tuple[Any, ...]]
     _told_queues: dict[str, QueueInfo]
     _requests: dict[str, dict[str, str]]
+    #: whether the cache holds the nodes (see `_load_cluster`)
+    _cache_nodes: bool
+    #: False: the cache is told the nodes at once also when no session sees them (the reference)
+    defer_nodes = True
 
-    def _load_cluster(self) -> None:
+    def _load_cluster(self, nodes: bool = True) -> None:
         """The scenario's cluster into the cache: PriorityClasses, Nodes and Queues, as the objects they
         were read from (made from the model objects, with them as records, when a scenario was built
-        in code)."""
+        in code). `nodes=False` (a start state whose objects give every session its nodes: the
+        forecast) leaves the Nodes out until a job the cache builds is told (`_flush`), when
+        `defer_nodes` is on."""
         for name, value in self.sc.priority_classes.items():
             self._apply(ADDED, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                 "metadata": {"name": name}, "value": value}, f"{self.sc.source}: priorityClasses")
         raw = {(obj.get("kind"), obj["metadata"]["name"]): (where, obj) for where, obj in self.sc.objects
                if obj.get("kind") in ("Node", "Queue")}
-        for n in self.sc.nodes:
-            self._node_objs[n.name] = raw.get(("Node", n.name)) or ("simulator", node_object(n))
-            self._add_node(n)
+        self._cache_nodes = nodes or not self.defer_nodes
+        if self._cache_nodes:
+            for n in self.sc.nodes:
+                self._node_objs[n.name] = raw.get(("Node", n.name)) or ("simulator", node_object(n))
+                self._add_node(n)
         for name, q in self.queues.items():
             hit = raw.get(("Queue", name))
             if hit is not None:
                 self._apply(ADDED, hit[1], hit[0])
             else:
                 self._apply(ADDED, queue_object(q), "simulator", q)
+
+    def _tell_nodes(self) -> None:
+        """The nodes left out by `_load_cluster` into the cache: the scenario's that are live, in its
+        order, with the objects they were read from (a node event's own object for a node it added
+        kept); `_flush` then adds those node events added and deletes none."""
+        raw = {obj["metadata"]["name"]: (where, obj) for where, obj in self.sc.objects if obj.get("kind") == "Node"}
+        for n in self.sc.nodes:
+            self._node_objs.setdefault(n.name, raw.get(n.name) or ("simulator", node_object(n)))
+            if n.name in self.nodes:
+                self._add_node(self.nodes[n.name])
 
     def _add_node(self, n: NodeInfo) -> None:
         where, obj = self._node_objs[n.name]
@@ -71,7 +89,11 @@ class ClusterFeed:
         """Tell the cache what changed since the last session: nodes that came, the plan follower's child
         queues, every changed job (pods first, so none points at a node about to go), nodes that went.
         The nodes are compared only after a node event (`_node_changes`), the only thing that moves them."""
-        nodes_moved = self._nodes_told != self._node_changes
+        if not self._cache_nodes and any(uid not in self._objects_jobs for uid in self._dirty):
+            # a job the cache builds may run on a node, which the cache must then hold
+            self._cache_nodes = True
+            self._tell_nodes()
+        nodes_moved = self._cache_nodes and self._nodes_told != self._node_changes
         if nodes_moved:
             for name in sorted(self.nodes):
                 if name not in self.cache.raw["Node"]:
