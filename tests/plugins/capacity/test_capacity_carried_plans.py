@@ -154,3 +154,39 @@ def test_plans_are_carried_while_the_tree_and_the_queue_are_the_same(monkeypatch
     assert session(3) == ["pa-1", "pa-2", "pb-1"]
     assert session(4) == []
     assert PLANS_MEMO in cache.memo
+
+
+def test_plans_are_dropped_when_the_buckets_are_renumbered_in_a_session_that_carries_none() -> None:
+    """A session whose every decision is refused (a job running in a parent queue) carries no plan; if
+    the buckets' numbers are dropped then (`Buckets.forget_gone`), the kept plans go too: a later
+    session over the same tree would otherwise find them under numbers that name other buckets."""
+    conf = CONFS[0]
+    cache = SchedulerCache(report=lambda line: None)
+    for o in [k8s.node("n0", cpu=8, memory="32Gi"), k8s.queue("root"),
+              k8s.queue("pa", parent="root", deserved={"cpu": "4"}, capability={"cpu": "4"}),
+              k8s.queue("pa-1", parent="pa", deserved={"cpu": "3"}, capability={"cpu": "4"}),
+              k8s.queue("pb-1", parent="root", deserved={"cpu": "3"}, capability={"cpu": "4"})]:
+        cache.apply(WatchEvent(ADDED, o))
+
+    def session(i: int) -> None:
+        snap = cache.snapshot(keep=True)
+        snap.memo = cache.memo
+        ssn = open_session(snap, conf, session_id=f"s{i}")
+        dispatch(run_session(ssn), CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
+
+    many = 1100  # more buckets than forget_gone keeps for the next session's few jobs
+    for i in range(many):
+        g = f"z{i:05d}"
+        cache.apply(WatchEvent(ADDED, k8s.podgroup(g, queue="pb-1", phase="Pending", created="2026-01-02T00:00:00Z",
+                                                   min_resources={"cpu": "100", "memory": f"{i + 1}Mi"})))
+        cache.apply(WatchEvent(ADDED, k8s.pod(f"{g}-0", g, cpu=1)))
+    session(0)
+    assert cache.memo is not None and cache.memo[PLANS_MEMO].plans  # carried plans exist
+    for i in range(many):
+        cache.apply(WatchEvent(DELETED, k8s.podgroup(f"z{i:05d}")))
+        cache.apply(WatchEvent(DELETED, k8s.pod(f"z{i:05d}-0", f"z{i:05d}")))
+    cache.apply(WatchEvent(ADDED, k8s.podgroup("b-nl", queue="pa", phase="Inqueue")))
+    cache.apply(WatchEvent(ADDED, k8s.podgroup("b-y", queue="pa-1", phase="Pending", min_resources={"cpu": "100"})))
+    cache.apply(WatchEvent(ADDED, k8s.pod("b-y-0", "b-y", cpu=1)))
+    session(1)
+    assert not cache.memo[PLANS_MEMO].plans

@@ -319,16 +319,20 @@ class Admission(CapacityBase):
         taken from there; None when they cannot be (no memo, flat mode, every decision refused): each
         plan is then worked out afresh. `renumbered`: the buckets' numbers were dropped."""
         memo = self.ssn.memo
-        if memo is None or not self.carry_plans or not self.hierarchical or self.blocked:
+        if memo is None:
+            return None
+        kept = memo.get(PLANS_MEMO)
+        if renumbered and isinstance(kept, _KeptPlans):
+            # the plans are keyed by bucket number: dropped also in a session that carries none, or a
+            # later one over the same tree would find them under numbers naming other buckets
+            kept.plans.clear()
+        if not self.carry_plans or not self.hierarchical or self.blocked:
             return None
         tree = memo.get(TREE_MEMO)
         if tree is None:
             return None
-        kept = memo.get(PLANS_MEMO)
         if not isinstance(kept, _KeptPlans) or kept.tree is not tree:
             kept = memo[PLANS_MEMO] = _KeptPlans(tree)
-        elif renumbered:
-            kept.plans.clear()
         # entries made this session before (votes, other actions) are made again if asked for
         self._names = kept.names
         self._wheres = kept.wheres
