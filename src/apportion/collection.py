@@ -41,13 +41,13 @@ def collection_paused() -> Iterator[None]:
     (the dump's decoded objects too).
 
     What was allocated meanwhile would be the youngest generation's, far past its threshold, so the
-    first allocation after would scan all of it (a forecast's load: three such passes, a sixth of its
-    CPU before the run, freeing nothing). When nothing of the process is frozen, it is moved into the
-    oldest generation without a pass instead (frozen, then unfrozen, with whatever the caller held:
-    as `cli/collector.py` does). A caller that keeps objects frozen (the service between ticks) is
+    first allocation after would scan all of it, freeing nothing. When nothing of the process is
+    frozen, it is moved into the oldest generation without a pass instead (frozen, then unfrozen,
+    with whatever the caller held: as `cli/collector.py` does). A caller that keeps objects frozen (the service between ticks) is
     left as it is, the step's objects in the youngest generation, so that nothing of its is unfrozen.
     Under `APPORTION_CHECK_STATE=1` a settling step is checked to have left no cyclic garbage (a
-    collection over what it made alone). A step that raises settles nothing. Off the main thread it
+    collection over what it made alone; what existed before is then settled even when the step
+    raises). A step that raises settles nothing. Off the main thread it
     changes nothing (`owns_collector`).
     """
     if not owns_collector():
@@ -57,8 +57,10 @@ def collection_paused() -> Iterator[None]:
     settle = was and SETTLE and gc.get_freeze_count() == 0
     checking = settle and os.environ.get(_CHECK_ENV, "") not in ("", "0")
     gc.disable()
+    mine = 0
     if checking:
         gc.freeze()  # what was there before: the check's collection then looks at the step's alone
+        mine = gc.get_freeze_count()
     done = False
     try:
         yield
@@ -70,7 +72,11 @@ def collection_paused() -> Iterator[None]:
                     if done:
                         _no_cyclic_garbage()
                 finally:
-                    gc.unfreeze()
+                    # a step that froze the heap itself (engine.cycle_files) froze the check's part
+                    # with it: that stays frozen, as it does without the check (only a freeze of what
+                    # the step made adds to the count; frozen objects freed meanwhile take from it)
+                    if gc.get_freeze_count() <= mine:
+                        gc.unfreeze()
             if done and settle and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()

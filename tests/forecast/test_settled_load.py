@@ -132,3 +132,21 @@ def test_forecasts_read_settled_answer_as_the_reference(case: tuple[list[dict[st
         mp.setattr(collection, "SETTLE", False)
         reference = _forecast(objs, conf_text)
     assert settled == reference
+
+
+@pytest.mark.parametrize("checking", ["0", "1"])
+def test_a_step_that_freezes_the_heap_itself_leaves_it_frozen(monkeypatch: pytest.MonkeyPatch,
+                                                              checking: str) -> None:
+    """`engine.cycle_files` freezes the heap inside a paused step: the freeze outlives the step, with the
+    self-check on as without it (the check's own freeze is undone only when it is the last one)."""
+    monkeypatch.setenv(check.ENV, checking)
+    assert gc.get_freeze_count() == 0
+    try:
+        held = [[] for _ in range(1000)]
+        with collection_paused():
+            made = [[] for _ in range(1000)]  # as cycle_files reads its dumps before freezing them
+            gc.freeze()
+            frozen = gc.get_freeze_count()
+        assert frozen >= len(held) + len(made) and gc.get_freeze_count() >= len(held) + len(made)
+    finally:
+        gc.unfreeze()
