@@ -24,6 +24,7 @@ from apportion.simulation.jobs import SimJob, SimTask
 #: TaskInfo's fields in __init__ order: a copy is TaskInfo(*task_fields(t)), not `dataclasses.replace`,
 #: which builds keyword arguments field by field (benchmarks/README.md)
 task_fields = operator.attrgetter(*(f.name for f in fields(TaskInfo)))
+#: a JobInfo's fields as a tuple, in the dataclass's order (what a build passes by position)
 job_fields = operator.attrgetter(*(f.name for f in fields(JobInfo)))
 
 _TASK_NAMES = tuple(f.name for f in fields(TaskInfo))
@@ -69,6 +70,7 @@ _JOB_ORDER = ("uid", "name", "namespace", "queue", "min_available", "min_task_me
               "allocated_as_added", "gated_tasks", "version", "derived", "log", "notes")
 if _JOB_NAMES != _JOB_ORDER:
     raise ImportError("JobInfo's fields are no longer those forecast/job_build.py builds: see build_job")
+#: the job template's fields every build of it takes unchanged, as a tuple (`build_job`'s `consts`)
 job_consts = operator.attrgetter(*_JOB_CONSTS)
 
 
@@ -101,8 +103,8 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     changed it, else None; `held`: the tasks of the job's last object when no session placed, evicted
     or pipelined a task of it since (`JobInfo.allocated_as_added`), else None.
 
-    `task_again` is written out in the loop (a call per task was a tenth of a build; `INLINE_SHARING`
-    False calls it, the reference the tests compare with); the self-check compares each build with
+    `task_again` is written out in the loop, since the loop runs once per task of every build
+    (`INLINE_SHARING` False calls it, the reference the tests compare with); the self-check compares each build with
     `DumpObjects.build` field by field."""
     tasks: dict[str, TaskInfo] = {}
     counts: dict[TaskStatus, int] = {}

@@ -411,8 +411,8 @@ def _start_jobs(state: StartState, objects: DumpObjects, assumed: Assumed | None
         statuses: list[TaskStatus | None] = [None] * len(js.tasks)
         objects.original[tpl.uid] = statuses
         starts = []
-        # SimTask(index, name, status, node, start) and StartTask(key, end, deleted) by position: ten
-        # thousand of each in the benchmark's forecast, where keyword matching was a third of the loop
+        # SimTask(index, name, status, node, start) and StartTask(key, end, deleted) by position: one
+        # of each per task of the dump, so keyword matching would be paid ten thousand times
         for ts in js.tasks:
             st = SimTask(ts.index, ts.template.name, _SIM_STATUS[ts.status], ts.node, t0 - ts.elapsed)
             sj.tasks.append(st)

@@ -354,8 +354,8 @@ def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, 
     # the memo's objects are shared by every pod of the spec: what a task may change is its own
     request, node_selector = parts.request.clone(), dict(parts.node_selector)
     if POSITIONAL:
-        # in `_POSITIONAL`'s order (started_at None): matching 25 keyword arguments to their parameters
-        # was half of the call
+        # in `_POSITIONAL`'s order (started_at None): one call per pod of a dump, and matching 25
+        # keyword arguments to their parameters costs as much as the rest of the call
         task = TaskInfo(uid, name, ns, "", request, status, node, priority, raw_priority, parts.priority_class_name,
                         preemptable, parts.preempt_never, role, creation, start_time, None, parts.gated, labels,
                         annotations, node_selector, parts.required, parts.preferred, parts.tolerations,
