@@ -85,17 +85,23 @@ def collection_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _no_cyclic_garbage() -> None:
-    """The self-check of a settling step: a collection over the unfrozen objects frees nothing."""
+def cyclic_garbage() -> Counter[str]:
+    """What a collection over the unfrozen objects frees, by type name (nothing, for a step or run
+    that made no reference cycle): the self-checks of paused steps and of runs with the collector off."""
     flags = gc.get_debug()
     gc.set_debug(flags | gc.DEBUG_SAVEALL)
     before = len(gc.garbage)
     try:
         gc.collect()
-        found = Counter(type(o).__qualname__ for o in gc.garbage[before:])
+        return Counter(type(o).__qualname__ for o in gc.garbage[before:])
     finally:
         del gc.garbage[before:]
         gc.set_debug(flags)
+
+
+def _no_cyclic_garbage() -> None:
+    """The self-check of a settling step: a collection over the unfrozen objects frees nothing."""
+    found = cyclic_garbage()
     if found:
         raise CyclicGarbageError(f"{_CHECK_ENV}: a step with the cycle collector paused left cyclic garbage: "
                                  + ", ".join(f"{n} {k}" for k, n in sorted(found.items())))

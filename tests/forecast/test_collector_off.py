@@ -6,7 +6,6 @@ with it off that leaves cyclic garbage."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,22 +18,6 @@ from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.simulation.collector import GC_THRESHOLD, collector_for_long_runs
 from apportion.state import check
-
-
-@pytest.fixture
-def passes() -> Iterator[list[int]]:
-    """The generations of the collections Python runs meanwhile."""
-    seen: list[int] = []
-
-    def note(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(note)
-    try:
-        yield seen
-    finally:
-        gc.callbacks.remove(note)
 
 
 def _cycles(n: int) -> None:

@@ -7,7 +7,6 @@ step that left cyclic garbage, and forecasts read with either answer alike."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,22 +21,6 @@ from apportion.forecast.sim import forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
 from apportion.state import check
-
-
-@pytest.fixture
-def passes() -> Iterator[list[int]]:
-    """The generations of the collections Python runs meanwhile."""
-    seen: list[int] = []
-
-    def note(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(note)
-    try:
-        yield seen
-    finally:
-        gc.callbacks.remove(note)
 
 
 def _in_generation(obj: object, generation: int) -> bool:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections import Counter
 from collections.abc import Iterator
 
-from apportion.collection import owns_collector
+from apportion.collection import cyclic_garbage, owns_collector
 from apportion.state import check
 
 #: The cycle collector's first threshold while a simulation runs (Python's default is 700).
@@ -69,15 +68,7 @@ def collector_for_long_runs(collect: bool = True) -> Iterator[None]:
 
 def _no_cyclic_garbage() -> None:
     """The self-check of a run with the collector off: it left no reference cycle unreachable."""
-    flags = gc.get_debug()
-    gc.set_debug(flags | gc.DEBUG_SAVEALL)
-    before = len(gc.garbage)
-    try:
-        gc.collect()
-        found = Counter(type(o).__qualname__ for o in gc.garbage[before:])
-    finally:
-        del gc.garbage[before:]
-        gc.set_debug(flags)
+    found = cyclic_garbage()
     if found:
         raise check.StateCheckError(f"{check.ENV}: a run with the cycle collector off left cyclic garbage: "
                                     + ", ".join(f"{n} {k}" for k, n in sorted(found.items())))
