@@ -57,10 +57,12 @@ def collection_paused() -> Iterator[None]:
     settle = was and SETTLE and gc.get_freeze_count() == 0
     checking = settle and os.environ.get(_CHECK_ENV, "") not in ("", "0")
     gc.disable()
-    mine = 0
+    probe: list[None] | None = None
     if checking:
         gc.freeze()  # what was there before: the check's collection then looks at the step's alone
-        mine = gc.get_freeze_count()
+        # a tracked object made after that freeze: frozen too only if the step freezes the heap itself
+        # (counting the frozen objects instead walks the whole heap, seconds in a large test process)
+        probe = []
     done = False
     try:
         yield
@@ -73,9 +75,8 @@ def collection_paused() -> Iterator[None]:
                         _no_cyclic_garbage()
                 finally:
                     # a step that froze the heap itself (engine.cycle_files) froze the check's part
-                    # with it: that stays frozen, as it does without the check (only a freeze of what
-                    # the step made adds to the count; frozen objects freed meanwhile take from it)
-                    if gc.get_freeze_count() <= mine:
+                    # with it: that stays frozen, as it does without the check
+                    if not _frozen(probe):
                         gc.unfreeze()
             if done and settle and gc.get_freeze_count() == 0:
                 gc.freeze()
@@ -83,6 +84,12 @@ def collection_paused() -> Iterator[None]:
         finally:
             if was:
                 gc.enable()
+
+
+def _frozen(obj: object) -> bool:
+    """Whether a tracked object is in the permanent generation: in none of the collected ones (a walk
+    over the unfrozen objects, which under the check's freeze are the step's own)."""
+    return not any(o is obj for o in gc.get_objects())
 
 
 def cyclic_garbage() -> Counter[str]:

@@ -115,7 +115,7 @@ def test_forecasts_read_settled_answer_as_the_reference(case: tuple[list[dict[st
 def test_a_step_that_freezes_the_heap_itself_leaves_it_frozen(monkeypatch: pytest.MonkeyPatch,
                                                               checking: str) -> None:
     """`engine.cycle_files` freezes the heap inside a paused step: the freeze outlives the step, with the
-    self-check on as without it (the check's own freeze is undone only when it is the last one)."""
+    self-check on as without it (the check's own freeze is undone only when the step froze nothing)."""
     monkeypatch.setenv(check.ENV, checking)
     assert gc.get_freeze_count() == 0
     try:
