@@ -28,9 +28,20 @@ class StateCheckError(InternalError):
     """The cache differs from a cache rebuilt from its own objects."""
 
 
+#: os.environ's own mapping and the variable's key in it (CPython on POSIX: bytes), read directly:
+#: `os.environ.get` encodes the key and, for a variable that is unset (the usual case), raises and
+#: catches a KeyError, about a microsecond, and the hot paths ask thousands of times a forecast.
+#: Setting or deleting the variable through os.environ (as the tests do) writes this mapping.
+_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_KEY: Any = os.environ.encodekey(ENV) if _ENVIRON is not None else ENV
+_OFF: tuple[Any, ...] = (None, b"", b"0", "", "0")
+
+
 def enabled() -> bool:
     """Whether APPORTION_CHECK_STATE asks for the check."""
-    return os.environ.get(ENV, "") not in ("", "0")
+    if _ENVIRON is not None:
+        return _ENVIRON.get(_KEY) not in _OFF
+    return os.environ.get(ENV, "") not in ("", "0")  # an os.environ without its own mapping
 
 
 def canonical(value: Any) -> Any:
