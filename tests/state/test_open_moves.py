@@ -1,6 +1,7 @@
 """Session open's table step for what left and what came (framework/open_state.py `_apply_moves`,
 docs/semantics.md K41): the used-only step against `NodeTable.apply_placements` (`LEAN_MOVES` off), bit for
-bit, for any placements and kinds; and the exactness test against `_exact`."""
+bit, for any placements and kinds; the exactness test against `_exact`; and sessions opened with the
+references of the open's steps against full opens."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_open_state import _run as run_open_steps
+from test_open_state import step as open_steps
 
 from apportion.cluster.node_table import NodeTable
 from apportion.framework import open_state
+from apportion.plugins import k8s_view
 from apportion.resources import Resource
 
 ROWS = 5
@@ -53,3 +58,15 @@ def test_lean_moves_are_apply_placements(removed: list[Any], added: list[Any], u
     # nothing is done when an added vector is not exact, which `_exact` says
     fresh = np.array([v for _, _, v in added]) if added else None
     assert (a is None) == (fresh is not None and not open_state._exact(fresh))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(open_steps, min_size=1, max_size=30))
+def test_opens_with_the_references_are_full_ones(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
+    """The references of K41's open steps (`LEAN_MOVES` off: every move through `apply_placements`;
+    `UPDATE_IN_PLACE` off: the carried node view copied before it is brought up to date) give, as the
+    default ones do in test_open_state.py, the node table, maps and view of a full open at every session."""
+    monkeypatch.setattr(open_state, "LEAN_MOVES", False)
+    monkeypatch.setattr(k8s_view, "UPDATE_IN_PLACE", False)
+    run_open_steps(steps, monkeypatch)
