@@ -307,17 +307,12 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     new = table
     bound = base.bound
     if removed or added:
-        # what left and what came, in one step: the removed placements' vectors negated
-        vecs = np.array([e[3] for e in removed] + [e[3] for e in added])
-        if added and not _exact(vecs[len(removed):]):
+        moved = _apply_moves(new, removed, added)
+        if moved is None:
             return None
-        signs = np.ones(len(vecs), dtype=np.int64)
-        signs[:len(removed)] = -1
-        at_rows = np.fromiter((e[0] for e in itertools.chain(removed, added)), dtype=np.int64, count=len(vecs))
-        new.apply_placements(at_rows, vecs * signs[:, None], [e[2] for e in itertools.chain(removed, added)], signs)
         # every amount is an integer (the base's and the vectors' are); its magnitude is at most the
         # base's bound plus every vector's largest, else the table is looked at
-        bound += float(np.abs(vecs).max(axis=1).sum())
+        bound += moved
         if not bound < _BOUND:
             if not _table_exact(new):
                 return None
@@ -393,6 +388,41 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
 
 
+#: tests switch this off: the table then takes what left and what came through
+#: `NodeTable.apply_placements` whatever their kinds (the reference of `_apply_moves`' used-only step)
+LEAN_MOVES = True
+
+
+def _apply_moves(table: NodeTable, removed: list[Entry], added: list[Entry]) -> float | None:
+    """Take the removed placements out of the table and put the added ones in, in one step (the removed
+    vectors negated); the sum of every vector's largest magnitude, or None (nothing done) when an added
+    vector is not all integers below 2**53. When every placement occupies its node as `used` (a forecast
+    open's: tasks that bound or ended) the four sums `apply_placements` makes for that kind are made
+    directly, the same `ufunc.at` steps over the same rows and vectors, without its masks."""
+    cut = len(removed)
+    vecs = np.array([e[3] for e in removed] + [e[3] for e in added])
+    largest = np.abs(vecs).max(axis=1)
+    if added:
+        # `_exact` of the added vectors: magnitudes below 2**53 (a NaN fails the comparison) and integers
+        fresh = vecs[cut:]
+        if not (largest[cut:].max() < _EXACT and (fresh == np.floor(fresh)).all()):
+            return None
+    signs = np.ones(len(vecs), dtype=np.int64)
+    signs[:cut] = -1
+    both = removed + added
+    at_rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
+    signed = vecs * signs[:, None]
+    kinds = [e[2] for e in both]
+    if LEAN_MOVES and kinds.count("used") == len(kinds):
+        np.subtract.at(table.idle, at_rows, signed)
+        np.add.at(table.used, at_rows, signed)
+        np.subtract.at(table.future, at_rows, signed)
+        np.add.at(table.pod_count, at_rows, signs)
+    else:
+        table.apply_placements(at_rows, signed, kinds, signs)
+    return float(largest.sum())
+
+
 def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[str]]) -> Counter[str]:
     """How many jobs list each scalar name after the open: the base's counts less the jobs taken out,
     plus the changed jobs' `names`; only names listed by some job. A changed job that lists the names
@@ -465,4 +495,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["KEEP_HELD", "NET_COUNTS", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]

@@ -127,6 +127,9 @@ class _CarriedView:
 
 #: the bound below which sums of integers are exact (room for the rounding of the bound's own sum)
 _BOUND = float(2**52)
+#: tests switch this off: an open then copies the carried view's arrays before bringing them up to date,
+#: and carries copies of the session's view as it opened (the reference of updating them in place, K41)
+UPDATE_IN_PLACE = True
 
 
 def _exact(arr: np.ndarray) -> bool:
@@ -168,7 +171,10 @@ def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
     held = memo.get(VIEW_MEMO) if memo is not None else None
     if delta is None or not isinstance(held, _CarriedView) or held.generation != delta.since:
         return None
-    count, sums = held.count.copy(), held.sums.copy()
+    # only this open reads the carried view (the next one carries its own, `session_node_view`): its
+    # arrays are brought up to date where they are and carried on, the session's view is given copies
+    count, sums = (held.count, held.sums) if UPDATE_IN_PLACE else (held.count.copy(), held.sums.copy())
+    held.generation = -1  # (no later open may start from arrays this one may have changed)
     bound = held.bound
     removed, added = delta.removed, delta.added
     req = task_requests
@@ -183,19 +189,22 @@ def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
     if removed or added:
         # every request read and checked in one step; what left is taken out first, then what came
         both = removed + added
-        rows = np.fromiter((e[0] for e in both), dtype=np.int64, count=len(both))
+        rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
         reqs = np.array([req(e[1]) for e in both])
-        if not _exact(reqs):
+        largest = np.abs(reqs).max(axis=1)
+        # `_exact(reqs)`: magnitudes below 2**53 (a NaN fails the comparison) and integers
+        if not (largest.max() < _EXACT and (reqs == np.floor(reqs)).all()):
             return None
         cut = len(removed)
-        largest = np.abs(reqs).max(axis=1)
+        # `ufunc.at` adds in the order given: the removed (negated, x - v being x + (-v)) and then the
+        # added in one call each, the very additions of one call for each part
+        signs = np.ones(len(both), dtype=np.int64)
+        signs[:cut] = -1
+        np.add.at(count, rows, signs)
+        np.add.at(sums, rows, reqs * signs[:, None] if cut else reqs)
         if cut:
-            np.add.at(count, rows[:cut], -1)
-            np.add.at(sums, rows[:cut], -reqs[:cut])
             bound += float(largest[:cut].sum())
         if added:
-            np.add.at(count, rows[cut:], 1)
-            np.add.at(sums, rows[cut:], reqs[cut:])
             bound += float(largest[cut:].sum())
     if not np.array_equal(count, ssn.table.pod_count):
         return None
@@ -213,6 +222,11 @@ def session_node_view(ssn: Session) -> NodeView:
     if view is None:
         started = _view_start(ssn)
         start, bound = (started[:2], started[2]) if started is not None else (None, _EXACT)
+        # the carried arrays (updated in place) go on to the next open as they are: the session's view,
+        # which its events change, works on copies
+        keep = start if start is not None and UPDATE_IN_PLACE else None
+        if keep is not None:
+            start = (keep[0].copy(), keep[1].copy())
         view = NodeView(ssn.nodes, row_of=ssn.table.index, start=start)
         if start is not None and check.enabled():
             full = NodeView(ssn.nodes)
@@ -225,7 +239,8 @@ def session_node_view(ssn: Session) -> NodeView:
             if generation is not None and not bound < _BOUND and _exact(view.sums):
                 bound = _bound(view.sums)
             if generation is not None and bound < _BOUND:
-                ssn.memo[VIEW_MEMO] = _CarriedView(generation, view.count.copy(), view.sums.copy(), bound)
+                carried = keep if keep is not None else (view.count.copy(), view.sums.copy())
+                ssn.memo[VIEW_MEMO] = _CarriedView(generation, carried[0], carried[1], bound)
             else:
                 ssn.memo.pop(VIEW_MEMO, None)
             if bound < _BOUND and check.enabled() and not _exact(view.sums):

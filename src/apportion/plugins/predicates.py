@@ -123,6 +123,9 @@ class PredicatesPlugin(Plugin):
         self.max_pods = np.asarray(ssn.table.max_pods, dtype=np.float64)
         self._by_uid: dict[str, _Signature] = {}
         self._built, self._carried = self._built_for(ssn)
+        #: whether a carried signature is compared with one built afresh (the self-check), read once per
+        #: session: `_signature` is asked for every task a session looks at
+        self._check_carried_now = self._carried and check.enabled()
 
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
@@ -156,7 +159,7 @@ class PredicatesPlugin(Plugin):
             sig = built.unconstrained
             if sig is None:
                 sig = built.unconstrained = self._signature_of(task)
-            elif self._carried and check.enabled():
+            elif self._check_carried_now:
                 self._check_carried(task, sig)
             self._by_uid[task.uid] = sig
             return sig
@@ -173,7 +176,7 @@ class PredicatesPlugin(Plugin):
         if sig is None:
             sig = self._build(task, aff_key, tol_key, unsched_ok)
             by_key[key] = sig
-        elif self._carried and check.enabled():
+        elif self._check_carried_now:
             self._check_carried(task, sig)
         return sig
 

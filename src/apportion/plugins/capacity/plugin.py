@@ -78,7 +78,13 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         self._moved = []
         self._names = {}
         self._wheres = {}
-        self._buckets = ssn.memo.setdefault(BUCKETS_MEMO, Buckets()) if ssn.memo is not None else Buckets()
+        # made only when the memo holds none (setdefault's default would be made every session)
+        buckets = ssn.memo.get(BUCKETS_MEMO) if ssn.memo is not None else None
+        if buckets is None:
+            buckets = Buckets()
+            if ssn.memo is not None:
+                ssn.memo[BUCKETS_MEMO] = buckets
+        self._buckets = buckets
         #: why the plugin refuses every queue decision this session (tree mode), or None.
         self.blocked: str | None = None
         #: False when the tree could not be built (cycle, unknown parent, no root).

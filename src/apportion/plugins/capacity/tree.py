@@ -42,6 +42,9 @@ from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
 from apportion.state import check
 
 TREE_MEMO = "capacity.tree"
+#: tests switch this off: the session that builds the tree then charges every job to the attributes it
+#: built, and the ledger is started by the next session (the reference of the ledger started at once, K41)
+LEDGER_AT_BUILD = True
 QUEUE_KEYS_MEMO = "capacity.queue-keys"
 #: the memo's entry: the queue names and objects of the last `_tree_inputs`, and their keys
 QUEUE_TUPLE_MEMO = "capacity.queue-tuple"
@@ -271,8 +274,13 @@ class TreeSetup(CapacityBase):
             self.check_hierarchical_queue(self.attrs[ROOT_QUEUE])
             if ssn.memo is not None:
                 warnings = [w.removeprefix("capacity: ") for w in self.config_warnings[warned:]]
-                ssn.memo[TREE_MEMO] = _TreeMemo(fingerprint, {n: _Limits.of(a) for n, a in self.attrs.items()},
-                                                warnings)
+                built = ssn.memo[TREE_MEMO] = _TreeMemo(fingerprint, {n: _Limits.of(a) for n, a in self.attrs.items()},
+                                                        warnings)
+                # the session that builds the tree starts the ledger too: the next one (the tree taken
+                # from the memo) then charges only what changed, instead of every job being charged
+                # twice, here and again into the ledger (docs/semantics.md K41)
+                if LEDGER_AT_BUILD and self.charge_from_ledger(ssn, built):
+                    return
         non_leaf_jobs: list[JobInfo] = []
         charged: set[str] = set()
         for uid in sorted(self.ssn.jobs):

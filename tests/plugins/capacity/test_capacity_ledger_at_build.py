@@ -1,0 +1,117 @@
+"""capacity's ledger started by the session that builds the tree (plugins/capacity/tree.py,
+`LEDGER_AT_BUILD`, docs/semantics.md K41), against the reference: that session charges every job to the
+attributes it built and the next one starts the ledger. Over random sequences of jobs arriving, starting,
+losing a task and leaving, and of nodes joining (a new cluster total: the tree is built again, and a new
+ledger started), both give the same session outcome and queue report after every session, and the same
+ledger attributes once both keep one; the self-check runs throughout."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ledger_steps import Jobs, apply_job_step, job_objects, job_steps, nodes
+
+from apportion.engine import run_session
+from apportion.framework.conf import parse_conf
+from apportion.framework.session import Session
+from apportion.plugins.capacity import tree as tree_module
+from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Ledger
+from apportion.resources import Resource
+from apportion.state import check
+from apportion.state.cache import SchedulerCache
+from apportion.state.events import ADDED, DELETED, WatchEvent
+
+from k8s import node, queue
+
+CONF = parse_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+""")
+LEAVES = ["a1", "a2", "b1"]
+
+
+def cluster() -> list[dict[str, Any]]:
+    return [*nodes(), queue("root"), queue("a", parent="root", deserved={"cpu": "100"}),
+            queue("b", parent="root", deserved={"cpu": "50", "nvidia.com/gpu": "4"}),
+            queue("a1", parent="a", deserved={"cpu": "60"}), queue("a2", parent="a", deserved={"cpu": "40"}),
+            queue("b1", parent="b", deserved={"cpu": "50"})]
+
+
+step = st.one_of(*job_steps(LEAVES), st.tuples(st.just("shrink"), st.integers(0, 50)),
+                 st.tuples(st.just("node"), st.integers(0, 3)))
+
+
+def shrink(cache: SchedulerCache, jobs: Jobs, arg: int) -> None:
+    """The n-th job with more than one task loses its last one (a task that completed)."""
+    names = sorted(name for name, (spec, _) in jobs.items() if spec["tasks"] > 1)
+    if not names:
+        return
+    name = names[arg % len(names)]
+    spec, running = jobs[name]
+    cache.apply(WatchEvent(DELETED, job_objects(name, spec, running)[-1]))
+    jobs[name] = ({**spec, "tasks": spec["tasks"] - 1}, running)
+
+
+def summary(r: Resource) -> tuple[float, float, list[tuple[str, float]]]:
+    return r.cpu, r.memory, list(r.scalars.items())
+
+
+def attributes(ledger: Ledger) -> dict[str, tuple[Any, ...]]:
+    """Every queue's attributes the ledger keeps: the four fields (values and scalar order) and share."""
+    return {name: (*(summary(getattr(a, f)) for f in FIELDS), a.share) for name, a in sorted(ledger.base.items())}
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(step, min_size=1, max_size=25))
+def test_ledger_started_at_the_build_is_the_one_started_next(steps: list[tuple[str, Any]]) -> None:
+    caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
+    for cache in caches:
+        for o in cluster():
+            cache.apply(WatchEvent(ADDED, o))
+    memos: list[dict[str, Any]] = [{}, {}]
+    jobs: list[Jobs] = [{}, {}]
+    added = [0, 0]
+    with mock.patch.object(check, "enabled", lambda: True):
+        for n, (kind, arg) in enumerate([*steps, ("session", 0), ("session", 0)]):
+            outs = []
+            for way, cache in enumerate(caches):
+                if kind == "shrink":
+                    shrink(cache, jobs[way], arg)
+                elif kind == "node":
+                    added[way] += 1
+                    cache.apply(WatchEvent(ADDED, node(f"x{added[way]}", cpu=8 + arg, memory="64Gi")))
+                else:
+                    apply_job_step(cache, jobs[way], n, kind, arg)
+                snap = cache.snapshot(keep=True)
+                snap.memo = memos[way]
+                with mock.patch.object(tree_module, "LEDGER_AT_BUILD", way == 0):
+                    ssn = Session(snap, conf=CONF)
+                    result = run_session(ssn)
+                    outs.append((result.to_json(), {q: s.to_json() for q, s in sorted(ssn.queue_reports().items())}))
+            assert outs[0] == outs[1]
+            got, want = memos[0].get(LEDGER_MEMO), memos[1].get(LEDGER_MEMO)
+            if isinstance(got, Ledger) and isinstance(want, Ledger) and got.tree is want.tree:
+                assert attributes(got) == attributes(want)
+
+
+def test_the_building_session_keeps_a_ledger() -> None:
+    """With the switch on, the session that builds the tree leaves a ledger for that tree in the memo."""
+    cache = SchedulerCache(report=lambda line: None)
+    for o in cluster():
+        cache.apply(WatchEvent(ADDED, o))
+    jobs: Jobs = {}
+    apply_job_step(cache, jobs, 0, "add", {"queue": "a1", "tasks": 2, "cpu": "1", "scalars": [], "running": True,
+                                           "min_member": 1})
+    memo: dict[str, Any] = {}
+    snap = cache.snapshot(keep=True)
+    snap.memo = memo
+    with mock.patch.object(check, "enabled", lambda: True):
+        run_session(Session(snap, CONF))
+    ledger = memo[LEDGER_MEMO]
+    assert isinstance(ledger, Ledger) and ledger.tree is memo[tree_module.TREE_MEMO]
+    assert ledger.base["a1"].allocated.cpu == 2000.0

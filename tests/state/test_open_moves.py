@@ -1,0 +1,72 @@
+"""Session open's table step for what left and what came (framework/open_state.py `_apply_moves`,
+docs/semantics.md K41): the used-only step against `NodeTable.apply_placements` (`LEAN_MOVES` off), bit for
+bit, for any placements and kinds; the exactness test against `_exact`; and sessions opened with the
+references of the open's steps against full opens."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_open_state import _run as run_open_steps
+from test_open_state import step as open_steps
+
+from apportion.cluster.node_table import NodeTable
+from apportion.framework import open_state
+from apportion.plugins import k8s_view
+from apportion.resources import Resource
+
+ROWS = 5
+KINDS = ["used", "releasing", "pipelined"]
+amount = st.one_of(st.integers(0, 2**40).map(float), st.sampled_from([0.5, float(2**53), float("nan"), 3.0]))
+entry = st.tuples(st.integers(0, ROWS - 1), st.sampled_from(KINDS), st.lists(amount, min_size=3, max_size=3))
+
+
+def table() -> NodeTable:
+    return NodeTable([f"n{i}" for i in range(ROWS)], [Resource(64000.0, 2.0**38, {"pods": 110.0})] * ROWS, set())
+
+
+def entries(specs: list[tuple[int, str, list[float]]]) -> list[Any]:
+    return [(row, None, kind, np.array(v), "j", i) for i, (row, kind, v) in enumerate(specs)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(removed=st.lists(entry, max_size=6), added=st.lists(entry, max_size=6), used_only=st.booleans())
+def test_lean_moves_are_apply_placements(removed: list[Any], added: list[Any], used_only: bool) -> None:
+    if used_only:
+        removed = [(r, "used", v) for r, _, v in removed]
+        added = [(r, "used", v) for r, _, v in added]
+    if not removed and not added:
+        return
+    out = []
+    for lean in (True, False):
+        t = table()
+        with mock.patch.object(open_state, "LEAN_MOVES", lean):
+            got = open_state._apply_moves(t, entries(removed), entries(added))
+        out.append((got, [getattr(t, a).copy() for a in ("idle", "used", "releasing", "pipelined", "future",
+                                                           "pod_count")]))
+    (a, arrays_a), (b, arrays_b) = out
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert a == b or (np.isnan(a) and np.isnan(b))
+    for x, y in zip(arrays_a, arrays_b):
+        assert np.array_equal(x, y, equal_nan=True) and x.dtype == y.dtype
+    # nothing is done when an added vector is not exact, which `_exact` says
+    fresh = np.array([v for _, _, v in added]) if added else None
+    assert (a is None) == (fresh is not None and not open_state._exact(fresh))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(open_steps, min_size=1, max_size=30))
+def test_opens_with_the_references_are_full_ones(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
+    """The references of K41's open steps (`LEAN_MOVES` off: every move through `apply_placements`;
+    `UPDATE_IN_PLACE` off: the carried node view copied before it is brought up to date) give, as the
+    default ones do in test_open_state.py, the node table, maps and view of a full open at every session."""
+    monkeypatch.setattr(open_state, "LEAN_MOVES", False)
+    monkeypatch.setattr(k8s_view, "UPDATE_IN_PLACE", False)
+    run_open_steps(steps, monkeypatch)
