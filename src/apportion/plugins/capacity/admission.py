@@ -7,6 +7,8 @@ b-e, §6.11 checks along the path).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
@@ -81,6 +83,8 @@ LEVELS_MEMO = "capacity.admission-levels"
 _Plan = tuple[int, str | None, tuple[str, ...] | None]
 #: the memo's entry: the buckets' plans and the levels' texts, with the tree they hold for (`_KeptPlans`)
 PLANS_MEMO = "capacity.admission-plans"
+#: the answers of buckets by number as things stand when called (None: the numbers were dropped since)
+BucketAnswers = Callable[[Iterable[int]], dict[int, str | None] | None]
 
 
 class _KeptPlans:
@@ -261,35 +265,71 @@ class Admission(CapacityBase):
         is worked out once (`_vote_levels`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
-        out: list[str | None] = []
-        append = out.append
         if levels is None:
+            out: list[str | None] = []
+            append = out.append
             for job in jobs:
                 answer, why = self._enqueue_answer(job, levels)
                 append(None if answer >= 0 else why)
             return out
         # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
         # minResources (a bucket), and a backlog's jobs share a few of each
+        ids = self._bucket_ids(jobs)
+        answers = self._bucket_answers(dict.fromkeys(ids), levels)
+        return list(map(answers.__getitem__, ids))
+
+    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], BucketAnswers] | None:
+        """`enqueue_answers` in two halves: per job, the number of its bucket (every job of a bucket has
+        the same answer), and a function giving the answers of buckets as things stand when it is
+        called, which may be called again after an admission (None from it: the numbers were dropped
+        since, ask `enqueue_answers`). None when the answers are not kept per bucket (the votes one
+        level at a time: `fast_enqueue_refusals` off). A job's bucket reads its queue and minResources,
+        which no vote changes, so the numbers hold for the session's votes (K40)."""
+        if self._vote_levels() is None:
+            return None
+        ids = self._bucket_ids(jobs)
         buckets = self._buckets
-        plans = self._plans
+        epoch = buckets.epoch
+
+        def answers(wanted: Iterable[int]) -> dict[int, str | None] | None:
+            levels = self._vote_levels()
+            if levels is None or buckets.epoch != epoch or self._buckets is not buckets:
+                return None
+            return self._bucket_answers(wanted, levels)
+
+        return ids, answers
+
+    def _bucket_ids(self, jobs: list[JobInfo]) -> list[int]:
+        """The bucket number of each job, kept per job with the minResources object and queue it was
+        worked out from (`Buckets.of_job`); the session's plans are set up at its first ask."""
+        buckets = self._buckets
         renumbered = buckets.forget_gone(len(self.ssn.jobs))
-        if renumbered or plans is None:
-            plans = self._plans = {}
+        if renumbered or self._plans is None:
+            self._plans = {}
             self._kept = self._kept_plans(renumbered)
         of_job = buckets.of_job
-        info = buckets.info
-        walk = self._walk
-        checking = check.enabled()
-        seen: dict[int, str | None] = {}
+        out: list[int] = []
+        append = out.append
         for job in jobs:
             mr = job.min_resources
             held = of_job.get(job.uid)
             if held is None or held[0] is not mr or held[1] != job.queue:
                 held = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
-            i = held[2]
-            if i in seen:
-                append(seen[i])
-                continue
+            append(held[2])
+        return out
+
+    def _bucket_answers(self, wanted: Iterable[int],
+                        levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]) -> dict[int, str | None]:
+        """Per bucket number in `wanted`, None when a vote cast now on a job of it would admit it, else
+        that refusal's explanation."""
+        plans = self._plans
+        if plans is None:
+            plans = self._plans = {}
+        info = self._buckets.info
+        walk = self._walk
+        checking = check.enabled()
+        out: dict[int, str | None] = {}
+        for i in wanted:
             # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
             # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
             # session: its plan is worked out once a session; the levels are walked as votes walk them.
@@ -311,7 +351,7 @@ class Admission(CapacityBase):
                 if why != (None if ref >= 0 else ref_why):
                     raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
                                                 f"with minResources {key} differs from their vote's")
-            append(seen.setdefault(i, why))
+            out[i] = why
         return out
 
     def _kept_plans(self, renumbered: bool) -> dict[int, tuple[QueueInfo | None, _Plan]] | None:

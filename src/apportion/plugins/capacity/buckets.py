@@ -28,6 +28,8 @@ class Buckets:
         self.ids: dict[tuple[str, ReqKey | None], int] = {}
         #: per bucket: its queue, its minResources by value, and a minResources of that value
         self.info: list[tuple[str, ReqKey | None, Resource | None]] = []
+        #: how many times the numbers were dropped (a number handed out before names another bucket)
+        self.epoch = 0
 
     def forget_gone(self, jobs: int) -> bool:
         """Drop what is kept when it far outgrows the `jobs` a session holds (jobs gone, shapes not seen
@@ -39,6 +41,7 @@ class Buckets:
             self.of_job.clear()
             self.ids.clear()
             self.info.clear()
+            self.epoch += 1
             return True
         return False
 
