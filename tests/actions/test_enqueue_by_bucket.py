@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.actions.test_enqueue_carried import CONF, _base, a_step
+from test_enqueue_carried import CONF, _base, a_step
 
 from apportion.actions import enqueue
 from apportion.engine import dispatch, open_session, run_session
