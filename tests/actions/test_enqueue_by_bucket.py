@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_enqueue_carried import CONF, _base, a_step
+from test_enqueue_carried import CONF, GROUPS, LEAVES, _base, a_step
 
 from apportion.actions import enqueue
 from apportion.engine import dispatch, open_session, run_session
@@ -24,9 +24,22 @@ from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
 import k8s
 
 
+@st.composite
+def a_crowd(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
+    """The events of many gangs of one pod submitted Pending at once (minResources of 1-5 cpu: some
+    never fit a leaf's capability of 4), so that a session refuses many and admits a few."""
+    events: list[tuple[str, dict]] = []
+    for group in draw(st.lists(st.sampled_from(GROUPS), min_size=4, max_size=12, unique=True)):
+        events += [(ADDED, k8s.podgroup(group, queue=draw(st.sampled_from(LEAVES)), phase="Pending",
+                                        min_resources={"cpu": str(draw(st.integers(1, 5)))})),
+                   (ADDED, k8s.pod(f"{group}-0", group, cpu=1))]
+    return "submit", events
+
+
 def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: list[bool]) -> list[Any]:
     monkeypatch.setattr(enqueue, "ask_by_bucket", fast)
     monkeypatch.setattr(enqueue, "skip_unread", fast)
+    monkeypatch.setattr(enqueue, "by_candidates", fast)
     cache = SchedulerCache(report=lambda line: None)
     _base(cache)
     out: list[Any] = []
@@ -49,7 +62,8 @@ def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: l
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(st.lists(a_step(), min_size=1, max_size=60), st.lists(st.booleans(), min_size=1, max_size=4))
+@given(st.lists(st.one_of(a_step(), a_crowd()), min_size=1, max_size=60),
+       st.lists(st.booleans(), min_size=1, max_size=4))
 def test_enqueue_by_bucket_decides_as_the_plain_one(monkeypatch: pytest.MonkeyPatch, steps: list,
                                                     texts: list[bool]) -> None:
     monkeypatch.setenv(check.ENV, "1")

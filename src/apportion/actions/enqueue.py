@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -28,6 +28,9 @@ carry_firsts = True
 ask_by_bucket = True
 #: tests switch this off: refusals are explained in a session that makes no why-pending texts too (K40)
 skip_unread = True
+#: tests switch this off: with refusals unread, the jobs left are asked again by every bucket's answer,
+#: not only by the buckets the last answers would admit (K40)
+by_candidates = True
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
 #: and every pending job in uid order
@@ -264,18 +267,36 @@ class _Votes:
         key_answers, keys, per_queue = self.key_answers, self.keys, self.whys
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
-        answers = key_answers(dict.fromkeys(chain.from_iterable(keys.values())))
-        if answers is None:
-            return self.ask(self.rest())
-        get = answers.__getitem__
-        candidates = 0
-        for name, mine in keys.items():
-            if mine:  # else its answers are as empty
-                whys = per_queue[name] = list(map(get, mine))
-                candidates += whys.count(None)
+        relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
+        if relaxed:
+            # A job the last answers refused would be refused now (its text, which no one reads, aside):
+            # only the candidates' keys are asked again, the others keep their last (unread) refusal.
+            wanted = dict.fromkeys(chain.from_iterable(
+                compress(mine, map(is_, per_queue[name], repeat(None))) for name, mine in keys.items() if mine))
+            answers = key_answers(wanted)
+            if answers is None:
+                return self.ask(self.rest())
+            fresh = answers.get
+            candidates = 0
+            for name, mine in keys.items():
+                if mine:
+                    whys = per_queue[name] = list(map(fresh, mine, per_queue[name]))
+                    candidates += whys.count(None)
+        else:
+            answers = key_answers(dict.fromkeys(chain.from_iterable(keys.values())))
+            if answers is None:
+                return self.ask(self.rest())
+            get = answers.__getitem__  # every key asked
+            candidates = 0
+            for name, mine in keys.items():
+                if mine:  # else its answers are as empty
+                    whys = per_queue[name] = list(map(get, mine))
+                    candidates += whys.count(None)
         if check.enabled():
             ref = self.ssn.enqueue_answers(self.rest())
-            if ref != list(chain.from_iterable(per_queue.values())):
+            mine_now = list(chain.from_iterable(per_queue.values()))
+            if ref is None or (ref != mine_now if not relaxed
+                               else [w is None for w in ref] != [w is None for w in mine_now]):
                 raise check.StateCheckError(f"{check.ENV}: enqueue's answers asked again by bucket differ from "
                                             "the answers of the jobs left")
         if not candidates:

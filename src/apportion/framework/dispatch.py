@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, default_task_compare
 from apportion.framework import extension as ep
@@ -19,8 +19,17 @@ from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn
 from apportion.framework.queue_picker import PickerFactory, QueuePicker, ScanPicker
 
-#: the answers of an enqueue test's keys, as things stand when called (None: ask the test itself)
-KeyAnswers = Callable[[Iterable[Any]], dict[Any, str | None] | None]
+
+class KeyAnswers(Protocol):
+    """The answers of an enqueue test's keys (`Dispatch.enqueue_buckets`)."""
+
+    def __call__(self, wanted: Iterable[Any]) -> dict[Any, str | None] | None:
+        """Per key in `wanted`, the answer of its jobs as things stand (None: ask the test itself)."""
+
+    def refusals_hold(self) -> bool:
+        """Whether every key the last call refused would be refused now (by another explanation,
+        perhaps): only admissions that can only refuse more moved the accounting since."""
+
 #: an enqueue test in two halves: per job a key and the answers of keys (`Dispatch.add_enqueue_answers`)
 BucketsFn = Callable[[list[JobInfo]], tuple[list[Any], KeyAnswers] | None]
 

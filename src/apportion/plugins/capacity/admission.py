@@ -7,7 +7,7 @@ b-e, §6.11 checks along the path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -83,8 +83,6 @@ LEVELS_MEMO = "capacity.admission-levels"
 _Plan = tuple[int, str | None, tuple[str, ...] | None]
 #: the memo's entry: the buckets' plans and the levels' texts, with the tree they hold for (`_KeptPlans`)
 PLANS_MEMO = "capacity.admission-plans"
-#: the answers of buckets by number as things stand when called (None: the numbers were dropped since)
-BucketAnswers = Callable[[Iterable[int]], dict[int, str | None] | None]
 
 
 class _KeptPlans:
@@ -111,6 +109,40 @@ class _KeptPlans:
         self.wheres: dict[tuple[str, str], str] = {}
 
 
+class _BucketAnswers:
+    """The answers of buckets by number as things stand when called (`Admission.enqueue_buckets`); None
+    from a call when the numbers were dropped since they were handed out."""
+
+    __slots__ = ("buckets", "epoch", "log_at", "lowered_at", "plugin")
+
+    def __init__(self, plugin: Admission) -> None:
+        self.plugin = plugin
+        self.buckets = plugin._buckets
+        self.epoch = plugin._buckets.epoch
+        #: at the last call: how long the share log was, and how many admissions had lowered some
+        #: inqueue amount (None: no call yet)
+        self.log_at: int | None = None
+        self.lowered_at = 0
+
+    def __call__(self, wanted: Iterable[int]) -> dict[int, str | None] | None:
+        plugin = self.plugin
+        levels = plugin._vote_levels()
+        if levels is None or plugin._buckets is not self.buckets or self.buckets.epoch != self.epoch:
+            return None
+        self.log_at, self.lowered_at = len(plugin.share_log), plugin._inqueue_lowered
+        return plugin._bucket_answers(wanted, levels)
+
+    def refusals_hold(self) -> bool:
+        """Whether every bucket the last call refused would be refused now: since then no event moved an
+        accounting (the share log did not grow) and every admission added amounts >= 0 to inqueue along
+        its path (`Admission.job_enqueued`). A level's test then reads a need (minResources + allocated
+        + inqueue - elastic) no smaller on any dimension, against the same realCapability, and a
+        bucket's plan is fixed for the session (K40)."""
+        plugin = self.plugin
+        return (self.log_at is not None and len(plugin.share_log) == self.log_at
+                and plugin._inqueue_lowered == self.lowered_at)
+
+
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
 
@@ -120,6 +152,9 @@ class Admission(CapacityBase):
     _kept: dict[int, tuple[QueueInfo | None, _Plan]] | None = None
     #: tests switch this off: every session works its buckets' plans out afresh (the reference)
     carry_plans = True
+    #: how many admissions this session added to inqueue an amount not >= 0 on some dimension (a
+    #: refusal may then not hold: `_BucketAnswers.refusals_hold`)
+    _inqueue_lowered = 0
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -278,7 +313,7 @@ class Admission(CapacityBase):
         answers = self._bucket_answers(dict.fromkeys(ids), levels)
         return list(map(answers.__getitem__, ids))
 
-    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], BucketAnswers] | None:
+    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], _BucketAnswers] | None:
         """`enqueue_answers` in two halves: per job, the number of its bucket (every job of a bucket has
         the same answer), and a function giving the answers of buckets as things stand when it is
         called, which may be called again after an admission (None from it: the numbers were dropped
@@ -287,17 +322,7 @@ class Admission(CapacityBase):
         which no vote changes, so the numbers hold for the session's votes (K40)."""
         if self._vote_levels() is None:
             return None
-        ids = self._bucket_ids(jobs)
-        buckets = self._buckets
-        epoch = buckets.epoch
-
-        def answers(wanted: Iterable[int]) -> dict[int, str | None] | None:
-            levels = self._vote_levels()
-            if levels is None or buckets.epoch != epoch or self._buckets is not buckets:
-                return None
-            return self._bucket_answers(wanted, levels)
-
-        return ids, answers
+        return self._bucket_ids(jobs), _BucketAnswers(self)
 
     def _bucket_ids(self, jobs: list[JobInfo]) -> list[int]:
         """The bucket number of each job, kept per job with the minResources object and queue it was
@@ -502,6 +527,8 @@ class Admission(CapacityBase):
         if attr is None or job.min_resources is None:
             return
         r = qc.enqueued_resource(job)
+        if not (r.cpu >= 0 and r.memory >= 0 and all(v >= 0 for v in r.scalars.values())):
+            self._inqueue_lowered += 1  # (a NaN too)
         for a in self._own_path(attr):
             a.inqueue.add(r)
             self._moved.append(a.name)
