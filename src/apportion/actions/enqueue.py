@@ -16,6 +16,8 @@ from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
 _MIN_RESOURCES = attrgetter("min_resources")
+_QUEUE = attrgetter("queue")
+_PHASE = attrgetter("phase")
 
 
 #: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
@@ -90,21 +92,20 @@ def backlog_of(ssn: Session) -> _Backlog:
         return backlog_reference(ssn)
     jobs = ssn.jobs
     first = quiet_firsts(ssn)
+    uids = visits.visit()
+    visited = list(map(jobs.__getitem__, uids))
+    names = list(map(_QUEUE, visited))
+    # the visits come in uid order: a queue's first visited job is the first one met, so the last one
+    # written when they are met backwards
+    visited_first = dict(zip(reversed(names), reversed(uids)))
+    pending_mask = list(map(is_, map(_PHASE, visited), repeat(_PENDING)))
+    backlog = list(compress(visited, pending_mask))
     pending: dict[str, list[JobInfo]] = {}
-    backlog: list[JobInfo] = []
-    # the visits come in uid order: a queue's first visited job is the first one met
-    visited_first: dict[str, str] = {}
-    for uid in visits.visit():
-        job = jobs[uid]
-        name = job.queue
-        if name not in visited_first:
-            visited_first[name] = uid
-        if job.phase is _PENDING:
-            mine = pending.get(name)
-            if mine is None:
-                mine = pending[name] = []
-            mine.append(job)
-            backlog.append(job)
+    for job, name in zip(backlog, compress(names, pending_mask)):
+        mine = pending.get(name)
+        if mine is None:
+            mine = pending[name] = []
+        mine.append(job)
     for name, uid in visited_first.items():
         held = first.get(name)
         if held is None or uid < held:

@@ -352,7 +352,9 @@ class Admission(CapacityBase):
             plans = self._plans = {}
         info = self._buckets.info
         walk = self._walk
+        attrs = self.attrs
         checking = check.enabled()
+        resolved: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] = {}
         out: dict[int, str | None] = {}
         for i in wanted:
             # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
@@ -368,10 +370,33 @@ class Admission(CapacityBase):
                                                 "from the one worked out now")
             answer, why, path = plan
             if path is not None and min_req is not None and key is not None:
-                answer, why = walk(path, min_req, key, levels)
+                # `_walk`, each level's verdicts looked up once per call (no accounting moves in one)
+                answer, why = ep.PERMIT, None
+                for name in path:
+                    level = resolved.get(name)
+                    if level is None:
+                        a = attrs[name]
+                        level = levels.get(name)
+                        if level is None or level[0] is not a:
+                            level = levels[name] = (a, {})
+                        resolved[name] = level
+                    hit = level[1].get(key)
+                    if hit is None:
+                        hit = level[1][key] = (*self._level_verdict(level[0], min_req), {})
+                    if not hit[0]:
+                        why = hit[2].get(path[0])
+                        answer = ep.REJECT
+                        if why is None:
+                            why = self._message(path[0], name, hit)
+                        break
             if answer >= 0:
                 why = None
             if checking:
+                if path is not None and min_req is not None and key is not None and (
+                        (answer, why) != walk(path, min_req, key, levels)):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's levels looked up once per ask answer "
+                                                f"the jobs of queue {queue} with minResources {key} otherwise "
+                                                "than their walk")
                 ref, ref_why = self._answer_for(queue, min_req, key, None)
                 if why != (None if ref >= 0 else ref_why):
                     raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
@@ -499,15 +524,17 @@ class Admission(CapacityBase):
             if hit is None:
                 hit = known[key] = (*self._level_verdict(a, min_req), {})
             if not hit[0]:
-                # the message as seen from this leaf, kept with the verdict
                 msg = hit[2].get(leaf)
-                if msg is None:
-                    where = self._wheres.get((leaf, name))
-                    if where is None:
-                        where = self._wheres[(leaf, name)] = f"queue {self._where(attrs[leaf], a)}: "
-                    msg = hit[2][leaf] = where + hit[1]
-                return ep.REJECT, msg
+                return ep.REJECT, (msg if msg is not None else self._message(leaf, name, hit))
         return ep.PERMIT, None
+
+    def _message(self, leaf: str, name: str, hit: _Verdict) -> str:
+        """A refusing level's message as seen from the leaf, kept with the verdict."""
+        where = self._wheres.get((leaf, name))
+        if where is None:
+            where = self._wheres[(leaf, name)] = f"queue {self._where(self.attrs[leaf], self.attrs[name])}: "
+        msg = hit[2][leaf] = where + hit[1]
+        return msg
 
     @staticmethod
     def _level_verdict(a: QueueAttr, min_req: Resource) -> tuple[bool, str]:
