@@ -15,6 +15,7 @@ from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
+from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.plugins.capacity.tree import TREE_MEMO
 from apportion.resources import MIN_RESOURCE, PODS, Resource
@@ -109,40 +110,6 @@ class _KeptPlans:
         self.wheres: dict[tuple[str, str], str] = {}
 
 
-class _BucketAnswers:
-    """The answers of buckets by number as things stand when called (`Admission.enqueue_buckets`); None
-    from a call when the numbers were dropped since they were handed out."""
-
-    __slots__ = ("buckets", "epoch", "log_at", "lowered_at", "plugin")
-
-    def __init__(self, plugin: Admission) -> None:
-        self.plugin = plugin
-        self.buckets = plugin._buckets
-        self.epoch = plugin._buckets.epoch
-        #: at the last call: how long the share log was, and how many admissions had lowered some
-        #: inqueue amount (None: no call yet)
-        self.log_at: int | None = None
-        self.lowered_at = 0
-
-    def __call__(self, wanted: Iterable[int]) -> dict[int, str | None] | None:
-        plugin = self.plugin
-        levels = plugin._vote_levels()
-        if levels is None or plugin._buckets is not self.buckets or self.buckets.epoch != self.epoch:
-            return None
-        self.log_at, self.lowered_at = len(plugin.share_log), plugin._inqueue_lowered
-        return plugin._bucket_answers(wanted, levels)
-
-    def refusals_hold(self) -> bool:
-        """Whether every bucket the last call refused would be refused now: since then no event moved an
-        accounting (the share log did not grow) and every admission added amounts >= 0 to inqueue along
-        its path (`Admission.job_enqueued`). A level's test then reads a need (minResources + allocated
-        + inqueue - elastic) no smaller on any dimension, against the same realCapability, and a
-        bucket's plan is fixed for the session (K40)."""
-        plugin = self.plugin
-        return (self.log_at is not None and len(plugin.share_log) == self.log_at
-                and plugin._inqueue_lowered == self.lowered_at)
-
-
 class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
 
@@ -153,7 +120,7 @@ class Admission(CapacityBase):
     #: tests switch this off: every session works its buckets' plans out afresh (the reference)
     carry_plans = True
     #: how many admissions this session added to inqueue an amount not >= 0 on some dimension (a
-    #: refusal may then not hold: `_BucketAnswers.refusals_hold`)
+    #: refusal may then not hold: `BucketAnswers.refusals_hold`)
     _inqueue_lowered = 0
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
@@ -313,7 +280,7 @@ class Admission(CapacityBase):
         answers = self._bucket_answers(dict.fromkeys(ids), levels)
         return list(map(answers.__getitem__, ids))
 
-    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], _BucketAnswers] | None:
+    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], BucketAnswers] | None:
         """`enqueue_answers` in two halves: per job, the number of its bucket (every job of a bucket has
         the same answer), and a function giving the answers of buckets as things stand when it is
         called, which may be called again after an admission (None from it: the numbers were dropped
@@ -322,7 +289,7 @@ class Admission(CapacityBase):
         which no vote changes, so the numbers hold for the session's votes (K40)."""
         if self._vote_levels() is None:
             return None
-        return self._bucket_ids(jobs), _BucketAnswers(self)
+        return self._bucket_ids(jobs), BucketAnswers(self)
 
     def _bucket_ids(self, jobs: list[JobInfo]) -> list[int]:
         """The bucket number of each job, kept per job with the minResources object and queue it was
