@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_
+from typing import Any
 
 from apportion.actions.common import pop_best
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.errors import InternalError
+from apportion.framework.dispatch import KeyAnswers
 from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
 _MIN_RESOURCES = attrgetter("min_resources")
+_QUEUE = attrgetter("queue")
+_PHASE = attrgetter("phase")
 
 
 #: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
 FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
+
+#: tests switch this off: the votes ask the answers of every pending job left again after an admission,
+#: rather than the answers of their buckets (`Dispatch.enqueue_buckets`, K40)
+ask_by_bucket = True
+#: tests switch this off: refusals are explained in a session that makes no why-pending texts too (K40)
+skip_unread = True
+#: tests switch this off: with refusals unread, the jobs left are asked again by every bucket's answer,
+#: not only by the buckets the last answers would admit (K40)
+by_candidates = True
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
 #: and every pending job in uid order
@@ -79,21 +92,20 @@ def backlog_of(ssn: Session) -> _Backlog:
         return backlog_reference(ssn)
     jobs = ssn.jobs
     first = quiet_firsts(ssn)
+    uids = visits.visit()
+    visited = list(map(jobs.__getitem__, uids))
+    names = list(map(_QUEUE, visited))
+    # the visits come in uid order: a queue's first visited job is the first one met, so the last one
+    # written when they are met backwards
+    visited_first = dict(zip(reversed(names), reversed(uids)))
+    pending_mask = list(map(is_, map(_PHASE, visited), repeat(_PENDING)))
+    backlog = list(compress(visited, pending_mask))
     pending: dict[str, list[JobInfo]] = {}
-    backlog: list[JobInfo] = []
-    # the visits come in uid order: a queue's first visited job is the first one met
-    visited_first: dict[str, str] = {}
-    for uid in visits.visit():
-        job = jobs[uid]
-        name = job.queue
-        if name not in visited_first:
-            visited_first[name] = uid
-        if job.phase is _PENDING:
-            mine = pending.get(name)
-            if mine is None:
-                mine = pending[name] = []
-            mine.append(job)
-            backlog.append(job)
+    for job, name in zip(backlog, compress(names, pending_mask)):
+        mine = pending.get(name)
+        if mine is None:
+            mine = pending[name] = []
+        mine.append(job)
     for name, uid in visited_first.items():
         held = first.get(name)
         if held is None or uid < held:
@@ -190,6 +202,12 @@ class _Votes:
         self.candidates = 0
         #: whether no vote has admitted since the last answers (their refusals' explanations then hold)
         self.refusing = False
+        #: per queue, the answers' key (bucket) of each of its pending jobs, in the same order, and the
+        #: answers of keys as things stand (`Dispatch.enqueue_buckets`); None: the jobs are asked
+        self.keys: dict[str, list[Any]] | None = None
+        self.key_answers: KeyAnswers | None = None
+        #: whether refusals are explained: a session that makes no why-pending texts reads none (K40)
+        self.explaining = getattr(ssn, "why_pending", True) or not skip_unread
         #: the jobs left to vote (`left`: every pending job), and how many more may be asked about again
         #: (`ask_again_budget`)
         self.left = left
@@ -207,26 +225,86 @@ class _Votes:
     def ask(self, jobs: list[JobInfo]) -> bool:
         """Take the votes' answers for `jobs` (`rest()`, every pending job) as things stand; False when
         they refuse every one (each refusal then explained as its vote would explain it)."""
-        whys = self.ssn.enqueue_answers(jobs)
+        keyed = self.ssn.enqueue_buckets(jobs) if ask_by_bucket else None
+        whys: list[str | None] | None = None
+        keys: list[Any] | None = None
+        if keyed is not None:
+            keys, key_answers = keyed
+            answers = key_answers(dict.fromkeys(keys))
+            if answers is not None:
+                whys = list(map(answers.__getitem__, keys))
+                self.key_answers = key_answers
+        if whys is None:
+            keys = None
+            self.key_answers = None
+            whys = self.ssn.enqueue_answers(jobs)
         if whys is None:
             self.whys = None
             return True
         candidates = whys.count(None)
         if not candidates:
-            explain = self.ssn.explain
-            for job, why in zip(jobs, whys, strict=True):
-                explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
+            if self.explaining:
+                _explain_each(self.ssn, jobs, whys)
             return False
         # split along the pending lists, which `jobs` runs through in order
         per_queue: dict[str, list[str | None]] = {}
+        per_queue_keys: dict[str, list[Any]] = {}
         at = 0
         for name, mine in self.pending.items():
             end = at + len(mine)
             per_queue[name] = whys[at:end]
+            if keys is not None:
+                per_queue_keys[name] = keys[at:end]
             at = end
         if at != len(whys):
             raise InternalError("enqueue asked about other jobs than the pending ones left")
         self.whys, self.candidates, self.refusing = per_queue, candidates, True
+        self.keys = per_queue_keys if keys is not None else None
+        return True
+
+    def ask_again(self) -> bool:
+        """`ask(rest())` after an admission: with the keys of the jobs left known, only their keys'
+        answers are asked again (a job's key reads its queue and minResources, which no vote changes)."""
+        key_answers, keys, per_queue = self.key_answers, self.keys, self.whys
+        if key_answers is None or keys is None or per_queue is None:
+            return self.ask(self.rest())
+        relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
+        if relaxed:
+            # A job the last answers refused would be refused now (its text, which no one reads, aside):
+            # only the candidates' keys are asked again, the others keep their last (unread) refusal.
+            wanted = dict.fromkeys(chain.from_iterable(
+                compress(mine, map(is_, per_queue[name], repeat(None))) for name, mine in keys.items() if mine))
+            answers = key_answers(wanted)
+            if answers is None:
+                return self.ask(self.rest())
+            fresh = answers.get
+            candidates = 0
+            for name, mine in keys.items():
+                if mine:
+                    whys = per_queue[name] = list(map(fresh, mine, per_queue[name]))
+                    candidates += whys.count(None)
+        else:
+            answers = key_answers(dict.fromkeys(chain.from_iterable(keys.values())))
+            if answers is None:
+                return self.ask(self.rest())
+            get = answers.__getitem__  # every key asked
+            candidates = 0
+            for name, mine in keys.items():
+                if mine:  # else its answers are as empty
+                    whys = per_queue[name] = list(map(get, mine))
+                    candidates += whys.count(None)
+        if check.enabled():
+            ref = self.ssn.enqueue_answers(self.rest())
+            mine_now = list(chain.from_iterable(per_queue.values()))
+            if ref is None or (ref != mine_now if not relaxed
+                               else [w is None for w in ref] != [w is None for w in mine_now]):
+                raise check.StateCheckError(f"{check.ENV}: enqueue's answers asked again by bucket differ from "
+                                            "the answers of the jobs left")
+        if not candidates:
+            if self.explaining:
+                _explain_each(self.ssn, self.rest(), list(chain.from_iterable(per_queue.values())))
+            return False
+        self.candidates, self.refusing = candidates, True
         return True
 
     def cast(self, queue: QueueInfo, whole: bool = False) -> bool:
@@ -246,21 +324,26 @@ class _Votes:
             self.left -= 1
             return False
         whys = per_queue[queue.name]
+        keys = self.keys[queue.name] if self.keys is not None else None
         if whole and self.refusing and None not in whys:
-            explain = ssn.explain
-            for job, why in zip(jobs, whys, strict=True):
-                explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
+            if self.explaining:
+                _explain_each(ssn, jobs, whys)
             self.left -= len(jobs)
             jobs.clear()
             whys.clear()
+            if keys is not None:
+                keys.clear()
             # the answers' candidates are elsewhere, untouched: vote on (as after each of these refusals)
             return False
         i = pop_best_index(jobs, ssn.job_compare)
         job = jobs.pop(i)
         why = whys.pop(i)
+        if keys is not None:
+            keys.pop(i)
         if why is not None and self.refusing:
             # no vote has admitted since the answers: its vote would refuse it, saying this
-            ssn.explain(job.uid, why)
+            if self.explaining:
+                ssn.explain(job.uid, why)
             admitted = False
         else:
             admitted = _admit(ssn, job)
@@ -280,12 +363,18 @@ class _Votes:
             return False
         # None is left that could be admitted as things stood (or an admission may have changed
         # that): what of the rest could be now?
-        rest = self.rest()
-        if not rest:
+        if not self.left:
             return True
         if candidates:
-            self.budget -= len(rest)
-        return not self.ask(rest)
+            self.budget -= self.left
+        return not self.ask_again()
+
+
+def _explain_each(ssn: Session, jobs: list[JobInfo], whys: list[str | None]) -> None:
+    """Record each job's refusal with its explanation (none is None), as `Session.explain` would."""
+    explain = ssn.explain
+    for job, why in zip(jobs, whys, strict=True):
+        explain(job.uid, why)  # type: ignore[arg-type]  # no None among them
 
 
 def _admit(ssn: Session, job: JobInfo) -> bool:

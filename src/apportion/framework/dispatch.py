@@ -10,14 +10,41 @@ dispatchers (predicates, scoring) is in framework/node_choice.py.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Protocol
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, default_task_compare
 from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn
 from apportion.framework.queue_picker import PickerFactory, QueuePicker, ScanPicker
+
+
+class KeyAnswers(Protocol):
+    """The answers of an enqueue test's keys (`Dispatch.enqueue_buckets`)."""
+
+    def __call__(self, wanted: Iterable[Any]) -> dict[Any, str | None] | None:
+        """Per key in `wanted`, the answer of its jobs as things stand (None: ask the test itself)."""
+
+    def refusals_hold(self) -> bool:
+        """Whether every key the last call refused would be refused now (by another explanation,
+        perhaps): only admissions that can only refuse more moved the accounting since."""
+
+#: an enqueue test in two halves: per job a key and the answers of keys (`Dispatch.add_enqueue_answers`)
+BucketsFn = Callable[[list[JobInfo]], tuple[list[Any], KeyAnswers] | None]
+
+
+class _Bucketed:
+    """An enqueue answers test (`add_enqueue_answers`) that also gives its answers per key."""
+
+    __slots__ = ("buckets", "fn")
+
+    def __init__(self, fn: Callable[[list[JobInfo]], list[str | None]], buckets: BucketsFn) -> None:
+        self.fn = fn
+        self.buckets = buckets
+
+    def __call__(self, jobs: list[JobInfo]) -> list[str | None]:
+        return self.fn(jobs)
 
 
 class Dispatch(ExtensionPoints):
@@ -81,11 +108,16 @@ class Dispatch(ExtensionPoints):
         test = self.enqueue_tests.get(fns[0][1].name)
         return None if test is None else test(jobs)
 
-    def add_enqueue_answers(self, plugin: str, fn: Callable[[list[JobInfo]], list[str | None]]) -> None:
+    def add_enqueue_answers(self, plugin: str, fn: Callable[[list[JobInfo]], list[str | None]],
+                            buckets: BucketsFn | None = None) -> None:
         """Offer the answers of the plugin's JobEnqueueable for a whole backlog: `fn(jobs)` is, per job,
         None when that function, called now on the job, would not REJECT it, else the explanation that
-        refusal records (its only side effect); `fn` records nothing."""
-        self.enqueue_answer_tests[plugin] = fn
+        refusal records (its only side effect); `fn` records nothing.
+
+        `buckets(jobs)`, when given, is `fn` in two halves (`enqueue_buckets`): a key per job, jobs of
+        one key having one answer, and a function giving the answers of keys as things stand when it is
+        called (None: not any more; ask `fn`), or None when `fn` must be asked."""
+        self.enqueue_answer_tests[plugin] = fn if buckets is None else _Bucketed(fn, buckets)
 
     def enqueue_answers(self, jobs: list[JobInfo]) -> list[str | None] | None:
         """Per job, None when the JobEnqueueable vote cast now on it would admit it, else the explanation
@@ -99,6 +131,17 @@ class Dispatch(ExtensionPoints):
             return None
         test = self.enqueue_answer_tests.get(fns[0][1].name)
         return None if test is None else test(jobs)
+
+    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[Any], KeyAnswers] | None:
+        """`enqueue_answers` in two halves, as the one plugin consulted offers them (`add_enqueue_answers`'
+        `buckets`): per job a key, jobs of one key having one answer, and a function giving the answers
+        of keys as things stand when it is called (its None: ask `enqueue_answers`); nothing is
+        recorded. None when they cannot be had that way."""
+        fns = self._consulted(ep.JOB_ENQUEUEABLE)
+        if len(fns) != 1 or not self.fast_enqueue_refusals:
+            return None
+        test = self.enqueue_answer_tests.get(fns[0][1].name)
+        return test.buckets(jobs) if isinstance(test, _Bucketed) else None
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
         """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""

@@ -7,12 +7,15 @@ b-e, §6.11 checks along the path).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
+from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.plugins.capacity.tree import TREE_MEMO
 from apportion.resources import MIN_RESOURCE, PODS, Resource
@@ -116,6 +119,9 @@ class Admission(CapacityBase):
     _kept: dict[int, tuple[QueueInfo | None, _Plan]] | None = None
     #: tests switch this off: every session works its buckets' plans out afresh (the reference)
     carry_plans = True
+    #: how many admissions this session added to inqueue an amount not >= 0 on some dimension (a
+    #: refusal may then not hold: `BucketAnswers.refusals_hold`)
+    _inqueue_lowered = 0
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -261,35 +267,63 @@ class Admission(CapacityBase):
         is worked out once (`_vote_levels`, property-tested against the votes in
         tests/plugins/capacity/test_capacity_backlog.py)."""
         levels = self._vote_levels()
-        out: list[str | None] = []
-        append = out.append
         if levels is None:
+            out: list[str | None] = []
+            append = out.append
             for job in jobs:
                 answer, why = self._enqueue_answer(job, levels)
                 append(None if answer >= 0 else why)
             return out
         # no vote here moves an accounting (job_enqueued does, after): the answer is one per leaf and
         # minResources (a bucket), and a backlog's jobs share a few of each
+        ids = self._bucket_ids(jobs)
+        answers = self._bucket_answers(dict.fromkeys(ids), levels)
+        return list(map(answers.__getitem__, ids))
+
+    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], BucketAnswers] | None:
+        """`enqueue_answers` in two halves: per job, the number of its bucket (every job of a bucket has
+        the same answer), and a function giving the answers of buckets as things stand when it is
+        called, which may be called again after an admission (None from it: the numbers were dropped
+        since, ask `enqueue_answers`). None when the answers are not kept per bucket (the votes one
+        level at a time: `fast_enqueue_refusals` off). A job's bucket reads its queue and minResources,
+        which no vote changes, so the numbers hold for the session's votes (K40)."""
+        if self._vote_levels() is None:
+            return None
+        return self._bucket_ids(jobs), BucketAnswers(self)
+
+    def _bucket_ids(self, jobs: list[JobInfo]) -> list[int]:
+        """The bucket number of each job, kept per job with the minResources object and queue it was
+        worked out from (`Buckets.of_job`); the session's plans are set up at its first ask."""
         buckets = self._buckets
-        plans = self._plans
         renumbered = buckets.forget_gone(len(self.ssn.jobs))
-        if renumbered or plans is None:
-            plans = self._plans = {}
+        if renumbered or self._plans is None:
+            self._plans = {}
             self._kept = self._kept_plans(renumbered)
         of_job = buckets.of_job
-        info = buckets.info
-        walk = self._walk
-        checking = check.enabled()
-        seen: dict[int, str | None] = {}
+        out: list[int] = []
+        append = out.append
         for job in jobs:
             mr = job.min_resources
             held = of_job.get(job.uid)
             if held is None or held[0] is not mr or held[1] != job.queue:
                 held = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
-            i = held[2]
-            if i in seen:
-                append(seen[i])
-                continue
+            append(held[2])
+        return out
+
+    def _bucket_answers(self, wanted: Iterable[int],
+                        levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]) -> dict[int, str | None]:
+        """Per bucket number in `wanted`, None when a vote cast now on a job of it would admit it, else
+        that refusal's explanation."""
+        plans = self._plans
+        if plans is None:
+            plans = self._plans = {}
+        info = self._buckets.info
+        walk = self._walk
+        attrs = self.attrs
+        checking = check.enabled()
+        resolved: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]] = {}
+        out: dict[int, str | None] = {}
+        for i in wanted:
             # What a bucket's answer reads besides the levels' accounting (its queue, whether that is a
             # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
             # session: its plan is worked out once a session; the levels are walked as votes walk them.
@@ -303,15 +337,38 @@ class Admission(CapacityBase):
                                                 "from the one worked out now")
             answer, why, path = plan
             if path is not None and min_req is not None and key is not None:
-                answer, why = walk(path, min_req, key, levels)
+                # `_walk`, each level's verdicts looked up once per call (no accounting moves in one)
+                answer, why = ep.PERMIT, None
+                for name in path:
+                    level = resolved.get(name)
+                    if level is None:
+                        a = attrs[name]
+                        level = levels.get(name)
+                        if level is None or level[0] is not a:
+                            level = levels[name] = (a, {})
+                        resolved[name] = level
+                    hit = level[1].get(key)
+                    if hit is None:
+                        hit = level[1][key] = (*self._level_verdict(level[0], min_req), {})
+                    if not hit[0]:
+                        why = hit[2].get(path[0])
+                        answer = ep.REJECT
+                        if why is None:
+                            why = self._message(path[0], name, hit)
+                        break
             if answer >= 0:
                 why = None
             if checking:
+                if path is not None and min_req is not None and key is not None and (
+                        (answer, why) != walk(path, min_req, key, levels)):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's levels looked up once per ask answer "
+                                                f"the jobs of queue {queue} with minResources {key} otherwise "
+                                                "than their walk")
                 ref, ref_why = self._answer_for(queue, min_req, key, None)
                 if why != (None if ref >= 0 else ref_why):
                     raise check.StateCheckError(f"{check.ENV}: capacity's answer for the jobs of queue {queue} "
                                                 f"with minResources {key} differs from their vote's")
-            append(seen.setdefault(i, why))
+            out[i] = why
         return out
 
     def _kept_plans(self, renumbered: bool) -> dict[int, tuple[QueueInfo | None, _Plan]] | None:
@@ -434,15 +491,17 @@ class Admission(CapacityBase):
             if hit is None:
                 hit = known[key] = (*self._level_verdict(a, min_req), {})
             if not hit[0]:
-                # the message as seen from this leaf, kept with the verdict
                 msg = hit[2].get(leaf)
-                if msg is None:
-                    where = self._wheres.get((leaf, name))
-                    if where is None:
-                        where = self._wheres[(leaf, name)] = f"queue {self._where(attrs[leaf], a)}: "
-                    msg = hit[2][leaf] = where + hit[1]
-                return ep.REJECT, msg
+                return ep.REJECT, (msg if msg is not None else self._message(leaf, name, hit))
         return ep.PERMIT, None
+
+    def _message(self, leaf: str, name: str, hit: _Verdict) -> str:
+        """A refusing level's message as seen from the leaf, kept with the verdict."""
+        where = self._wheres.get((leaf, name))
+        if where is None:
+            where = self._wheres[(leaf, name)] = f"queue {self._where(self.attrs[leaf], self.attrs[name])}: "
+        msg = hit[2][leaf] = where + hit[1]
+        return msg
 
     @staticmethod
     def _level_verdict(a: QueueAttr, min_req: Resource) -> tuple[bool, str]:
@@ -462,6 +521,8 @@ class Admission(CapacityBase):
         if attr is None or job.min_resources is None:
             return
         r = qc.enqueued_resource(job)
+        if not (r.cpu >= 0 and r.memory >= 0 and all(v >= 0 for v in r.scalars.values())):
+            self._inqueue_lowered += 1  # (a NaN too)
         for a in self._own_path(attr):
             a.inqueue.add(r)
             self._moved.append(a.name)

@@ -7,6 +7,9 @@ with the objects it was worked out from, so a job asked about again costs a look
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, Protocol
+
 from apportion.resources import Resource
 
 #: a minResources by value: cpu, memory and the scalars in their order (what a level's verdict reads)
@@ -28,6 +31,8 @@ class Buckets:
         self.ids: dict[tuple[str, ReqKey | None], int] = {}
         #: per bucket: its queue, its minResources by value, and a minResources of that value
         self.info: list[tuple[str, ReqKey | None, Resource | None]] = []
+        #: how many times the numbers were dropped (a number handed out before names another bucket)
+        self.epoch = 0
 
     def forget_gone(self, jobs: int) -> bool:
         """Drop what is kept when it far outgrows the `jobs` a session holds (jobs gone, shapes not seen
@@ -39,6 +44,7 @@ class Buckets:
             self.of_job.clear()
             self.ids.clear()
             self.info.clear()
+            self.epoch += 1
             return True
         return False
 
@@ -50,3 +56,51 @@ class Buckets:
             i = self.ids[(queue, key)] = len(self.info)
             self.info.append((queue, key, None if mr is None else mr.clone()))
         return i
+
+
+class _Answering(Protocol):
+    """What `BucketAnswers` reads of capacity's admission (plugins/capacity/admission.py)."""
+
+    _buckets: Buckets
+    share_log: list[str]
+    _inqueue_lowered: int
+
+    def _vote_levels(self) -> Any: ...
+
+    def _bucket_answers(self, wanted: Iterable[int], levels: Any) -> dict[int, str | None]: ...
+
+
+class BucketAnswers:
+    """The answers of buckets by number as things stand when called (`Admission.enqueue_buckets`); None
+    from a call when the numbers were dropped since they were handed out."""
+
+    __slots__ = ("buckets", "epoch", "log_at", "lowered_at", "plugin")
+
+    def __init__(self, plugin: _Answering) -> None:
+        self.plugin = plugin
+        self.buckets = plugin._buckets
+        self.epoch = plugin._buckets.epoch
+        #: at the last call: how long the share log was, and how many admissions had lowered some
+        #: inqueue amount (None: no call yet)
+        self.log_at: int | None = None
+        self.lowered_at = 0
+
+    def __call__(self, wanted: Iterable[int]) -> dict[int, str | None] | None:
+        """Per bucket number in `wanted`, None when a vote cast now on a job of it would admit it, else
+        that refusal's explanation; None when the numbers were dropped since."""
+        plugin = self.plugin
+        levels = plugin._vote_levels()
+        if levels is None or plugin._buckets is not self.buckets or self.buckets.epoch != self.epoch:
+            return None
+        self.log_at, self.lowered_at = len(plugin.share_log), plugin._inqueue_lowered
+        return plugin._bucket_answers(wanted, levels)
+
+    def refusals_hold(self) -> bool:
+        """Whether every bucket the last call refused would be refused now: since then no event moved an
+        accounting (the share log did not grow) and every admission added amounts >= 0 to inqueue along
+        its path (`Admission.job_enqueued`). A level's test then reads a need (minResources + allocated
+        + inqueue - elastic) no smaller on any dimension, against the same realCapability, and a
+        bucket's plan is fixed for the session (K40)."""
+        plugin = self.plugin
+        return (self.log_at is not None and len(plugin.share_log) == self.log_at
+                and plugin._inqueue_lowered == self.lowered_at)

@@ -107,7 +107,7 @@ class CapacityPlugin(FlatLedgerSetup, Ordering, Admission, Simulation, Report):
         ssn.add_fn(ep.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)
         ssn.add_fn(ep.JOB_ENQUEUED, self.name, self.job_enqueued)
         ssn.add_enqueue_test(self.name, self.admissible_enqueues)
-        ssn.add_enqueue_answers(self.name, self.enqueue_answers)
+        ssn.add_enqueue_answers(self.name, self.enqueue_answers, self.enqueue_buckets)
         ssn.add_fn(ep.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_fn(ep.SIMULATE_ADD_TASK, self.name, self.simulate_add_task)
         ssn.add_fn(ep.SIMULATE_REMOVE_TASK, self.name, self.simulate_remove_task)
