@@ -96,7 +96,7 @@ def test_the_self_check_fails_loudly_on_a_wrong_future_idle(monkeypatch: pytest.
     """FutureIdle not moved by the tasks that finished: a session decided early sees other rows than
     its open does (or, with more room than it thinks, is quiet when it is not)."""
     monkeypatch.setenv(ENV, "1")
-    monkeypatch.setattr(_Anchor, "move", lambda self, old, new, keys=None: True)
+    monkeypatch.setattr(_Anchor, "move", lambda self, old, new, *rest, **kw: True)
     sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
     with pytest.raises(StateCheckError, match="decided before its open"):
         sim.run()

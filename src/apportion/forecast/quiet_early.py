@@ -36,6 +36,7 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +83,10 @@ HELD_BY_SHARED = True
 #: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
 #: each early test (the reference)
 PAIRS_BY_MOVE = True
+#: `_Anchor.move` takes whether a request it moves is whole from the request objects the test has found
+#: whole already (`WholeRequests`, which asked `whole_request` of each when its job's facts were
+#: added); False: `whole_request` asked of each request moved (the reference)
+WHOLE_BY_ID = True
 
 
 #: one task's placement as FutureIdle reads it: its row, its request and that as a table row
@@ -147,33 +152,53 @@ class _Anchor:
             self.unchecked = set()
         return not self.not_whole
 
-    def move(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str] | None = None) -> bool:
+    def move(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str] | None = None,
+             whole_ids: AbstractSet[int] = frozenset(), checking: bool = False) -> bool:
         """FutureIdle as the node table has it once the job's placed tasks are `new` rather than
         `old`: a task that left a row gives its request back, one that came takes it; a task on the
         same row with the same request does neither. False when a request moved is not a whole
         amount below 2**50 (then the sums could depend on their order). `keys`, when given, holds
-        every task key whose entry may differ between `old` and `new` (the others are one entry)."""
-        if keys is not None:
-            old = {k: old[k] for k in keys if k in old}
-            new = {k: new[k] for k in keys if k in new}
+        every task key whose entry may differ between `old` and `new` (the others are one entry).
+        `whole_ids`: ids of request objects known to be whole (`WholeRequests.whole`, which keeps
+        them alive, so that an id is not another object's): those are not asked again
+        (`WHOLE_BY_ID`; compared with `whole_request` under the self-check, `checking`)."""
+        if keys is None:
+            olds: Iterable[tuple[str, _Placed]] = old.items()
+            news: Iterable[tuple[str, _Placed]] = new.items()
+        else:
+            # the other keys are one entry in both: looked up in the whole maps, they give what the
+            # maps cut down to `keys` give
+            olds = [(k, old[k]) for k in keys if k in old]
+            news = [(k, new[k]) for k in keys if k in new]
+        if not WHOLE_BY_ID:
+            whole_ids = frozenset()
         future, moved, unchecked = self.future, self.bound.moved, self.unchecked
-        for key, (row, r, vec) in old.items():
+        for key, (row, r, vec) in olds:
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
-                if not whole_request(r):
+                if not _whole(r, whole_ids, checking):
                     return False
                 future[row] += vec
                 moved(row)
                 unchecked.add(row)
-        for key, (row, r, vec) in new.items():
+        for key, (row, r, vec) in news:
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
-                if not whole_request(r):
+                if not _whole(r, whole_ids, checking):
                     return False
                 future[row] -= vec
                 moved(row)
                 unchecked.add(row)
         return True
+
+
+def _whole(r: Resource, whole_ids: AbstractSet[int], checking: bool) -> bool:
+    """`whole_request(r)`, taken from `whole_ids` when it names `r` (see `_Anchor.move`)."""
+    if id(r) in whole_ids:
+        if checking and not whole_request(r):
+            raise check.StateCheckError(f"{check.ENV}: request {r} known whole by its id is not whole")
+        return True
+    return whole_request(r)
 
 
 @dataclass
@@ -420,7 +445,8 @@ class EarlyQuietTest(QuietTest):
                     self._add_again(uid, got, old, fresh, checking)
                     keys = [key for key, _ in fresh]
             now = held.get(uid)
-            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}, keys):
+            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}, keys,
+                               self._whole_of.whole, checking):
                 return None
             if watch is not None:
                 if (old is not None and old.amounts is None) or (now is not None and now.amounts is None):
