@@ -7,9 +7,15 @@ import numpy as np
 from apportion.actions.common import need_continue_allocating, pop_best, sorted_tasks
 from apportion.actions.pass_over import PASS_OVER, PassOver, lacking
 from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.framework import extension as ep
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
 from apportion.state import check
+
+#: False: the queue loop pops every job, also when all but one are to be passed over (the reference);
+#: True: such a session tries the one job and passes over the others without the queue loop (`_lone`,
+#: docs/semantics.md K39)
+PASS_ALL_AT_ONCE = True
 
 
 def execute(ssn: Session) -> None:
@@ -56,6 +62,18 @@ def execute(ssn: Session) -> None:
             queues.append(queue)
         queue_jobs[queue.name].append(job)
 
+    predicted: dict[str, str] | None = None
+    passes = 0  # jobs the loop passed over (or, under the self-check, tried and found to keep nothing)
+    if passing is not None and hopeless and PASS_ALL_AT_ONCE:
+        lone = _lone(ssn, passing, queues, queue_jobs)
+        if lone is not None:
+            if not checking:
+                _run_lone(ssn, passing, queues, queue_jobs, task_lists, lone)
+                return
+            # the self-check tries every job to pass over (`_passed_over`): the queue loop runs, and
+            # its passes are compared with what `_run_lone` would have made of them
+            predicted = lone[2]
+
     picker = ssn.queue_picker(queues)
     while len(picker):
         queue = picker.pop()
@@ -70,6 +88,7 @@ def execute(ssn: Session) -> None:
         if job.uid in hopeless:
             assert passing is not None
             if _passed_over(ssn, passing, queue, job, task_lists, checking):
+                passes += 1
                 picker.push(queue)
                 continue
         stmt = allocate_for_job(ssn, queue, job, task_lists[job.uid])
@@ -78,6 +97,76 @@ def execute(ssn: Session) -> None:
             if task_lists[job.uid]:
                 jobs.append(job)
         picker.push(queue)
+    if predicted is not None and passing is not None:
+        _check_lone(ssn, passing, predicted, passes)
+
+
+#: what `_lone` finds: the one job to try and its queue (None when every job is to be passed over),
+#: and every other job's explanation, by uid
+Lone = tuple[JobInfo | None, QueueInfo | None, dict[str, str]]
+
+
+def _lone(ssn: Session, passing: PassOver, queues: list[QueueInfo], queue_jobs: dict[str, list[JobInfo]],
+          ) -> Lone | None:
+    """When the queue loop's answer does not hang on its order (docs/semantics.md K39): no plugin says
+    a queue is overused, at most one listed job is not to be passed over, and every other one would
+    be passed over now (`PassOver.why`). None otherwise."""
+    if ssn.has_fn(ep.OVERUSED):
+        return None
+    hopeless = passing.jobs
+    tried: JobInfo | None = None
+    home: QueueInfo | None = None
+    whys: dict[str, str] = {}
+    for queue in queues:
+        for job in queue_jobs[queue.name]:
+            if job.uid not in hopeless:
+                if tried is not None:
+                    return None
+                tried, home = job, queue
+                continue
+            why = passing.why(ssn, job)
+            if why is None:
+                return None
+            whys[job.uid] = why
+    return tried, home, whys
+
+
+def _run_lone(ssn: Session, passing: PassOver, queues: list[QueueInfo], queue_jobs: dict[str, list[JobInfo]],
+              task_lists: dict[str, list[TaskInfo]], lone: Lone) -> None:
+    """The queue loop's answer when `_lone` found it does not hang on the order (K39): the one job tried
+    as the loop tries it (again after each committed step while it has tasks left: the loop pops it
+    again, its queue never overused), and every other job passed over with the explanation `_lone`
+    found (FutureIdle only shrinks during allocate on the whole amounts F4 requires, and a job not
+    tried lacks what it lacked, so each would be passed over wherever the loop reached it)."""
+    job, queue, whys = lone
+    if job is not None:
+        assert queue is not None
+        while True:
+            stmt = allocate_for_job(ssn, queue, job, task_lists[job.uid])
+            if stmt is None or not ssn.job_ready(job):
+                break
+            stmt.commit()
+            if not task_lists[job.uid]:
+                break
+    for uid, why in whys.items():
+        del passing.jobs[uid]
+        ssn.explain(uid, why)
+    passing.passed += len(whys)
+
+
+def _check_lone(ssn: Session, passing: PassOver, predicted: dict[str, str], passed: int) -> None:
+    """Under the self-check, the queue loop's passes against `_lone`'s prediction: the loop passed over
+    (the self-check: tried, and found to keep nothing) every job predicted and no other one, and
+    FutureIdle ended nowhere above its value at open."""
+    for uid, why in predicted.items():
+        if uid in passing.jobs:
+            raise check.StateCheckError(f"{check.ENV}: job {uid} was to be passed over ({why}) with the others "
+                                        "at once, but the queue loop did not reach it")
+    if not bool(np.all(ssn.table.future <= passing.future)):
+        raise check.StateCheckError(f"{check.ENV}: FutureIdle rose above its value at open during allocate")
+    if passed != len(predicted):
+        raise check.StateCheckError(f"{check.ENV}: the queue loop passed over {passed} jobs, "
+                                    f"{len(predicted)} were to be passed over at once")
 
 
 def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo,

@@ -17,7 +17,7 @@ A job for which either fails is tried as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,22 +48,38 @@ class PassOver:
     #: jobs passed over, and jobs tried anyway (the check failed, or the self-check tried them)
     passed: int = 0
     tried: int = 0
+    #: the explanations made, by (bound, need, minMember)
+    texts: dict[tuple[int, int, int], str] = field(default_factory=dict)
 
     def why(self, ssn: Session, job: JobInfo) -> str | None:
         """The explanation of the job when allocate may pass over it now, else None (try it)."""
         held = self.jobs.get(job.uid)
-        if held is None:
+        if held is None or not self._within(ssn):
             return None
         need, bound = held
+        if lacking(job) < need:
+            return None
+        # a session's jobs share a few (bound, need, minMember): each text is made once
+        key = (bound, need, job.min_available)
+        text = self.texts.get(key)
+        if text is None:
+            text = self.texts[key] = _text(*key)
+        return text
+
+    def _within(self, ssn: Session) -> bool:
+        """Whether FutureIdle is nowhere above its value at open."""
         table = ssn.table
         stamp = len(table.touched)
         if stamp != self.stamp:
             # the table logs every change it makes: with nothing logged since the last look,
             # FutureIdle is what was compared then
             if not bool(np.all(table.future <= self.future)):
-                return None
+                return False
             self.stamp = stamp
-        if lacking(job) < need:
-            return None
-        return (f"gang: at most {bound} of the {need} tasks still needed fit on the cluster's free resources "
-                f"(minMember {job.min_available})")
+        return True
+
+
+def _text(bound: int, need: int, min_available: int) -> str:
+    """The explanation of a job passed over."""
+    return (f"gang: at most {bound} of the {need} tasks still needed fit on the cluster's free resources "
+            f"(minMember {min_available})")
