@@ -378,8 +378,9 @@ class WholeRequests:
         if i in seen:
             return False  # seen and not whole (a whole one is in `whole`)
         if len(seen) >= 65536:
-            seen.clear()
+            # the ids first: `whole` never names an object that `seen` no longer keeps alive (F9)
             self.whole.clear()
+            seen.clear()
             self.by_amounts.clear()
         seen[i] = r
         amounts = (r.cpu, r.memory, *r.scalars.items())

@@ -114,7 +114,8 @@ _EXACT = float(2**53)
 
 @dataclass
 class _CarriedView:
-    """A node view as a session opened with it, before any event changed it (arrays never edited)."""
+    """A node view as a session opened with it, before any event changed it: the session works on
+    copies, and only the next open edits these arrays (in place, `UPDATE_IN_PLACE`)."""
 
     generation: int
     count: np.ndarray
