@@ -7,10 +7,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from apportion.plugins.capacity.ledger import FIELDS, Ledger
+from apportion.resources import Resource
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 
-from k8s import node, pod, podgroup
+from k8s import node, pod, podgroup, queue
 
 # names listed in different orders by different jobs: the order of a sum's names is the recount's
 SCALAR_ORDERS = [[], ["nvidia.com/gpu"], ["example.com/fpga"], ["nvidia.com/gpu", "example.com/fpga"],
@@ -79,3 +81,37 @@ def apply_job_step(cache: SchedulerCache, jobs: Jobs, n: int, kind: str, arg: An
             jobs[name] = (spec, True)
             for o in job_objects(name, spec, True):
                 cache.apply(WatchEvent(MODIFIED, o))
+
+
+#: the leaves of `tree_cluster`'s queue tree
+TREE_LEAVES = ["a1", "a2", "b1"]
+
+
+def tree_cluster() -> list[dict[str, Any]]:
+    """`nodes()` and a two-level queue tree under root (a: a1, a2; b: b1), with deserved amounts."""
+    return [*nodes(), queue("root"), queue("a", parent="root", deserved={"cpu": "100"}),
+            queue("b", parent="root", deserved={"cpu": "50", "nvidia.com/gpu": "4"}),
+            queue("a1", parent="a", deserved={"cpu": "60"}), queue("a2", parent="a", deserved={"cpu": "40"}),
+            queue("b1", parent="b", deserved={"cpu": "50"})]
+
+
+def shrink(cache: SchedulerCache, jobs: Jobs, arg: int) -> None:
+    """The n-th job with more than one task loses its last one (a task that completed), the way a
+    forecast's jobs move."""
+    names = sorted(name for name, (spec, _) in jobs.items() if spec["tasks"] > 1)
+    if not names:
+        return
+    name = names[arg % len(names)]
+    spec, running = jobs[name]
+    cache.apply(WatchEvent(DELETED, job_objects(name, spec, running)[-1]))
+    jobs[name] = ({**spec, "tasks": spec["tasks"] - 1}, running)
+
+
+def summary(r: Resource) -> tuple[float, float, list[tuple[str, float]]]:
+    """A resource's amounts, its scalars in their order."""
+    return r.cpu, r.memory, list(r.scalars.items())
+
+
+def attributes(ledger: Ledger) -> dict[str, tuple[Any, ...]]:
+    """Every queue's attributes the ledger keeps: the four fields (values and scalar order) and share."""
+    return {name: (*(summary(getattr(a, f)) for f in FIELDS), a.share) for name, a in sorted(ledger.base.items())}

@@ -12,19 +12,26 @@ from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_steps import Jobs, apply_job_step, job_objects, job_steps, nodes
+from ledger_steps import (
+    TREE_LEAVES,
+    Jobs,
+    apply_job_step,
+    attributes,
+    job_steps,
+    shrink,
+    tree_cluster,
+)
 
 from apportion.engine import run_session
 from apportion.framework.conf import parse_conf
 from apportion.framework.session import Session
 from apportion.plugins.capacity import tree as tree_module
-from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Ledger
-from apportion.resources import Resource
+from apportion.plugins.capacity.ledger import LEDGER_MEMO, Ledger
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, DELETED, WatchEvent
+from apportion.state.events import ADDED, WatchEvent
 
-from k8s import node, queue
+from k8s import node
 
 CONF = parse_conf("""
 actions: "enqueue, allocate, backfill"
@@ -32,38 +39,11 @@ tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
 """)
-LEAVES = ["a1", "a2", "b1"]
-
-
-def cluster() -> list[dict[str, Any]]:
-    return [*nodes(), queue("root"), queue("a", parent="root", deserved={"cpu": "100"}),
-            queue("b", parent="root", deserved={"cpu": "50", "nvidia.com/gpu": "4"}),
-            queue("a1", parent="a", deserved={"cpu": "60"}), queue("a2", parent="a", deserved={"cpu": "40"}),
-            queue("b1", parent="b", deserved={"cpu": "50"})]
+LEAVES = TREE_LEAVES
 
 
 step = st.one_of(*job_steps(LEAVES), st.tuples(st.just("shrink"), st.integers(0, 50)),
                  st.tuples(st.just("node"), st.integers(0, 3)))
-
-
-def shrink(cache: SchedulerCache, jobs: Jobs, arg: int) -> None:
-    """The n-th job with more than one task loses its last one (a task that completed)."""
-    names = sorted(name for name, (spec, _) in jobs.items() if spec["tasks"] > 1)
-    if not names:
-        return
-    name = names[arg % len(names)]
-    spec, running = jobs[name]
-    cache.apply(WatchEvent(DELETED, job_objects(name, spec, running)[-1]))
-    jobs[name] = ({**spec, "tasks": spec["tasks"] - 1}, running)
-
-
-def summary(r: Resource) -> tuple[float, float, list[tuple[str, float]]]:
-    return r.cpu, r.memory, list(r.scalars.items())
-
-
-def attributes(ledger: Ledger) -> dict[str, tuple[Any, ...]]:
-    """Every queue's attributes the ledger keeps: the four fields (values and scalar order) and share."""
-    return {name: (*(summary(getattr(a, f)) for f in FIELDS), a.share) for name, a in sorted(ledger.base.items())}
 
 
 def run_both(steps: list[tuple[str, Any]]) -> list[int]:
@@ -72,7 +52,7 @@ def run_both(steps: list[tuple[str, Any]]) -> list[int]:
     session that left both ledgers current. The sessions at which the ledgers were compared."""
     caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
     for cache in caches:
-        for o in cluster():
+        for o in tree_cluster():
             cache.apply(WatchEvent(ADDED, o))
     memos: list[dict[str, Any]] = [{}, {}]
     jobs: list[Jobs] = [{}, {}]
@@ -123,7 +103,7 @@ def test_current_ledgers_are_compared() -> None:
 def test_the_building_session_keeps_a_ledger() -> None:
     """With the switch on, the session that builds the tree leaves a ledger for that tree in the memo."""
     cache = SchedulerCache(report=lambda line: None)
-    for o in cluster():
+    for o in tree_cluster():
         cache.apply(WatchEvent(ADDED, o))
     jobs: Jobs = {}
     apply_job_step(cache, jobs, 0, "add", {"queue": "a1", "tasks": 2, "cpu": "1", "scalars": [], "running": True,

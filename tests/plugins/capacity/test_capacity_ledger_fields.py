@@ -13,7 +13,15 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_steps import Jobs, apply_job_step, job_objects, job_steps, nodes
+from ledger_steps import (
+    TREE_LEAVES,
+    Jobs,
+    apply_job_step,
+    attributes,
+    job_steps,
+    shrink,
+    tree_cluster,
+)
 
 from apportion.engine import run_session
 from apportion.framework.conf import parse_conf
@@ -21,13 +29,11 @@ from apportion.framework.session import Session
 from apportion.plugins.capacity import ledger as ledger_module
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.flat_ledger import FLAT_LEDGER_MEMO
-from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Ledger
+from apportion.plugins.capacity.ledger import LEDGER_MEMO, Ledger
 from apportion.resources import Resource
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, DELETED, WatchEvent
-
-from k8s import queue
+from apportion.state.events import ADDED, WatchEvent
 
 TIERS = """
 actions: "enqueue, allocate, backfill"
@@ -37,41 +43,12 @@ tiers:
 """
 MODES = {"tree": (parse_conf(TIERS % ", enableHierarchy: true"), LEDGER_MEMO),
          "flat": (parse_conf(TIERS % ""), FLAT_LEDGER_MEMO)}
-LEAVES = ["a1", "a2", "b1"]
-
-
-def cluster() -> list[dict[str, Any]]:
-    return [*nodes(), queue("root"), queue("a", parent="root", deserved={"cpu": "100"}),
-            queue("b", parent="root", deserved={"cpu": "50", "nvidia.com/gpu": "4"}),
-            queue("a1", parent="a", deserved={"cpu": "60"}), queue("a2", parent="a", deserved={"cpu": "40"}),
-            queue("b1", parent="b", deserved={"cpu": "50"})]
+LEAVES = TREE_LEAVES
 
 
 # "shrink": the n-th job loses its last task (a task that completed), the way a forecast's jobs move
 step = st.one_of(*job_steps(LEAVES), st.tuples(st.just("shrink"), st.integers(0, 50)),
                  st.tuples(st.just("shrink"), st.integers(0, 50)))
-
-
-def shrink(cache: SchedulerCache, jobs: Jobs, arg: int) -> None:
-    names = sorted(name for name, (spec, _) in jobs.items() if spec["tasks"] > 1)
-    if not names:
-        return
-    name = names[arg % len(names)]
-    spec, running = jobs[name]
-    cache.apply(WatchEvent(DELETED, job_objects(name, spec, running)[-1]))
-    jobs[name] = ({**spec, "tasks": spec["tasks"] - 1}, running)
-
-
-def summary(r: Resource) -> tuple[float, float, list[tuple[str, float]]]:
-    return r.cpu, r.memory, list(r.scalars.items())
-
-
-def attributes(ledger: Ledger) -> dict[str, tuple[Any, ...]]:
-    """Every queue's attributes the ledger keeps: the four fields (values and scalar order) and share."""
-    out = {}
-    for name, a in sorted(ledger.base.items()):
-        out[name] = (*(summary(getattr(a, f)) for f in FIELDS), a.share)
-    return out
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -81,7 +58,7 @@ def test_attributes_built_from_the_last_ones_are_built_afresh(mode: str, steps: 
     conf, memo_key = MODES[mode]
     caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
     for cache in caches:
-        for o in cluster():
+        for o in tree_cluster():
             cache.apply(WatchEvent(ADDED, o))
     memos: list[dict[str, Any]] = [{}, {}]
     jobs: list[Jobs] = [{}, {}]
@@ -109,7 +86,7 @@ def test_a_queue_keeps_the_fields_that_did_not_move() -> None:
     last attributes keeps the fields that did not move as the very objects, and makes the moved ones."""
     conf, _ = MODES["tree"]
     cache = SchedulerCache(report=lambda line: None)
-    for o in cluster():
+    for o in tree_cluster():
         cache.apply(WatchEvent(ADDED, o))
     jobs: Jobs = {}
     spec = {"queue": "a1", "tasks": 3, "cpu": "1", "scalars": ["nvidia.com/gpu"], "running": True, "min_member": 1}
@@ -140,7 +117,7 @@ def test_the_self_check_catches_a_kept_field_that_is_not_the_sums() -> None:
     field does not move; the self-check's comparison with a fresh build names it."""
     conf, _ = MODES["tree"]
     cache = SchedulerCache(report=lambda line: None)
-    for o in cluster():
+    for o in tree_cluster():
         cache.apply(WatchEvent(ADDED, o))
     jobs: Jobs = {}
     spec = {"queue": "a1", "tasks": 3, "cpu": "1", "scalars": [], "running": True, "min_member": 1}
