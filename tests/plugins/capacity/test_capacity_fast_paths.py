@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apportion.plugins.capacity.admission import _fmt_limit, shares_dimension
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt
+from apportion.plugins.capacity.reclaim_texts import fmt_limit, shares_dimension
 from apportion.plugins.capacity.tree import _Limits
 from apportion.resources import Resource
 
@@ -87,4 +87,4 @@ def test_shares_dimension_is_intersection_names(a: Resource, b: Resource, ignore
 def test_a_kept_limit_text_is_the_fresh_one(rs: list[Resource]) -> None:
     """reclaimable's limit texts, kept by value, are what _fmt gives (the same values twice included)."""
     for r in [*rs, *rs]:
-        assert _fmt_limit(r) == _fmt(r)
+        assert fmt_limit(r) == _fmt(r)

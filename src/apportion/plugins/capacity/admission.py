@@ -17,62 +17,17 @@ from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
+from apportion.plugins.capacity.reclaim_texts import (
+    ANCESTOR_NOT_ABOVE,
+    BELOW_GUARANTEE,
+    NOT_ABOVE_DESERVED,
+    Spared,
+    shares_dimension,
+    spared_texts,
+)
 from apportion.plugins.capacity.tree import TREE_MEMO
-from apportion.resources import MIN_RESOURCE, PODS, Resource
+from apportion.resources import Resource
 from apportion.state import check
-
-#: why a candidate was spared: the reason's kind, the queue, the candidate's key, and the queue's limit
-#: (kind guarantee or deserved) or the leaf queue the ancestor is above (kind ancestor)
-_Spared = tuple[str, str, str, Resource | str]
-_BELOW_GUARANTEE = "guarantee"
-_NOT_ABOVE_DESERVED = "deserved"
-_ANCESTOR_NOT_ABOVE = "ancestor"
-
-
-def shares_dimension(a: Resource, b: Resource, ignore_pods: bool = True) -> bool:
-    """Whether some dimension (pods aside, unless `ignore_pods` is False) is at least 0.1 on both sides:
-    the truth of `a.intersection_names(b, ignore_pods=ignore_pods)` without building the name sets
-    (reclaimable asks it of every candidate; property-tested against intersection_names)."""
-    if (a.cpu >= MIN_RESOURCE and b.cpu >= MIN_RESOURCE) or (a.memory >= MIN_RESOURCE and b.memory >= MIN_RESOURCE):
-        return True
-    other = b.scalars
-    for n, v in a.scalars.items():
-        if v >= MIN_RESOURCE and other.get(n, 0.0) >= MIN_RESOURCE and not (ignore_pods and n == PODS):
-            return True
-    return False
-
-
-#: a limit's text by its value (cpu, memory, scalars in order: all that `_fmt` reads); a queue's limits
-#: are few and are formatted again at every failed search
-_FORMATTED: dict[tuple[float, float, tuple[tuple[str, float], ...]], str] = {}
-
-
-def _fmt_limit(r: Resource) -> str:
-    """`_fmt(r)`, kept by value (a zero is formatted afresh: -0.0 and 0.0 are one key)."""
-    if not (r.cpu and r.memory and all(r.scalars.values())):
-        return _fmt(r)
-    key = (r.cpu, r.memory, tuple(r.scalars.items()))
-    text = _FORMATTED.get(key)
-    if text is None:
-        if len(_FORMATTED) >= 4096:
-            _FORMATTED.clear()
-        text = _FORMATTED[key] = _fmt(r)
-    return text
-
-
-def _spared_texts(spared: list[_Spared]) -> list[str]:
-    """The reasons reclaimable gives for the candidates it spared, in order."""
-    fmt = _fmt_limit
-
-    out = []
-    for kind, queue, key, extra in spared:
-        if isinstance(extra, str):
-            out.append(f"queue {queue} (ancestor of {extra}): not above its deserved on what {key} requests")
-        elif kind == _BELOW_GUARANTEE:
-            out.append(f"queue {queue}: evicting {key} would take it below its guarantee ({fmt(extra)})")
-        else:
-            out.append(f"queue {queue}: not above its deserved ({fmt(extra)}) on what {key} requests")
-    return out
 
 #: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
 #: and the whole message per leaf that asked
@@ -135,7 +90,7 @@ class Admission(CapacityBase):
         victims: list[TaskInfo] = []
         # why each spared candidate was spared, formatted only if no victim is found (most calls that
         # find one never need the text, and a queue's limits are formatted once per call)
-        spared: list[_Spared] = []
+        spared: list[Spared] = []
         for reclaimee in self.ssn.sort_victims(candidates, reclaimer):
             attr = self._queue_of(reclaimee)
             if attr is None:
@@ -146,7 +101,7 @@ class Admission(CapacityBase):
             allocated = allocations.setdefault(attr.name, attr.allocated.clone())
             # 2. the guarantee is never breached
             if not attr.guarantee.less_equal(allocated.clone().sub_without_assert(reclaimee.resreq)):
-                spared.append((_BELOW_GUARANTEE, attr.name, reclaimee.key, attr.guarantee))
+                spared.append((BELOW_GUARANTEE, attr.name, reclaimee.key, attr.guarantee))
                 continue
             # 3. an immediate victim (no dimension in common with deserved, pods counted), or a queue above its
             #    deserved on a dimension the victim requests and deserved lists
@@ -155,7 +110,7 @@ class Admission(CapacityBase):
                         and not reclaimer.resreq.intersection_names(reclaimer_attr.deserved)):
                     continue
             elif not allocated.greater_partly_relevant(attr.deserved, reclaimee.resreq):
-                spared.append((_NOT_ABOVE_DESERVED, attr.name, reclaimee.key, attr.deserved))
+                spared.append((NOT_ABOVE_DESERVED, attr.name, reclaimee.key, attr.deserved))
                 continue
             checked = self._ancestors_allow(reclaimer_attr, attr, reclaimee, allocations, level, spared)
             if checked is None:
@@ -166,7 +121,7 @@ class Admission(CapacityBase):
             victims.append(reclaimee)
         if not victims and spared:
             self.ssn.explain(reclaimer.key, "capacity found no task to reclaim: " + "; ".join(
-                dict.fromkeys(_spared_texts(spared))))
+                dict.fromkeys(spared_texts(spared))))
         return victims, ep.PERMIT
 
     def _shares_ancestor_within(self, a: QueueAttr, b: QueueAttr, level: int) -> bool:
@@ -177,7 +132,7 @@ class Admission(CapacityBase):
 
     def _ancestors_allow(self, reclaimer_attr: QueueAttr, attr: QueueAttr, reclaimee: TaskInfo,
                          allocations: dict[str, Resource], level: int,
-                         spared: list[_Spared]) -> list[Resource] | None:
+                         spared: list[Spared]) -> list[Resource] | None:
         """ancestorReclaimLevel, victim side: each ancestor of the victim's queue within `level` that the
         reclaimer does not share (and is not root) must be over its deserved too. Returns the working
         allocations to charge, or None if an ancestor spares the victim."""
@@ -192,7 +147,7 @@ class Admission(CapacityBase):
             if not reclaimee.resreq.intersection_names(anc.deserved):
                 continue
             if not alloc.greater_partly_relevant(anc.deserved, reclaimee.resreq):
-                spared.append((_ANCESTOR_NOT_ABOVE, name, reclaimee.key, attr.name))
+                spared.append((ANCESTOR_NOT_ABOVE, name, reclaimee.key, attr.name))
                 return None
         return checked
 
