@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from test_enqueue_carried import CONF, GROUPS, LEAVES, _base, a_step
 
 from apportion.actions import enqueue
-from apportion.engine import dispatch, open_session, run_session
+from apportion.engine import CycleResult, open_session, run_session
+from apportion.framework.session import Session
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, WatchEvent
-from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
+from session_steps import play
 
 import k8s
 
@@ -40,24 +41,16 @@ def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: l
     monkeypatch.setattr(enqueue, "ask_by_bucket", fast)
     monkeypatch.setattr(enqueue, "skip_unread", fast)
     monkeypatch.setattr(enqueue, "by_candidates", fast)
-    cache = SchedulerCache(report=lambda line: None)
-    _base(cache)
-    out: list[Any] = []
-    for i, (kind, events) in enumerate(steps):
-        if kind != "SESSION":
-            for typ, obj in events:
-                cache.apply(WatchEvent(typ, obj, f"event {i}"))
-            continue
-        snap = cache.snapshot(keep=True)
-        snap.memo = cache.memo
-        ssn = open_session(snap, CONF, session_id=f"s{i}")
+
+    def with_texts(i: int, ssn: Session) -> None:
         ssn.why_pending = texts[i % len(texts)]
-        result = run_session(ssn)
+
+    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
         phases = sorted((uid, job.phase.value) for uid, job in ssn.jobs.items())
         explained = sorted((k, list(v)) for k, v in ssn.explanations.items()) if ssn.why_pending else None
-        out.append((phases, sorted(result.binds.items()), explained))
-        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-    return out
+        return phases, sorted(result.binds.items()), explained
+
+    return play(steps, _base, CONF, observe, with_texts)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,

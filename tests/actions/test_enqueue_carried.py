@@ -14,13 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apportion.actions import enqueue
-from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import parse_conf
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
-from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
+from session_steps import decided, play
 
 import k8s
 
@@ -68,22 +67,7 @@ def a_step(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
 def _sessions(steps: list, carried: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(enqueue, "carry_firsts", carried)
     monkeypatch.setattr(DrainPicker, "direct", carried)
-    cache = SchedulerCache(report=lambda line: None)
-    _base(cache)
-    out: list[Any] = []
-    for i, (kind, events) in enumerate(steps):
-        if kind != "SESSION":
-            for typ, obj in events:
-                cache.apply(WatchEvent(typ, obj, f"event {i}"))
-            continue
-        snap = cache.snapshot(keep=True)
-        snap.memo = cache.memo
-        ssn = open_session(snap, CONF, session_id=f"s{i}")
-        result = run_session(ssn)
-        out.append((sorted((uid, job.phase.value) for uid, job in ssn.jobs.items()),
-                    sorted((k, list(v)) for k, v in ssn.explanations.items())))
-        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-    return out
+    return play(steps, _base, CONF, decided)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -249,6 +249,22 @@ def _summary(delta) -> tuple | None:  # type: ignore[no-untyped-def]
             [(o[0], o[1].key, n[1].key, n[2]) for o, n in delta.replaced])
 
 
+def _same_either_way(monkeypatch: pytest.MonkeyPatch, switch: str, steps: list) -> None:
+    """The opens over `steps` with open_state's `switch` on take out, put in and replace what they do with
+    it off (`_run` compares each with a full open). Running jobs come first, which the cache hands out
+    again, so that a phase moved in place has kept jobs to reach; the switch is set for each example
+    (the fixture undoes its changes only after the last one)."""
+    steps = [*((ADDED, k8s.pod(f"r{i}", GROUPS[i % 4], node_name=NODES[i % 4], scalars={GPU: "1"} if i % 3 else {}))
+               for i in range(8)), ("SESSION", None), ("SESSION", None), *steps]
+    seen: list[list] = []
+    for on in (True, False):
+        monkeypatch.setattr(open_state, switch, on)
+        opens: list = []
+        _run(steps, monkeypatch, opens)
+        seen.append([_summary(d) for d in opens])
+    assert seen[0] == seen[1]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(step, step, step, st.tuples(st.just("PHASE"), st.integers(0, 7))), min_size=1, max_size=40))
@@ -256,17 +272,7 @@ def test_a_job_placed_as_held_is_the_walked_one(monkeypatch: pytest.MonkeyPatch,
     """K35: an open that keeps the held placements of a changed job whose tasks did not move (its
     phase alone did) takes out, puts in and replaces what the walk over its tasks does, and both are
     a full open (`_run` compares each with one)."""
-    # running jobs the cache hands out again, so that a phase moved in place has kept jobs to reach
-    steps = [*((ADDED, k8s.pod(f"r{i}", GROUPS[i % 4], node_name=NODES[i % 4], scalars={GPU: "1"} if i % 3 else {}))
-               for i in range(8)), ("SESSION", None), ("SESSION", None), *steps]
-    # set for each example: the fixture undoes its changes only after the last one
-    monkeypatch.setattr(open_state, "KEEP_HELD", True)
-    fast: list = []
-    _run(steps, monkeypatch, fast)
-    monkeypatch.setattr(open_state, "KEEP_HELD", False)
-    walked: list = []
-    _run(steps, monkeypatch, walked)
-    assert [_summary(d) for d in fast] == [_summary(d) for d in walked]
+    _same_either_way(monkeypatch, "KEEP_HELD", steps)
 
 
 def test_a_job_whose_phase_alone_moved_is_placed_as_held(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -358,12 +364,4 @@ def test_an_open_with_counts_left_as_they_were_is_the_counted_one(monkeypatch: p
                                                                    steps: list) -> None:
     """The open with `NET_COUNTS` takes out, puts in and replaces what the open counting every job's
     names out and in does, and both are a full open (`_run` compares each with one)."""
-    steps = [*((ADDED, k8s.pod(f"r{i}", GROUPS[i % 4], node_name=NODES[i % 4], scalars={GPU: "1"} if i % 3 else {}))
-               for i in range(8)), ("SESSION", None), ("SESSION", None), *steps]
-    monkeypatch.setattr(open_state, "NET_COUNTS", True)
-    fast: list = []
-    _run(steps, monkeypatch, fast)
-    monkeypatch.setattr(open_state, "NET_COUNTS", False)
-    counted: list = []
-    _run(steps, monkeypatch, counted)
-    assert [_summary(d) for d in fast] == [_summary(d) for d in counted]
+    _same_either_way(monkeypatch, "NET_COUNTS", steps)

@@ -20,6 +20,7 @@ from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
+from session_steps import decided, play
 
 import k8s
 
@@ -81,22 +82,7 @@ def a_step(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
 
 def _sessions(steps: list, carried: bool, conf: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(Admission, "carry_plans", carried)
-    cache = SchedulerCache(report=lambda line: None)
-    _base(cache)
-    out: list[Any] = []
-    for i, (kind, events) in enumerate(steps):
-        if kind != "SESSION":
-            for typ, obj in events:
-                cache.apply(WatchEvent(typ, obj, f"event {i}"))
-            continue
-        snap = cache.snapshot(keep=True)
-        snap.memo = cache.memo
-        ssn = open_session(snap, conf, session_id=f"s{i}")
-        result = run_session(ssn)
-        out.append((sorted((uid, job.phase.value) for uid, job in ssn.jobs.items()),
-                    sorted((k, list(v)) for k, v in ssn.explanations.items())))
-        dispatch(result, CacheBinder(cache), CacheEvictor(cache), CacheStatusUpdater(cache))
-    return out
+    return play(steps, _base, conf, decided)
 
 
 def _waiting(leaf: str) -> tuple[str, list[tuple[str, dict]]]:
