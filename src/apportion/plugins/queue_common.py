@@ -63,6 +63,13 @@ def inqueue_resource(job: JobInfo) -> Resource:
     return out
 
 
+#: a job with no Pending task has its request summed from the allocated-status tasks alone, the same
+#: adds in the same order as its allocated: both are taken from `JobInfo.allocated_sum` (a forecast's
+#: job built again as one of its tasks finished has its running sum as built); False: only a job whose
+#: every task is allocated (the reference, property-tested)
+REQUEST_IS_ALLOCATED = True
+
+
 def job_contribution(job: JobInfo) -> JobContribution:
     """allocated = allocated-status tasks; request = allocated + Pending tasks; inqueue per phase;
     elastic = ExceededPart(allocated, minResources). Kept on the job (JobInfo.derive): read it, do not
@@ -72,8 +79,8 @@ def job_contribution(job: JobInfo) -> JobContribution:
 
 def _contribution(job: JobInfo) -> JobContribution:
     n_allocated = job.count(ALLOCATED_STATUSES)
-    if n_allocated == len(job.tasks):
-        # every task allocated: both sums add the same requests in the same order
+    if n_allocated == len(job.tasks) or (REQUEST_IS_ALLOCATED and not job.counts.get(TaskStatus.PENDING)):
+        # no Pending task: both sums add the requests of the allocated tasks in the same order
         allocated = job.allocated_sum()
         request = allocated.clone()
     else:
