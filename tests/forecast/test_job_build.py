@@ -95,3 +95,46 @@ def test_forecasts_with_the_loop_are_those_with_task_again(case: tuple[list[dict
         assert isinstance(objects, DumpObjects)
         runs.append((_answer(sim), objects.tasks_shared))
     assert runs[0] == runs[1]
+
+
+_AMOUNT = st.one_of(st.integers(0, 4000).map(float), st.floats(0, 64, allow_nan=False), st.just(2.0**50),
+                    st.just(0.1), st.just(-0.0))
+
+
+@st.composite
+def _request(draw: st.DrawFn) -> Resource:
+    names = draw(st.lists(st.sampled_from(["nvidia.com/gpu", "example.com/fpga", "pods"]), unique=True, max_size=3))
+    return Resource(draw(_AMOUNT), draw(_AMOUNT), {n: draw(_AMOUNT) for n in names})
+
+
+def _bits(r: Resource) -> tuple[object, ...]:
+    return r.cpu.hex(), r.memory.hex(), [(n, v.hex()) for n, v in r.scalars.items()]
+
+
+@given(st.lists(st.tuples(_request(), _STATUSES, st.booleans()), min_size=1, max_size=6), st.booleans())
+def test_the_allocated_sum_written_out_is_add_task_s(cases: list[tuple[Resource, TaskStatus, bool]],
+                                                     with_held: bool) -> None:
+    """`build_job` sums `allocated` in its loop: the bits and the scalars' order `add_task` gives, and the
+    same counts and best-effort count, whether its tasks are made anew or held again."""
+    templates, held, sim_tasks = [], {}, []
+    for i, (r, status, gated) in enumerate(cases):
+        uid = f"t{i}"
+        tt = TaskInfo(uid=uid, name=uid, namespace="ns", job="ns/j", resreq=r, status=status, node_name="n0",
+                      gated=gated)
+        templates.append(tt)
+        held[uid] = TaskInfo(*fresh_fields(tt))
+        held[uid].status, held[uid].node_name = status, "n0"
+        sim_tasks.append(SimTask(index=i, name=uid, status=status, node="n0"))
+    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    spec = JobSpec(name="j", queue="q", arrival=0.0, duration=1.0, tasks=len(cases), min_member=1,
+                   resources=Resource())
+    sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
+                tasks=sim_tasks)
+    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
+                      [None] * len(cases), held if with_held else None)
+    want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for t in templates:
+        want.add_task(TaskInfo(*fresh_fields(t)))
+    assert _bits(ji.allocated) == _bits(want.allocated)
+    assert (ji.counts, ji.pending_be, ji.gated_tasks, ji.version) == (want.counts, want.pending_be, want.gated_tasks,
+                                                                      want.version)

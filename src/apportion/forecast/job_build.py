@@ -74,6 +74,11 @@ if _JOB_NAMES != _JOB_ORDER:
 job_consts = operator.attrgetter(*_JOB_CONSTS)
 
 
+#: `build_job` gives a running task it makes anew its start from the simulation when the template has none
+#: and the simulator names each task's own record by its key (`DumpObjects.starts_known`), as
+#: `give_starts` would at the snapshot (semantics F10); False: `give_starts` gives it (the reference)
+STARTS_AT_BUILD = True
+
 #: `build_job` tests whether a task is shared in its loop; False: by a call to `task_again` per task (the
 #: reference the tests compare with)
 INLINE_SHARING = True
@@ -95,7 +100,7 @@ def task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: Sim
 
 def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
               fresh: Sequence[tuple[Any, ...]], original: Sequence[TaskStatus | None],
-              held: Mapping[str, TaskInfo] | None) -> tuple[JobInfo, int]:
+              held: Mapping[str, TaskInfo] | None, starts: bool = False) -> tuple[JobInfo, int]:
     """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again).
 
     `consts`: `job_consts(tpl)`; `templates`, `fresh`: its template tasks and their `fresh_fields`;
@@ -103,16 +108,24 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     changed it, else None; `held`: the tasks of the job's last object when no session placed, evicted
     or pipelined a task of it since (`JobInfo.allocated_as_added`), else None.
 
+    `starts`: give each running task made anew without a start of its template the simulation's
+    (`st.start`), which `give_starts` would give it at the snapshot (`STARTS_AT_BUILD`): only when
+    the simulator names each task's own record by the task's key (`DumpObjects.starts_known`).
+
     `task_again` is written out in the loop, since the loop runs once per task of every build
     (`INLINE_SHARING` False calls it, the reference the tests compare with); the self-check compares each build with
-    `DumpObjects.build` field by field."""
+    `DumpObjects.build` field by field. `allocated` is `Resource.add`'s arithmetic written out in the
+    loop: the same additions in the same order, so the same bits."""
     tasks: dict[str, TaskInfo] = {}
     counts: dict[TaskStatus, int] = {}
-    allocated = Resource()
+    cpu = memory = 0.0
+    scalars: dict[str, float] = {}
     as_added = True
     gated = pending_be = shared = added = 0
     succeeded, running, pending = TaskStatus.SUCCEEDED, TaskStatus.RUNNING, TaskStatus.PENDING
+    allocated_statuses = ALLOCATED_STATUSES
     again = None if INLINE_SHARING else task_again
+    starts = starts and STARTS_AT_BUILD
     for st, tt, args in zip(sj.tasks, templates, fresh):
         status = original[st.index]
         if status is not None:
@@ -130,6 +143,8 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
         else:
             t = TaskInfo(*args)
             t.status, t.node_name = status, node
+            if starts and status is running and t.started_at is None:
+                t.started_at = st.start
         added += 1
         tu = t.uid
         if tu in tasks:
@@ -138,10 +153,17 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
             gated += 1
         tasks[tu] = t
         counts[status] = counts.get(status, 0) + 1
-        if status in ALLOCATED_STATUSES:
-            allocated.add(t.resreq)
-        if status is pending and t.resreq.is_empty():
+        if status in allocated_statuses:
+            r = t.resreq
+            cpu += r.cpu
+            memory += r.memory
+            if r.scalars:
+                for n, v in r.scalars.items():
+                    scalars[n] = scalars.get(n, 0.0) + v
+        elif status is pending and t.resreq.is_empty():
             pending_be += 1
+    allocated = Resource.zero()
+    allocated.cpu, allocated.memory, allocated.scalars = cpu, memory, scalars
     uid, name, namespace, min_available, priority, pcn, creation, schedule_start = consts
     mr, log = tpl.min_resources, tpl.log
     ji = JobInfo(uid, name, namespace, sj.queue, min_available, dict(tpl.min_task_member),

@@ -101,6 +101,9 @@ class DumpObjects:
         #: per job uid, its template tasks' fields as a fresh task starts with them, and its
         #: template's fields every build takes as they are (`build_fast`)
         self._fresh_fields: dict[str, tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = {}
+        #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
+        #: `starts`): the simulator's records by task key name each task's own (`Simulator.start_keys_own`)
+        self.starts_known = False
         #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
         #: `take_moved`) rather than at each of the thousands of jobs asked for
         self.checking = check.enabled()
@@ -274,7 +277,8 @@ class DumpObjects:
         kept = self._fresh_fields.get(uid)
         if kept is None:
             kept = self._fresh_fields[uid] = ([fresh_fields(tt) for tt in self.template_tasks[uid]], job_consts(tpl))
-        ji, shared = build_job(sj, tpl, kept[1], self.template_tasks[uid], kept[0], self.original[uid], held)
+        ji, shared = build_job(sj, tpl, kept[1], self.template_tasks[uid], kept[0], self.original[uid], held,
+                               self.starts_known)
         self.tasks_shared += shared
         return ji
 
@@ -349,6 +353,7 @@ def forecast_simulator(state: StartState, *, assumed: Assumed | None = None, see
     # forming no cycles (kube's build_snapshot says why paused)
     with collection_paused():
         sim = _simulator(sc, state, objects, assumed, seed, targets)
+    objects.starts_known = sim.start_keys_own
     # a scheduler whose decisions never settle (reclaim evicting and placing the same pods again every
     # period) would otherwise be simulated to the horizon one period at a time
     sim.max_sessions = FORWARD_SESSION_LIMIT

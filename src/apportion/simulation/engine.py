@@ -123,8 +123,10 @@ class Simulator(QuietSkipping):
         self._last_jobs: dict[str, JobInfo] = {}
         self.jobs: dict[str, SimJob] = {}
         self.active: dict[str, SimJob] = {}
-        #: task key (namespace/name, as sessions name tasks) -> its job and task
+        #: task key (namespace/name, as sessions name tasks) -> its job and task; whether each task of the
+        #: start state's jobs entered a key of its own (none shares one with another task, an arrival's too)
         self.task_by_key: dict[str, tuple[SimJob, SimTask]] = {}
+        self.start_keys_own = False
         self.queues = scenario.queues
         self.hierarchical = any(o.enabled("enableHierarchy") for t in self.conf.tiers for o in t.plugins)
         self.plans: dict[str, SimPlan] = simulation_plans(scenario.plans, scenario.queues, scenario.reservations,
@@ -201,7 +203,9 @@ class Simulator(QuietSkipping):
         for i, at in enumerate(start.wakes):
             if at > self.t0:
                 self._push(at, EV_WAKE, f"wake-{i:04d}", None)
+        keys = len(self.task_by_key)
         self._start_jobs(start.jobs)
+        self.start_keys_own = len(self.task_by_key) - keys == sum(len(j.tasks) for j in start.jobs)
 
     # ================================================================= set-up
     def _add_job(self, spec: JobSpec) -> None:
