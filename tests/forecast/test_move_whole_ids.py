@@ -1,4 +1,4 @@
-"""The early quiet test's FutureIdle moves (`_Anchor.move`, forecast/quiet_early.py) taking whether a
+"""The early quiet test's FutureIdle moves (`_Anchor.move`, forecast/quiet_anchor.py) taking whether a
 request is whole from the request objects `WholeRequests` found whole (`WHOLE_BY_ID`): the same
 answer and the same FutureIdle as asking `whole_request` of every request moved (the reference),
 whatever the requests (whole, fractions, 2**50, NaN, infinities), which of them the test has seen, and
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apportion.cluster.node_table import NodeTable
-from apportion.forecast import quiet_early
+from apportion.forecast import quiet_anchor
 from apportion.forecast.quiet_early import _Anchor
 from apportion.forecast.quiet_kept import WholeRequests
 from apportion.resources import Resource
@@ -42,7 +42,7 @@ def _anchor() -> _Anchor:
 def _move(anchor: _Anchor, old: dict[str, Any], new: dict[str, Any], keys: list[str] | None,
           whole_ids: Any, by_id: bool) -> bool:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(quiet_early, "WHOLE_BY_ID", by_id)
+        mp.setattr(quiet_anchor, "WHOLE_BY_ID", by_id)
         return anchor.move(old, new, keys, whole_ids, checking=True)
 
 

@@ -103,6 +103,8 @@ class Simulator(QuietSkipping):
         self._node_objs: dict[str, tuple[str, dict[str, Any]]] = {}
         #: jobs whose pods or podgroup may differ from what the cache holds
         self._dirty: set[str] = set()
+        #: those changed (again) since the last early quiet test was handed them (`_early_view`)
+        self._early_dirty: set[str] = set()
         #: node events so far, and their count when the cache was last told the nodes (-1: never)
         self._node_changes = 0
         self._nodes_told = -1
@@ -359,6 +361,7 @@ class Simulator(QuietSkipping):
         job.state = "active"
         self.active[job.uid] = job
         self._dirty.add(job.uid)
+        self._early_dirty.add(job.uid)
         self.recorder.work_changed(job.queue)
 
     # ================================================================= one session

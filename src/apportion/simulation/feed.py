@@ -32,6 +32,8 @@ class ClusterFeed:
     active: dict[str, SimJob]
     _node_objs: dict[str, tuple[str, dict[str, Any]]]
     _dirty: set[str]
+    #: the jobs of `_dirty` changed again since the last early quiet test was handed them (skipping.py)
+    _early_dirty: set[str]
     #: node events so far, and their number when the cache was last told the nodes
     _node_changes: int
     _nodes_told: int
@@ -108,6 +110,7 @@ class ClusterFeed:
             if uid not in self._objects_jobs:  # built by the start state's objects, not read from the cache
                 self._flush_job(self.jobs[uid])
         self._dirty.clear()
+        self._early_dirty.clear()
         for name in [n for n in self._told_queues if n not in kids]:
             self._apply(DELETED, queue_object(self._told_queues.pop(name)), "plan follower")
         if nodes_moved:

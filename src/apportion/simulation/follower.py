@@ -89,6 +89,7 @@ class PlanFollower(TaskLifecycle):
                 self.recorder.work_changed(target)
                 job.queue = target
                 self._dirty.add(job.uid)
+                self._early_dirty.add(job.uid)
             else:
                 self.recorder.event(self.now, job.uid, "KilledOnExpiry", f"reservation {job.queue} expired; killed")
                 for t in job.tasks:
@@ -101,3 +102,4 @@ class PlanFollower(TaskLifecycle):
                 self.recorder.work_changed(job.queue)
                 self.active.pop(job.uid, None)
                 self._dirty.add(job.uid)
+                self._early_dirty.add(job.uid)

@@ -95,6 +95,7 @@ class TaskLifecycle(ClusterFeed):
         if self.objects is None:
             # sessions see it through the cache, as an arrival (objects build their own jobs)
             self._dirty.add(sj.uid)
+            self._early_dirty.add(sj.uid)
             self.recorder.work_changed(sj.queue)
         else:
             self._objects_jobs.add(sj.uid)
@@ -127,6 +128,7 @@ class TaskLifecycle(ClusterFeed):
             job.phase = PodGroupPhase.COMPLETED
             self.active.pop(job.uid, None)
             self._dirty.add(job.uid)
+            self._early_dirty.add(job.uid)
 
     def _free(self, job: SimJob, t: SimTask) -> None:
         if t.node:
@@ -141,6 +143,7 @@ class TaskLifecycle(ClusterFeed):
         t.status = status
         job.changes += 1
         self._dirty.add(job.uid)
+        self._early_dirty.add(job.uid)
         self.recorder.work_changed(job.queue)
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:

@@ -57,6 +57,7 @@ class Outlet:
             self.phase_changed = True
             sj.phase = PodGroupPhase(phase)
             self.sim._dirty.add(key)
+            self.sim._early_dirty.add(key)
 
     def nominate(self, pod: str, node: str) -> None:
         """Pipelined tasks stay pending; a later session places them once the victims are gone."""

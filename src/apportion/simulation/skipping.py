@@ -36,6 +36,9 @@ class EarlyView:
     objects: SessionObjects
     now: float
     session_uid: str
+    #: those of `dirty` the simulator changed since the last early test was handed a view (or since the
+    #: snapshot, for the first after it): the others are as that test left them (None: not known)
+    since: set[str] | None = None
 
 
 #: the early test: None when the session must be opened, else the phases its close would move
@@ -73,7 +76,9 @@ class QuietSkipping(PlanFollower):
         if marks is None or marks != self._opened:
             return None
         assert self.objects is not None
-        return EarlyView(set(self._dirty), live, self.active, self.objects, self.now, f"session-{self.sessions}")
+        since, self._early_dirty = self._early_dirty, set()
+        return EarlyView(set(self._dirty), live, self.active, self.objects, self.now, f"session-{self.sessions}",
+                         since)
 
     def _skip_session(self, ssn: Session, phases: Mapping[str, PodGroupPhase]) -> None:
         """A session the quiet test shows to change nothing but the PodGroup phases `phases`: what
@@ -101,6 +106,7 @@ class QuietSkipping(PlanFollower):
             if sj is not None and sj.phase is not phase:
                 sj.phase = phase
                 self._dirty.add(uid)
+                self._early_dirty.add(uid)
                 changed = True
         self.dirty = changed
 

@@ -1,0 +1,128 @@
+"""What the early quiet test (forecast/quiet_early.py, semantics F3) keeps of the last session it opened:
+`_Anchor`, FutureIdle as opened and kept current as tasks leave node rows or come to them (`move`),
+allocate's bound over it row by row (`KeptBound`, F5), whether it is whole (F8), and capacity's backlog
+watch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apportion.cluster.model import QueueInfo, TaskInfo
+from apportion.cluster.node_table import NodeTable
+from apportion.forecast.quiet_bound import KeptBound, RowsMade
+from apportion.forecast.quiet_kept import EXACT, whole_request
+from apportion.framework.interface import Plugin
+from apportion.framework.session import Session
+from apportion.plugins.capacity.backlog_watch import BacklogWatch
+from apportion.resources import Resource
+from apportion.state import check
+
+#: `_Anchor.move` takes whether a request it moves is whole from the request objects the test has found
+#: whole already (`WholeRequests`, which asked `whole_request` of each when its job's facts were
+#: added); False: `whole_request` asked of each request moved (the reference)
+WHOLE_BY_ID = True
+
+
+#: one task's placement as FutureIdle reads it: its row, its request and that as a table row
+_Placed = tuple[int, Resource, np.ndarray]
+
+
+@dataclass
+class _Anchor:
+    """What the early test keeps of the last session it opened (see the module)."""
+
+    actions: list[str]
+    gang: Plugin[Session] | None
+    decides: bool
+    enqueue: bool
+    queues: dict[str, QueueInfo]
+    #: the session's node table (its columns, rows and `vector`; never its arrays, which the session
+    #: changes when it runs) and a copy of its FutureIdle as opened, kept current
+    table: NodeTable
+    future: np.ndarray
+    #: capacity's backlog test without a session (None: the conf has no enqueue)
+    watch: BacklogWatch | None
+    uid: str = ""
+    #: whether an early test has looked at the jobs the session logged or noted (`EarlyView.live`)
+    live_seen: bool = False
+    #: rows made for requests, as `NodeTable.vector` makes them (`RowsMade`)
+    rows: RowsMade = field(default_factory=RowsMade)
+    #: allocate's bound over `future`, kept row by row (told each row `move` changes)
+    bound: KeptBound = field(init=False)
+    #: the rows `move` changed since `future_whole` last looked, and those not whole then (`future`
+    #: is whole when the anchor is made: `_anchor_of`)
+    unchecked: set[int] = field(default_factory=set)
+    not_whole: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.bound = KeptBound(self.future)
+
+    def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a row of the session's node table (kept on the task, as a session does)."""
+        if t.vec is None:
+            t.vec = self.rows.row(self.table, t.resreq)
+        return t.vec
+
+    def future_whole(self) -> bool:
+        """`whole_table(self.future)`, looking again only at the rows moved since the last answer."""
+        if self.unchecked:
+            future, not_whole = self.future, self.not_whole
+            for row in self.unchecked:
+                if all(abs(v) < EXACT and v.is_integer() for v in future[row].tolist()):
+                    not_whole.discard(row)
+                else:
+                    not_whole.add(row)
+            self.unchecked = set()
+        return not self.not_whole
+
+    def move(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str] | None = None,
+             whole_ids: AbstractSet[int] = frozenset(), checking: bool = False) -> bool:
+        """FutureIdle as the node table has it once the job's placed tasks are `new` rather than
+        `old`: a task that left a row gives its request back, one that came takes it; a task on the
+        same row with the same request does neither. False when a request moved is not a whole
+        amount below 2**50 (then the sums could depend on their order). `keys`, when given, holds
+        every task key whose entry may differ between `old` and `new` (the others are one entry).
+        `whole_ids`: ids of request objects known to be whole (`WholeRequests.whole`, which keeps
+        them alive, so that an id is not another object's): those are not asked again
+        (`WHOLE_BY_ID`; compared with `whole_request` under the self-check, `checking`)."""
+        if keys is None:
+            olds: Iterable[tuple[str, _Placed]] = old.items()
+            news: Iterable[tuple[str, _Placed]] = new.items()
+        else:
+            # the other keys are one entry in both: looked up in the whole maps, they give what the
+            # maps cut down to `keys` give
+            olds = [(k, old[k]) for k in keys if k in old]
+            news = [(k, new[k]) for k in keys if k in new]
+        if not WHOLE_BY_ID:
+            whole_ids = frozenset()
+        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
+        for key, (row, r, vec) in olds:
+            n = new.get(key)
+            if n is None or n[0] != row or n[1] is not r:
+                if not _whole(r, whole_ids, checking):
+                    return False
+                future[row] += vec
+                moved(row)
+                unchecked.add(row)
+        for key, (row, r, vec) in news:
+            o = old.get(key)
+            if o is None or o[0] != row or o[1] is not r:
+                if not _whole(r, whole_ids, checking):
+                    return False
+                future[row] -= vec
+                moved(row)
+                unchecked.add(row)
+        return True
+
+
+def _whole(r: Resource, whole_ids: AbstractSet[int], checking: bool) -> bool:
+    """`whole_request(r)`, taken from `whole_ids` when it names `r` (see `_Anchor.move`)."""
+    if id(r) in whole_ids:
+        if checking and not whole_request(r):
+            raise check.StateCheckError(f"{check.ENV}: request {r} known whole by its id is not whole")
+        return True
+    return whole_request(r)
