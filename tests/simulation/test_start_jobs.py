@@ -41,7 +41,7 @@ class _Bare(TaskLifecycle):
         self.deleting = set()
         self.t0, self.period = t0, period
         self.jobs, self.active = {}, {}
-        self._dirty, self._objects_jobs = set(), set()
+        self._dirty, self._early_dirty, self._objects_jobs = set(), set(), set()
         self.objects = object() if built_by_objects else None  # type: ignore[assignment]
         self.recorder = _Changes()  # type: ignore[assignment]
 
