@@ -14,9 +14,11 @@ from test_forecast_sim import busy_dumps
 
 from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
 from apportion.engine import prepare, resolve_conf
+from apportion.forecast import job_build
 from apportion.forecast.sim import DumpObjects, forecast_simulator
 from apportion.forecast.start import start_state
 from apportion.framework.conf import parse_conf
+from apportion.simulation.handout import give_starts
 from apportion.simulation.jobs import SimJob
 from apportion.state import check
 from apportion.state.equality import same
@@ -45,14 +47,18 @@ def test_fast_builds_are_the_reference_builds(case: tuple[list[dict[str, Any]], 
     assert checked_unkept == _forecast(objs, conf_text, fast=False, keep=False)
 
 
-def test_every_status_builds_alike() -> None:
-    """Each task of each job in each status the simulation gives, with its node or none."""
+@pytest.mark.parametrize("at_build", [True, False])
+def test_every_status_builds_alike(at_build: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each task of each job in each status the simulation gives, with its node or none; a running task
+    made anew starts where `give_starts` would start it (semantics F10), or, with `STARTS_AT_BUILD`
+    off, has no start yet, as the reference build."""
+    monkeypatch.setattr(job_build, "STARTS_AT_BUILD", at_build)
     snap = snap_of(two_queues())
     conf = resolve_conf(snap, None)
     prepare(snap, conf)
     sim = forecast_simulator(start_state(snap, conf, NOW))
     objects = sim.objects
-    assert isinstance(objects, DumpObjects)
+    assert isinstance(objects, DumpObjects) and objects.starts_known
     nodes = [n.name for n in snap.nodes]
     for sj in sim.jobs.values():
         tpl = objects.templates[sj.uid]
@@ -60,8 +66,11 @@ def test_every_status_builds_alike() -> None:
             for t in sj.tasks:
                 objects.status_changed(sj, t)
                 t.status, t.node = status, nodes[t.index % len(nodes)]
-            _same(objects.build_fast(sj, tpl), objects.build(sj, tpl))
-            _same(objects.build_fast(sj, tpl), objects.build(sj, tpl))  # from the fields kept the first time
+            for _ in range(2):  # the second from the fields kept the first time
+                fast, ref = objects.build_fast(sj, tpl), objects.build(sj, tpl)
+                if at_build:
+                    give_starts({sj.uid: ref}, [sj.uid], {}, sim.task_by_key, False)
+                _same(fast, ref)
 
 
 def _same(a: JobInfo, b: JobInfo) -> None:
