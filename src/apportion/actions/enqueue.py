@@ -33,6 +33,9 @@ skip_unread = True
 #: tests switch this off: with refusals unread, the jobs left are asked again by every bucket's answer,
 #: not only by the buckets the last answers would admit (K40)
 by_candidates = True
+#: tests switch this off: with refusals unread, the answers asked by bucket carry each refusal's
+#: explanation all the same (rather than a text no one reads, K43)
+bare_refusals = True
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
 #: and every pending job in uid order
@@ -208,6 +211,9 @@ class _Votes:
         self.key_answers: KeyAnswers | None = None
         #: whether refusals are explained: a session that makes no why-pending texts reads none (K40)
         self.explaining = getattr(ssn, "why_pending", True) or not skip_unread
+        #: whether the answers asked by bucket carry the refusals' explanations (else each is a text no
+        #: one reads: only whether a job is refused is read, K43)
+        self.texts = self.explaining or not bare_refusals
         #: the jobs left to vote (`left`: every pending job), and how many more may be asked about again
         #: (`ask_again_budget`)
         self.left = left
@@ -225,7 +231,7 @@ class _Votes:
     def ask(self, jobs: list[JobInfo]) -> bool:
         """Take the votes' answers for `jobs` (`rest()`, every pending job) as things stand; False when
         they refuse every one (each refusal then explained as its vote would explain it)."""
-        keyed = self.ssn.enqueue_buckets(jobs) if ask_by_bucket else None
+        keyed = self.ssn.enqueue_buckets(jobs, self.texts) if ask_by_bucket else None
         whys: list[str | None] | None = None
         keys: list[Any] | None = None
         if keyed is not None:
@@ -296,7 +302,7 @@ class _Votes:
         if check.enabled():
             ref = self.ssn.enqueue_answers(self.rest())
             mine_now = list(chain.from_iterable(per_queue.values()))
-            if ref is None or (ref != mine_now if not relaxed
+            if ref is None or (ref != mine_now if not relaxed and self.texts
                                else [w is None for w in ref] != [w is None for w in mine_now]):
                 raise check.StateCheckError(f"{check.ENV}: enqueue's answers asked again by bucket differ from "
                                             "the answers of the jobs left")
