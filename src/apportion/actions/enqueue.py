@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_
+from itertools import chain, compress, groupby, repeat
+from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
 from apportion.actions.common import pop_best
@@ -18,12 +18,19 @@ _PENDING = PodGroupPhase.PENDING
 _MIN_RESOURCES = attrgetter("min_resources")
 _QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
+_HELD_SET, _HELD_FIRST = itemgetter(0), itemgetter(1)
+#: a queue's entry in the memo's first quiet uids when it has none: its set is no queue's
+_NOT_HELD: tuple[set[str], str] = (set(), "")
 
 
 #: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
 FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
+
+#: tests switch this off: the backlog's pending lists, queue order and first quiet uids are worked out one
+#: job and one queue at a time (the loops `backlog_of` and `quiet_firsts` had), not by maps over them (K43)
+lean_backlog = True
 
 #: tests switch this off: the votes ask the answers of every pending job left again after an admission,
 #: rather than the answers of their buckets (`Dispatch.enqueue_buckets`, K40)
@@ -93,9 +100,23 @@ def backlog_of(ssn: Session) -> _Backlog:
     visits = ssn.visits
     if not visits.active:
         return backlog_reference(ssn)
+    out = _backlog_by_maps(ssn) if lean_backlog else _backlog_by_loops(ssn)
+    if check.enabled():
+        queues, ordered, backlog = out
+        ref = backlog_reference(ssn)
+        if (ref[0] != queues or ref[2] != backlog
+                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
+                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
+            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
+                                        "its pass over every job")
+    return out
+
+
+def _backlog_by_loops(ssn: Session) -> _Backlog:
+    """`backlog_of`'s answer, the pending jobs grouped and the queues ordered one at a time."""
     jobs = ssn.jobs
     first = quiet_firsts(ssn)
-    uids = visits.visit()
+    uids = ssn.visits.visit()
     visited = list(map(jobs.__getitem__, uids))
     names = list(map(_QUEUE, visited))
     # the visits come in uid order: a queue's first visited job is the first one met, so the last one
@@ -124,15 +145,43 @@ def backlog_of(ssn: Session) -> _Backlog:
             ordered[name] = pending.get(name) or []
     if any(name not in known for name in pending):
         backlog = [job for job in backlog if job.queue in known]
-    out = queues, ordered, backlog
-    if check.enabled():
-        ref = backlog_reference(ssn)
-        if (ref[0] != queues or ref[2] != backlog
-                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
-                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
-            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
-                                        "its pass over every job")
-    return out
+    return queues, ordered, backlog
+
+
+def _backlog_by_maps(ssn: Session) -> _Backlog:
+    """`_backlog_by_loops`' answer by maps over the visited jobs and the queues: the pending jobs are
+    grouped by a stable sort of their positions by queue (each queue's jobs stay in uid order), a
+    queue's first uid is the smaller of its first visited and first quiet ones (`min`, as the loop's
+    `<`), and every queue's list starts empty in the queues' order before the pending lists fill it
+    (`dict.update` keeps a key's place)."""
+    jobs = ssn.jobs
+    first = quiet_firsts(ssn)
+    uids = ssn.visits.visit()
+    visited = list(map(jobs.__getitem__, uids))
+    names = list(map(_QUEUE, visited))
+    visited_first = dict(zip(reversed(names), reversed(uids)))
+    pending_mask = list(map(is_, map(_PHASE, visited), repeat(_PENDING)))
+    backlog = list(compress(visited, pending_mask))
+    pending_names = list(compress(names, pending_mask))
+    at = pending_names.__getitem__
+    pending: dict[str, list[JobInfo]] = {}
+    for name, positions in groupby(sorted(range(len(backlog)), key=at), key=at):
+        pending[name] = list(map(backlog.__getitem__, positions))
+    met = list(visited_first)
+    first.update(zip(met, map(min, map(first.get, met, visited_first.values()), visited_first.values())))
+    order = sorted(first, key=first.__getitem__)
+    known = ssn.queues
+    queues = list(map(known.get, order))
+    if any(map(is_, queues, repeat(None))):
+        order = [name for name in order if name in known]
+        queues = list(map(known.__getitem__, order))
+    ordered: dict[str, list[JobInfo]] = dict(zip(order, map(list, repeat((), len(order)))))
+    if all(map(known.__contains__, pending)):
+        ordered.update(pending)
+    else:
+        ordered.update((name, mine) for name, mine in pending.items() if name in known)
+        backlog = [job for job in backlog if job.queue in known]
+    return queues, ordered, backlog  # type: ignore[return-value]  # no None left among the queues
 
 
 def quiet_firsts(ssn: Session) -> dict[str, str]:
@@ -149,14 +198,28 @@ def quiet_firsts(ssn: Session) -> dict[str, str]:
         kept = {}
     first: dict[str, str] = {}
     now: dict[str, tuple[set[str], str]] = {}
-    for queue, uids in visits.by_queue.items():
-        held = kept.get(queue)
-        if held is None or held[0] is not uids:
-            if not uids:
-                continue
-            held = (uids, min(uids))
-        now[queue] = held
-        first[queue] = held[1]
+    if lean_backlog:
+        # by maps over the queues: most hold their set as the memo holds it; only the others are searched
+        by_queue = visits.by_queue
+        names = list(by_queue)
+        sets = list(by_queue.values())
+        helds = list(map(kept.get, names, repeat(_NOT_HELD)))
+        for i in compress(range(len(names)), map(is_not, map(_HELD_SET, helds), sets)):
+            uids = sets[i]
+            helds[i] = (uids, min(uids)) if uids else _NOT_HELD
+        now = dict(zip(names, helds))
+        if any(map(is_, helds, repeat(_NOT_HELD))):
+            now = {queue: held for queue, held in now.items() if held is not _NOT_HELD}
+        first = dict(zip(now, map(_HELD_FIRST, now.values())))
+    else:
+        for queue, uids in visits.by_queue.items():
+            held = kept.get(queue)
+            if held is None or held[0] is not uids:
+                if not uids:
+                    continue
+                held = (uids, min(uids))
+            now[queue] = held
+            first[queue] = held[1]
     memo[FIRSTS_MEMO] = now
     if check.enabled() and first != visits.quiet_firsts():
         raise check.StateCheckError(f"{check.ENV}: enqueue's first quiet jobs kept per queue differ from "

@@ -1,10 +1,13 @@
-"""enqueue's answers without texts and capacity's verdicts without their texts until read (docs/semantics.md
-K43): in a session that makes no why-pending texts, the answers asked by bucket carry no refusal's
-explanation (`enqueue.bare_refusals`; capacity walks the levels root first, `Admission._bare_answers`),
-and a level's verdict keeps its shortfall's text unmade until a message needs it
-(`Admission.lazy_texts`). Over random events and sessions on one cache, with and without texts, the
-sessions decide the same with both switches on and off, and explain the same where they make the texts,
-under the self-check (which compares every bare answer with its vote's reference)."""
+"""enqueue's lean session set-up (docs/semantics.md K43): in a session that makes no why-pending texts, the
+answers asked by bucket carry no refusal's explanation (`enqueue.bare_refusals`; capacity walks the
+levels root first, plugins/capacity/bare_answers.py); a level's verdict keeps its shortfall's text
+unmade until a message needs it (`Admission.lazy_texts`); the jobs' buckets are read by maps over the
+jobs (`Admission.lean_ids`), the backlog's pending lists, queue order and first quiet uids by maps
+over the visited jobs and the queues (`enqueue.lean_backlog`). Over random events and sessions on one
+cache, with and without texts, the sessions decide the same with all these switches on and off, and
+explain the same where they make the texts, under the self-check (which compares every bare answer
+with its vote's reference, the buckets with the ones looked up job by job, the backlog with the pass
+over every job)."""
 
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ from session_steps import play
 def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: list[bool]) -> list[Any]:
     monkeypatch.setattr(enqueue, "bare_refusals", fast)
     monkeypatch.setattr(Admission, "lazy_texts", fast)
+    monkeypatch.setattr(Admission, "lean_ids", fast)
+    monkeypatch.setattr(enqueue, "lean_backlog", fast)
 
     def with_texts(i: int, ssn: Session) -> None:
         ssn.why_pending = texts[i % len(texts)]
@@ -43,7 +48,7 @@ def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: l
                                                                  HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(a_step(), a_crowd()), min_size=1, max_size=60),
        st.lists(st.booleans(), min_size=1, max_size=4))
-def test_bare_answers_decide_as_the_texted_ones(monkeypatch: pytest.MonkeyPatch, steps: list,
+def test_lean_enqueue_decides_as_the_plain_one(monkeypatch: pytest.MonkeyPatch, steps: list,
                                                 texts: list[bool]) -> None:
     monkeypatch.setenv(check.ENV, "1")
     assert _sessions(steps, True, monkeypatch, texts) == _sessions(steps, False, monkeypatch, texts)
