@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from itertools import chain, compress, groupby, repeat
+from itertools import accumulate, chain, compress, groupby, repeat
 from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
@@ -28,8 +28,9 @@ FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
 
-#: tests switch this off: the backlog's pending lists, queue order and first quiet uids are worked out one
-#: job and one queue at a time (the loops `backlog_of` and `quiet_firsts` had), not by maps over them (K43)
+#: tests switch this off: the backlog's pending lists, queue order and first quiet uids, and the votes'
+#: answers split along the pending lists, are worked out one job and one queue at a time (the loops
+#: `backlog_of`, `quiet_firsts` and `_Votes` had), not by maps over them (K43)
 lean_backlog = True
 
 #: tests switch this off: the votes ask the answers of every pending job left again after an admission,
@@ -286,6 +287,8 @@ class _Votes:
 
     def rest(self) -> list[JobInfo]:
         """The pending jobs left, queue after queue (the order `ask` reads its answers in)."""
+        if lean_backlog:
+            return list(chain.from_iterable(self.pending.values()))
         out: list[JobInfo] = []
         for jobs in self.pending.values():
             out += jobs
@@ -319,12 +322,24 @@ class _Votes:
         per_queue: dict[str, list[str | None]] = {}
         per_queue_keys: dict[str, list[Any]] = {}
         at = 0
-        for name, mine in self.pending.items():
-            end = at + len(mine)
-            per_queue[name] = whys[at:end]
+        if lean_backlog:
+            # by slices of the lists made from the pending lists' lengths, for the queues with a pending
+            # job only: the votes read the answers of those alone (an empty list is never voted)
+            sizes = list(map(len, self.pending.values()))
+            names = list(compress(self.pending, sizes))
+            ends = list(accumulate(compress(sizes, sizes)))
+            parts = list(map(slice, [0, *ends[:-1]], ends))
+            per_queue = dict(zip(names, map(whys.__getitem__, parts)))
             if keys is not None:
-                per_queue_keys[name] = keys[at:end]
-            at = end
+                per_queue_keys = dict(zip(names, map(keys.__getitem__, parts)))
+            at = ends[-1] if ends else 0
+        else:
+            for name, mine in self.pending.items():
+                end = at + len(mine)
+                per_queue[name] = whys[at:end]
+                if keys is not None:
+                    per_queue_keys[name] = keys[at:end]
+                at = end
         if at != len(whys):
             raise InternalError("enqueue asked about other jobs than the pending ones left")
         self.whys, self.candidates, self.refusing = per_queue, candidates, True
@@ -338,7 +353,18 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed:
+        if relaxed and lean_backlog:
+            # as below, by maps: `keys` and `per_queue` hold lists of the same lengths in the same order
+            # (the votes pop and clear them together)
+            answers = key_answers(dict.fromkeys(compress(chain.from_iterable(keys.values()),
+                                                         map(is_, chain.from_iterable(per_queue.values()),
+                                                             repeat(None)))))
+            if answers is None:
+                return self.ask(self.rest())
+            now = list(map(list, map(map, repeat(answers.get), keys.values(), per_queue.values())))
+            per_queue.update(zip(keys, now))
+            candidates = sum(map(list.count, per_queue.values(), repeat(None)))
+        elif relaxed:
             # A job the last answers refused would be refused now (its text, which no one reads, aside):
             # only the candidates' keys are asked again, the others keep their last (unread) refusal.
             wanted = dict.fromkeys(chain.from_iterable(
