@@ -24,6 +24,7 @@ from test_enqueue_carried import CONF, _base, a_step
 from apportion.actions import enqueue
 from apportion.engine import CycleResult
 from apportion.framework.session import Session
+from apportion.plugins.capacity import bare_answers
 from apportion.plugins.capacity.admission import Admission
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
@@ -37,6 +38,7 @@ def lean(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
     monkeypatch.setattr(Admission, "lean_ids", on)
     monkeypatch.setattr(enqueue, "lean_backlog", on)
     monkeypatch.setattr(DrainPicker, "carry_shape", on)
+    monkeypatch.setattr(bare_answers, "by_maps", on)
 
 
 def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: list[bool]) -> list[Any]:
