@@ -1,14 +1,12 @@
 """enqueue's lean session set-up (docs/semantics.md K43): in a session that makes no why-pending texts, the
 answers asked by bucket carry no refusal's explanation (`enqueue.bare_refusals`; capacity walks the
 levels root first, plugins/capacity/bare_answers.py); a level's verdict keeps its shortfall's text
-unmade until a message needs it (`Admission.lazy_texts`); the jobs' buckets are read by maps over the
-jobs (`Admission.lean_ids`), the backlog's pending lists, queue order and first quiet uids by maps
-over the visited jobs and the queues (`enqueue.lean_backlog`); the drain's survey takes the queues'
-places in the tree from the memo (`DrainPicker.carry_shape`). Over random events and sessions on one
+unmade until a message needs it (`Admission.lazy_texts`); the backlog is taken in one pass over the
+visited jobs and the votes' answers split by slices (`enqueue.lean_backlog`); the drain's survey takes
+the queues' places in the tree from the memo (`DrainPicker.carry_shape`). Over random events and sessions on one
 cache, with and without texts, the sessions decide the same with all these switches on and off, and
 explain the same where they make the texts, under the self-check (which compares every bare answer
-with its vote's reference, the buckets with the ones looked up job by job, the backlog with the pass
-over every job, the survey with the one worked out afresh). tests/plugins/capacity/
+with its vote's reference, the backlog with the pass over every job, the survey with the one worked out afresh). tests/plugins/capacity/
 test_capacity_lean_enqueue.py plays the same over a tree that changes."""
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from test_enqueue_carried import CONF, _base, a_step
 from apportion.actions import enqueue
 from apportion.engine import CycleResult
 from apportion.framework.session import Session
-from apportion.plugins.capacity import bare_answers
 from apportion.plugins.capacity.admission import Admission
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
@@ -35,10 +32,8 @@ def lean(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
     """Every K43 switch on or off."""
     monkeypatch.setattr(enqueue, "bare_refusals", on)
     monkeypatch.setattr(Admission, "lazy_texts", on)
-    monkeypatch.setattr(Admission, "lean_ids", on)
     monkeypatch.setattr(enqueue, "lean_backlog", on)
     monkeypatch.setattr(DrainPicker, "carry_shape", on)
-    monkeypatch.setattr(bare_answers, "by_maps", on)
 
 
 def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: list[bool]) -> list[Any]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import accumulate, chain, compress, groupby, repeat
-from operator import attrgetter, is_, is_not, itemgetter
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from apportion.actions.common import pop_best
@@ -18,9 +18,6 @@ _PENDING = PodGroupPhase.PENDING
 _MIN_RESOURCES = attrgetter("min_resources")
 _QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
-_HELD_SET, _HELD_FIRST = itemgetter(0), itemgetter(1)
-#: a queue's entry in the memo's first quiet uids when it has none: its set is no queue's
-_NOT_HELD: tuple[set[str], str] = (set(), "")
 
 
 #: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
@@ -28,9 +25,9 @@ FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
 
-#: tests switch this off: the backlog's pending lists, queue order and first quiet uids, and the votes'
-#: answers split along the pending lists, are worked out one job and one queue at a time (the loops
-#: `backlog_of`, `quiet_firsts` and `_Votes` had), not by maps over them (K43)
+#: tests switch this off: the backlog is taken by maps over the visited jobs and then loops (the
+#: reference), not in one pass over them; the votes' answers are split along the pending lists one
+#: queue at a time, not by slices for the queues with a pending job (K43)
 lean_backlog = True
 
 #: tests switch this off: the votes ask the answers of every pending job left again after an admission,
@@ -101,7 +98,7 @@ def backlog_of(ssn: Session) -> _Backlog:
     visits = ssn.visits
     if not visits.active:
         return backlog_reference(ssn)
-    out = _backlog_by_maps(ssn) if lean_backlog else _backlog_by_loops(ssn)
+    out = _backlog_by_one_pass(ssn) if lean_backlog else _backlog_by_loops(ssn)
     if check.enabled():
         queues, ordered, backlog = out
         ref = backlog_reference(ssn)
@@ -149,40 +146,43 @@ def _backlog_by_loops(ssn: Session) -> _Backlog:
     return queues, ordered, backlog
 
 
-def _backlog_by_maps(ssn: Session) -> _Backlog:
-    """`_backlog_by_loops`' answer by maps over the visited jobs and the queues: the pending jobs are
-    grouped by a stable sort of their positions by queue (each queue's jobs stay in uid order), a
-    queue's first uid is the smaller of its first visited and first quiet ones (`min`, as the loop's
-    `<`), and every queue's list starts empty in the queues' order before the pending lists fill it
-    (`dict.update` keeps a key's place)."""
+def _backlog_by_one_pass(ssn: Session) -> _Backlog:
+    """`_backlog_by_loops`' answer from one pass over the visited jobs: a queue's first visited job is
+    the first one met (the visits come in uid order), and a Pending job joins its queue's list and the
+    backlog as it is met (each list in uid order). The loops' maps over the visited jobs cost more than
+    this pass (`operator.attrgetter` is not specialised as a slot's attribute read is)."""
     jobs = ssn.jobs
     first = quiet_firsts(ssn)
-    uids = ssn.visits.visit()
-    visited = list(map(jobs.__getitem__, uids))
-    names = list(map(_QUEUE, visited))
-    visited_first = dict(zip(reversed(names), reversed(uids)))
-    pending_mask = list(map(is_, map(_PHASE, visited), repeat(_PENDING)))
-    backlog = list(compress(visited, pending_mask))
-    pending_names = list(compress(names, pending_mask))
-    at = pending_names.__getitem__
     pending: dict[str, list[JobInfo]] = {}
-    for name, positions in groupby(sorted(range(len(backlog)), key=at), key=at):
-        pending[name] = list(map(backlog.__getitem__, positions))
-    met = list(visited_first)
-    first.update(zip(met, map(min, map(first.get, met, visited_first.values()), visited_first.values())))
-    order = sorted(first, key=first.__getitem__)
+    visited_first: dict[str, str] = {}
+    backlog: list[JobInfo] = []
+    for uid in ssn.visits.visit():
+        job = jobs[uid]
+        name = job.queue
+        if name not in visited_first:
+            visited_first[name] = uid
+        if job.phase is _PENDING:
+            backlog.append(job)
+            mine = pending.get(name)
+            if mine is None:
+                pending[name] = [job]
+            else:
+                mine.append(job)
+    for name, uid in visited_first.items():
+        held = first.get(name)
+        if held is None or uid < held:
+            first[name] = uid
     known = ssn.queues
-    queues = list(map(known.get, order))
-    if any(map(is_, queues, repeat(None))):
-        order = [name for name in order if name in known]
-        queues = list(map(known.__getitem__, order))
-    ordered: dict[str, list[JobInfo]] = dict(zip(order, map(list, repeat((), len(order)))))
-    if all(map(known.__contains__, pending)):
-        ordered.update(pending)
-    else:
-        ordered.update((name, mine) for name, mine in pending.items() if name in known)
+    queues: list[QueueInfo] = []
+    ordered: dict[str, list[JobInfo]] = {}
+    for name in sorted(first, key=first.__getitem__):
+        queue = known.get(name)
+        if queue is not None:
+            queues.append(queue)
+            ordered[name] = pending.get(name) or []
+    if any(name not in known for name in pending):
         backlog = [job for job in backlog if job.queue in known]
-    return queues, ordered, backlog  # type: ignore[return-value]  # no None left among the queues
+    return queues, ordered, backlog
 
 
 def quiet_firsts(ssn: Session) -> dict[str, str]:
@@ -199,28 +199,14 @@ def quiet_firsts(ssn: Session) -> dict[str, str]:
         kept = {}
     first: dict[str, str] = {}
     now: dict[str, tuple[set[str], str]] = {}
-    if lean_backlog:
-        # by maps over the queues: most hold their set as the memo holds it; only the others are searched
-        by_queue = visits.by_queue
-        names = list(by_queue)
-        sets = list(by_queue.values())
-        helds = list(map(kept.get, names, repeat(_NOT_HELD)))
-        for i in compress(range(len(names)), map(is_not, map(_HELD_SET, helds), sets)):
-            uids = sets[i]
-            helds[i] = (uids, min(uids)) if uids else _NOT_HELD
-        now = dict(zip(names, helds))
-        if any(map(is_, helds, repeat(_NOT_HELD))):
-            now = {queue: held for queue, held in now.items() if held is not _NOT_HELD}
-        first = dict(zip(now, map(_HELD_FIRST, now.values())))
-    else:
-        for queue, uids in visits.by_queue.items():
-            held = kept.get(queue)
-            if held is None or held[0] is not uids:
-                if not uids:
-                    continue
-                held = (uids, min(uids))
-            now[queue] = held
-            first[queue] = held[1]
+    for queue, uids in visits.by_queue.items():
+        held = kept.get(queue)
+        if held is None or held[0] is not uids:
+            if not uids:
+                continue
+            held = (uids, min(uids))
+        now[queue] = held
+        first[queue] = held[1]
     memo[FIRSTS_MEMO] = now
     if check.enabled() and first != visits.quiet_firsts():
         raise check.StateCheckError(f"{check.ENV}: enqueue's first quiet jobs kept per queue differ from "

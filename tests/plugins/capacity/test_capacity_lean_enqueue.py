@@ -17,7 +17,6 @@ from test_capacity_carried_plans import CONFS, _base, a_step
 from apportion.actions import enqueue
 from apportion.engine import CycleResult
 from apportion.framework.session import Session
-from apportion.plugins.capacity import bare_answers
 from apportion.plugins.capacity.admission import Admission
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
@@ -27,10 +26,8 @@ from session_steps import play
 def _sessions(steps: list, on: bool, conf: Any, texts: list[bool], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(enqueue, "bare_refusals", on)
     monkeypatch.setattr(Admission, "lazy_texts", on)
-    monkeypatch.setattr(Admission, "lean_ids", on)
     monkeypatch.setattr(enqueue, "lean_backlog", on)
     monkeypatch.setattr(DrainPicker, "carry_shape", on)
-    monkeypatch.setattr(bare_answers, "by_maps", on)
 
     def with_texts(i: int, ssn: Session) -> None:
         ssn.why_pending = texts[i % len(texts)]

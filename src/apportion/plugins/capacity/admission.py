@@ -8,8 +8,6 @@ b-e, §6.11 checks along the path).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress, repeat
-from operator import and_, attrgetter, eq, is_, itemgetter, not_
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -43,12 +41,6 @@ LEVELS_MEMO = "capacity.admission-levels"
 _Plan = tuple[int, str | None, tuple[str, ...] | None]
 #: the memo's entry: the buckets' plans and the levels' texts, with the tree they hold for (`_KeptPlans`)
 PLANS_MEMO = "capacity.admission-plans"
-_UID = attrgetter("uid")
-_MIN_RESOURCES = attrgetter("min_resources")
-_QUEUE = attrgetter("queue")
-_HELD_MR, _HELD_QUEUE, _HELD_BUCKET = itemgetter(0), itemgetter(1), itemgetter(2)
-#: a job's entry in `Buckets.of_job` when it has none: its minResources object is no job's
-_NOT_HELD = (object(), "", -1)
 
 
 class _KeptPlans:
@@ -91,9 +83,6 @@ class Admission(CapacityBase):
     #: rather than only when a message is made from it (most refusals of a session without why-pending
     #: texts make none: `BucketAnswers.texts`)
     lazy_texts = True
-    #: tests switch this off: the buckets of jobs that all hold theirs are read by maps over the jobs,
-    #: not one job at a time (`_bucket_ids`)
-    lean_ids = True
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -272,29 +261,6 @@ class Admission(CapacityBase):
         if renumbered or self._plans is None:
             self._plans = {}
             self._kept = self._kept_plans(renumbered)
-        of_job = buckets.of_job
-        if not self.lean_ids:
-            return self._bucket_ids_by_job(jobs)
-        # by maps over the jobs: most hold their bucket with their minResources object and queue (a job
-        # asked about again), and only the others are put in theirs one at a time
-        held = list(map(of_job.get, map(_UID, jobs), repeat(_NOT_HELD)))
-        ids = list(map(_HELD_BUCKET, held))
-        holding = map(and_, map(is_, map(_HELD_MR, held), map(_MIN_RESOURCES, jobs)),
-                      map(eq, map(_HELD_QUEUE, held), map(_QUEUE, jobs)))
-        for i in compress(range(len(jobs)), map(not_, holding)):
-            job = jobs[i]
-            mr = job.min_resources
-            entry = of_job[job.uid] = (mr, job.queue, buckets.bucket(job.queue, mr))
-            ids[i] = entry[2]
-        if check.enabled() and ids != self._bucket_ids_by_job(jobs):
-            raise check.StateCheckError(f"{check.ENV}: capacity's buckets read by maps over the jobs differ "
-                                        "from the ones looked up job by job")
-        return ids
-
-    def _bucket_ids_by_job(self, jobs: list[JobInfo]) -> list[int]:
-        """`_bucket_ids` one job at a time, putting each job that holds none (or holds it with another
-        minResources object or queue) in its bucket."""
-        buckets = self._buckets
         of_job = buckets.of_job
         out: list[int] = []
         append = out.append

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from itertools import compress, groupby
-from operator import attrgetter, eq, is_
+from itertools import groupby
+from operator import is_
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -52,9 +52,6 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
-_NAME = attrgetter("name")
-_SHARE = attrgetter("share")
-_PRIORITY = attrgetter("priority")
 
 
 class _Shape:
@@ -74,7 +71,7 @@ class _Shape:
     def __init__(self, tree: object, queues: list[QueueInfo], attrs: dict[str, QueueAttr]) -> None:
         self.tree = tree
         self.queues = queues
-        self.names: list[str] = list(map(_NAME, queues))
+        self.names: list[str] = [q.name for q in queues]
         self.under: dict[str, list[QueueInfo]] = {}
         self.under_names: dict[str, frozenset[str]] = {}
         self.has_children: dict[str, bool] = {}
@@ -91,12 +88,12 @@ class _Shape:
                 tops.append(ancestors[1])
             else:
                 return
-        if len(set(map(_PRIORITY, queues))) > 1:
+        if len({q.priority for q in queues}) > 1:
             return
         at = tops.__getitem__
         for top, positions in groupby(sorted(range(len(tops)), key=at), key=at):
             mine = self.under[top] = list(map(queues.__getitem__, positions))
-            self.under_names[top] = frozenset(map(_NAME, mine))
+            self.under_names[top] = frozenset(q.name for q in mine)
             self.has_children[top] = bool(attrs[top].children)
         self.covered = True
 
@@ -231,12 +228,13 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
-        shares = list(map(_SHARE, map(attrs.__getitem__, names)))
-        if not all(map(eq, shares, shares)):
-            return None
+        for name in names:
+            share = attrs[name].share
+            if share != share:
+                return None
         under = shape.under
         under_names = shape.under_names
-        working = set(compress(names, map(has_work, names)))
+        working = {name for name in names if has_work(name)}
         keyed = []
         for top in under:
             a = attrs[top]
@@ -269,7 +267,7 @@ class DrainPicker:
                 leaves = [q for q in under[top] if q.name in working]
                 leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
                 units += leaves
-        return list(compress(self.queues, map(reach.__contains__, names))), units
+        return [q for q, name in zip(self.queues, names, strict=True) if name in reach], units
 
     def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
         """`_survey` by one pass over the queues given (the reference)."""
