@@ -15,7 +15,6 @@ from apportion.framework.session import Session
 from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
-_MIN_RESOURCES = attrgetter("min_resources")
 _QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
 
@@ -26,8 +25,9 @@ FIRSTS_MEMO = "enqueue.quiet-firsts"
 carry_firsts = True
 
 #: tests switch this off: the backlog is taken by maps over the visited jobs and then loops (the
-#: reference), not in one pass over them; the votes' answers are split along the pending lists one
-#: queue at a time, not by slices for the queues with a pending job (K43)
+#: reference), not in one pass over them; the votes' answers are split along the pending lists, and
+#: asked again after an admission, one queue at a time, not by slices and chains over the queues with
+#: a pending job (K43)
 lean_backlog = True
 
 #: tests switch this off: the votes ask the answers of every pending job left again after an admission,
@@ -61,7 +61,7 @@ def execute(ssn: Session) -> None:
     # before any admission is given its known explanation without its vote. A job without
     # minResources is admitted without a vote: no such test then.
     votes = _Votes(ssn, pending, len(backlog))
-    if not any(map(is_, map(_MIN_RESOURCES, backlog), repeat(None))) and not votes.ask(votes.rest()):
+    if all(job.min_resources is not None for job in backlog) and not votes.ask(votes.rest()):
         return  # every refusal explained
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
