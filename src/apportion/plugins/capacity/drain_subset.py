@@ -228,13 +228,15 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
+        working: set[str] = set()
         for name in names:
             share = attrs[name].share
             if share != share:
                 return None
+            if has_work(name):
+                working.add(name)
         under = shape.under
         under_names = shape.under_names
-        working = {name for name in names if has_work(name)}
         keyed = []
         for top in under:
             a = attrs[top]
