@@ -3,11 +3,12 @@ answers asked by bucket carry no refusal's explanation (`enqueue.bare_refusals`;
 levels root first, plugins/capacity/bare_answers.py); a level's verdict keeps its shortfall's text
 unmade until a message needs it (`Admission.lazy_texts`); the backlog is taken in one pass over the
 visited jobs and the votes' answers split by slices (`enqueue.lean_backlog`); the drain's survey takes
-the queues' places in the tree from the memo (`DrainPicker.carry_shape`). Over random events and sessions on one
-cache, with and without texts, the sessions decide the same with all these switches on and off, and
-explain the same where they make the texts, under the self-check (which compares every bare answer
-with its vote's reference, the backlog with the pass over every job, the survey with the one worked out afresh). tests/plugins/capacity/
-test_capacity_lean_enqueue.py plays the same over a tree that changes."""
+the queues' places in the tree from the memo (`DrainPicker.carry_shape`). Over random events and
+sessions on one cache, with and without texts, the sessions decide the same with all these switches on
+and off, and explain the same where they make the texts, under the self-check (which compares every
+bare answer with its vote's reference, the backlog with the pass over every job, the survey with the
+one worked out afresh). tests/plugins/capacity/test_capacity_lean_enqueue.py plays the same over a
+tree that changes."""
 
 from __future__ import annotations
 
