@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -15,7 +15,6 @@ from apportion.framework.session import Session
 from apportion.state import check
 
 _PENDING = PodGroupPhase.PENDING
-_MIN_RESOURCES = attrgetter("min_resources")
 _QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
 
@@ -25,6 +24,12 @@ FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
 
+#: tests switch this off: the backlog is taken by maps over the visited jobs and then loops (the
+#: reference), not in one pass over them; the votes' answers are split along the pending lists, and
+#: asked again after an admission, one queue at a time, not by slices and chains over the queues with
+#: a pending job (K43)
+lean_backlog = True
+
 #: tests switch this off: the votes ask the answers of every pending job left again after an admission,
 #: rather than the answers of their buckets (`Dispatch.enqueue_buckets`, K40)
 ask_by_bucket = True
@@ -33,6 +38,9 @@ skip_unread = True
 #: tests switch this off: with refusals unread, the jobs left are asked again by every bucket's answer,
 #: not only by the buckets the last answers would admit (K40)
 by_candidates = True
+#: tests switch this off: with refusals unread, the answers asked by bucket carry each refusal's
+#: explanation all the same (rather than a text no one reads, K43)
+bare_refusals = True
 
 #: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
 #: and every pending job in uid order
@@ -53,7 +61,7 @@ def execute(ssn: Session) -> None:
     # before any admission is given its known explanation without its vote. A job without
     # minResources is admitted without a vote: no such test then.
     votes = _Votes(ssn, pending, len(backlog))
-    if not any(map(is_, map(_MIN_RESOURCES, backlog), repeat(None))) and not votes.ask(votes.rest()):
+    if all(job.min_resources is not None for job in backlog) and not votes.ask(votes.rest()):
         return  # every refusal explained
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
@@ -90,9 +98,23 @@ def backlog_of(ssn: Session) -> _Backlog:
     visits = ssn.visits
     if not visits.active:
         return backlog_reference(ssn)
+    out = _backlog_by_one_pass(ssn) if lean_backlog else _backlog_by_loops(ssn)
+    if check.enabled():
+        queues, ordered, backlog = out
+        ref = backlog_reference(ssn)
+        if (ref[0] != queues or ref[2] != backlog
+                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
+                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
+            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
+                                        "its pass over every job")
+    return out
+
+
+def _backlog_by_loops(ssn: Session) -> _Backlog:
+    """`backlog_of`'s answer, the pending jobs grouped and the queues ordered one at a time."""
     jobs = ssn.jobs
     first = quiet_firsts(ssn)
-    uids = visits.visit()
+    uids = ssn.visits.visit()
     visited = list(map(jobs.__getitem__, uids))
     names = list(map(_QUEUE, visited))
     # the visits come in uid order: a queue's first visited job is the first one met, so the last one
@@ -121,15 +143,46 @@ def backlog_of(ssn: Session) -> _Backlog:
             ordered[name] = pending.get(name) or []
     if any(name not in known for name in pending):
         backlog = [job for job in backlog if job.queue in known]
-    out = queues, ordered, backlog
-    if check.enabled():
-        ref = backlog_reference(ssn)
-        if (ref[0] != queues or ref[2] != backlog
-                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
-                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
-            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
-                                        "its pass over every job")
-    return out
+    return queues, ordered, backlog
+
+
+def _backlog_by_one_pass(ssn: Session) -> _Backlog:
+    """`_backlog_by_loops`' answer from one pass over the visited jobs: a queue's first visited job is
+    the first one met (the visits come in uid order), and a Pending job joins its queue's list and the
+    backlog as it is met (each list in uid order). The loops' maps over the visited jobs cost more than
+    this pass (`operator.attrgetter` is not specialised as a slot's attribute read is)."""
+    jobs = ssn.jobs
+    first = quiet_firsts(ssn)
+    pending: dict[str, list[JobInfo]] = {}
+    visited_first: dict[str, str] = {}
+    backlog: list[JobInfo] = []
+    for uid in ssn.visits.visit():
+        job = jobs[uid]
+        name = job.queue
+        if name not in visited_first:
+            visited_first[name] = uid
+        if job.phase is _PENDING:
+            backlog.append(job)
+            mine = pending.get(name)
+            if mine is None:
+                pending[name] = [job]
+            else:
+                mine.append(job)
+    for name, uid in visited_first.items():
+        held = first.get(name)
+        if held is None or uid < held:
+            first[name] = uid
+    known = ssn.queues
+    queues: list[QueueInfo] = []
+    ordered: dict[str, list[JobInfo]] = {}
+    for name in sorted(first, key=first.__getitem__):
+        queue = known.get(name)
+        if queue is not None:
+            queues.append(queue)
+            ordered[name] = pending.get(name) or []
+    if any(name not in known for name in pending):
+        backlog = [job for job in backlog if job.queue in known]
+    return queues, ordered, backlog
 
 
 def quiet_firsts(ssn: Session) -> dict[str, str]:
@@ -208,6 +261,9 @@ class _Votes:
         self.key_answers: KeyAnswers | None = None
         #: whether refusals are explained: a session that makes no why-pending texts reads none (K40)
         self.explaining = getattr(ssn, "why_pending", True) or not skip_unread
+        #: whether the answers asked by bucket carry the refusals' explanations (else each is a text no
+        #: one reads: only whether a job is refused is read, K43)
+        self.texts = self.explaining or not bare_refusals
         #: the jobs left to vote (`left`: every pending job), and how many more may be asked about again
         #: (`ask_again_budget`)
         self.left = left
@@ -217,6 +273,8 @@ class _Votes:
 
     def rest(self) -> list[JobInfo]:
         """The pending jobs left, queue after queue (the order `ask` reads its answers in)."""
+        if lean_backlog:
+            return list(chain.from_iterable(self.pending.values()))
         out: list[JobInfo] = []
         for jobs in self.pending.values():
             out += jobs
@@ -225,7 +283,7 @@ class _Votes:
     def ask(self, jobs: list[JobInfo]) -> bool:
         """Take the votes' answers for `jobs` (`rest()`, every pending job) as things stand; False when
         they refuse every one (each refusal then explained as its vote would explain it)."""
-        keyed = self.ssn.enqueue_buckets(jobs) if ask_by_bucket else None
+        keyed = self.ssn.enqueue_buckets(jobs, self.texts) if ask_by_bucket else None
         whys: list[str | None] | None = None
         keys: list[Any] | None = None
         if keyed is not None:
@@ -250,12 +308,24 @@ class _Votes:
         per_queue: dict[str, list[str | None]] = {}
         per_queue_keys: dict[str, list[Any]] = {}
         at = 0
-        for name, mine in self.pending.items():
-            end = at + len(mine)
-            per_queue[name] = whys[at:end]
+        if lean_backlog:
+            # by slices of the lists made from the pending lists' lengths, for the queues with a pending
+            # job only: the votes read the answers of those alone (an empty list is never voted)
+            sizes = list(map(len, self.pending.values()))
+            names = list(compress(self.pending, sizes))
+            ends = list(accumulate(compress(sizes, sizes)))
+            parts = list(map(slice, [0, *ends[:-1]], ends))
+            per_queue = dict(zip(names, map(whys.__getitem__, parts)))
             if keys is not None:
-                per_queue_keys[name] = keys[at:end]
-            at = end
+                per_queue_keys = dict(zip(names, map(keys.__getitem__, parts)))
+            at = ends[-1] if ends else 0
+        else:
+            for name, mine in self.pending.items():
+                end = at + len(mine)
+                per_queue[name] = whys[at:end]
+                if keys is not None:
+                    per_queue_keys[name] = keys[at:end]
+                at = end
         if at != len(whys):
             raise InternalError("enqueue asked about other jobs than the pending ones left")
         self.whys, self.candidates, self.refusing = per_queue, candidates, True
@@ -269,7 +339,18 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed:
+        if relaxed and lean_backlog:
+            # as below, by maps: `keys` and `per_queue` hold lists of the same lengths in the same order
+            # (the votes pop and clear them together)
+            answers = key_answers(dict.fromkeys(compress(chain.from_iterable(keys.values()),
+                                                         map(is_, chain.from_iterable(per_queue.values()),
+                                                             repeat(None)))))
+            if answers is None:
+                return self.ask(self.rest())
+            now = list(map(list, map(map, repeat(answers.get), keys.values(), per_queue.values())))
+            per_queue.update(zip(keys, now))
+            candidates = sum(map(list.count, per_queue.values(), repeat(None)))
+        elif relaxed:
             # A job the last answers refused would be refused now (its text, which no one reads, aside):
             # only the candidates' keys are asked again, the others keep their last (unread) refusal.
             wanted = dict.fromkeys(chain.from_iterable(
@@ -296,7 +377,7 @@ class _Votes:
         if check.enabled():
             ref = self.ssn.enqueue_answers(self.rest())
             mine_now = list(chain.from_iterable(per_queue.values()))
-            if ref is None or (ref != mine_now if not relaxed
+            if ref is None or (ref != mine_now if not relaxed and self.texts
                                else [w is None for w in ref] != [w is None for w in mine_now]):
                 raise check.StateCheckError(f"{check.ENV}: enqueue's answers asked again by bucket differ from "
                                             "the answers of the jobs left")

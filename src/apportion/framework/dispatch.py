@@ -30,8 +30,9 @@ class KeyAnswers(Protocol):
         """Whether every key the last call refused would be refused now (by another explanation,
         perhaps): only admissions that can only refuse more moved the accounting since."""
 
-#: an enqueue test in two halves: per job a key and the answers of keys (`Dispatch.add_enqueue_answers`)
-BucketsFn = Callable[[list[JobInfo]], tuple[list[Any], KeyAnswers] | None]
+#: an enqueue test in two halves: per job a key and the answers of keys (`Dispatch.add_enqueue_answers`);
+#: its second argument False: the caller reads no refusal's explanation (any text that is not None will do)
+BucketsFn = Callable[[list[JobInfo], bool], tuple[list[Any], KeyAnswers] | None]
 
 
 class _Bucketed:
@@ -132,16 +133,17 @@ class Dispatch(ExtensionPoints):
         test = self.enqueue_answer_tests.get(fns[0][1].name)
         return None if test is None else test(jobs)
 
-    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[Any], KeyAnswers] | None:
+    def enqueue_buckets(self, jobs: list[JobInfo], texts: bool = True) -> tuple[list[Any], KeyAnswers] | None:
         """`enqueue_answers` in two halves, as the one plugin consulted offers them (`add_enqueue_answers`'
         `buckets`): per job a key, jobs of one key having one answer, and a function giving the answers
         of keys as things stand when it is called (its None: ask `enqueue_answers`); nothing is
-        recorded. None when they cannot be had that way."""
+        recorded. None when they cannot be had that way. `texts` False: the caller reads no refusal's
+        explanation, only whether there is one (the plugin may answer any text, K43)."""
         fns = self._consulted(ep.JOB_ENQUEUEABLE)
         if len(fns) != 1 or not self.fast_enqueue_refusals:
             return None
         test = self.enqueue_answer_tests.get(fns[0][1].name)
-        return test.buckets(jobs) if isinstance(test, _Bucketed) else None
+        return test.buckets(jobs, texts) if isinstance(test, _Bucketed) else None
 
     def queue_picker(self, queues: list[QueueInfo]) -> QueuePicker:
         """The queues to visit, best first: the plugin's picker when it alone orders queues, else the scan."""

@@ -14,6 +14,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
+from apportion.plugins.capacity.bare_answers import bare_answers
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
@@ -29,8 +30,9 @@ from apportion.plugins.capacity.tree import TREE_MEMO
 from apportion.resources import Resource
 from apportion.state import check
 
-#: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `,
-#: and the whole message per leaf that asked
+#: a level's verdict for one minResources: whether it passes, the shortfall's text after `queue NAME: `
+#: ("" until a message needs it: `_message` works it out then, `lazy_texts`), and the whole message per
+#: leaf that asked
 _Verdict = tuple[bool, str, dict[str, str]]
 #: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
 LEVELS_MEMO = "capacity.admission-levels"
@@ -77,6 +79,10 @@ class Admission(CapacityBase):
     #: how many admissions this session added to inqueue an amount not >= 0 on some dimension (a
     #: refusal may then not hold: `BucketAnswers.refusals_hold`)
     _inqueue_lowered = 0
+    #: tests switch this off: a level's verdict is kept with its shortfall's text, worked out with it,
+    #: rather than only when a message is made from it (most refusals of a session without why-pending
+    #: texts make none: `BucketAnswers.texts`)
+    lazy_texts = True
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
         """ReclaimableFn: the triple check over a running simulated allocated per queue (§6.10)."""
@@ -235,16 +241,17 @@ class Admission(CapacityBase):
         answers = self._bucket_answers(dict.fromkeys(ids), levels)
         return list(map(answers.__getitem__, ids))
 
-    def enqueue_buckets(self, jobs: list[JobInfo]) -> tuple[list[int], BucketAnswers] | None:
+    def enqueue_buckets(self, jobs: list[JobInfo], texts: bool = True) -> tuple[list[int], BucketAnswers] | None:
         """`enqueue_answers` in two halves: per job, the number of its bucket (every job of a bucket has
         the same answer), and a function giving the answers of buckets as things stand when it is
         called, which may be called again after an admission (None from it: the numbers were dropped
         since, ask `enqueue_answers`). None when the answers are not kept per bucket (the votes one
         level at a time: `fast_enqueue_refusals` off). A job's bucket reads its queue and minResources,
-        which no vote changes, so the numbers hold for the session's votes (K40)."""
+        which no vote changes, so the numbers hold for the session's votes (K40). `texts` False: the
+        caller reads no refusal's explanation, and each refusal is `UNREAD` (K43)."""
         if self._vote_levels() is None:
             return None
-        return self._bucket_ids(jobs), BucketAnswers(self)
+        return self._bucket_ids(jobs), BucketAnswers(self, texts)
 
     def _bucket_ids(self, jobs: list[JobInfo]) -> list[int]:
         """The bucket number of each job, kept per job with the minResources object and queue it was
@@ -265,10 +272,12 @@ class Admission(CapacityBase):
             append(held[2])
         return out
 
-    def _bucket_answers(self, wanted: Iterable[int],
-                        levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]) -> dict[int, str | None]:
+    def _bucket_answers(self, wanted: Iterable[int], levels: dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]],
+                        texts: bool = True) -> dict[int, str | None]:
         """Per bucket number in `wanted`, None when a vote cast now on a job of it would admit it, else
-        that refusal's explanation."""
+        that refusal's explanation (`texts` False: `bare_answers`, K43)."""
+        if not texts:
+            return bare_answers(self, wanted, levels)
         plans = self._plans
         if plans is None:
             plans = self._plans = {}
@@ -304,12 +313,12 @@ class Admission(CapacityBase):
                         resolved[name] = level
                     hit = level[1].get(key)
                     if hit is None:
-                        hit = level[1][key] = (*self._level_verdict(level[0], min_req), {})
+                        hit = level[1][key] = self._verdict(level[0], min_req)
                     if not hit[0]:
                         why = hit[2].get(path[0])
                         answer = ep.REJECT
                         if why is None:
-                            why = self._message(path[0], name, hit)
+                            why = self._message(path[0], name, hit, level[0], min_req)
                         break
             if answer >= 0:
                 why = None
@@ -444,18 +453,32 @@ class Admission(CapacityBase):
             known = held[1]
             hit = known.get(key)
             if hit is None:
-                hit = known[key] = (*self._level_verdict(a, min_req), {})
+                hit = known[key] = self._verdict(a, min_req)
             if not hit[0]:
                 msg = hit[2].get(leaf)
-                return ep.REJECT, (msg if msg is not None else self._message(leaf, name, hit))
+                return ep.REJECT, (msg if msg is not None else self._message(leaf, name, hit, a, min_req))
         return ep.PERMIT, None
 
-    def _message(self, leaf: str, name: str, hit: _Verdict) -> str:
-        """A refusing level's message as seen from the leaf, kept with the verdict."""
+    def _verdict(self, a: QueueAttr, min_req: Resource) -> _Verdict:
+        """The level's verdict for the minResources, kept in `levels`: with `lazy_texts`, a refusal's text
+        is "" until `_message` needs it."""
+        if not self.lazy_texts:
+            return (*self._level_verdict(a, min_req), {})
+        need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
+        return need.less_equal_with_dimension(a.real_capability, min_req)[0], "", {}
+
+    def _message(self, leaf: str, name: str, hit: _Verdict, a: QueueAttr, min_req: Resource) -> str:
+        """A refusing level's message as seen from the leaf, kept with the verdict. `a` is the level's
+        attributes the verdict holds for, with its accounting as when the verdict was taken (a verdict is
+        dropped when that moves, `_vote_levels`), so a text worked out now is the one it would have had."""
         where = self._wheres.get((leaf, name))
         if where is None:
             where = self._wheres[(leaf, name)] = f"queue {self._where(self.attrs[leaf], self.attrs[name])}: "
-        msg = hit[2][leaf] = where + hit[1]
+        tail = hit[1]
+        if not tail:
+            # `lazy_texts`: a refusal always has a text (the failing dimensions), so "" is not yet made
+            tail = self._level_verdict(a, min_req)[1]
+        msg = hit[2][leaf] = where + tail
         return msg
 
     @staticmethod

@@ -17,6 +17,8 @@ ReqKey = tuple[float, float, tuple[tuple[str, float], ...]]
 
 #: the memo's entry: the backlog's buckets (`Buckets`)
 BUCKETS_MEMO = "capacity.admission-buckets"
+#: a refusal's explanation in answers asked without texts (`BucketAnswers.texts`): its caller reads none
+UNREAD = "refused (no explanation asked for)"
 
 
 class Buckets:
@@ -67,17 +69,19 @@ class _Answering(Protocol):
 
     def _vote_levels(self) -> Any: ...
 
-    def _bucket_answers(self, wanted: Iterable[int], levels: Any) -> dict[int, str | None]: ...
+    def _bucket_answers(self, wanted: Iterable[int], levels: Any, texts: bool = True) -> dict[int, str | None]: ...
 
 
 class BucketAnswers:
     """The answers of buckets by number as things stand when called (`Admission.enqueue_buckets`); None
-    from a call when the numbers were dropped since they were handed out."""
+    from a call when the numbers were dropped since they were handed out. With `texts` False, each
+    refusal is `UNREAD` rather than its explanation (the caller reads none, K43)."""
 
-    __slots__ = ("buckets", "epoch", "log_at", "lowered_at", "plugin")
+    __slots__ = ("buckets", "epoch", "log_at", "lowered_at", "plugin", "texts")
 
-    def __init__(self, plugin: _Answering) -> None:
+    def __init__(self, plugin: _Answering, texts: bool = True) -> None:
         self.plugin = plugin
+        self.texts = texts
         self.buckets = plugin._buckets
         self.epoch = plugin._buckets.epoch
         #: at the last call: how long the share log was, and how many admissions had lowered some
@@ -93,7 +97,7 @@ class BucketAnswers:
         if levels is None or plugin._buckets is not self.buckets or self.buckets.epoch != self.epoch:
             return None
         self.log_at, self.lowered_at = len(plugin.share_log), plugin._inqueue_lowered
-        return plugin._bucket_answers(wanted, levels)
+        return plugin._bucket_answers(wanted, levels, self.texts)
 
     def refusals_hold(self) -> bool:
         """Whether every bucket the last call refused would be refused now: since then no event moved an

@@ -35,17 +35,72 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import groupby
+from operator import is_
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
+from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.picker import TreePicker, queue_key
 from apportion.plugins.capacity.repush import RepushPicker
+from apportion.plugins.capacity.tree import TREE_MEMO
 from apportion.state import check
 
 #: a unit of the drain: a leaf with work, or an open group's members (root's tied children)
 _Unit = QueueInfo | list[str]
+#: the memo's entry: the last survey's shape (`_Shape`)
+SHAPE_MEMO = "capacity.drain-shape"
+
+
+class _Shape:
+    """What `DrainPicker._survey` reads of the tree and the queues given besides the shares and the work:
+    per queue, the child of root it is under (`top`); per such child, its queues in list order and their
+    names, and whether it has children. `covered` False: the tree is not one the survey covers (a queue
+    without attributes or not a leaf, more than two levels, mixed priorities), whatever the shares.
+
+    It reads the attributes' names, children and ancestors, which the tree kept in the memo fixes while
+    the session's tree is that object (tree.py, TREE_MEMO; K37), and the queues' names and priorities,
+    which a QueueInfo object keeps (a memo's snapshots replace a QueueInfo that changes). So it is kept in
+    the memo with that tree object and the queues given, and taken again while a session's tree is that
+    object and its drain is given the same QueueInfo objects in the same order (K43)."""
+
+    __slots__ = ("covered", "has_children", "names", "queues", "tree", "under", "under_names")
+
+    def __init__(self, tree: object, queues: list[QueueInfo], attrs: dict[str, QueueAttr]) -> None:
+        self.tree = tree
+        self.queues = queues
+        self.names: list[str] = [q.name for q in queues]
+        self.under: dict[str, list[QueueInfo]] = {}
+        self.under_names: dict[str, frozenset[str]] = {}
+        self.has_children: dict[str, bool] = {}
+        self.covered = False
+        alist = list(map(attrs.get, self.names))
+        tops: list[str] = []
+        for name, a in zip(self.names, alist):
+            if a is None or a.children or not a.ancestors:
+                return
+            ancestors = a.ancestors
+            if len(ancestors) == 1:
+                tops.append(name)
+            elif len(ancestors) == 2:
+                tops.append(ancestors[1])
+            else:
+                return
+        if len({q.priority for q in queues}) > 1:
+            return
+        at = tops.__getitem__
+        for top, positions in groupby(sorted(range(len(tops)), key=at), key=at):
+            mine = self.under[top] = list(map(queues.__getitem__, positions))
+            self.under_names[top] = frozenset(q.name for q in mine)
+            self.has_children[top] = bool(attrs[top].children)
+        self.covered = True
+
+    def holds(self, tree: object, queues: list[QueueInfo]) -> bool:
+        """Whether this shape is the one of these queues over that tree (the same objects, in order)."""
+        mine = self.queues
+        return tree is self.tree and len(mine) == len(queues) and all(map(is_, mine, queues))
 
 
 class DrainPicker:
@@ -56,6 +111,9 @@ class DrainPicker:
     #: the drain's units are listed without a tree picker, which is built only for an open group
     #: (module docstring); tests switch this off to compare with the tree picker over the reachable leaves
     direct = True
+    #: tests switch this off: the survey works the queues' places in the tree out afresh every session
+    #: rather than taking them from the memo (`_Shape`, K43)
+    carry_shape = True
     #: the tree picker built: RepushPicker (allocate's pop and push back of one queue without sorted-list
     #: edits); tests set TreePicker, the reference
     tree: type[TreePicker] = RepushPicker
@@ -143,7 +201,78 @@ class DrainPicker:
         return None if survey is None else survey[0]
 
     def _survey(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
-        """`_reach`'s queues and the drain's units in order (module docstring)."""
+        """`_reach`'s queues and the drain's units in order (module docstring), from the queues' shape
+        (`_Shape`), kept in the memo while the tree and the queues given are the same objects."""
+        memo = self.plugin.ssn.memo
+        if not self.carry_shape or memo is None:
+            return self._survey_reference(has_work)
+        tree = memo.get(TREE_MEMO)
+        shape = memo.get(SHAPE_MEMO)
+        if tree is None:
+            return self._survey_reference(has_work)
+        if not isinstance(shape, _Shape) or not shape.holds(tree, self.queues):
+            shape = memo[SHAPE_MEMO] = _Shape(tree, list(self.queues), self.plugin.attrs)
+        out = self._survey_of(shape, has_work)
+        if check.enabled():
+            ref = self._survey_reference(has_work)
+            if (out is None) != (ref is None) or (out is not None and ref is not None and (
+                    not _same_queues(out[0], ref[0]) or _unit_names(out[1]) != _unit_names(ref[1]))):
+                raise check.StateCheckError(f"{check.ENV}: capacity's drain survey from the queues' kept shape "
+                                            "differs from the one worked out afresh")
+        return out
+
+    def _survey_of(self, shape: _Shape, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
+        """`_survey_reference`'s answer from the queues' shape: the shares (a NaN one turns the survey
+        off) and the work are read afresh, each queue's place in the tree is the shape's."""
+        if not shape.covered:
+            return None
+        attrs = self.plugin.attrs
+        names = shape.names
+        working: set[str] = set()
+        for name in names:
+            share = attrs[name].share
+            if share != share:
+                return None
+            if has_work(name):
+                working.add(name)
+        under = shape.under
+        under_names = shape.under_names
+        keyed = []
+        for top in under:
+            a = attrs[top]
+            if a.share != a.share:
+                return None
+            keyed.append((queue_key(a), top))
+        keyed.sort()
+        reach = set(working)
+        units: list[_Unit] = []
+        i = 0
+        while i < len(keyed):
+            j = i
+            while j < len(keyed) and keyed[j][0] == keyed[i][0]:
+                j += 1
+            run = [top for _, top in keyed[i:j]]
+            i = j
+            with_work = [top for top in run if not working.isdisjoint(under_names[top])]
+            if (len(run) > 1 and any(shape.has_children[top] for top in run)
+                    and sum(len(working & under_names[top]) for top in with_work) > 1):
+                units.append(run)
+                for top in run:
+                    reach.update(under_names[top])
+                continue
+            if len(with_work) > 1:  # leaves only (else the run is open): by (creation, name)
+                with_work.sort(key=lambda top: (under[top][0].creation, top))
+            for top in with_work:
+                if not shape.has_children[top]:
+                    units.append(under[top][0])
+                    continue
+                leaves = [q for q in under[top] if q.name in working]
+                leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
+                units += leaves
+        return [q for q, name in zip(self.queues, names, strict=True) if name in reach], units
+
+    def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
+        """`_survey` by one pass over the queues given (the reference)."""
         attrs = self.plugin.attrs
         get = attrs.get
         priority = None
@@ -209,3 +338,11 @@ class DrainPicker:
                 leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
                 units += leaves
         return [q for q in self.queues if q.name in reach], units
+
+
+def _same_queues(a: list[QueueInfo], b: list[QueueInfo]) -> bool:
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+def _unit_names(units: list[_Unit]) -> list[str | list[str]]:
+    return [unit.name if isinstance(unit, QueueInfo) else unit for unit in units]

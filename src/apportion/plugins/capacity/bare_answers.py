@@ -1,0 +1,102 @@
+"""capacity's answers per bucket without texts (docs/semantics.md K43): for a caller that reads no refusal's
+explanation (enqueue in a session that makes no why-pending texts), only whether each bucket is refused.
+
+A bucket's answer is refused when some level of its path refuses its minResources (`_level_verdict`):
+with texts, the first one from the leaf says why; without, any one will do, so the levels are walked
+root first (a loaded cluster's refusals fail at the root, which every bucket shares), and no message
+is made. Under `APPORTION_CHECK_STATE=1` each answer is compared with the vote's reference
+(`Admission._answer_for`, which walks the levels from the leaf afresh).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from apportion.plugins.capacity.attrs import QueueAttr
+from apportion.plugins.capacity.buckets import UNREAD, Buckets
+from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
+from apportion.resources import Resource
+from apportion.state import check
+
+#: a level's verdict (admission.py's `_Verdict`)
+_Verdict = tuple[bool, str, dict[str, str]]
+#: per level, the attributes its verdicts hold for and its verdicts per minResources (`_vote_levels`)
+_Levels = dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]
+#: a bucket's plan (admission.py's `_Plan`)
+_Plan = tuple[int, str | None, tuple[str, ...] | None]
+
+
+class _Bare(Protocol):
+    """What `bare_answers` reads of capacity's admission (plugins/capacity/admission.py)."""
+
+    attrs: dict[str, QueueAttr]
+    _buckets: Buckets
+    _plans: dict[int, _Plan] | None
+
+    def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None,
+                      key: _ReqKey | None) -> _Plan: ...
+
+    def _plan(self, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan: ...
+
+    def _verdict(self, a: QueueAttr, min_req: Resource) -> _Verdict: ...
+
+    def _answer_for(self, queue_name: str, min_req: Resource | None, key: _ReqKey | None,
+                    levels: _Levels | None) -> tuple[int, str | None]: ...
+
+
+def bare_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[int, str | None]:
+    """`Admission._bucket_answers` without texts: a bucket is refused (`UNREAD`) when some level of its path
+    refuses its minResources, whichever comes first; the levels are walked root first (the level a
+    loaded cluster's refusals fail at, shared by every bucket). Every verdict is taken on the
+    accounting as it stands (nothing moves one within a call), so which level is asked first
+    changes nothing but the order they are worked out in (K43)."""
+    plans = self._plans
+    if plans is None:
+        plans = self._plans = {}
+    info = self._buckets.info
+    attrs = self.attrs
+    checking = check.enabled()
+    resolved: dict[str, dict[_ReqKey, _Verdict]] = {}
+    out: dict[int, str | None] = {}
+    for i in wanted:
+        queue, key, min_req = info[i]
+        plan = plans.get(i)
+        if plan is None:
+            plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+            if checking and plan != self._plan(queue, min_req, key):
+                raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                            f"minResources {key} carried from an earlier session differs "
+                                            "from the one worked out now")
+        answer, why, path = plan
+        if path is not None and min_req is not None and key is not None:
+            why = None
+            for name in reversed(path):
+                known = resolved.get(name)
+                if known is None:
+                    a = attrs[name]
+                    level = levels.get(name)
+                    if level is None or level[0] is not a:
+                        level = levels[name] = (a, {})
+                    known = resolved[name] = level[1]
+                    hit = known.get(key)
+                    if hit is None:
+                        hit = known[key] = self._verdict(a, min_req)
+                else:
+                    hit = known.get(key)
+                    if hit is None:
+                        hit = known[key] = self._verdict(attrs[name], min_req)
+                if not hit[0]:
+                    why = UNREAD
+                    break
+        elif answer >= 0:
+            why = None
+        elif why is not None:
+            why = UNREAD
+        if checking:
+            ref, _ = self._answer_for(queue, min_req, key, None)
+            if (why is None) != (ref >= 0):
+                raise check.StateCheckError(f"{check.ENV}: capacity's answer without texts for the jobs of queue "
+                                            f"{queue} with minResources {key} differs from their vote's")
+        out[i] = why
+    return out
