@@ -140,7 +140,7 @@ class _Answers:
     """
 
     __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
-                 "unres_rows", "nan", "request", "pending", "alive")
+                 "unres_rows", "nan", "request", "carried", "pending", "alive")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
@@ -159,6 +159,9 @@ class _Answers:
         self.unres_rows: set[int] = set(np.flatnonzero(fit & unresolvable).tolist())
         #: a NaN score: argmax's treatment of it is left to the full path
         self.nan = bool(np.isnan(scores).any())
+        #: carried from the last session and not used since: the `pending` rows are worked out again
+        #: at the next refresh (and, under the self-check, the answers then compared with fresh ones)
+        self.carried = False
         #: rows whose answers may be stale besides those the table logged since `pos` (carried answers)
         self.pending: frozenset[int] | set[int] = _NO_ROWS
         #: the key functions of the session that made the key (kept alive with the answers: a key may
@@ -346,15 +349,21 @@ class PlacementCache:
         if key is None:
             return False
         cached = self.answers.get(key)
-        return (cached is not None and cached.pos == len(self.ssn.table.touched) and not cached.pending
+        return (cached is not None and cached.pos == len(self.ssn.table.touched) and not cached.carried
                 and len(cached.fit) > 0 and not cached.fit.any())
 
-    def refreshes_by_row(self, key: Hashable) -> bool:
-        """Whether a choice for `key` now would find answers to refresh one node at a time (current, or
-        touched on at most ROW_REFRESH entries of the log since); False when it would work them out over
-        arrays of nodes (no answers yet, or many rows touched)."""
+    def keeps_answers(self, key: Hashable) -> bool:
+        """Whether a choice for `key` now would bring answers it holds up to date rather than work them
+        out over every node: answers current or touched on at most ROW_REFRESH entries of the log since
+        (refreshed one node at a time), or carried from the last session and not to be worked out again
+        (their pending rows refreshed over arrays: a handful of rows, the first choice of a run session);
+        False when there are none yet, or many rows were touched (the caller then tests every row's
+        FutureIdle first, which that pass would test anyway)."""
         cached = self.answers.get(key)
-        return cached is not None and len(self.ssn.table.touched) - cached.pos + len(cached.pending) <= ROW_REFRESH
+        if cached is None:
+            return False
+        behind = len(self.ssn.table.touched) - cached.pos + len(cached.pending)
+        return behind <= ROW_REFRESH or (cached.carried and behind <= max(8, len(cached.fit) // 4))
 
     def _current(self, key: Hashable, task: TaskInfo, fit_all: np.ndarray | None = None) -> _Answers:
         table = self.ssn.table
@@ -364,11 +373,11 @@ class PlacementCache:
         if cached is None or len(log) - cached.pos + len(cached.pending) > max(8, n_nodes // 4):
             cached = self._compute(task, np.arange(n_nodes), len(log), fit_all)
             self.answers[key] = cached
-        elif len(log) > cached.pos or cached.pending:
-            carried = bool(cached.pending)
+        elif len(log) > cached.pos or cached.carried:
+            carried = cached.carried
             if carried:
                 rows = sorted(cached.pending.union(log[cached.pos:]))
-                cached.pending = _NO_ROWS
+                cached.carried, cached.pending = False, _NO_ROWS
             # one entry since (the common case: this key's own last placement) needs no set or sort
             elif len(log) - cached.pos == 1:
                 rows = [log[cached.pos]]

@@ -85,8 +85,7 @@ def carried_answers(ssn: PlacementSession, cache: PlacementCache) -> dict[Hashab
             pending = changed.union(got.pending)
             if len(pending) > limit:
                 continue
-            got.pending = pending
-            got.pos = at
+            got.carried, got.pending, got.pos = True, pending, at
             answers[key] = got
     memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(cache))
     return answers
