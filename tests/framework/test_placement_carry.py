@@ -112,16 +112,19 @@ def test_carried_answers_decide_as_answers_worked_out_afresh(monkeypatch: pytest
     assert _sessions(steps, True, conf, monkeypatch) == _sessions(steps, False, conf, monkeypatch)
 
 
+#: the method itself (a spy made from the attribute as it stands would count through an earlier spy)
+_COMPUTE = PlacementCache._compute
+
+
 def _one_shape_sessions(carry: bool, monkeypatch: pytest.MonkeyPatch) -> int:
     """Five sessions each placing a new gang of one shape (the last one's pods ending in between):
     how many times answers were worked out over every node."""
     monkeypatch.setattr(placement, "CARRY_ANSWERS", carry)
     computed = []
-    real = PlacementCache._compute
 
     def counted(self: PlacementCache, *args: Any, **kwargs: Any) -> Any:
         computed.append(1)
-        return real(self, *args, **kwargs)
+        return _COMPUTE(self, *args, **kwargs)
 
     monkeypatch.setattr(PlacementCache, "_compute", counted)
     steps: list[tuple[str, list[tuple[str, dict]]]] = []
