@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_steps import play
 from test_closing import START, step
 from test_job_visits_order import ALL_CONFS
 
@@ -20,7 +19,7 @@ from apportion.framework.session import Session
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, WatchEvent
-
+from session_steps import play
 
 #: the method itself (the fixture undoes its patches only after every example: a spy made from the
 #: attribute as it stands would call the last example's spy, twice a call, example after example)

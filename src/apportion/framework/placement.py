@@ -275,7 +275,11 @@ class PlacementCache:
         #: ways of choosing under it)
         self.checking = check.enabled()
         if CARRY_ANSWERS and self.enabled:
-            self.answers = carried_answers(ssn, self)
+            self.answers = carried_answers(ssn, self.let_go)
+
+    def let_go(self) -> None:
+        """Forget every answer (the next session over the memo carried them on)."""
+        self.answers = {}
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.

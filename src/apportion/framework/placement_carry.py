@@ -21,17 +21,15 @@ identity in a key names one object for as long as the answers can be found by it
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from apportion.cluster.node_table import NodeTable
+from apportion.framework.open_parts import OpenDelta
 from apportion.state import check
-
-if TYPE_CHECKING:
-    from apportion.framework.placement import PlacementCache, PlacementSession, _Answers
 
 #: False: every session works its placement answers out afresh (the reference the property tests
 #: compare with); True: a session carries the last session's answers over the memo (K44)
@@ -40,27 +38,75 @@ CARRY_ANSWERS = True
 ANSWERS_MEMO = "placement.answers"
 
 
+class Answers(Protocol):
+    """What carrying reads and sets of a key's answers (framework/placement.py `_Answers`; named here
+    rather than imported: placement imports this module)."""
+
+    pos: int
+    carried: bool
+    pending: frozenset[int] | set[int]
+    fit: np.ndarray
+    idle_fit: np.ndarray
+    ok: np.ndarray
+    unresolvable: np.ndarray
+    scores: np.ndarray
+    unres_rows: set[int]
+    nan: bool
+    top: list[tuple[int, float, int]]
+    bound: tuple[int, float, int]
+
+
+class CarrySession(Protocol):
+    """What carrying reads of the session (the session implements it)."""
+
+    @property
+    def memo(self) -> dict[str, Any] | None:
+        """The caller's memo carried across snapshots (None: nothing carried)."""
+        ...
+
+    @property
+    def conf(self) -> object:
+        """The session's configuration."""
+        ...
+
+    @property
+    def open_generation(self) -> int | None:
+        """The generation of the open state kept in the memo for this session (None: none kept)."""
+        ...
+
+    @property
+    def open_delta(self) -> OpenDelta | None:
+        """What changed since the last open over the memo (None: the node side was placed in full)."""
+        ...
+
+    @property
+    def table(self) -> NodeTable:
+        """The session's node table."""
+        ...
+
+
 @dataclass(slots=True)
 class Carried:
     """What the memo holds for the next session: the answers by key, the session's open generation and
-    node table (whose log names the rows it changed), its configuration, and its placement cache
-    (weakly: the next session takes the answers away from it)."""
+    node table (whose log names the rows it changed), its configuration, and its placement cache's way
+    to let go of them (weakly: the next session takes the answers away from that cache)."""
 
     generation: int
     conf: object
     table: NodeTable
-    answers: dict[Hashable, _Answers]
-    owner: weakref.ReferenceType[PlacementCache]
+    answers: dict[Hashable, Any]
+    let_go: weakref.WeakMethod[Callable[[], None]]
 
 
-def carried_answers(ssn: PlacementSession, cache: PlacementCache) -> dict[Hashable, _Answers]:
+def carried_answers(ssn: CarrySession, let_go: Callable[[], None]) -> dict[Hashable, Any]:
     """The answers dict the session's placement cache starts with: the last session's, each with the
     rows that may have changed since it was current added to its `pending` rows (answers with more
     than a quarter of the nodes pending are dropped: they would be worked out again over every node),
     when the session's open carried the last session's open and the configuration is the same object;
-    else an empty one. Either way the memo then holds this session's for the next one."""
+    else an empty one. Either way the memo then holds this session's for the next one. `let_go`: the
+    session's cache's bound method that empties its answers (the next session calls it)."""
     memo = ssn.memo
-    answers: dict[Hashable, _Answers] = {}
+    answers: dict[Hashable, Any] = {}
     if memo is None:
         return answers
     held: Carried | None = memo.pop(ANSWERS_MEMO, None)
@@ -71,10 +117,10 @@ def carried_answers(ssn: PlacementSession, cache: PlacementCache) -> dict[Hashab
     table = ssn.table
     if (held is not None and delta is not None and delta.since == held.generation and held.conf is ssn.conf
             and held.table.columns == table.columns and len(held.table.names) == len(table.names)):
-        last = held.owner()
+        last = held.let_go()
         if last is not None:
             # the last session's cache (still open, or not yet freed) no longer reaches the answers
-            last.answers = {}
+            last()
         changed = set(held.table.touched)
         changed.update(e[0] for e in delta.removed)
         changed.update(e[0] for e in delta.added)
@@ -87,11 +133,11 @@ def carried_answers(ssn: PlacementSession, cache: PlacementCache) -> dict[Hashab
                 continue
             got.carried, got.pending, got.pos = True, pending, at
             answers[key] = got
-    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(cache))
+    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.WeakMethod(let_go))
     return answers
 
 
-def check_carried(got: _Answers, fresh: _Answers) -> str | None:
+def check_carried(got: Answers, fresh: Answers) -> str | None:
     """Under the self-check, carried answers just brought up to date against answers worked out over
     every node: the arrays bit for bit, the unresolvable rows, and the ranking (every feasible node
     whose rank key is at most the bound, in order). What differs, or None."""
