@@ -140,7 +140,7 @@ class _Answers:
     """
 
     __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
-                 "unres_rows", "nan", "request", "carried", "pending", "alive")
+                 "unres_rows", "nan", "request", "carried", "pending")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
@@ -164,9 +164,6 @@ class _Answers:
         self.carried = False
         #: rows whose answers may be stale besides those the table logged since `pos` (carried answers)
         self.pending: frozenset[int] | set[int] = _NO_ROWS
-        #: the key functions of the session that made the key (kept alive with the answers: a key may
-        #: name an object by its identity, see framework/placement_carry.py)
-        self.alive: object = None
         self.rank()
 
     def rank(self) -> None:
@@ -407,7 +404,6 @@ class PlacementCache:
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int, fit: np.ndarray | None = None) -> _Answers:
         answers = _Answers(pos, *self._arrays(task, rows, fit))
         answers.request = compared_request(self.ssn.task_vec(task), self.ssn.task_cols(task))
-        answers.alive = self.ssn.node_local_keys
         return answers
 
     def _arrays(self, task: TaskInfo, rows: np.ndarray, fit: np.ndarray | None = None,

@@ -12,10 +12,10 @@ open's delta reaches, and the rows still pending from earlier sessions. A foreca
 place one gang each, most often of the key the last run session placed, and each one's first choice
 then refreshes ~25 rows instead of working out every node.
 
-Keys compare equal across sessions only while what they name is alive: a plugin may summarise a task
-by the identity of an object it keeps (predicates: its signature), so each answers keeps the key
-functions of the session that worked them out (and through them what their plugins hold), and an
-identity in a key names one object for as long as the answers can be found by it.
+A key compared across sessions must mean the same in both: its summaries are values (requests, the
+node view's requests of the task) or objects compared by identity that the key itself holds (predicates'
+signature, never written once built and read from the nodes alone), never an `id()`, which a later
+object could take over once the first is freed.
 """
 
 from __future__ import annotations
