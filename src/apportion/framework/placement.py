@@ -272,7 +272,7 @@ class PlacementCache:
         #: ways of choosing under it)
         self.checking = check.enabled()
         if CARRY_ANSWERS and self.enabled:
-            self.answers = carried_answers(ssn, self.let_go)
+            self.answers = carried_answers(ssn, self)
 
     def let_go(self) -> None:
         """Forget every answer (the next session over the memo carried them on)."""

@@ -85,26 +85,35 @@ class CarrySession(Protocol):
         ...
 
 
+class Owner(Protocol):
+    """The placement cache that holds carried answers (framework/placement.py `PlacementCache`)."""
+
+    def let_go(self) -> None:
+        """Forget every answer (the next session over the memo carried them on)."""
+        ...
+
+
 @dataclass(slots=True)
 class Carried:
     """What the memo holds for the next session: the answers by key, the session's open generation and
-    node table (whose log names the rows it changed), its configuration, and its placement cache's way
-    to let go of them (weakly: the next session takes the answers away from that cache)."""
+    node table (whose log names the rows it changed), its configuration, and its placement cache
+    (weakly: the next session takes the answers away from that cache; a plain weak reference, which a
+    deep copy of the memo, a forecast's fork, copies as it is)."""
 
     generation: int
     conf: object
     table: NodeTable
     answers: dict[Hashable, Any]
-    let_go: weakref.WeakMethod[Callable[[], None]]
+    owner: Callable[[], Owner | None]
 
 
-def carried_answers(ssn: CarrySession, let_go: Callable[[], None]) -> dict[Hashable, Any]:
+def carried_answers(ssn: CarrySession, owner: Owner) -> dict[Hashable, Any]:
     """The answers dict the session's placement cache starts with: the last session's, each with the
     rows that may have changed since it was current added to its `pending` rows (answers with more
     than a quarter of the nodes pending are dropped: they would be worked out again over every node),
     when the session's open carried the last session's open and the configuration is the same object;
-    else an empty one. Either way the memo then holds this session's for the next one. `let_go`: the
-    session's cache's bound method that empties its answers (the next session calls it)."""
+    else an empty one. Either way the memo then holds this session's for the next one. `owner`: the
+    session's placement cache."""
     memo = ssn.memo
     answers: dict[Hashable, Any] = {}
     if memo is None:
@@ -117,10 +126,10 @@ def carried_answers(ssn: CarrySession, let_go: Callable[[], None]) -> dict[Hasha
     table = ssn.table
     if (held is not None and delta is not None and delta.since == held.generation and held.conf is ssn.conf
             and held.table.columns == table.columns and len(held.table.names) == len(table.names)):
-        last = held.let_go()
+        last = held.owner()
         if last is not None:
             # the last session's cache (still open, or not yet freed) no longer reaches the answers
-            last()
+            last.let_go()
         changed = set(held.table.touched)
         changed.update(e[0] for e in delta.removed)
         changed.update(e[0] for e in delta.added)
@@ -133,7 +142,7 @@ def carried_answers(ssn: CarrySession, let_go: Callable[[], None]) -> dict[Hasha
                 continue
             got.carried, got.pending, got.pos = True, pending, at
             answers[key] = got
-    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.WeakMethod(let_go))
+    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(owner))
     return answers
 
 
