@@ -15,7 +15,9 @@ are not node-local (nodeorder's normalised affinity and soft-taint scores, for i
 A placement changes one node, so the common refresh is one row. Numpy's per-call overhead on a
 one-row array costs more than the arithmetic, so the plugins also register one-node functions in
 plain floats (the same operations in the same order, hence the same values), and the cache keeps the
-best nodes ranked (`_Answers.top`) so that choosing does not pass over every node either.
+best nodes ranked (`_Answers.top`) so that choosing does not pass over every node either. A session
+over a memo starts from the last session's answers, the rows that may have changed since pending
+(framework/placement_carry.py, docs/semantics.md K44).
 """
 
 from __future__ import annotations
