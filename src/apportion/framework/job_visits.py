@@ -57,6 +57,8 @@ class _Held:
     busy: set[str]
     #: `busy` in uid order (None: not kept)
     order: list[str] | None
+    #: the busy jobs with a pipelined task
+    piped: set[str]
 
 
 class JobVisits:
@@ -67,6 +69,9 @@ class JobVisits:
     #: False: `visit` sorts the busy uids at every call (the reference); True: they are kept in uid order
     #: from open to open, each open's changed jobs taken out and put back by bisection
     keep_order = True
+    #: False: `pipelined` is every visited job (the reference); True: the busy jobs that held a
+    #: pipelined task at open (kept from open to open as `busy` is) and the jobs moved since
+    keep_piped = True
 
     def __init__(self, jobs: dict[str, JobInfo], job_valid: Callable[[JobInfo], tuple[bool, str]],
                  validity: tuple[str, ...], memo: dict[str, Any] | None, delta: OpenDelta | None,
@@ -89,6 +94,8 @@ class JobVisits:
         self.busy: set[str] = set()
         #: `busy` in uid order, kept with it (None: `visit` sorts)
         self.order: list[str] | None = None
+        #: the busy jobs with a pipelined task at open (judged with `busy`)
+        self.piped: set[str] = set()
         self._copied: set[str] = set()
         if carried:
             assert isinstance(held, _Held) and delta is not None and memo is not None
@@ -97,6 +104,7 @@ class JobVisits:
             # so that an open that fails half-way leaves none to carry)
             del memo[MEMO]
             self.quiet, self.by_queue, self.busy = held.quiet, dict(held.by_queue), held.busy
+            self.piped = held.piped
             # changed in place, as `busy` is (the memo no longer holds either)
             self.order = held.order if self.keep_order else None
             for uid in delta.gone:
@@ -122,7 +130,8 @@ class JobVisits:
             if generation is None or not self.active:
                 memo.pop(MEMO, None)
             else:
-                memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy, self.order)
+                memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy, self.order,
+                                   self.piped)
 
     def _forget(self, uid: str) -> None:
         queue = self.quiet.pop(uid, None)
@@ -130,6 +139,7 @@ class JobVisits:
             self._own(queue).discard(uid)
         elif uid in self.busy:
             self.busy.discard(uid)
+            self.piped.discard(uid)
             order = self.order
             if order is not None:
                 del order[bisect_left(order, uid)]
@@ -148,6 +158,8 @@ class JobVisits:
         else:
             # a job is judged once an open, after `_forget` took it out of `busy` (if it was in it)
             self.busy.add(job.uid)
+            if job.counts.get(_PIPELINED):
+                self.piped.add(job.uid)
             if self.order is not None:
                 insort(self.order, job.uid)
 
@@ -161,7 +173,7 @@ class JobVisits:
         fresh = JobVisits(self.jobs, self._valid, (), None, None, None)
         by_queue = {q: uids for q, uids in self.by_queue.items() if uids}
         if (fresh.quiet != self.quiet or fresh.busy != self.busy or fresh.by_queue != by_queue
-                or (self.order is not None and self.order != sorted(self.busy))):
+                or (self.order is not None and self.order != sorted(self.busy)) or fresh.piped != self.piped):
             raise check.StateCheckError(f"{check.ENV}: the quiet jobs carried from the last session differ from "
                                         "the jobs judged quiet afresh")
 
@@ -178,6 +190,16 @@ class JobVisits:
         if check.enabled() and out != self.visit_reference():
             raise check.StateCheckError(f"{check.ENV}: the busy jobs kept in uid order differ from their sort")
         return out
+
+    def may_hold_pipelined(self) -> list[str] | None:
+        """Uids, in no set order, of every job that may hold a pipelined task now: those that held one at
+        open and those moved since (a job's task statuses move only through `Session._move`). None when
+        not active or not kept (every visited job then)."""
+        if not self.active or not self.keep_piped:
+            return None
+        if not self.moved:
+            return list(self.piped)
+        return list(self.piped | self.moved)
 
     def visit_reference(self) -> list[str]:
         """`visit` for an active session, by a sort of the busy and moved uids."""

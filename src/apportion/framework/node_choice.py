@@ -271,7 +271,7 @@ class NodeChoice(Dispatch):
                     failed = failed_choices.get(key)
                     if failed is not None and failed.stands(self.table):
                         return None, False, failed.replay(self, task)
-                if not placement.refreshes_by_row(key) and len(self.nodes):
+                if not placement.keeps_answers(key) and len(self.nodes):
                     # as in the reference: no node's FutureIdle fitting decides and explains the failure
                     vec, cols = self.task_vec(task), self.task_cols(task)
                     future = self.table.future_idle()
@@ -298,7 +298,7 @@ class NodeChoice(Dispatch):
             failed = self.failed_choices.get(key)
             if failed is not None and failed.stands(self.table):
                 return None, False, failed.replay(self, task)
-            if not self.placement.refreshes_by_row(key) and len(self.nodes):
+            if not self.placement.keeps_answers(key) and len(self.nodes):
                 # The cache would predicate and score every node for this key; when no node's FutureIdle
                 # fits (most tasks of gangs that wait), the full predicate asks no plugin, so the resource
                 # test alone, over arrays, decides and explains the failure.

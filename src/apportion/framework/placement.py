@@ -15,7 +15,9 @@ are not node-local (nodeorder's normalised affinity and soft-taint scores, for i
 A placement changes one node, so the common refresh is one row. Numpy's per-call overhead on a
 one-row array costs more than the arithmetic, so the plugins also register one-node functions in
 plain floats (the same operations in the same order, hence the same values), and the cache keeps the
-best nodes ranked (`_Answers.top`) so that choosing does not pass over every node either.
+best nodes ranked (`_Answers.top`) so that choosing does not pass over every node either. A session
+over a memo starts from the last session's answers, the rows that may have changed since pending
+(framework/placement_carry.py, docs/semantics.md K44).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from apportion.cluster.node_table import NodeTable
 from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption
 from apportion.framework.interface import Fn, NodeFilter
+from apportion.framework.open_parts import OpenDelta
+from apportion.framework.placement_carry import CARRY_ANSWERS, carried_answers, check_carried, fail
 from apportion.resources import MIN_RESOURCE
 from apportion.state import check
 
@@ -58,6 +62,26 @@ class PlacementSession(Protocol):
     @property
     def unresolvable_nodes(self) -> dict[str, set[int]]:
         """Task uid -> rows that fail a predicate for good."""
+        ...
+
+    @property
+    def memo(self) -> dict[str, Any] | None:
+        """The caller's memo carried across snapshots (None: nothing carried)."""
+        ...
+
+    @property
+    def conf(self) -> object:
+        """The session's configuration."""
+        ...
+
+    @property
+    def open_generation(self) -> int | None:
+        """The generation of the open state kept in the memo for this session (None: none kept)."""
+        ...
+
+    @property
+    def open_delta(self) -> OpenDelta | None:
+        """What changed since the last open over the memo (None: the node side was placed in full)."""
         ...
 
     def has_fn(self, point: str) -> bool:
@@ -100,6 +124,8 @@ ROW_REFRESH = 12
 _UNSET: Any = object()
 #: The bound when `top` holds every feasible node.
 _ALL: tuple[int, float, int] = (0, 0.0, 0)
+#: `_Answers.pending` of answers worked out in this session
+_NO_ROWS: frozenset[int] = frozenset()
 
 
 class _Answers:
@@ -110,10 +136,13 @@ class _Answers:
     FutureIdle only), and every node outside it ranks after `bound`. The best node is then `top[0]`,
     and a placement, which changes one node, costs a bisect instead of a pass over every node.
     When `top` runs empty the next choice ranks the arrays again.
+
+    Answers carried from the last session (framework/placement_carry.py) are current as of `pos` but
+    for the `pending` rows, which the next refresh works out again as well.
     """
 
     __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
-                 "unres_rows", "nan", "request")
+                 "unres_rows", "nan", "request", "carried", "pending")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
@@ -132,6 +161,11 @@ class _Answers:
         self.unres_rows: set[int] = set(np.flatnonzero(fit & unresolvable).tolist())
         #: a NaN score: argmax's treatment of it is left to the full path
         self.nan = bool(np.isnan(scores).any())
+        #: carried from the last session and not used since: the `pending` rows are worked out again
+        #: at the next refresh (and, under the self-check, the answers then compared with fresh ones)
+        self.carried = False
+        #: rows whose answers may be stale besides those the table logged since `pos` (carried answers)
+        self.pending: frozenset[int] | set[int] = _NO_ROWS
         self.rank()
 
     def rank(self) -> None:
@@ -239,6 +273,12 @@ class PlacementCache:
         #: the self-check's switch, read once per session (the session's node choice compares its two
         #: ways of choosing under it)
         self.checking = check.enabled()
+        if CARRY_ANSWERS and self.enabled:
+            self.answers = carried_answers(ssn, self)
+
+    def let_go(self) -> None:
+        """Forget every answer (the next session over the memo carried them on)."""
+        self.answers = {}
 
     def key(self, task: TaskInfo) -> Hashable | None:
         """The task's placement key, or None when some plugin in use cannot vouch for it.
@@ -312,27 +352,40 @@ class PlacementCache:
         if key is None:
             return False
         cached = self.answers.get(key)
-        return (cached is not None and cached.pos == len(self.ssn.table.touched) and len(cached.fit) > 0
-                and not cached.fit.any())
+        return (cached is not None and cached.pos == len(self.ssn.table.touched) and not cached.carried
+                and len(cached.fit) > 0 and not cached.fit.any())
 
-    def refreshes_by_row(self, key: Hashable) -> bool:
-        """Whether a choice for `key` now would find answers to refresh one node at a time (current, or
-        touched on at most ROW_REFRESH entries of the log since); False when it would work them out over
-        arrays of nodes (no answers yet, or many rows touched)."""
+    def keeps_answers(self, key: Hashable) -> bool:
+        """Whether a choice for `key` now would bring answers it holds up to date rather than work them
+        out over every node: answers current or touched on at most ROW_REFRESH entries of the log since
+        (refreshed one node at a time), or carried from the last session and not to be worked out again
+        (their pending rows refreshed over arrays: a handful of rows, the first choice of a run session);
+        False when there are none yet, or many rows were touched (the caller then tests every row's
+        FutureIdle first, which that pass would test anyway)."""
         cached = self.answers.get(key)
-        return cached is not None and len(self.ssn.table.touched) - cached.pos <= ROW_REFRESH
+        if cached is None:
+            return False
+        behind = len(self.ssn.table.touched) - cached.pos + len(cached.pending)
+        return behind <= ROW_REFRESH or (cached.carried and behind <= max(8, len(cached.fit) // 4))
 
     def _current(self, key: Hashable, task: TaskInfo, fit_all: np.ndarray | None = None) -> _Answers:
         table = self.ssn.table
         log = table.touched
         cached = self.answers.get(key)
         n_nodes = len(table.names)
-        if cached is None or len(log) - cached.pos > max(8, n_nodes // 4):
+        if cached is None or len(log) - cached.pos + len(cached.pending) > max(8, n_nodes // 4):
             cached = self._compute(task, np.arange(n_nodes), len(log), fit_all)
             self.answers[key] = cached
-        elif len(log) > cached.pos:
+        elif len(log) > cached.pos or cached.carried:
+            carried = cached.carried
+            if carried:
+                rows = sorted(cached.pending.union(log[cached.pos:]))
+                cached.carried, cached.pending = False, _NO_ROWS
             # one entry since (the common case: this key's own last placement) needs no set or sort
-            rows = [log[cached.pos]] if len(log) - cached.pos == 1 else sorted(set(log[cached.pos:]))
+            elif len(log) - cached.pos == 1:
+                rows = [log[cached.pos]]
+            else:
+                rows = sorted(set(log[cached.pos:]))
             if len(rows) <= ROW_REFRESH:
                 for row in rows:
                     cached.update(row, *self._row(task, row, cached.request))
@@ -344,6 +397,10 @@ class PlacementCache:
                                          scores.tolist(), strict=True):
                     update(row, *answers)
             cached.pos = len(log)
+            if carried and self.checking:
+                what = check_carried(cached, self._compute(task, np.arange(n_nodes), len(log)))
+                if what is not None:
+                    fail(key, what)
         return cached
 
     def _compute(self, task: TaskInfo, rows: np.ndarray, pos: int, fit: np.ndarray | None = None) -> _Answers:

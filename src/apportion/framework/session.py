@@ -330,10 +330,18 @@ class Session(NodeChoice):
         """Task key -> node of every task the session left Pipelined, jobs in the session's order."""
         jobs = self.jobs
         if self.visits.active:
-            # a quiet job has no pipelined task unless one of its tasks moved: only the others can
-            found = [uid for uid in self.visits.visit() if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+            # a quiet job has no pipelined task unless one of its tasks moved: only the others can, and
+            # of those only the ones that held one at open or moved since (`JobVisits.may_hold_pipelined`)
+            may = self.visits.may_hold_pipelined()
+            found = [uid for uid in (self.visits.visit() if may is None else may)
+                     if jobs[uid].counts.get(TaskStatus.PIPELINED)]
             if len(found) > 1:
                 found.sort(key=list(jobs).index)
+            if may is not None and check.enabled():
+                every = [uid for uid in self.visits.visit() if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+                if found != sorted(every, key=list(jobs).index):
+                    raise check.StateCheckError(f"{check.ENV}: the jobs holding pipelined tasks, from those that "
+                                                "held one at open or moved, differ from those among every visited job")
             holding: Iterable[JobInfo] = (jobs[uid] for uid in found)
         else:
             holding = (j for j in jobs.values() if j.counts.get(TaskStatus.PIPELINED))

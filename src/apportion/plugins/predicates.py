@@ -76,9 +76,10 @@ def taint_reason(key: str, value: str) -> str:
     return f"had untolerated taint {{{key}: {value}}}"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Signature:
-    """Filters 2-4 for one constraint signature, over every node of the session."""
+    """Filters 2-4 for one constraint signature, over every node of the session. Compared and hashed
+    by identity: the object is the placement key's summary of a task's constraints (see `same`)."""
 
     #: the node passes every stable filter.
     ok: np.ndarray
@@ -131,8 +132,9 @@ class PredicatesPlugin(Plugin):
         ssn.add_fn(ep.PREDICATE, self.name, self.predicate)
         ssn.add_fn(ep.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
         # A node's answer is its pod count plus the signature's mask: node-local. Tasks sharing a
-        # signature share the _Signature object, so its identity is the key.
-        ssn.add_node_local_key(self.name, lambda task: id(self._signature(task)), self.predicate_row)
+        # signature share the _Signature object, so the object (equal to itself alone) is the key; a
+        # key carried to a later session (framework/placement_carry.py) keeps it alive
+        ssn.add_node_local_key(self.name, self._signature, self.predicate_row)
 
     # ------------------------------------------------------------------ signatures
     def _built_for(self, ssn: Session) -> tuple[_Built, bool]:

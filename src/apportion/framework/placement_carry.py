@@ -1,0 +1,174 @@
+"""Placement answers carried from session to session over a memo (docs/semantics.md K44).
+
+A placement key's answers (framework/placement.py `_Answers`: per node the resource fits, the plugin
+predicates' verdict, the score, and the ranking of the best nodes) are a function of the key, the
+plugins' configuration, the nodes and each node's own placements: the plugins that give keys vouch
+that a node's answer reads that node only (`Session.add_node_local_key`). So a session whose open
+carried the last open's node side (framework/open_state.py, K9: same nodes, same columns, the delta
+of placements that changed) can take the last session's answers for a key and work out again only
+the rows whose placements may differ: every row that session's node table logged (its own moves,
+which the next open does not hold: a forecast's binds come back through the delta), every row the
+open's delta reaches, and the rows still pending from earlier sessions. A forecast's run sessions
+place one gang each, most often of the key the last run session placed, and each one's first choice
+then refreshes ~25 rows instead of working out every node.
+
+A key compared across sessions must mean the same in both: its summaries are values (requests, the
+node view's requests of the task) or objects compared by identity that the key itself holds (predicates'
+signature, never written once built and read from the nodes alone), never an `id()`, which a later
+object could take over once the first is freed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from apportion.cluster.node_table import NodeTable
+from apportion.framework.open_parts import OpenDelta
+from apportion.state import check
+
+#: False: every session works its placement answers out afresh (the reference the property tests
+#: compare with); True: a session carries the last session's answers over the memo (K44)
+CARRY_ANSWERS = True
+#: the memo's entry: the answers of the last session opened over it (`Carried`)
+ANSWERS_MEMO = "placement.answers"
+
+
+class Answers(Protocol):
+    """What carrying reads and sets of a key's answers (framework/placement.py `_Answers`; named here
+    rather than imported: placement imports this module)."""
+
+    pos: int
+    carried: bool
+    pending: frozenset[int] | set[int]
+    fit: np.ndarray
+    idle_fit: np.ndarray
+    ok: np.ndarray
+    unresolvable: np.ndarray
+    scores: np.ndarray
+    unres_rows: set[int]
+    nan: bool
+    top: list[tuple[int, float, int]]
+    bound: tuple[int, float, int]
+
+
+class CarrySession(Protocol):
+    """What carrying reads of the session (the session implements it)."""
+
+    @property
+    def memo(self) -> dict[str, Any] | None:
+        """The caller's memo carried across snapshots (None: nothing carried)."""
+        ...
+
+    @property
+    def conf(self) -> object:
+        """The session's configuration."""
+        ...
+
+    @property
+    def open_generation(self) -> int | None:
+        """The generation of the open state kept in the memo for this session (None: none kept)."""
+        ...
+
+    @property
+    def open_delta(self) -> OpenDelta | None:
+        """What changed since the last open over the memo (None: the node side was placed in full)."""
+        ...
+
+    @property
+    def table(self) -> NodeTable:
+        """The session's node table."""
+        ...
+
+
+class Owner(Protocol):
+    """The placement cache that holds carried answers (framework/placement.py `PlacementCache`)."""
+
+    def let_go(self) -> None:
+        """Forget every answer (the next session over the memo carried them on)."""
+        ...
+
+
+@dataclass(slots=True)
+class Carried:
+    """What the memo holds for the next session: the answers by key, the session's open generation and
+    node table (whose log names the rows it changed), its configuration, and its placement cache
+    (weakly: the next session takes the answers away from that cache; a plain weak reference, which a
+    deep copy of the memo, a forecast's fork, copies as it is)."""
+
+    generation: int
+    conf: object
+    table: NodeTable
+    answers: dict[Hashable, Any]
+    owner: Callable[[], Owner | None]
+
+
+def carried_answers(ssn: CarrySession, owner: Owner) -> dict[Hashable, Any]:
+    """The answers dict the session's placement cache starts with: the last session's, each with the
+    rows that may have changed since it was current added to its `pending` rows (answers with more
+    than a quarter of the nodes pending are dropped: they would be worked out again over every node),
+    when the session's open carried the last session's open and the configuration is the same object;
+    else an empty one. Either way the memo then holds this session's for the next one. `owner`: the
+    session's placement cache."""
+    memo = ssn.memo
+    answers: dict[Hashable, Any] = {}
+    if memo is None:
+        return answers
+    held: Carried | None = memo.pop(ANSWERS_MEMO, None)
+    generation = ssn.open_generation
+    if generation is None:
+        return answers  # the open keeps no base: no next open carries this one
+    delta = ssn.open_delta
+    table = ssn.table
+    if (held is not None and delta is not None and delta.since == held.generation and held.conf is ssn.conf
+            and held.table.columns == table.columns and len(held.table.names) == len(table.names)):
+        last = held.owner()
+        if last is not None:
+            # the last session's cache (still open, or not yet freed) no longer reaches the answers
+            last.let_go()
+        changed = set(held.table.touched)
+        changed.update(e[0] for e in delta.removed)
+        changed.update(e[0] for e in delta.added)
+        changed.update(old[0] for old, _ in delta.replaced)
+        at = len(table.touched)
+        limit = max(8, len(table.names) // 4)
+        for key, got in held.answers.items():
+            pending = changed.union(got.pending)
+            if len(pending) > limit:
+                continue
+            got.carried, got.pending, got.pos = True, pending, at
+            answers[key] = got
+    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(owner))
+    return answers
+
+
+def check_carried(got: Answers, fresh: Answers) -> str | None:
+    """Under the self-check, carried answers just brought up to date against answers worked out over
+    every node: the arrays bit for bit, the unresolvable rows, and the ranking (every feasible node
+    whose rank key is at most the bound, in order). What differs, or None."""
+    for name in ("fit", "idle_fit", "ok", "unresolvable"):
+        if not np.array_equal(getattr(got, name), getattr(fresh, name)):
+            return name
+    if got.scores.tobytes() != fresh.scores.tobytes():
+        return "scores"
+    if got.unres_rows != fresh.unres_rows:
+        return "unresolvable rows"
+    if fresh.nan:
+        return None if got.nan else "NaN score"
+    if got.nan:
+        return None  # a NaN once seen leaves the key to the full path, as within a session
+    feasible = np.flatnonzero(fresh.fit & fresh.ok).tolist()
+    keys = sorted((-2 if fresh.idle_fit[row] else -1, -float(fresh.scores[row]), row) for row in feasible)
+    if got.top != [k for k in keys if k <= got.bound]:
+        return "ranking"
+    return None
+
+
+def fail(key: Any, what: str) -> None:
+    """Raise the self-check's error for carried answers that differ from fresh ones."""
+    raise check.StateCheckError(f"{check.ENV}: the placement answers of key {key!r} carried from the last session "
+                                f"and brought up to date differ from answers worked out afresh ({what})")
