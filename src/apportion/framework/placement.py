@@ -35,7 +35,7 @@ from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption
 from apportion.framework.interface import Fn, NodeFilter
 from apportion.framework.open_parts import OpenDelta
-from apportion.framework.placement_carry import CARRY_ANSWERS, carried_answers, check_carried, fail
+from apportion.framework.placement_carry import carried_answers, check_carried, fail
 from apportion.resources import MIN_RESOURCE
 from apportion.state import check
 
@@ -120,6 +120,10 @@ TOP_SHARE = 16
 #: Up to this many touched rows are refreshed one node at a time (`_row`), more with the array functions
 #: (callgrind, the 1k cycle's session: 4 -> 3.756G instructions, 12 -> 3.724G, 24 -> 3.756G).
 ROW_REFRESH = 12
+#: False: every session works its placement answers out afresh (the reference the property tests
+#: compare with); True: a session carries the last session's answers over the memo
+#: (framework/placement_carry.py, K44)
+CARRY_ANSWERS = True
 #: "not computed yet" where None is an answer
 _UNSET: Any = object()
 #: The bound when `top` holds every feasible node.

@@ -31,9 +31,6 @@ from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_parts import OpenDelta
 from apportion.state import check
 
-#: False: every session works its placement answers out afresh (the reference the property tests
-#: compare with); True: a session carries the last session's answers over the memo (K44)
-CARRY_ANSWERS = True
 #: the memo's entry: the answers of the last session opened over it (`Carried`)
 ANSWERS_MEMO = "placement.answers"
 
