@@ -33,7 +33,7 @@ import numpy as np
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_classify import classify, positions, same_relative_order
-from apportion.framework.open_pairing import Slot, pair_job, placed_as_held
+from apportion.framework.open_pairing import Slot, check_walked, pair_job, placed_as_held, walk_paired
 from apportion.framework.open_parts import (
     KIND_OF,
     Entry,
@@ -235,6 +235,9 @@ PAIR_PLACEMENTS = True
 #: tests switch this off: a changed job whose placements are its held ones as they stand is then
 #: walked and paired task by task like any other (the reference of `placed_as_held`, K35)
 KEEP_HELD = True
+#: tests switch this off: a changed job the base holds is then walked (`_changed_job`) and its
+#: placements paired with the held ones afterwards (`pair_job`), the reference of `walk_paired`
+PAIR_IN_WALK = True
 #: tests switch this off: the scalar names' counts are then counted out for every job taken out and
 #: in for every changed job (the reference of the counts left as they were, `_scalar_counts`, K38)
 NET_COUNTS = True
@@ -255,50 +258,64 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     names: dict[str, frozenset[str]] = {}
     placed: dict[str, list[Entry]] = {}
     held_jobs = base.jobs
+    same_order = now == base.order
+    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
+    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
+    fresh: list[Entry] = []
+    replaced: list[tuple[Entry, Entry]] = []
+    slots: dict[str, list[Slot]] = {}
+    # with pairing, each changed job is walked and paired in one pass (`walk_paired`), its fresh entries
+    # in `fresh` in the changed jobs' order as the pairing loop below would put them, and what it takes
+    # out kept aside to follow the gone jobs' and the orphans' entries in `removed`, as there
+    walked = pairing and PAIR_IN_WALK
+    paired_out: list[Entry] = []
     # changed jobs placed as they were held (only their phase moved): neither walked nor paired (K35)
     as_held: set[str] = set()
     for uid in changed:
         job = jobs_now[uid]
         held = held_jobs.get(uid)
-        if KEEP_HELD and placed_as_held(job, held):
+        if KEEP_HELD and pairing and placed_as_held(job, held):
             assert held is not None
             as_held.add(uid)
             names[uid] = held[3]
+        elif walked and held is not None:
+            slots[uid], names[uid] = walk_paired(job, uid, node_by_name, held[2], paired_out, fresh, replaced)
         else:
-            placed[uid], names[uid] = _changed_job(job, uid, node_by_name)
+            mine, names[uid] = _changed_job(job, uid, node_by_name)
+            placed[uid] = mine
+            if walked:
+                at = len(fresh)
+                fresh.extend(mine)
+                slots[uid] = list(range(at, at + len(mine)))
     counts = _scalar_counts(base, gone, names)
     extra = {n for n, c in counts.items() if c > 0}
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
     if _columns(base.node_scalars, extra) != base.columns:
         return None
     table = base.table
-    same_order = now == base.order
-    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
-    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
-    if as_held and not pairing:
-        # every placement of a changed job is taken out and put in again: these too
-        for uid in as_held:
-            placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
-        as_held.clear()
     removed: list[Entry] = []
     for uid in gone:
         if not pairing or uid not in jobs_now:
             removed.extend(base.jobs[uid][2])
     removed.extend(base.orphans)
-    fresh: list[Entry] = []
-    replaced: list[tuple[Entry, Entry]] = []
-    slots: dict[str, list[Slot]] = {}
-    for uid in changed:
-        if uid in as_held:
-            continue
-        mine = placed[uid]
-        held = base.jobs.get(uid) if pairing else None
-        if held is None:
-            at = len(fresh)
-            fresh.extend(mine)
-            slots[uid] = list(range(at, at + len(mine)))
-        else:
-            slots[uid] = pair_job(held[2], mine, removed, fresh, replaced)
+    if walked:
+        removed.extend(paired_out)
+        if check.enabled():
+            check_walked([(uid, jobs_now[uid], held_jobs.get(uid)) for uid in changed if uid not in as_held],
+                         lambda job, uid: _changed_job(job, uid, node_by_name)[0],
+                         removed[:len(removed) - len(paired_out)], slots, removed, fresh, replaced)
+    else:
+        for uid in changed:
+            if uid in as_held:
+                continue
+            mine = placed[uid]
+            held = base.jobs.get(uid) if pairing else None
+            if held is None:
+                at = len(fresh)
+                fresh.extend(mine)
+                slots[uid] = list(range(at, at + len(mine)))
+            else:
+                slots[uid] = pair_job(held[2], mine, removed, fresh, replaced)
     of_jobs = len(fresh)
     _orphan_entries(ssn, node_by_name, fresh)
     added = _with_vectors(fresh, table, True)
@@ -495,4 +512,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_IN_WALK", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]
