@@ -2,7 +2,8 @@
 docs/semantics.md K45) against the walk (`_changed_job`) and then the pairing (`pair_job`): the same
 slots, placements taken out, put in and replaced, in the same order, for any held placements and any
 job built again from them (tasks handed out again as the same objects, replaced by equal ones,
-moved, ended, added); and sessions opened with `PAIR_IN_WALK` off against the same with it on."""
+moved, ended, added); sessions opened with `PAIR_IN_WALK` off against the same with it on; and full
+placements that take the array their vectors were made in (`STACK_MADE`) against the stacking ones."""
 
 from __future__ import annotations
 
@@ -129,3 +130,13 @@ def test_an_open_walking_and_pairing_in_one_pass_is_the_two_pass_one(monkeypatch
     """Opens with `PAIR_IN_WALK` on take out, put in and replace what they do with it off, and both are a
     full open (`_run` compares each with one)."""
     _same_either_way(monkeypatch, "PAIR_IN_WALK", steps)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(open_steps, min_size=1, max_size=30))
+def test_a_full_placement_taking_the_array_it_made_is_the_stacking_one(monkeypatch: pytest.MonkeyPatch,
+                                                                       steps: list) -> None:
+    """`place_full` with `STACK_MADE` on (the vectors' own array taken as the stack) and off: the same
+    opens, each a full one bit for bit (`_run` compares each with the reference placement)."""
+    _same_either_way(monkeypatch, "STACK_MADE", steps)
