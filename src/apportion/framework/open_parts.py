@@ -135,5 +135,36 @@ def nodes_scalar_names(nodes: list[NodeInfo]) -> frozenset[str]:
     return frozenset(n for node in nodes for n in node.allocatable.scalars)
 
 
-__all__: list[str] = ["Entry", "Held", "KIND_OF", "OpenBase", "OpenDelta", "Session", "job_scalar_names", "node_kind",
-                      "nodes_scalar_names", "scalar_names", "table_for"]
+def fork_table(base: NodeTable) -> NodeTable:
+    """A table for one session: the base's state, in arrays of its own (the static ones shared)."""
+    t = NodeTable.__new__(NodeTable)
+    t.columns = base.columns
+    t.col = base.col
+    t.names = base.names
+    t.index = base.index
+    t.allocatable = base.allocatable
+    t.max_pods = base.max_pods
+    t.idle = base.idle.copy()
+    t.used = base.used.copy()
+    t.releasing = base.releasing.copy()
+    t.pipelined = base.pipelined.copy()
+    t.future = base.future.copy()
+    t.pod_count = base.pod_count.copy()
+    t.touched = []
+    return t
+
+
+def snapshot_number(ssn: Session) -> int | None:
+    """The snapshot the session is over (`JobDelta.snapshot`), or None when unknown."""
+    delta = ssn.snapshot.jobs_delta
+    return delta.snapshot if delta is not None else None
+
+
+def table_columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
+    """NodeTable's columns for these names: cpu, memory, then the scalars sorted (pods always listed)."""
+    scalars = sorted((set(node_scalars) | extra | {"pods"}) - {"cpu", "memory"})
+    return ("cpu", "memory", *scalars)
+
+
+__all__: list[str] = ["Entry", "Held", "KIND_OF", "OpenBase", "OpenDelta", "Session", "fork_table", "job_scalar_names", "node_kind",
+                      "nodes_scalar_names", "scalar_names", "snapshot_number", "table_columns", "table_for"]

@@ -33,7 +33,7 @@ import numpy as np
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_classify import classify, positions, same_relative_order
-from apportion.framework.open_pairing import Slot, pair_job, placed_as_held
+from apportion.framework.open_pairing import Slot, check_walked, pair_job, placed_as_held, walk_paired
 from apportion.framework.open_parts import (
     KIND_OF,
     Entry,
@@ -41,7 +41,10 @@ from apportion.framework.open_parts import (
     OpenBase,
     OpenDelta,
     Session,
+    fork_table,
     nodes_scalar_names,
+    snapshot_number,
+    table_columns,
     table_for,
 )
 from apportion.framework.open_reference import check_against_full
@@ -127,17 +130,30 @@ def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> t
 
 
 def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> list[Entry]:
+    return _with_matrix(entries, table, reuse_rows)[0]
+
+
+def _with_matrix(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> tuple[list[Entry], np.ndarray | None]:
+    """`_with_vectors`, and the vectors made as the rows of one array when every entry's task got one
+    (then in the entries' order: its rows are the entries' vectors), else None."""
     fresh = [e[1] for e in entries if not reuse_rows or e[1].vec is None]
+    made = None
     if fresh:
-        for t, v in zip(fresh, table.vectors([t.resreq for t in fresh])):
+        made = table.vectors([t.resreq for t in fresh])
+        for t, v in zip(fresh, made):
             t.vec = v
-    return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries]
+    return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries], (made if len(fresh) == len(entries) else None)
 
 
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
     """Append the entries of the tasks on nodes that belong to no job (other schedulers' pods), in
     the snapshot's order."""
     _task_entries(ssn.snapshot.orphan_tasks, None, node_by_name, out, record_status=False)
+
+
+#: tests switch this off: a full placement then stacks its entries' vectors again even when they are
+#: the rows of the one array it made them in (the reference of taking that array)
+STACK_MADE = True
 
 
 def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
@@ -175,11 +191,16 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
             for t in job.tasks.values():
                 t.vec = t.cols = None
     _orphan_entries(ssn, node_by_name, entries)
-    entries = _with_vectors(entries, table, reuse_rows)
+    entries, made = _with_matrix(entries, table, reuse_rows)
     rows: list[list[Entry]] = [[] for _ in ssn.nodes]
     for e in entries:
         rows[e[0]].append(e)
-    vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
+    # every task's vector made here is a row of `made`, in the entries' order: the stack of the
+    # entries' vectors is that array (STACK_MADE off: stacked again, the reference)
+    if made is not None and STACK_MADE:
+        vecs = made
+    else:
+        vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
     table.add_many([e[0] for e in entries], vecs, [e[2] for e in entries])
     node_tasks = [tasks_map(r) for r in rows]
     for node, tasks in zip(ssn.nodes, node_tasks):
@@ -195,8 +216,8 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
         kept_jobs[uid] = (job, job.version, entries[at:at + k], names[uid], job.phase)
         at += k
     base = OpenBase(nodes_key, columns, generation, table, total, node_scalars, rows, node_tasks, kept_jobs,
-                    entries[at:], counts, list(jobs), _snapshot_number(ssn))
-    ssn.table = _fork(table)
+                    entries[at:], counts, list(jobs), snapshot_number(ssn))
+    ssn.table = fork_table(table)
     ssn.total_resource = total.clone()
     if nodes_key is not None and not (_table_exact(table) and (not len(vecs) or _exact(vecs))):
         base.nodes_key = None  # not exact: never a base
@@ -205,36 +226,15 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     return base
 
 
-def _fork(base: NodeTable) -> NodeTable:
-    """A table for one session: the base's state, in arrays of its own (the static ones shared)."""
-    t = NodeTable.__new__(NodeTable)
-    t.columns = base.columns
-    t.col = base.col
-    t.names = base.names
-    t.index = base.index
-    t.allocatable = base.allocatable
-    t.max_pods = base.max_pods
-    t.idle = base.idle.copy()
-    t.used = base.used.copy()
-    t.releasing = base.releasing.copy()
-    t.pipelined = base.pipelined.copy()
-    t.future = base.future.copy()
-    t.pod_count = base.pod_count.copy()
-    t.touched = []
-    return t
-
-
-def _snapshot_number(ssn: Session) -> int | None:
-    delta = ssn.snapshot.jobs_delta
-    return delta.snapshot if delta is not None else None
-
-
 #: tests switch this off: every placement of a changed job is then taken out and put in again (the
 #: reference of `pair_job`, docs/semantics.md K31)
 PAIR_PLACEMENTS = True
 #: tests switch this off: a changed job whose placements are its held ones as they stand is then
 #: walked and paired task by task like any other (the reference of `placed_as_held`, K35)
 KEEP_HELD = True
+#: tests switch this off: a changed job the base holds is then walked (`_changed_job`) and its
+#: placements paired with the held ones afterwards (`pair_job`), the reference of `walk_paired`
+PAIR_IN_WALK = True
 #: tests switch this off: the scalar names' counts are then counted out for every job taken out and
 #: in for every changed job (the reference of the counts left as they were, `_scalar_counts`, K38)
 NET_COUNTS = True
@@ -255,50 +255,64 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     names: dict[str, frozenset[str]] = {}
     placed: dict[str, list[Entry]] = {}
     held_jobs = base.jobs
+    same_order = now == base.order
+    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
+    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
+    fresh: list[Entry] = []
+    replaced: list[tuple[Entry, Entry]] = []
+    slots: dict[str, list[Slot]] = {}
+    # with pairing, each changed job is walked and paired in one pass (`walk_paired`), its fresh entries
+    # in `fresh` in the changed jobs' order as the pairing loop below would put them, and what it takes
+    # out kept aside to follow the gone jobs' and the orphans' entries in `removed`, as there
+    walked = pairing and PAIR_IN_WALK
+    paired_out: list[Entry] = []
     # changed jobs placed as they were held (only their phase moved): neither walked nor paired (K35)
     as_held: set[str] = set()
     for uid in changed:
         job = jobs_now[uid]
         held = held_jobs.get(uid)
-        if KEEP_HELD and placed_as_held(job, held):
+        if KEEP_HELD and pairing and placed_as_held(job, held):
             assert held is not None
             as_held.add(uid)
             names[uid] = held[3]
+        elif walked and held is not None:
+            slots[uid], names[uid] = walk_paired(job, uid, node_by_name, held[2], paired_out, fresh, replaced)
         else:
-            placed[uid], names[uid] = _changed_job(job, uid, node_by_name)
+            mine, names[uid] = _changed_job(job, uid, node_by_name)
+            placed[uid] = mine
+            if walked:
+                at = len(fresh)
+                fresh.extend(mine)
+                slots[uid] = list(range(at, at + len(mine)))
     counts = _scalar_counts(base, gone, names)
     extra = {n for n, c in counts.items() if c > 0}
     extra.update(n for t in ssn.snapshot.orphan_tasks for n in t.resreq.scalars)
-    if _columns(base.node_scalars, extra) != base.columns:
+    if table_columns(base.node_scalars, extra) != base.columns:
         return None
     table = base.table
-    same_order = now == base.order
-    # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
-    pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
-    if as_held and not pairing:
-        # every placement of a changed job is taken out and put in again: these too
-        for uid in as_held:
-            placed[uid], names[uid] = _changed_job(jobs_now[uid], uid, node_by_name)
-        as_held.clear()
     removed: list[Entry] = []
     for uid in gone:
         if not pairing or uid not in jobs_now:
             removed.extend(base.jobs[uid][2])
     removed.extend(base.orphans)
-    fresh: list[Entry] = []
-    replaced: list[tuple[Entry, Entry]] = []
-    slots: dict[str, list[Slot]] = {}
-    for uid in changed:
-        if uid in as_held:
-            continue
-        mine = placed[uid]
-        held = base.jobs.get(uid) if pairing else None
-        if held is None:
-            at = len(fresh)
-            fresh.extend(mine)
-            slots[uid] = list(range(at, at + len(mine)))
-        else:
-            slots[uid] = pair_job(held[2], mine, removed, fresh, replaced)
+    if walked:
+        removed.extend(paired_out)
+        if check.enabled():
+            check_walked([(uid, jobs_now[uid], held_jobs.get(uid)) for uid in changed if uid not in as_held],
+                         lambda job, uid: _changed_job(job, uid, node_by_name)[0],
+                         removed[:len(removed) - len(paired_out)], slots, removed, fresh, replaced)
+    else:
+        for uid in changed:
+            if uid in as_held:
+                continue
+            mine = placed[uid]
+            held = base.jobs.get(uid) if pairing else None
+            if held is None:
+                at = len(fresh)
+                fresh.extend(mine)
+                slots[uid] = list(range(at, at + len(mine)))
+            else:
+                slots[uid] = pair_job(held[2], mine, removed, fresh, replaced)
     of_jobs = len(fresh)
     _orphan_entries(ssn, node_by_name, fresh)
     added = _with_vectors(fresh, table, True)
@@ -383,7 +397,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         jobs[uid] = (job, job.version, entries, names[uid], job.phase)
     orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
-                   node_tasks, jobs, orphans, counts, base.order if same_order else now, _snapshot_number(ssn),
+                   node_tasks, jobs, orphans, counts, base.order if same_order else now, snapshot_number(ssn),
                    bound, base.positions if same_order else None)
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
 
@@ -450,12 +464,6 @@ def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[s
     return +counts
 
 
-def _columns(node_scalars: frozenset[str], extra: set[str]) -> tuple[str, ...]:
-    # NodeTable's columns for these names (cpu, memory, then the scalars sorted; pods always listed)
-    scalars = sorted((set(node_scalars) | extra | {"pods"}) - {"cpu", "memory"})
-    return ("cpu", "memory", *scalars)
-
-
 def open_nodes(ssn: Session) -> OpenDelta | None:
     """Fill in the session's node table, total resource and every node's task map: from the last
     open's base when that is exact, else by a full placement. Returns the delta from the last open
@@ -474,7 +482,7 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
         nxt = place_full(ssn, nodes_key, generation)
     else:
         nxt, delta = step
-        ssn.table = _fork(nxt.table)
+        ssn.table = fork_table(nxt.table)
         ssn.total_resource = nxt.total.clone()
         for node, tasks in zip(ssn.nodes, nxt.node_tasks):
             # a node handed out again holds the map it was given at the last open unless that
@@ -495,4 +503,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_PLACEMENTS", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_IN_WALK", "PAIR_PLACEMENTS", "STACK_MADE", "open_nodes", "place_full", "place_incremental"]

@@ -459,7 +459,8 @@ class Simulator(QuietSkipping):
             self._skip_session(ssn, verdict)
             return
         phases_before = {uid: sj.phase for uid, sj in self.active.items()} if verdict is not None else {}
-        result = run_session(ssn)
+        # the queue report is read by the recorder alone: a forecast (no recording) leaves it unmade
+        result = run_session(ssn, queue_report=self.recording)
         if check.enabled():
             check.check_cache(self.cache)
         for w in result.warnings:
