@@ -19,6 +19,7 @@ from apportion.framework.interface import get_action
 from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import Event, Session
 from apportion.kube import read_conf_file, read_documents
+from apportion.kube.build import assemble, parse_objects
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater
@@ -281,14 +282,27 @@ def load_cache(paths: list[str]) -> SchedulerCache:
     return cache
 
 
+#: False: `load_inputs` loads the files into a fresh SchedulerCache and takes its snapshot (the reference
+#: the tests compare with); True: it assembles the snapshot from the parsed records as that snapshot
+#: does, without the cache's tables and pod index, which a one-shot snapshot never reads
+LOAD_DIRECT = True
+
+
 def load_inputs(paths: list[str], conf_path: str | None = None) -> tuple[Snapshot, SchedulerConf]:
-    """Load kubectl YAML or JSON files (or `-`) into a fresh cache, and an optional scheduler conf file:
-    the cache's snapshot and the conf in use. A ConfigMap in the snapshot is checked (and its warnings
-    kept) even when `conf_path` wins."""
-    # the cache serves this one snapshot only: its tasks go to the snapshot uncopied
-    cache = load_cache(paths)
-    with collection_paused():
-        snapshot = cache.snapshot(copy=False)
+    """Load kubectl YAML or JSON files (or `-`) as a fresh cache would hold them, and an optional
+    scheduler conf file: the cache's snapshot and the conf in use. A ConfigMap in the snapshot is
+    checked (and its warnings kept) even when `conf_path` wins."""
+    if LOAD_DIRECT:
+        with collection_paused():
+            # what `SchedulerCache.load` parses (strictly, as a dump), then what its first snapshot
+            # assembles (`snapshot(copy=False)`: no job is kept, the records' tasks go uncopied)
+            snapshot = assemble(parse_objects(read_documents(paths)), copy=False, strict=False)
+            snapshot.nodes_key = (object(), 1)  # a node key no other snapshot has, as the cache's token
+    else:
+        # the cache serves this one snapshot only: its tasks go to the snapshot uncopied
+        cache = load_cache(paths)
+        with collection_paused():
+            snapshot = cache.snapshot(copy=False)
     in_snapshot = snapshot_conf(snapshot)
     conf = load_conf_file(conf_path) if conf_path else None
     return snapshot, conf or in_snapshot or default_conf()

@@ -4,6 +4,7 @@ module attaches which command must name every command each module registers, and
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 
@@ -35,3 +36,22 @@ def test_a_cycle_does_not_import_the_other_commands_or_rich() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str(sorted(["apportion.cli.app", "apportion.cli.collector", "apportion.cli.cycle",
                                       "apportion.cli.guard", "apportion.cli.json_text", "apportion.cli.options"]))
+
+
+def test_a_forecast_without_fits_imports_no_planner_nor_schema_checker(tmp_path) -> None:
+    """The reservation planner (its agents and policies), jsonschema and the fit search are a fifth of
+    a forecast command's start: a forecast of a dump without fits uses none of them."""
+    from k8s import node, pod, podgroup, queue
+
+    objs = [node("n1", cpu=4), queue("q"), podgroup("w", queue="q", phase="Pending", created="2026-01-01T00:00:00Z"),
+            pod("w-0", "w", cpu=2)]
+    dump = tmp_path / "d.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    code = ("import sys\nfrom apportion.cli.app import main\n"
+            f"try:\n    main(['forecast', {str(dump)!r}, '--no-fits', '-o', 'json'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('jsonschema', 'apportion.reservation.agents', "
+            "'apportion.reservation.system', 'apportion.forecast.suggest', 'apportion.forecast.fit'))),"
+            " file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout)["jobs"][0]["job"] == "ns/w"
+    assert res.stderr.strip() == "[]"

@@ -7,9 +7,13 @@ start). `--help` and anything that lists the commands import every module.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
+import os
 import sys
+import threading
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -37,12 +41,69 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+#: True: a command of QUICK_EXIT_COMMANDS run as the `apportion` program ends its process once its
+#: output is flushed and the exit handlers have run (`quick_exit`), without the interpreter's teardown:
+#: freeing one by one every object of a 10,000-pod dump and its forecast was a seventh of the command.
+#: False: every command ends through the teardown (the reference)
+QUICK_EXIT = True
+#: the commands that write nothing but stdout and stderr and leave no file, thread or child behind
+QUICK_EXIT_COMMANDS = frozenset({"cycle", "forecast", "diff"})
+
+
+def quick_exit(code: object) -> None:
+    """End the process now with the status `sys.exit(code)` gives it, stdout and stderr flushed and the
+    exit handlers run (`logging`'s) as at a normal exit. Returns, leaving the end to the interpreter,
+    when that would do more: print a message (`code` not an integer), join a thread, or report a flush
+    that fails."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int) and -(2**31) <= code < 2**31:
+        status = int(code)
+    else:
+        return
+    if threading.active_count() > 1:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - the interpreter's own end reports it as it always has
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - as above
+        return
+    os._exit(status)
+
+
 class LazyGroup(click.Group):
     """A group that imports a command's module on first use (`COMMAND_MODULES`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._loaded: set[str] = set()
+        #: the command the last invocation resolved (None: none yet)
+        self._invoked: str | None = None
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        """Click's `main`; run as the program (arguments from the command line, standalone), a command
+        of QUICK_EXIT_COMMANDS ends the process at once (`quick_exit`)."""
+        if args is not None or not standalone_mode or not QUICK_EXIT:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        except SystemExit as e:
+            if self._invoked in QUICK_EXIT_COMMANDS:
+                quick_exit(e.code)
+            raise
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's `resolve_command`, the name kept (for `main`)."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        self._invoked = name
+        return name, cmd, rest
 
     def _load(self, module: str) -> None:
         if module not in self._loaded:

@@ -7,20 +7,22 @@ wraps (`forecast_job`); `forecast_dump` and `diff_dump` read kubectl YAML files 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from apportion.cluster.snapshot import Snapshot
 from apportion.durations import parse_duration, parse_time
 from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
 from apportion.errors import InputError
 from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
-from apportion.forecast.diff import Diff, diff, load_queue_file
-from apportion.forecast.fit import KnownStart
 from apportion.forecast.runtime import Assumed, parse_assumed
-from apportion.forecast.sim import draws_needed
 from apportion.forecast.start import newest_timestamp, start_state
-from apportion.forecast.suggest import suggest
 from apportion.framework.conf import SchedulerConf
-from apportion.kube import build_snapshot, read_documents
+
+if TYPE_CHECKING:
+    from apportion.forecast.diff import Diff
+
+# the fit search (and the reservation planner it asks) and the diff are imported by the calls that use
+# them: a forecast without fits, the CLI's `--no-fits`, starts without them
 
 #: without named jobs, fit suggestions are searched for this many waiting jobs (each search runs tens
 #: of sessions)
@@ -45,6 +47,10 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
     state = start_state(snap, conf, now, period=period)
     fc = forecast(state, jobs, assumed=assumed, runs=runs, seed=seed, horizon=horizon)
     if fits:
+        from apportion.forecast.fit import KnownStart
+        from apportion.forecast.sim import draws_needed
+        from apportion.forecast.suggest import suggest
+
         waiting = [jf for jf in fc.jobs if jf.start_in is None or jf.start_in > 0]
         if not jobs and len(waiting) > FITS_UNNAMED:
             fc.warnings.append(f"fit suggestions for the first {FITS_UNNAMED} of {len(waiting)} waiting jobs only; "
@@ -84,6 +90,9 @@ def forecast_dump(paths: list[str], jobs: list[str] | None = None, *, conf_path:
 
 def diff_dump(paths: list[str], *, conf_path: str | None = None, queues_path: str | None = None) -> Diff:
     """`apportion diff`: the dump under its current configuration and under the proposed one."""
+    from apportion.forecast.diff import diff, load_queue_file
+    from apportion.kube import build_snapshot, read_documents
+
     docs = read_documents(paths)  # read once: `-` is stdin
     build_snapshot(docs)  # bad input in the dump is reported before the proposal's
     conf = load_conf_file(conf_path) if conf_path else None

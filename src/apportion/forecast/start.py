@@ -13,16 +13,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
-from apportion.durations import parse_duration, parse_time, try_time
+from apportion.durations import newest, parse_duration, parse_time, try_time
 from apportion.errors import InputError
 from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY
 from apportion.framework.conf import SchedulerConf
-from apportion.simulation.reservations import SimPlan
-from apportion.simulation.scenario import JobSpec
+
+if TYPE_CHECKING:  # types of fields only: their modules come with the simulator that fills them
+    from apportion.simulation.reservations import SimPlan
+    from apportion.simulation.scenario import JobSpec
 
 # where a number came from (the forecast's `basis` counts pods by these)
 EXPECTED_END = "expected-end"
@@ -111,9 +114,28 @@ class StartState:
         return Counter(t.basis for j in self.jobs for t in j.tasks if t.status in ("running", "releasing"))
 
 
+#: True: `newest_timestamp` parses each distinct stamp once (a dump's 10,000 pods share a few hundred),
+#: and `start_state` each distinct start time once; False: every stamp is parsed where it is read (the
+#: reference, `Snapshot.newest_time`)
+DISTINCT_STAMPS = True
+
+
 def newest_timestamp(snap: Snapshot) -> datetime | None:
     """The newest creation or start time in the cluster objects (the default `now`)."""
-    return snap.newest_time()
+    if not DISTINCT_STAMPS:
+        return snap.newest_time()
+    # the stamps `Snapshot.newest_time` reads, in its order, each at its first place: a repeat parses to
+    # what its first did, which `newest` keeps (it keeps the first of equal times)
+    stamps = dict.fromkeys(q.creation for q in snap.queues.values())
+    for j in snap.jobs.values():
+        stamps[j.creation] = None
+        for task in j.tasks.values():
+            stamps[task.creation] = None
+            stamps[task.start_time] = None
+    for o in snap.orphan_tasks:
+        stamps[o.creation] = None
+        stamps[o.start_time] = None
+    return newest(stamps)
 
 
 def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | None:
@@ -167,14 +189,19 @@ def _own_runtime_reference(task: TaskInfo, job: JobInfo) -> float | None:
     return _within(parse_duration(d[0], d[1]), d[1]) if d else None
 
 
-def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime) -> TaskStart:
+def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime,
+                times: dict[str, datetime | None] | None = None) -> TaskStart:
     if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
         return TaskStart(index, t, "done")
     if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) or not t.node_name:
         return TaskStart(index, t, "pending", runtime=_own_runtime(t, job))
     # anything else on a node holds it (Unknown too, as far as a session goes)
     status = "releasing" if t.status is TaskStatus.RELEASING else "running"
-    started = try_time(t.start_time)
+    if times is None:
+        started = try_time(t.start_time)
+    else:  # the pods of a gang started together: each distinct start time parsed once
+        stamp = t.start_time
+        started = times[stamp] if stamp in times else times.setdefault(stamp, try_time(stamp))
     elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
     runtime = _own_runtime(t, job)
     end = _annotation(t, job, EXPECTED_END_KEY)
@@ -211,11 +238,12 @@ def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: f
     if not (0.001 <= period <= 86400):
         raise InputError(f"the session period must be between 0.001 and 86400 seconds, got {period}")
     jobs: list[JobStart] = []
+    times: dict[str, datetime | None] | None = {} if DISTINCT_STAMPS else None
     # one record per task, all living on, no cycles among them (kube's build_snapshot says why paused)
     with collection_paused():
         for uid in sorted(snap.jobs):
             job = snap.jobs[uid]
-            tasks = [_task_start(i, t, job, now) for i, t in enumerate(job.tasks.values())]
+            tasks = [_task_start(i, t, job, now, times) for i, t in enumerate(job.tasks.values())]
             runtime, basis = _job_runtime(job, tasks)
             jobs.append(JobStart(job, tasks, runtime, basis))
     return StartState(now=now, nodes=list(snap.nodes), queues=dict(snap.queues), conf=conf, jobs=jobs,

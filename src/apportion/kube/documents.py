@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -98,8 +99,9 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     if text.lstrip()[:1] in ("{", "["):
         docs = json_documents(text, name)
-        for di, doc in enumerate(docs):
-            check_depth(doc, f"{name}: document {di}")
+        if not (JSON_TEXT_DEPTH and json_text_within(text, MAX_DEPTH)):
+            for di, doc in enumerate(docs):
+                check_depth(doc, f"{name}: document {di}")
     else:
         docs = load_yaml_all(text, name)
     for di, doc in enumerate(docs):
@@ -119,6 +121,64 @@ def parse_documents(text: str, name: str) -> list[tuple[str, Any]]:
         else:
             out.append((where, doc))
     return out
+
+
+#: True: a JSON text whose brackets, told from the text, nest too little to break `MAX_DEPTH` skips the
+#: walk of every decoded value (`check_depth`, a tenth of reading a dump: the text's pass costs less than
+#: half of it); False: every document is walked (the reference)
+JSON_TEXT_DEPTH = True
+
+#: what is left of a JSON text to tell its nesting from: string quotes, and every bracket as `(` or `)`
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
+_BRACKETS = bytes.maketrans(b"[]{}", b"()()")
+#: a text with more escapes than this is walked instead (its escapes are dropped one by one here)
+ESCAPES_MAX = 100_000
+
+
+def json_text_within(text: str, limit: int) -> bool:
+    """Whether no value of a JSON text (one value, or several one after another) that a decoder
+    accepted is nested more than `limit` levels deep, as `check_depth` counts; False when that cannot
+    be told cheaply (the caller then walks the decoded values, which also finds the path).
+
+    From the text alone: the escapes are dropped (in valid JSON a backslash only ever starts one, inside
+    a string), then all but quotes and brackets, then the strings; what is left is the brackets of the
+    arrays and objects, balanced. Each pass that deletes the empty pairs lowers the nesting by one
+    level, so a text emptied by `limit` + 1 passes nests at most `limit` + 1 containers, and the
+    innermost of those sits `limit` levels below the outermost: within the bound."""
+    if limit < 0:  # (every value is refused, a scalar too)
+        return False
+    try:
+        b = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (stdin read with surrogateescape)
+        return False
+    if b"\\" in b:
+        parts = b.split(b"\\")
+        if len(parts) > ESCAPES_MAX:
+            return False
+        kept = [parts[0]]
+        escaped = False  # whether the backslash before the part is itself escaped
+        for part in islice(parts, 1, None):
+            if escaped:
+                kept.append(part)
+                escaped = False
+            elif part:
+                kept.append(part[1:])  # the escaped character (the digits of \uXXXX go with the rest)
+            else:
+                escaped = True  # `\\`: the next backslash is the escaped character
+        b = b"".join(kept)
+    # a run of quotes is strings closing and opening around no bracket: dropping two adjacent quotes
+    # leaves every bracket inside or outside a string as it was
+    b = b.translate(_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in b:
+        b = b"".join(b.split(b'"')[::2])
+    for _ in range(limit + 1):
+        if not b:
+            return True
+        shorter = b.replace(b"()", b"")
+        if len(shorter) == len(b):
+            return False  # not balanced: not a text a decoder accepted
+        b = shorter
+    return not b
 
 
 def _bounded_int(digits: str) -> int:

@@ -26,9 +26,9 @@ runs on each plan, and its state becomes the reservable queue's children:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from apportion.cluster.model import QueueInfo
-from apportion.reservation.agents import make_agent
 from apportion.reservation.definition import (
     R_ALL,
     R_ANY,
@@ -37,13 +37,13 @@ from apportion.reservation.definition import (
     ReservationDefinition,
     Stage,
 )
-from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
-from apportion.reservation.policies import make_policy
-from apportion.reservation.replanner import SimpleCapacityReplanner
 from apportion.reservation.resmath import Calculator, Res
-from apportion.reservation.system import ReservationSystem
 from apportion.resources import CPU, MEMORY, PODS, Resource
 from apportion.simulation.specs import PlanSpec, ReservationSpec
+
+if TYPE_CHECKING:
+    from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
+    from apportion.reservation.system import ReservationSystem
 
 #: the simulator's reservation ids are YARN's with cluster timestamp 0: reservation_0_0001, ...
 CLUSTER_TIMESTAMP = 0
@@ -143,6 +143,13 @@ class SimPlan:
 
     def __init__(self, system: ReservationSystem, queue: str, spec: PlanSpec, step: float,
                  dims: tuple[str, ...]) -> None:
+        # imported here: the planner's agents and policies are a tenth of a command's start, and only a
+        # scenario with a reservable queue plans anything (a forecast of a dump never does)
+        from apportion.reservation.agents import make_agent
+        from apportion.reservation.plan import InMemoryPlan
+        from apportion.reservation.policies import make_policy
+        from apportion.reservation.replanner import SimpleCapacityReplanner
+
         self.system = system
         self.queue = queue
         self.spec = spec
@@ -258,8 +265,12 @@ def simulation_plans(
 ) -> dict[str, SimPlan]:
     """One reservation system with a plan per reservable queue: dimensions from what the queue
     promises and what its reservations ask for, step the plan's (else the simulation period)."""
-    system = ReservationSystem(CLUSTER_TIMESTAMP)
     plans: dict[str, SimPlan] = {}
+    if not specs:  # no reservable queue: no system to build (nor its modules to import)
+        return plans
+    from apportion.reservation.system import ReservationSystem
+
+    system = ReservationSystem(CLUSTER_TIMESTAMP)
     for qname, pspec in sorted(specs.items()):
         q = queues[qname]
         asked = [st.resources for r in reservations if r.queue == qname for st in r.stages]

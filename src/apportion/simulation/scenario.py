@@ -9,7 +9,6 @@ exists, a reservation's queue is reservable, ...). See docs/scenario.md for the 
 from __future__ import annotations
 
 import math
-from importlib import resources as ires
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def default_scenario_path() -> Path:
     """The built-in scenario shipped as package data."""
+    from importlib import resources as ires  # (here: it costs a forecast's start more than its use)
+
     return Path(str(ires.files("apportion.data").joinpath("default-scenario.yaml")))
 
 

@@ -7,10 +7,7 @@ The first of the scenario loader's three steps (simulation/scenario.py); the sch
 from __future__ import annotations
 
 import json
-from importlib import resources as ires
 from typing import Any
-
-import jsonschema
 
 from apportion.errors import InputError
 
@@ -21,6 +18,8 @@ def schema() -> dict[str, Any]:
     """The scenario JSON Schema (package data, loaded once)."""
     global _SCHEMA
     if _SCHEMA is None:
+        from importlib import resources as ires  # (here: only a scenario file is checked)
+
         text = ires.files("apportion.simulation").joinpath("scenario.schema.json").read_text("utf-8")
         _SCHEMA = json.loads(text)
     return _SCHEMA
@@ -39,6 +38,9 @@ def field_path(parts: Any) -> str:
 
 def validate_document(data: Any, source: str) -> None:
     """Check the document against the schema; raise InputError naming the deepest failing field."""
+    # imported here: jsonschema is a tenth of a command's start, and only a scenario file is checked
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = list(validator.iter_errors(data))
     if not errors:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.framework.conf import SchedulerConf
 from apportion.resources import Resource
+
+if TYPE_CHECKING:  # (annotations only)
+    from pathlib import Path
 
 
 @dataclass
