@@ -44,3 +44,20 @@ def decided(i: int, ssn: Session, result: CycleResult) -> tuple[list[tuple[str, 
     """A session's phases and explanations, by uid (what the carried-state tests compare)."""
     return (sorted((uid, job.phase.value) for uid, job in ssn.jobs.items()),
             sorted((k, list(v)) for k, v in ssn.explanations.items()))
+
+
+def play_texts(steps: list[tuple[str, Any]], base: Callable[[SchedulerCache], None], conf: SchedulerConf,
+               texts: list[bool]) -> list[Any]:
+    """`play` with each session making why-pending texts or not (`texts`, in turn), observing the jobs'
+    phases, the binds and, where the session makes them, the explanations: what enqueue's fast paths
+    must leave as they were."""
+
+    def with_texts(i: int, ssn: Session) -> None:
+        ssn.why_pending = texts[i % len(texts)]
+
+    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
+        phases = sorted((uid, job.phase.value) for uid, job in ssn.jobs.items())
+        explained = sorted((k, list(v)) for k, v in ssn.explanations.items()) if ssn.why_pending else None
+        return phases, sorted(result.binds.items()), explained
+
+    return play(steps, base, conf, observe, with_texts)

@@ -15,12 +15,11 @@ from hypothesis import strategies as st
 from test_enqueue_carried import CONF, GROUPS, LEAVES, _base, a_step
 
 from apportion.actions import enqueue
-from apportion.engine import CycleResult, open_session, run_session
-from apportion.framework.session import Session
+from apportion.engine import open_session, run_session
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, WatchEvent
-from session_steps import play
+from session_steps import play_texts
 
 import k8s
 
@@ -41,16 +40,7 @@ def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: l
     monkeypatch.setattr(enqueue, "ask_by_bucket", fast)
     monkeypatch.setattr(enqueue, "skip_unread", fast)
     monkeypatch.setattr(enqueue, "by_candidates", fast)
-
-    def with_texts(i: int, ssn: Session) -> None:
-        ssn.why_pending = texts[i % len(texts)]
-
-    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
-        phases = sorted((uid, job.phase.value) for uid, job in ssn.jobs.items())
-        explained = sorted((k, list(v)) for k, v in ssn.explanations.items()) if ssn.why_pending else None
-        return phases, sorted(result.binds.items()), explained
-
-    return play(steps, _base, CONF, observe, with_texts)
+    return play_texts(steps, _base, CONF, texts)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,

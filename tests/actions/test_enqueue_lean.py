@@ -21,12 +21,10 @@ from test_enqueue_by_bucket import a_crowd
 from test_enqueue_carried import CONF, _base, a_step
 
 from apportion.actions import enqueue
-from apportion.engine import CycleResult
-from apportion.framework.session import Session
 from apportion.plugins.capacity.admission import Admission
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
-from session_steps import play
+from session_steps import play_texts
 
 
 def lean(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
@@ -39,16 +37,7 @@ def lean(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
 
 def _sessions(steps: list, fast: bool, monkeypatch: pytest.MonkeyPatch, texts: list[bool]) -> list[Any]:
     lean(monkeypatch, fast)
-
-    def with_texts(i: int, ssn: Session) -> None:
-        ssn.why_pending = texts[i % len(texts)]
-
-    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
-        phases = sorted((uid, job.phase.value) for uid, job in ssn.jobs.items())
-        explained = sorted((k, list(v)) for k, v in ssn.explanations.items()) if ssn.why_pending else None
-        return phases, sorted(result.binds.items()), explained
-
-    return play(steps, _base, CONF, observe, with_texts)
+    return play_texts(steps, _base, CONF, texts)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -128,22 +128,7 @@ def _backlog_by_loops(ssn: Session) -> _Backlog:
         if mine is None:
             mine = pending[name] = []
         mine.append(job)
-    for name, uid in visited_first.items():
-        held = first.get(name)
-        if held is None or uid < held:
-            first[name] = uid
-    known = ssn.queues
-    queues: list[QueueInfo] = []
-    # in the queues' order, as the reference fills it (the votes read the rest of the backlog in it)
-    ordered: dict[str, list[JobInfo]] = {}
-    for name in sorted(first, key=first.__getitem__):
-        queue = known.get(name)
-        if queue is not None:
-            queues.append(queue)
-            ordered[name] = pending.get(name) or []
-    if any(name not in known for name in pending):
-        backlog = [job for job in backlog if job.queue in known]
-    return queues, ordered, backlog
+    return _ordered(ssn, first, visited_first, pending, backlog)
 
 
 def _backlog_by_one_pass(ssn: Session) -> _Backlog:
@@ -168,6 +153,14 @@ def _backlog_by_one_pass(ssn: Session) -> _Backlog:
                 pending[name] = [job]
             else:
                 mine.append(job)
+    return _ordered(ssn, first, visited_first, pending, backlog)
+
+
+def _ordered(ssn: Session, first: dict[str, str], visited_first: dict[str, str],
+             pending: dict[str, list[JobInfo]], backlog: list[JobInfo]) -> _Backlog:
+    """The backlog's queues in the order of their first uids (the quiet jobs' and the visited ones'),
+    each with its pending jobs, as the reference fills them (the votes read the rest of the backlog in
+    that order); queues the session does not know are left out, and their jobs with them."""
     for name, uid in visited_first.items():
         held = first.get(name)
         if held is None or uid < held:

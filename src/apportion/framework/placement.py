@@ -34,15 +34,15 @@ from apportion.cluster.node_table import NodeTable
 from apportion.framework import extension as ep
 from apportion.framework.conf import PluginOption
 from apportion.framework.interface import Fn, NodeFilter
-from apportion.framework.open_parts import OpenDelta
-from apportion.framework.placement_carry import carried_answers, check_carried, fail
+from apportion.framework.placement_carry import CarrySession, carried_answers, check_carried, fail
 from apportion.resources import MIN_RESOURCE
 from apportion.state import check
 
 
-class PlacementSession(Protocol):
+class PlacementSession(CarrySession, Protocol):
     """What the cache reads from the session that owns it (the session implements it; naming the members
-    here rather than importing the session keeps the framework free of import cycles)."""
+    here rather than importing the session keeps the framework free of import cycles), carrying's
+    members (memo, conf, the open's generation and delta) among them."""
 
     @property
     def table(self) -> NodeTable:
@@ -64,25 +64,6 @@ class PlacementSession(Protocol):
         """Task uid -> rows that fail a predicate for good."""
         ...
 
-    @property
-    def memo(self) -> dict[str, Any] | None:
-        """The caller's memo carried across snapshots (None: nothing carried)."""
-        ...
-
-    @property
-    def conf(self) -> object:
-        """The session's configuration."""
-        ...
-
-    @property
-    def open_generation(self) -> int | None:
-        """The generation of the open state kept in the memo for this session (None: none kept)."""
-        ...
-
-    @property
-    def open_delta(self) -> OpenDelta | None:
-        """What changed since the last open over the memo (None: the node side was placed in full)."""
-        ...
 
     def has_fn(self, point: str) -> bool:
         """Whether any enabled plugin registered the point."""

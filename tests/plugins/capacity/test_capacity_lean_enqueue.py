@@ -15,12 +15,10 @@ from hypothesis import strategies as st
 from test_capacity_carried_plans import CONFS, _base, a_step
 
 from apportion.actions import enqueue
-from apportion.engine import CycleResult
-from apportion.framework.session import Session
 from apportion.plugins.capacity.admission import Admission
 from apportion.plugins.capacity.drain_subset import DrainPicker
 from apportion.state import check
-from session_steps import play
+from session_steps import play_texts
 
 
 def _sessions(steps: list, on: bool, conf: Any, texts: list[bool], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -28,16 +26,7 @@ def _sessions(steps: list, on: bool, conf: Any, texts: list[bool], monkeypatch: 
     monkeypatch.setattr(Admission, "lazy_texts", on)
     monkeypatch.setattr(enqueue, "lean_backlog", on)
     monkeypatch.setattr(DrainPicker, "carry_shape", on)
-
-    def with_texts(i: int, ssn: Session) -> None:
-        ssn.why_pending = texts[i % len(texts)]
-
-    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
-        phases = sorted((uid, job.phase.value) for uid, job in ssn.jobs.items())
-        explained = sorted((k, list(v)) for k, v in ssn.explanations.items()) if ssn.why_pending else None
-        return phases, sorted(result.binds.items()), explained
-
-    return play(steps, _base, conf, observe, with_texts)
+    return play_texts(steps, _base, conf, texts)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
