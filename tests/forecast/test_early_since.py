@@ -12,12 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_forecast_sim import busy_dumps
-from test_quiet import _answer, _bench_objects, _simulator, _without_reclaim
-from test_quiet_shared import _kept_by_value
+from test_quiet import _bench_objects, _simulator, _without_reclaim
+from test_quiet_shared import _kept_by_value, same_as_reference
 
-from apportion.forecast import quiet_early
 from apportion.forecast.quiet_early import EarlyQuietTest
-from apportion.simulation.engine import Simulator
 from apportion.simulation.skipping import EarlyView
 from apportion.state.check import ENV
 
@@ -28,42 +26,21 @@ def _facts_by_value(test: EarlyQuietTest) -> dict[str, tuple[Any, ...]]:
             for uid, f in sorted(test._facts.items())}
 
 
-def _traced(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, since: bool,
-            ) -> tuple[Simulator, list[tuple[Any, ...]]]:
-    """The forecast with `DIRTY_SINCE` on or off, and per early test the jobs it was handed, its answer
-    and what the test keeps after it."""
-    trace: list[tuple[Any, ...]] = []
-    before_open = EarlyQuietTest.before_open
+def _observe(test: EarlyQuietTest, view: EarlyView, got: Any) -> tuple[Any, ...]:
+    """Per early test the jobs it was handed, its answer and what the test keeps after it."""
+    told = test._told
+    return (view.session_uid, sorted(view.dirty), None if got is None else dict(got),
+            None if told is None else told[:2], _kept_by_value(test), _facts_by_value(test), test.early,
+            test.carried)
 
-    def spy(self: EarlyQuietTest, view: EarlyView) -> Any:
-        assert view.since is not None and view.since <= view.dirty
-        got = before_open(self, view)
-        told = self._told
-        trace.append((view.session_uid, sorted(view.dirty), None if got is None else dict(got),
-                      None if told is None else told[:2], _kept_by_value(self), _facts_by_value(self),
-                      self.early, self.carried))
-        return got
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv(ENV, raising=False)
-        mp.setattr(quiet_early, "DIRTY_SINCE", since)
-        mp.setattr(EarlyQuietTest, "before_open", spy)
-        sim = _simulator(objs, conf_text, True, horizon)
-        test = sim.quiet
-        assert isinstance(test, EarlyQuietTest)
-        sim.early = test.before_open
-        sim.run()
-    return sim, trace
+def _handed_since(view: EarlyView) -> None:
+    assert view.since is not None and view.since <= view.dirty
 
 
 def _same_as_reference(objs: list[dict[str, Any]], conf_text: str | None, horizon: float) -> EarlyQuietTest:
-    fast, fast_trace = _traced(objs, conf_text, horizon, True)
-    ref, ref_trace = _traced(objs, conf_text, horizon, False)
-    assert fast_trace == ref_trace
-    assert _answer(fast) == _answer(ref) and fast.sessions_skipped == ref.sessions_skipped
-    test = fast.quiet
-    assert isinstance(test, EarlyQuietTest)
-    return test
+    """The forecast with `DIRTY_SINCE` on and off traces every early test alike."""
+    return same_as_reference(objs, conf_text, horizon, {"DIRTY_SINCE": True}, _observe, _handed_since)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

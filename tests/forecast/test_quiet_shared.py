@@ -7,6 +7,7 @@ reference, which looks at every task and compares the watch with the whole backl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,23 +42,25 @@ def _kept_by_value(test: EarlyQuietTest) -> tuple[Any, ...]:
     return held, sorted(test._inexact), pairs, future
 
 
-def _traced(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, reference: bool,
-            ) -> tuple[Simulator, list[tuple[Any, ...]]]:
-    """The forecast with the switches on (or off: the reference), and per early test its answer and
-    what the test keeps after it."""
+def traced_forecast(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, switches: dict[str, bool],
+                    observe: Callable[[EarlyQuietTest, EarlyView, Any], tuple[Any, ...]],
+                    before: Callable[[EarlyView], None] | None = None) -> tuple[Simulator, list[tuple[Any, ...]]]:
+    """The forecast with quiet_early's `switches` set and the self-check off (it opens every session),
+    and per early test what `observe` makes of it after its answer (`before` looks at the view first)."""
     trace: list[tuple[Any, ...]] = []
     before_open = EarlyQuietTest.before_open
 
     def spy(self: EarlyQuietTest, view: EarlyView) -> Any:
+        if before is not None:
+            before(view)
         got = before_open(self, view)
-        told = self._told
-        trace.append((view.session_uid, None if got is None else dict(got),
-                      None if told is None else told[:2], _kept_by_value(self)))
+        trace.append(observe(self, view, got))
         return got
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(quiet_early, "HELD_BY_SHARED", not reference)
-        mp.setattr(quiet_early, "PAIRS_BY_MOVE", not reference)
+        mp.delenv(ENV, raising=False)
+        for name, on in switches.items():
+            mp.setattr(quiet_early, name, on)
         mp.setattr(EarlyQuietTest, "before_open", spy)
         sim = _simulator(objs, conf_text, True, horizon)
         test = sim.quiet
@@ -67,14 +70,29 @@ def _traced(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, r
     return sim, trace
 
 
-def _same_as_reference(objs: list[dict[str, Any]], conf_text: str | None, horizon: float) -> EarlyQuietTest:
-    fast, fast_trace = _traced(objs, conf_text, horizon, False)
-    ref, ref_trace = _traced(objs, conf_text, horizon, True)
+def same_as_reference(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, switches: dict[str, bool],
+                      observe: Callable[[EarlyQuietTest, EarlyView, Any], tuple[Any, ...]],
+                      before: Callable[[EarlyView], None] | None = None) -> EarlyQuietTest:
+    """The forecast with `switches` as given and each of them flipped (the reference) traces every early
+    test alike and answers alike; the first run's early test."""
+    fast, fast_trace = traced_forecast(objs, conf_text, horizon, switches, observe, before)
+    ref, ref_trace = traced_forecast(objs, conf_text, horizon, {k: not on for k, on in switches.items()}, observe,
+                                     before)
     assert fast_trace == ref_trace
     assert _answer(fast) == _answer(ref) and fast.sessions_skipped == ref.sessions_skipped
     test = fast.quiet
     assert isinstance(test, EarlyQuietTest)
     return test
+
+
+def _observe(test: EarlyQuietTest, view: EarlyView, got: Any) -> tuple[Any, ...]:
+    told = test._told
+    return (view.session_uid, None if got is None else dict(got), None if told is None else told[:2],
+            _kept_by_value(test))
+
+
+def _same_as_reference(objs: list[dict[str, Any]], conf_text: str | None, horizon: float) -> EarlyQuietTest:
+    return same_as_reference(objs, conf_text, horizon, {"HELD_BY_SHARED": True, "PAIRS_BY_MOVE": True}, _observe)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
