@@ -278,6 +278,9 @@ class Admission(CapacityBase):
         that refusal's explanation (`texts` False: `bare_answers`, K43)."""
         if not texts:
             return bare_answers(self, wanted, levels)
+        plans = self._plans
+        if plans is None:
+            plans = self._plans = {}
         info = self._buckets.info
         walk = self._walk
         attrs = self.attrs
@@ -289,7 +292,14 @@ class Admission(CapacityBase):
             # leaf and Open, its realCapability, the plugin's refusal of every decision) is fixed for the
             # session: its plan is worked out once a session; the levels are walked as votes walk them.
             queue, key, min_req = info[i]
-            answer, why, path = self._bucket_plan(i, queue, min_req, key)
+            plan = plans.get(i)
+            if plan is None:
+                plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+                if checking and plan != self._plan(queue, min_req, key):
+                    raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                                f"minResources {key} carried from an earlier session differs "
+                                                "from the one worked out now")
+            answer, why, path = plan
             if path is not None and min_req is not None and key is not None:
                 # `_walk`, each level's verdicts looked up once per call (no accounting moves in one)
                 answer, why = ep.PERMIT, None
@@ -348,21 +358,6 @@ class Admission(CapacityBase):
         self._names = kept.names
         self._wheres = kept.wheres
         return kept.plans
-
-    def _bucket_plan(self, bucket: int, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan:
-        """The bucket's plan this session: carried or worked out at its first ask, and under the self-check
-        compared with one worked out now."""
-        plans = self._plans
-        if plans is None:
-            plans = self._plans = {}
-        plan = plans.get(bucket)
-        if plan is None:
-            plan = plans[bucket] = self._carried_plan(bucket, queue_name, min_req, key)
-            if check.enabled() and plan != self._plan(queue_name, min_req, key):
-                raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue_name} with "
-                                            f"minResources {key} carried from an earlier session differs from "
-                                            "the one worked out now")
-        return plan
 
     def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan:
         """`_plan` for the bucket, carried from an earlier session while its queue is the same object."""

@@ -32,9 +32,12 @@ class _Bare(Protocol):
 
     attrs: dict[str, QueueAttr]
     _buckets: Buckets
+    _plans: dict[int, _Plan] | None
 
-    def _bucket_plan(self, bucket: int, queue_name: str, min_req: Resource | None,
-                     key: _ReqKey | None) -> _Plan: ...
+    def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None,
+                      key: _ReqKey | None) -> _Plan: ...
+
+    def _plan(self, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan: ...
 
     def _verdict(self, a: QueueAttr, min_req: Resource) -> _Verdict: ...
 
@@ -48,6 +51,9 @@ def bare_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[in
     loaded cluster's refusals fail at, shared by every bucket). Every verdict is taken on the
     accounting as it stands (nothing moves one within a call), so which level is asked first
     changes nothing but the order they are worked out in (K43)."""
+    plans = self._plans
+    if plans is None:
+        plans = self._plans = {}
     info = self._buckets.info
     attrs = self.attrs
     checking = check.enabled()
@@ -55,7 +61,14 @@ def bare_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[in
     out: dict[int, str | None] = {}
     for i in wanted:
         queue, key, min_req = info[i]
-        answer, why, path = self._bucket_plan(i, queue, min_req, key)
+        plan = plans.get(i)
+        if plan is None:
+            plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+            if checking and plan != self._plan(queue, min_req, key):
+                raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                            f"minResources {key} carried from an earlier session differs "
+                                            "from the one worked out now")
+        answer, why, path = plan
         if path is not None and min_req is not None and key is not None:
             why = None
             for name in reversed(path):
