@@ -91,6 +91,11 @@ class Snapshot:
     #: None: unknown. The delta speaks of `jobs`' uids and objects, not of their order: whoever
     #: replaces or adds a job object after the snapshot was taken sets it to None.
     jobs_delta: JobDelta | None = None
+    #: with a memo: True when the snapshot's maker wrote no node's task map, so a node that is an object
+    #: the last session over the memo opened with holds the map that session left it; session open then
+    #: writes only the maps it or that session replaced (docs/semantics.md K46). Whoever writes a node's
+    #: task map after the snapshot was taken sets it False.
+    node_maps_as_left: bool = False
 
     def newest_time(self) -> datetime | None:
         """The newest creation or start time among the objects: the clock of a dump, which has none."""

@@ -125,6 +125,7 @@ class DumpObjects:
         if held is not None and same and not self.checking:
             names, snap.nodes = held[1], list(held[2])
             snap.nodes_key = ("start", id(self), names)
+            snap.node_maps_as_left = True
             self._patch(snap, now)
             return
         self._nodes_seen = None if node_events is None else (live_nodes, node_events)
@@ -148,6 +149,8 @@ class DumpObjects:
             self._nodes = (frozenset(live), names, nodes)
             snap.nodes = list(nodes)
         snap.nodes_key = ("start", id(self), names)
+        # the nodes (handed out again or built) with their maps untouched: only sessions write them
+        snap.node_maps_as_left = True
         self._patch(snap, now)
 
     def _patch(self, snap: Snapshot, now: float) -> None:

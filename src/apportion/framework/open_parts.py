@@ -32,6 +32,8 @@ class Session(Protocol):
     total_resource: Resource
     shared_node_tasks: bool
     open_generation: int | None
+    #: the rows whose task map the session replaced by a copy of its own (filled in as it goes)
+    _own_rows: set[int]
 
 
 #: one placement: (row, task, kind, vector, job uid or None for an orphan, position of the task in its
@@ -112,6 +114,14 @@ class OpenBase:
     bound: float = float(2**53)
     #: each job uid's position in `order` (made when first needed, handed on with an unchanged order)
     positions: dict[str, int] | None = None
+    #: the rows whose task map that open made anew (an incremental open's; a full one made every row's)
+    remapped: list[int] = field(default_factory=list)
+    #: the session's map of nodes by name at that open (`Session.node_by_name`): a later session given
+    #: the same object has the same node objects in the same order (session.py `_node_by_name`)
+    node_map: dict[str, NodeInfo] | None = None
+    #: the rows whose task map that open's session replaced (`Session._own_rows`, filled in as it goes;
+    #: None: unknown)
+    written: set[int] | None = None
 
 
 def scalar_names(job: JobInfo) -> frozenset[str]:

@@ -7,11 +7,13 @@ session's job order, then the task's position in its job, the tasks outside jobs
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections.abc import Callable
 
 from apportion.cluster.model import TaskInfo
-from apportion.framework.open_parts import Entry
+from apportion.framework.open_parts import Entry, OpenBase, Session
+from apportion.state import check
 
 
 def tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
@@ -113,5 +115,39 @@ def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entr
     return sorted(kept + new, key=key)
 
 
-__all__: list[str] = ["merge_row", "merge_row_reference", "replace_in_row", "row_key", "row_tasks", "row_tasks_less",
-                      "tasks_map"]
+#: tests switch this off: an incremental open then looks at every node's task map, as after a full
+#: placement (the reference of looking only at the rows it or the last session gave a new map, K46)
+WRITE_REMAPPED = True
+
+
+def hand_maps(ssn: Session, base: OpenBase, nxt: OpenBase) -> None:
+    """Give every node its task map of `nxt` (a node already holding it is not written: a write is what
+    costs). When the snapshot's maker wrote no map and the nodes are the objects of `base`'s open (the
+    session's map by name is the one that open had), a node holds the map that open's session left it:
+    the last open's map unless that session copied it (`written`). Only those rows and the ones this
+    open made anew can differ, and only they are looked at (docs/semantics.md K46)."""
+    nodes = ssn.nodes
+    node_tasks = nxt.node_tasks
+    written = base.written
+    if (WRITE_REMAPPED and written is not None and ssn.snapshot.node_maps_as_left
+            and base.node_map is ssn.node_by_name):
+        for row in itertools.chain(nxt.remapped, written):
+            node = nodes[row]
+            tasks = node_tasks[row]
+            if node.tasks is not tasks:
+                node.tasks = tasks
+        if check.enabled():
+            stale = [n.name for n, tasks in zip(nodes, node_tasks) if n.tasks is not tasks]
+            if stale:
+                raise check.StateCheckError(f"{check.ENV}: session open wrote the task maps of the rows it and the "
+                                            f"last session replaced, but nodes {stale[:5]} hold another map")
+        return
+    for node, tasks in zip(nodes, node_tasks):
+        # a node handed out again holds the map it was given at the last open unless that
+        # session or the snapshot replaced it: only the others are written
+        if node.tasks is not tasks:
+            node.tasks = tasks
+
+
+__all__: list[str] = ["WRITE_REMAPPED", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
+                      "row_tasks", "row_tasks_less", "tasks_map"]

@@ -48,7 +48,7 @@ from apportion.framework.open_parts import (
     table_for,
 )
 from apportion.framework.open_reference import check_against_full
-from apportion.framework.open_rows import merge_row, replace_in_row, row_key, row_tasks, tasks_map
+from apportion.framework.open_rows import hand_maps, merge_row, replace_in_row, row_key, row_tasks, tasks_map
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -398,7 +398,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, counts, base.order if same_order else now, snapshot_number(ssn),
-                   bound, base.positions if same_order else None)
+                   bound, base.positions if same_order else None, [*only_replaced, *touched])
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
 
 
@@ -484,15 +484,16 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
         nxt, delta = step
         ssn.table = fork_table(nxt.table)
         ssn.total_resource = nxt.total.clone()
-        for node, tasks in zip(ssn.nodes, nxt.node_tasks):
-            # a node handed out again holds the map it was given at the last open unless that
-            # session or the snapshot replaced it: only the others are written (a write is what costs)
-            if node.tasks is not tasks:
-                node.tasks = tasks
+        assert base is not None
+        hand_maps(ssn, base, nxt)
         ssn.shared_node_tasks = True
         if check.enabled():
             check_against_full(ssn, nxt)
     ssn.open_generation = None
+    # what the next open needs to know which maps may have moved since: the nodes' identity, and the
+    # rows whose map this session replaces (the set it fills in as it goes)
+    nxt.node_map = ssn.node_by_name
+    nxt.written = ssn._own_rows
     if memo is not None:
         if nxt.nodes_key is None:
             memo.pop(OPEN_MEMO, None)
