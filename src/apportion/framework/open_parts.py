@@ -79,6 +79,9 @@ class OpenDelta:
     #: the same key, row, kind, position and request (so the same table row): neither in `removed` nor
     #: in `added`, the node table is not touched by them (docs/semantics.md K31)
     replaced: list[tuple[Entry, Entry]] = field(default_factory=list)
+    #: the rows and signs (-1 taken out, 1 put in) of `removed + added`, in that order, as the node
+    #: table took them (None: it took none); never written to
+    moves: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass

@@ -320,10 +320,13 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     # here on (taken out of the memo): they are brought up to date where they are
     new = table
     bound = base.bound
+    moves: tuple[np.ndarray, np.ndarray] | None = None
     if removed or added:
-        moved = _apply_moves(new, removed, added)
-        if moved is None:
+        step = _apply_moves(new, removed, added)
+        if step is None:
             return None
+        moved, at_rows, signs = step
+        moves = (at_rows, signs)
         # every amount is an integer (the base's and the vectors' are); its magnitude is at most the
         # base's bound plus every vector's largest, else the table is looked at
         bound += moved
@@ -399,7 +402,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
                    node_tasks, jobs, orphans, counts, base.order if same_order else now, snapshot_number(ssn),
                    bound, base.positions if same_order else None, [*only_replaced, *touched])
-    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced)
+    return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced, moves)
 
 
 #: tests switch this off: the table then takes what left and what came through
@@ -407,14 +410,17 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
 LEAN_MOVES = True
 
 
-def _apply_moves(table: NodeTable, removed: list[Entry], added: list[Entry]) -> float | None:
+def _apply_moves(table: NodeTable, removed: list[Entry],
+                 added: list[Entry]) -> tuple[float, np.ndarray, np.ndarray] | None:
     """Take the removed placements out of the table and put the added ones in, in one step (the removed
-    vectors negated); the sum of every vector's largest magnitude, or None (nothing done) when an added
-    vector is not all integers below 2**53. When every placement occupies its node as `used` (a forecast
+    vectors negated); the sum of every vector's largest magnitude, and the rows and signs (-1 taken out,
+    1 put in) of `removed + added` as the table took them; or None (nothing done) when an added vector
+    is not all integers below 2**53. When every placement occupies its node as `used` (a forecast
     open's: tasks that bound or ended) the four sums `apply_placements` makes for that kind are made
     directly, the same `ufunc.at` steps over the same rows and vectors, without its masks."""
     cut = len(removed)
-    vecs = np.array([e[3] for e in removed] + [e[3] for e in added])
+    both = removed + added
+    vecs = np.array([e[3] for e in both])
     largest = np.abs(vecs).max(axis=1)
     if added:
         # `_exact` of the added vectors: magnitudes below 2**53 (a NaN fails the comparison) and integers
@@ -423,9 +429,12 @@ def _apply_moves(table: NodeTable, removed: list[Entry], added: list[Entry]) -> 
             return None
     signs = np.ones(len(vecs), dtype=np.int64)
     signs[:cut] = -1
-    both = removed + added
     at_rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
-    signed = vecs * signs[:, None]
+    # the stack is this step's own: the removed rows negated where they are (`x * -1.0` is what
+    # `vecs * signs[:, None]` makes of them, and `x * 1.0` is x)
+    signed = vecs
+    if cut:
+        signed[:cut] *= -1
     kinds = [e[2] for e in both]
     if LEAN_MOVES and kinds.count("used") == len(kinds):
         np.subtract.at(table.idle, at_rows, signed)
@@ -434,7 +443,7 @@ def _apply_moves(table: NodeTable, removed: list[Entry], added: list[Entry]) -> 
         np.add.at(table.pod_count, at_rows, signs)
     else:
         table.apply_placements(at_rows, signed, kinds, signs)
-    return float(largest.sum())
+    return float(largest.sum()), at_rows, signs
 
 
 def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[str]]) -> Counter[str]:

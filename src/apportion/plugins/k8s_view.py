@@ -155,6 +155,9 @@ def _same_requests(old: TaskInfo, new: TaskInfo, requests: Callable[[TaskInfo], 
     return requests(old) == requests(new)
 
 
+#: tests switch this off: the carried view is then brought up to date with rows and signs of its own
+#: rather than the ones the node table took the same placements with (`OpenDelta.moves`, K46)
+SHARE_MOVES = True
 #: tests switch this off: a view added up in full then asks `pod_requests` of every task, one at a time
 #: (the reference of `requests_of`)
 VECTOR_REQUESTS = True
@@ -206,6 +209,8 @@ def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
     held.generation = -1  # (no later open may start from arrays this one may have changed)
     bound = held.bound
     removed, added = delta.removed, delta.added
+    # the rows and signs the node table took `removed + added` with (none moved below: the same lists)
+    moves = delta.moves if SHARE_MOVES else None
     req = task_requests
     if delta.replaced:
         # a task placed again as another object is in the table's row as before; the view counts it
@@ -215,10 +220,16 @@ def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
         if moved:
             removed = removed + [o for o, _ in moved]
             added = added + [n for _, n in moved]
+            moves = None
     if removed or added:
         # every request read and checked in one step; what left is taken out first, then what came
         both = removed + added
-        rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
+        if moves is not None and len(moves[0]) == len(both):
+            rows, signs = moves
+        else:
+            rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
+            signs = np.ones(len(both), dtype=np.int64)
+            signs[:len(removed)] = -1
         reqs = np.array([req(e[1]) for e in both])
         largest = np.abs(reqs).max(axis=1)
         # `_exact(reqs)`: magnitudes below 2**53 (a NaN fails the comparison) and integers
@@ -226,16 +237,19 @@ def _view_start(ssn: Session) -> tuple[np.ndarray, np.ndarray, float] | None:
             return None
         cut = len(removed)
         # `ufunc.at` adds in the order given: the removed (negated, x - v being x + (-v)) and then the
-        # added in one call each, the very additions of one call for each part
-        signs = np.ones(len(both), dtype=np.int64)
-        signs[:cut] = -1
+        # added in one call each, the very additions of one call for each part. `reqs` is this step's
+        # own: the removed rows are negated where they are (`x * -1.0`, what `reqs * signs[:, None]`
+        # makes of them)
         np.add.at(count, rows, signs)
-        np.add.at(sums, rows, reqs * signs[:, None] if cut else reqs)
         if cut:
-            bound += float(largest[:cut].sum())
-        if added:
-            bound += float(largest[cut:].sum())
-    if not np.array_equal(count, ssn.table.pod_count):
+            reqs[:cut] *= -1
+        np.add.at(sums, rows, reqs)
+        # (one sum for both parts: a bound, as the two sums' total is; only whether it stays below
+        # 2**52 is read, and the sums are looked at when it does not)
+        bound += float(largest.sum())
+    # `np.array_equal` of two arrays of one shape and dtype (the table's and the view's node rows)
+    pods = ssn.table.pod_count
+    if not (count.shape == pods.shape and bool((count == pods).all())):
         return None
     return count, sums, bound
 
