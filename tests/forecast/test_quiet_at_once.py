@@ -6,7 +6,6 @@ below, negative zero, NaN, the infinities)."""
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -119,60 +118,3 @@ def test_requests_judged_written_out_are_those_looked_up(requests: list[Resource
             mp.setattr(quiet_kept, "WHOLE_AT_ONCE", False)
             assert got == reference(chosen) == want
             assert fast.whole == reference.whole and fast.seen.keys() == reference.seen.keys()
-
-
-_KEYS = [f"t{i}" for i in range(6)]
-_PLACED = st.dictionaries(st.sampled_from(_KEYS), st.tuples(st.integers(0, _ROWS - 1), st.integers(0, 5)), max_size=6)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_AMOUNT, _AMOUNT, _AMOUNT), min_size=6, max_size=6),
-       st.lists(st.tuples(_PLACED, _PLACED, st.one_of(st.none(), st.lists(st.sampled_from(_KEYS), unique=True))),
-                min_size=1, max_size=5),
-       st.lists(st.lists(_AMOUNT, min_size=3, max_size=3), min_size=_ROWS, max_size=_ROWS), st.booleans())
-def test_rows_moved_by_floats_are_those_moved_by_numpy(amounts: list[tuple[float, float, float]],
-                                                       moves: list[tuple[dict[str, tuple[int, int]],
-                                                                         dict[str, tuple[int, int]], list[str] | None]],
-                                                       rows: list[list[float]], checking: bool) -> None:
-    """Moves of random placements (requests whole or not, FutureIdle's rows any amounts, the keys
-    that may differ named or not): `move` with `ROWS_BY_FLOATS` gives the answer, FutureIdle (bit for
-    bit) and the rows marked that numpy's row operations give; under the self-check it compares."""
-    requests = [Resource(cpu, memory, {"nvidia.com/gpu": gpu}) for cpu, memory, gpu in amounts]
-    vecs = [np.array([r.cpu, r.memory, r.scalars["nvidia.com/gpu"]]) for r in requests]
-    fast, reference = _anchor(np.array(rows)), _anchor(np.array(rows))
-    with pytest.MonkeyPatch.context() as mp:
-        if checking:
-            mp.setenv(ENV, "1")
-        else:
-            mp.delenv(ENV, raising=False)
-        for old_at, new_at, keys in moves:
-            old = {k: (row, requests[i], vecs[i]) for k, (row, i) in old_at.items()}
-            new = {k: (row, requests[i], vecs[i]) for k, (row, i) in new_at.items()}
-            if keys is not None:
-                for k in set(old) | set(new):
-                    if k not in keys:
-                        if k in old:
-                            new[k] = old[k]
-                        else:
-                            old[k] = new[k]
-            mp.setattr(quiet_anchor, "ROWS_BY_FLOATS", True)
-            got = fast.move(old, new, keys, frozenset(), checking)
-            mp.setattr(quiet_anchor, "ROWS_BY_FLOATS", False)
-            want = reference.move(old, new, keys, frozenset(), checking)
-            assert got == want
-            assert np.array_equal(fast.future.view(np.int64), reference.future.view(np.int64))
-            assert fast.unchecked == reference.unchecked and fast.bound._stale == reference.bound._stale
-            if not want:
-                return  # the early test drops an anchor that could not move
-
-
-def test_a_copied_anchor_moves_its_own_rows() -> None:
-    """The flat view is not copied with the anchor (a fork's deep copy): each moves its own FutureIdle."""
-    anchor = _anchor(np.array([[4000.0, 2.0**40, 8.0]] * _ROWS))
-    r = Resource(1000.0, 2.0**30, {"nvidia.com/gpu": 1.0})
-    vec = np.array([1000.0, 2.0**30, 1.0])
-    assert anchor.move({}, {"a": (2, r, vec)})
-    twin = copy.deepcopy(anchor)
-    assert twin.move({}, {"a": (3, r, vec)}) and anchor.move({"a": (2, r, vec)}, {})
-    assert anchor.future[2, 0] == 4000.0 and anchor.future[3, 0] == 4000.0
-    assert twin.future[2, 0] == 3000.0 and twin.future[3, 0] == 3000.0

@@ -28,10 +28,6 @@ WHOLE_BY_ID = True
 #: `_Anchor.future_whole` judges the rows moved since its last answer in one numpy pass over them;
 #: False: row by row in Python floats (the reference)
 ROWS_AT_ONCE = True
-#: `_Anchor.move` adds and subtracts a request on FutureIdle's row as Python floats, through a flat
-#: view of the array (one numpy operation on a row of three costs more); False: numpy row operations
-#: (the reference)
-ROWS_BY_FLOATS = True
 #: up to this many rows are judged in Python all the same (a numpy pass costs more than a few rows)
 _FEW_ROWS = 4
 
@@ -66,28 +62,9 @@ class _Anchor:
     #: is whole when the anchor is made: `_anchor_of`)
     unchecked: set[int] = field(default_factory=set)
     not_whole: set[int] = field(default_factory=set)
-    #: `future` as one flat run of doubles (`ROWS_BY_FLOATS`), made when first needed: a memoryview,
-    #: which a copy does not take (`__getstate__`), so that a copied anchor makes its own
-    flat: memoryview[float] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.bound = KeptBound(self.future)
-
-    def __getstate__(self) -> dict[str, object]:
-        """The anchor's fields but its flat view (a copy of the anchor has a copy of `future`)."""
-        state = dict(self.__dict__)
-        state["flat"] = None
-        return state
-
-    def _flat(self) -> memoryview[float] | None:
-        """`flat`, made for `future` as it is (None when it is not one C-ordered run of doubles)."""
-        flat, future = self.flat, self.future
-        if flat is None or flat.obj is not future:
-            flat = None
-            if future.dtype == np.float64 and future.ndim == 2 and future.flags.c_contiguous:
-                flat = memoryview(future.data).cast("B").cast("d")
-            self.flat = flat
-        return flat
 
     def task_vec(self, t: TaskInfo) -> np.ndarray:
         """The task's request as a row of the session's node table (kept on the task, as a session does)."""
@@ -138,37 +115,22 @@ class _Anchor:
         if not WHOLE_BY_ID:
             whole_ids = frozenset()
         future, moved, unchecked = self.future, self.bound.moved, self.unchecked
-        flat = self._flat() if ROWS_BY_FLOATS else None
-        width = future.shape[1] if future.ndim == 2 else 0
-        for sign, there, other in ((1, olds, new), (-1, news, old)):
-            for key, (row, r, vec) in there:
-                o = other.get(key)
-                if o is None or o[0] != row or o[1] is not r:
-                    if not _whole(r, whole_ids, checking):
-                        return False
-                    vals: list[float] | None = vec.tolist() if flat is not None else None
-                    if flat is None or vals is None or len(vals) != width:
-                        if sign > 0:
-                            future[row] += vec
-                        else:
-                            future[row] -= vec
-                    else:
-                        want = (future[row] + sign * vec) if checking else None
-                        # the same IEEE double sums as numpy's, element by element
-                        at = row * width
-                        if sign > 0:
-                            for v in vals:
-                                flat[at] += v
-                                at += 1
-                        else:
-                            for v in vals:
-                                flat[at] -= v
-                                at += 1
-                        if want is not None and not np.array_equal(future[row], want, equal_nan=True):
-                            raise check.StateCheckError(f"{check.ENV}: FutureIdle row {row} moved by floats is "
-                                                        f"{future[row]}, by numpy {want}")
-                    moved(row)
-                    unchecked.add(row)
+        for key, (row, r, vec) in olds:
+            n = new.get(key)
+            if n is None or n[0] != row or n[1] is not r:
+                if not _whole(r, whole_ids, checking):
+                    return False
+                future[row] += vec
+                moved(row)
+                unchecked.add(row)
+        for key, (row, r, vec) in news:
+            o = old.get(key)
+            if o is None or o[0] != row or o[1] is not r:
+                if not _whole(r, whole_ids, checking):
+                    return False
+                future[row] -= vec
+                moved(row)
+                unchecked.add(row)
         return True
 
 
