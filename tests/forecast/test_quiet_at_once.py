@@ -27,7 +27,7 @@ _AMOUNT = st.one_of(
                      math.nan, math.inf, -math.inf]),
     st.floats(allow_nan=True, allow_infinity=True),
 )
-_ROWS = 9
+_ROWS = 12
 
 
 def _anchor(future: np.ndarray) -> _Anchor:
@@ -36,7 +36,7 @@ def _anchor(future: np.ndarray) -> _Anchor:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, _ROWS - 1), st.lists(_AMOUNT, min_size=3, max_size=3)), max_size=30),
+@given(st.lists(st.tuples(st.integers(0, _ROWS - 1), st.lists(_AMOUNT, min_size=3, max_size=3)), max_size=40),
        st.lists(st.integers(0, 30), max_size=6), st.booleans())
 def test_rows_judged_at_once_are_those_judged_one_by_one(moves: list[tuple[int, list[float]]], asks: list[int],
                                                          checking: bool) -> None:
