@@ -241,16 +241,18 @@ class EarlyQuietTest(QuietTest):
         placements, and their requests were whole then (the job was not inexact), so only the fresh
         tasks are looked at. Compared with `add` under the self-check."""
         job = facts.job
-        whole = self._whole_of(t for _, t in fresh)
-        QuietTest.add(self, uid, facts, whole)
-        if facts.admission is not None:
-            self._pairs_moved.add(facts.admission)
         placed = held.placed
         if fresh:
+            whole = self._whole_of([t for _, t in fresh])
             placed = dict(placed)
             for key, _ in fresh:
                 placed.pop(key, None)
             self._placements(fresh, placed)
+        else:
+            whole = True  # no task to look at: the same tasks, whole then
+        QuietTest.add(self, uid, facts, whole)
+        if facts.admission is not None:
+            self._pairs_moved.add(facts.admission)
         now = self._held[uid] = self._held_of(job, placed)
         if checking:
             want = self._held_of(job)
@@ -299,7 +301,8 @@ class EarlyQuietTest(QuietTest):
         watch = anchor.watch
         facts, held = self._facts, self._held
         col = anchor.table.col
-        kept = view.objects.kept
+        kept, job_info, active = view.objects.kept, view.objects.job_info, view.active
+        whole_ids = self._whole_of.whole
         # the last session's live jobs change only through the simulator afterwards (then they are
         # dirty): looked at once after each open; of the dirty ones, those changed since the last early
         # test (`DIRTY_SINCE`: the others it left handed out as they are. The self-check opens every
@@ -310,7 +313,7 @@ class EarlyQuietTest(QuietTest):
         anchor.live_seen = True
         for uid in sorted(touched):
             f = facts.get(uid)
-            sj = view.active.get(uid)
+            sj = active.get(uid)
             if f is not None and sj is not None:
                 was = kept(sj)
                 if was is f.job and was.version == f.version and was.phase is f.phase:
@@ -318,7 +321,7 @@ class EarlyQuietTest(QuietTest):
             new = None
             fresh = None
             if sj is not None:
-                new = view.objects.job_info(sj)
+                new = job_info(sj)
                 if new is None:
                     return None  # the cache's job: its object is the snapshot's to make
                 if f is not None and new is f.job and new.version == f.version and new.phase is f.phase:
@@ -326,9 +329,11 @@ class EarlyQuietTest(QuietTest):
                 if HELD_BY_SHARED and f is not None and uid not in inexact:
                     fresh = fresh_tasks(new, f)
                 # a task shared with the last object had its columns when that one's facts were made
-                looked = new.tasks.values() if fresh is None else [t for _, t in fresh]
-                if any(n not in col for t in looked for n in t.resreq.scalars):
-                    return None  # the table would get a column
+                if fresh is None:
+                    if any(n not in col for t in new.tasks.values() for n in t.resreq.scalars):
+                        return None  # the table would get a column
+                elif fresh and not _columns_in(fresh, col):
+                    return None
                 if checking and fresh is not None and any(n not in col for t in new.tasks.values()
                                                           for n in t.resreq.scalars):
                     raise check.StateCheckError(f"{check.ENV}: job {uid}'s shared tasks name a column the node "
@@ -344,8 +349,10 @@ class EarlyQuietTest(QuietTest):
                     self._add_again(uid, got, old, fresh, checking)
                     keys = [key for key, _ in fresh]
             now = held.get(uid)
-            if not anchor.move(old.placed if old is not None else {}, now.placed if now is not None else {}, keys,
-                               self._whole_of.whole, checking):
+            # no key that may differ: nothing moves (`move` would look at none)
+            if (keys is None or keys) and not anchor.move(old.placed if old is not None else {},
+                                                          now.placed if now is not None else {}, keys, whole_ids,
+                                                          checking):
                 return None
             if watch is not None:
                 if (old is not None and old.amounts is None) or (now is not None and now.amounts is None):
@@ -392,6 +399,15 @@ class EarlyQuietTest(QuietTest):
         self.count(why, phases)
         self._anchor = anchor
         return phases
+
+
+def _columns_in(tasks: list[tuple[str, TaskInfo]], col: Mapping[str, int]) -> bool:
+    """Every scalar the tasks request a column of the table (`col`)."""
+    for _, t in tasks:
+        for n in t.resreq.scalars:
+            if n not in col:
+                return False
+    return True
 
 
 def _same_placed(a: dict[str, _Placed], b: dict[str, _Placed]) -> bool:

@@ -258,6 +258,10 @@ class QuietTest:
 
 #: amounts below this are whole numbers a float holds exactly, with room for sums (as K7, F3)
 EXACT = float(2**50)
+#: `WholeRequests` asks a request it has not seen with `whole_request` written out (`_whole_amounts`),
+#: which costs less than looking its amounts up; False: looked up per amounts (`by_amounts`, the
+#: reference)
+WHOLE_AT_ONCE = True
 
 
 def whole_request(r: Resource) -> bool:
@@ -366,13 +370,19 @@ class WholeRequests:
         """Every task's request whole (below 2**50)."""
         whole = self.whole
         out = True
+        checking: bool | None = None
         for t in tasks:
             r = t.resreq
-            if id(r) not in whole and not self._ask(r):
+            if id(r) in whole:
+                continue
+            if checking is None:
+                checking = check.enabled()
+            if not self._ask(r, checking):
                 out = False  # the rest are looked at too, and kept for the next call
         return out
 
-    def _ask(self, r: Resource) -> bool:
+    def _ask(self, r: Resource, checking: bool = False) -> bool:
+        """Whether `r` is whole, kept by its id (`checking`: compare with `whole_request`)."""
         i = id(r)
         seen = self.seen
         if i in seen:
@@ -383,13 +393,32 @@ class WholeRequests:
             seen.clear()
             self.by_amounts.clear()
         seen[i] = r
-        amounts = (r.cpu, r.memory, *r.scalars.items())
-        ok = self.by_amounts.get(amounts)
-        if ok is None:
-            ok = self.by_amounts[amounts] = whole_request(r)
+        if WHOLE_AT_ONCE:
+            ok = _whole_amounts(r)
+            if checking and ok != whole_request(r):
+                raise check.StateCheckError(f"{check.ENV}: request {r} judged whole {ok} at once, "
+                                            f"{not ok} amount by amount")
+        else:
+            amounts = (r.cpu, r.memory, *r.scalars.items())
+            got = self.by_amounts.get(amounts)
+            if got is None:
+                got = self.by_amounts[amounts] = whole_request(r)
+            ok = got
         if ok:
             self.whole.add(i)
         return ok
+
+
+def _whole_amounts(r: Resource) -> bool:
+    """`whole_request(r)` written out (no generator): the cpu and memory, then each scalar."""
+    cpu, memory = float(r.cpu), float(r.memory)
+    if not (cpu.is_integer() and memory.is_integer() and abs(cpu) < EXACT and abs(memory) < EXACT):
+        return False
+    for v in r.scalars.values():
+        v = float(v)
+        if not (v.is_integer() and abs(v) < EXACT):
+            return False
+    return True
 
 
 def whole_requests_reference(tasks: Iterable[TaskInfo]) -> bool:
