@@ -40,7 +40,7 @@ from apportion.state.equality import same
 DELTA_BUILD = True
 
 #: the largest total of one amount over a job's tasks for which its sums are exact in any order
-_EXACT = 2.0**53
+_EXACT = 2**53
 
 _STATUS = operator.attrgetter("status")
 
@@ -59,19 +59,19 @@ def exact_names(templates: Sequence[TaskInfo], sim_tasks: Sequence[SimTask]) -> 
     if len(templates) != len(sim_tasks) or any(st.index != i for i, st in enumerate(sim_tasks)):
         return None
     names: tuple[str, ...] | None = None
-    totals: list[float] = []
+    totals: list[int] = []  # added up as integers: exactly
     for tt in templates:
         r = tt.resreq
         listed = tuple(r.scalars)
         if names is None:
             names = listed
-            totals = [0.0] * (2 + len(listed))
+            totals = [0] * (2 + len(listed))
         elif listed != names:
             return None
         for k, v in enumerate((r.cpu, r.memory, *r.scalars.values())):
             if not _whole(v):
                 return None
-            totals[k] += v
+            totals[k] += int(v)
     if any(total > _EXACT for total in totals):
         return None
     return () if names is None else names

@@ -24,8 +24,8 @@ from apportion.actions.pass_over import PASS_OVER, PassOver
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
-from apportion.forecast.built_check import check_as_built, check_starts
 from apportion.forecast import job_build, job_delta
+from apportion.forecast.built_check import check_as_built, check_starts
 from apportion.forecast.job_build import build_job, fresh_fields, job_consts, job_fields, task_fields
 from apportion.forecast.job_delta import build_job_delta, check_delta, exact_names
 from apportion.forecast.quiet_early import EarlyQuietTest
