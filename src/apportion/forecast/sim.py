@@ -111,12 +111,22 @@ class DumpObjects:
         self._exact: dict[str, tuple[str, ...] | None] = {}
         #: how many jobs were built from their last object (for the tests' reading)
         self.built_from_last = 0
+        #: False once a job object was built without its starts (`starts_at_build`)
+        self._starts_all = True
         #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
         #: `starts`): the simulator's records by task key name each task's own (`Simulator.start_keys_own`)
         self.starts_known = False
         #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
         #: `take_moved`) rather than at each of the thousands of jobs asked for
         self.checking = check.enabled()
+
+    def starts_at_build(self) -> bool:
+        """Whether every job object handed out so far was built with each running task it made anew
+        given its start (`build_fast` with `starts_known` and `STARTS_AT_BUILD`: semantics F10), and
+        the next will be (`JobsHandout.starts_at_build`)."""
+        if not (self.fast and self.starts_known and job_build.STARTS_AT_BUILD):
+            self._starts_all = False
+        return self._starts_all
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -239,6 +249,8 @@ class DumpObjects:
             if self.checking:
                 check_as_built(ji, self.build(sj, tpl))
             return ji
+        if not (self.fast and self.starts_known and job_build.STARTS_AT_BUILD):
+            self._starts_all = False  # a build without its starts: `give_starts` looks at every job
         if self.fast:
             ji = self.build_fast(sj, tpl)
             if self.checking:
