@@ -164,14 +164,6 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
             pending_be += 1
     allocated = Resource.zero()
     allocated.cpu, allocated.memory, allocated.scalars = cpu, memory, scalars
-    return job_of(sj, tpl, consts, tasks, counts, allocated, pending_be, as_added, gated, added), shared
-
-
-def job_of(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], tasks: dict[str, TaskInfo],
-           counts: dict[TaskStatus, int], allocated: Resource, pending_be: int, as_added: bool, gated: int,
-           added: int) -> JobInfo:
-    """The JobInfo of a build of `sj` from its template `tpl` (`consts`: `job_consts(tpl)`) with these
-    tasks and `add_task`'s bookkeeping of them (`added` tasks added: the version), logged as added."""
     uid, name, namespace, min_available, priority, pcn, creation, schedule_start = consts
     mr, log = tpl.min_resources, tpl.log
     ji = JobInfo(uid, name, namespace, sj.queue, min_available, dict(tpl.min_task_member),
@@ -180,4 +172,4 @@ def job_of(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], tasks: dict[str, T
                  {}, log, tpl.notes)
     if added and log is not None:
         log.add(sj.uid)
-    return ji
+    return ji, shared

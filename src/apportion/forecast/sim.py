@@ -24,10 +24,9 @@ from apportion.actions.pass_over import PASS_OVER, PassOver
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
-from apportion.forecast import job_build, job_delta
+from apportion.forecast import job_build
 from apportion.forecast.built_check import check_as_built, check_starts
 from apportion.forecast.job_build import build_job, fresh_fields, job_consts, job_fields, task_fields
-from apportion.forecast.job_delta import build_job_delta, check_delta, exact_names
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -103,14 +102,6 @@ class DumpObjects:
         #: per job uid, its template tasks' fields as a fresh task starts with them, and its
         #: template's fields every build takes as they are (`build_fast`)
         self._fresh_fields: dict[str, tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = {}
-        #: per job uid, the positions of its tasks whose status the simulation moved since the job's
-        #: object was last built (`status_changed`; a build forgets them)
-        self._moved: dict[str, set[int]] = {}
-        #: per job uid, `exact_names` of its templates, worked out at its first build from its last
-        #: object (`build_job_delta`, forecast/job_delta.py)
-        self._exact: dict[str, tuple[str, ...] | None] = {}
-        #: how many jobs were built from their last object (for the tests' reading)
-        self.built_from_last = 0
         #: False once a job object was built without its starts (`starts_at_build`)
         self._starts_all = True
         #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
@@ -133,11 +124,6 @@ class DumpObjects:
         statuses = self.original.get(job.uid)
         if statuses is not None:
             statuses[task.index] = None
-        moved = self._moved.get(job.uid)
-        if moved is None:
-            self._moved[job.uid] = {task.index}
-        else:
-            moved.add(task.index)
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str], node_events: int | None = None) -> None:
         """The dump's nodes in its order (with their key: the same while the same of them are live),
@@ -258,7 +244,6 @@ class DumpObjects:
                 check_starts(ji, sj, self.template_tasks[sj.uid])
         else:
             ji = self.build(sj, tpl)
-        self._moved.pop(sj.uid, None)
         if self.keep_waiting or (sj.phase is PodGroupPhase.RUNNING
                                  and all(t.status is TaskStatus.RUNNING for t in sj.tasks)):
             sj.info, sj.info_of = ji, (sj.changes, sj.phase, sj.queue, sj.reservation_id)
@@ -305,35 +290,8 @@ class DumpObjects:
         kept = self._fresh_fields.get(uid)
         if kept is None:
             kept = self._fresh_fields[uid] = ([fresh_fields(tt) for tt in self.template_tasks[uid]], job_consts(tpl))
-        if held is not None and prev is not None and job_delta.DELTA_BUILD and self.starts_known \
-                and job_build.STARTS_AT_BUILD and prev.version == len(held) == len(sj.tasks):
-            # the last object, unchanged since its build: only the tasks that moved are looked at
-            ji = self._from_last(sj, tpl, kept, prev)
-            if ji is not None:
-                return ji
         ji, shared = build_job(sj, tpl, kept[1], self.template_tasks[uid], kept[0], self.original[uid], held,
                                self.starts_known)
-        self.tasks_shared += shared
-        return ji
-
-    def _from_last(self, sj: SimJob, tpl: JobInfo, kept: tuple[list[tuple[Any, ...]], tuple[Any, ...]],
-                   prev: JobInfo) -> JobInfo | None:
-        """`build_fast`'s object built from the job's last object `prev` (`build_job_delta`), or None
-        when the job's amounts are not all exact (`exact_names`)."""
-        uid = sj.uid
-        templates = self.template_tasks[uid]
-        if uid in self._exact:
-            names = self._exact[uid]
-        else:
-            names = self._exact[uid] = exact_names(templates, sj.tasks)
-        if names is None:
-            return None
-        moved = self._moved.get(uid, ())
-        ji, shared = build_job_delta(sj, tpl, kept[1], templates, kept[0], self.original[uid], prev, moved, names)
-        if self.checking:
-            full, _ = build_job(sj, tpl, kept[1], templates, kept[0], self.original[uid], prev.tasks, True)
-            check_delta(ji, full, prev.tasks)
-        self.built_from_last += 1
         self.tasks_shared += shared
         return ji
 
