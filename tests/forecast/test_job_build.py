@@ -138,3 +138,24 @@ def test_the_allocated_sum_written_out_is_add_task_s(cases: list[tuple[Resource,
     assert _bits(ji.allocated) == _bits(want.allocated)
     assert (ji.counts, ji.pending_be, ji.gated_tasks, ji.version) == (want.counts, want.pending_be, want.gated_tasks,
                                                                       want.version)
+
+
+@pytest.mark.parametrize("uids", [("a", "b", "c"), ("a", "b", "a"), ("a", "a")])
+def test_a_task_met_twice_is_add_task_s_replacement(uids: tuple[str, ...]) -> None:
+    """`build_job` tells a task replaced (`allocated_as_added` False) by the map it ends with being
+    shorter than the tasks it added: what `add_task` says, with the same version and counts."""
+    templates = [TaskInfo(uid=u, name=f"t{i}", namespace="ns", job="ns/j", resreq=Resource(1.0, 1.0),
+                          status=TaskStatus.RUNNING, node_name="n0") for i, u in enumerate(uids)]
+    sim_tasks = [SimTask(index=i, name=f"t{i}", status=TaskStatus.RUNNING, node="n0") for i in range(len(uids))]
+    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    spec = JobSpec(name="j", queue="q", arrival=0.0, duration=1.0, tasks=len(uids), min_member=1,
+                   resources=Resource())
+    sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
+                tasks=sim_tasks)
+    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
+                      [None] * len(uids), None)
+    want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for t in templates:
+        want.add_task(TaskInfo(*fresh_fields(t)))
+    assert (ji.allocated_as_added, ji.version, ji.counts, list(ji.tasks)) == (
+        want.allocated_as_added, want.version, want.counts, list(want.tasks))

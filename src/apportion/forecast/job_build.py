@@ -120,8 +120,10 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     counts: dict[TaskStatus, int] = {}
     cpu = memory = 0.0
     scalars: dict[str, float] = {}
-    as_added = True
-    gated = pending_be = shared = added = 0
+    gated = pending_be = shared = 0
+    # the loop's count, known before it (zip stops at the shortest); a task's uid met twice leaves
+    # the map shorter than that, which is `add_task`'s test of a task replaced (`as_added` below)
+    added = min(len(sj.tasks), len(templates), len(fresh))
     succeeded, running, pending = TaskStatus.SUCCEEDED, TaskStatus.RUNNING, TaskStatus.PENDING
     allocated_statuses = ALLOCATED_STATUSES
     again = None if INLINE_SHARING else task_again
@@ -145,13 +147,9 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
             t.status, t.node_name = status, node
             if starts and status is running and t.started_at is None:
                 t.started_at = st.start
-        added += 1
-        tu = t.uid
-        if tu in tasks:
-            as_added = False
         if t.gated:
             gated += 1
-        tasks[tu] = t
+        tasks[t.uid] = t
         counts[status] = counts.get(status, 0) + 1
         if status in allocated_statuses:
             r = t.resreq
@@ -162,6 +160,7 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
                     scalars[n] = scalars.get(n, 0.0) + v
         elif status is pending and t.resreq.is_empty():
             pending_be += 1
+    as_added = len(tasks) == added
     allocated = Resource.zero()
     allocated.cpu, allocated.memory, allocated.scalars = cpu, memory, scalars
     uid, name, namespace, min_available, priority, pcn, creation, schedule_start = consts

@@ -24,6 +24,7 @@ from apportion.actions.pass_over import PASS_OVER, PassOver
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
+from apportion.forecast import job_build
 from apportion.forecast.built_check import check_as_built, check_starts
 from apportion.forecast.job_build import build_job, fresh_fields, job_consts, job_fields, task_fields
 from apportion.forecast.quiet_early import EarlyQuietTest
@@ -101,12 +102,22 @@ class DumpObjects:
         #: per job uid, its template tasks' fields as a fresh task starts with them, and its
         #: template's fields every build takes as they are (`build_fast`)
         self._fresh_fields: dict[str, tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = {}
+        #: False once a job object was built without its starts (`starts_at_build`)
+        self._starts_all = True
         #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
         #: `starts`): the simulator's records by task key name each task's own (`Simulator.start_keys_own`)
         self.starts_known = False
         #: whether the self-check is on: asked of the environment here and once a session (`view_key`,
         #: `take_moved`) rather than at each of the thousands of jobs asked for
         self.checking = check.enabled()
+
+    def starts_at_build(self) -> bool:
+        """Whether every job object handed out so far was built with each running task it made anew
+        given its start (`build_fast` with `starts_known` and `STARTS_AT_BUILD`: semantics F10), and
+        the next will be (`JobsHandout.starts_at_build`)."""
+        if not (self.fast and self.starts_known and job_build.STARTS_AT_BUILD):
+            self._starts_all = False
+        return self._starts_all
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
         """The dump's own status no longer applies."""
@@ -227,6 +238,8 @@ class DumpObjects:
             if self.checking:
                 check_as_built(ji, self.build(sj, tpl))
             return ji
+        if not (self.fast and self.starts_known and job_build.STARTS_AT_BUILD):
+            self._starts_all = False  # a build without its starts: `give_starts` looks at every job
         if self.fast:
             ji = self.build_fast(sj, tpl)
             if self.checking:

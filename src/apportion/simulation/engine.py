@@ -30,17 +30,17 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
-from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
+from apportion.cluster.snapshot import Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
-from apportion.simulation.handout import JobsHandout, give_starts, start_names
+from apportion.simulation.handout import JobsHandout, cache_starts, give_starts, start_names
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -54,6 +54,7 @@ from apportion.simulation.jobs import (
 )
 from apportion.simulation.observer import SessionObserver
 from apportion.simulation.outlet import Outlet
+from apportion.simulation.queue_order import QueueOrder
 from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
@@ -119,8 +120,9 @@ class Simulator(QuietSkipping):
         #: carried from session to session: plugins keep here what only the queue specs and the cluster
         #: decide (capacity's tree), keyed by those inputs, so a change in either is never missed
         self._memo: dict[str, Any] = {}
-        #: the root queue sessions see when the scenario and the cache have none
-        self._root: QueueInfo | None = None
+        #: the session's queues from the cache's, in the order sessions see them (and the root queue
+        #: they see when the scenario and the cache have none)
+        self._queue_order = QueueOrder()
         #: the jobs of the last snapshot, by uid (the cache hands unchanged ones out again)
         self._last_jobs: dict[str, JobInfo] = {}
         self.jobs: dict[str, SimJob] = {}
@@ -378,31 +380,24 @@ class Simulator(QuietSkipping):
             check.check_snapshot(self.cache, snap)
         snap.jobs = {uid: snap.jobs[uid] for uid in sorted(snap.jobs)}
         changed: set[str] | None = None
+        cache_jobs = snap.jobs
         if handout is not None:
             # a start state from cluster objects builds (some of) its jobs itself (the forecast, from
             # a dump's pods): asked again only for the jobs that may have changed (simulation/handout.py)
             snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         last = self._last_jobs
         delta = snap.jobs_delta
-        give_starts(snap.jobs, start_names(snap.jobs, changed, delta, self.objects is not None, checking), last,
-                    self.task_by_key, checking)
+        names = start_names(snap.jobs, changed, delta, self.objects is not None, checking)
+        given: Collection[str] = ()
+        if handout is not None and handout.starts_at_build():
+            # the objects' jobs have every start given at build: the cache's own alone may lack one
+            if checking:
+                given = snap.jobs.keys() - cache_jobs.keys()
+            else:
+                names = cache_starts(cache_jobs, names)
+        give_starts(snap.jobs, names, last, self.task_by_key, checking, given)
         self._last_jobs = snap.jobs
-        queues = {name: snap.queues[name] for name in self.queues if name in snap.queues}
-        for kids in self.children.values():
-            for q in kids:
-                queues[q.name] = snap.queues[q.name]
-        if self.hierarchical and ROOT_QUEUE not in queues:
-            root = snap.queues.get(ROOT_QUEUE)
-            if root is None:
-                # one object for every session, as the cache's queues are: plugins keep what a queue
-                # decides keyed by the object (capacity's tree inputs), and sessions never edit one
-                if self._root is None:
-                    self._root = QueueInfo(name=ROOT_QUEUE, reclaimable=False)
-                root = self._root
-            queues[ROOT_QUEUE] = root
-        for name, q in snap.queues.items():
-            queues.setdefault(name, q)
-        snap.queues = queues
+        snap.queues = self._queue_order.queues(snap.queues, self.queues, self.children, self.hierarchical, checking)
         snap.memo = self._memo
         if self.objects is not None:
             # the start state's nodes (not the cache's, which no session sees), with their key (K9)

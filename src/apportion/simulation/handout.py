@@ -30,6 +30,11 @@ from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.start import SessionObjects
 from apportion.state import check
 
+#: when the start state's objects build their jobs with their starts (`JobsHandout.starts_at_build`),
+#: `give_starts` looks at the cache's own jobs alone (`cache_starts`); False: at every job `start_names`
+#: names (the reference the tests compare with)
+CACHE_STARTS_ONLY = True
+
 
 class JobsHandout:
     """The last jobs map a start state's objects built, kept from snapshot to snapshot (see the module)."""
@@ -49,6 +54,13 @@ class JobsHandout:
         #: the uids of the last map that the map just handed out no longer holds, when `hand_out`
         #: changed that map (None: it asked for every job, and the caller compares the two maps)
         self.gone: set[str] | None = None
+
+    def starts_at_build(self) -> bool:
+        """Whether every job object the start state's objects built so far had each running task it
+        made anew given its start at build (semantics F10: `DumpObjects.starts_at_build`), so that
+        `give_starts` finds nothing to give them: it then looks at the cache's own jobs alone."""
+        given = getattr(self.objects, "starts_at_build", None)
+        return CACHE_STARTS_ONLY and callable(given) and bool(given())
 
     def forget(self) -> None:
         """Ask for every job next time (a caller may replace jobs of the snapshot just handed out)."""
@@ -195,12 +207,15 @@ def start_names(jobs: Mapping[str, JobInfo], changed: set[str] | None, delta: Jo
 
 
 def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping[str, JobInfo],
-                task_by_key: Mapping[str, tuple[SimJob, SimTask]], checking: bool | None = None) -> None:
+                task_by_key: Mapping[str, tuple[SimJob, SimTask]], checking: bool | None = None,
+                given: Collection[str] = ()) -> None:
     """Give each running task of the jobs `names` its start on the session's clock (`Session.now`), as
     the model asks a simulator to, unless it has one. A job handed out again (the last snapshot's
     object, by the cache or by a start state's objects) has it from the session it was built for: its
     tasks' statuses are those it was built with, so it has nothing left to fill in, and is passed over
-    (under the self-check, `checking` as for `start_names`, it is looked at, and must have none left)."""
+    (under the self-check, `checking` as for `start_names`, it is looked at, and must have none left).
+    `given`: jobs whose objects were built with their starts (`JobsHandout.starts_at_build`), which
+    the caller names only under the self-check: they too must have none left."""
     if checking is None:
         checking = check.enabled()
     for uid in names:
@@ -215,7 +230,14 @@ def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping
                 hit = task_by_key.get(t.key)
                 if hit is None or hit[1].start is None:
                     continue
-                if kept:
+                if kept or uid in given:
                     raise check.StateCheckError(f"{check.ENV}: running task {t.key} of a job handed out "
-                                                "again has no start")
+                                                f"{'again' if kept else 'built with its starts'} has no start")
                 t.started_at = hit[1].start
+
+
+def cache_starts(cache_jobs: Mapping[str, JobInfo], names: Collection[str]) -> list[str]:
+    """Of the uids `names` (`start_names`), those of the cache's own jobs (`cache_jobs`: the cache's
+    snapshot jobs), the only ones whose running tasks may lack their start when the start state's
+    objects build theirs with it (`JobsHandout.starts_at_build`; docs/semantics.md F13)."""
+    return [uid for uid in cache_jobs if uid in names]
