@@ -1,0 +1,159 @@
+"""enqueue's backlog carried from open to open (docs/semantics.md K47): what `backlog_reference` finds
+by a sorted pass over every job, kept in the memo and moved by the jobs the open says changed.
+
+`backlog_reference` reads, per queue the session knows, the smallest uid of its jobs (the queues are
+ordered by it) and its Pending jobs in uid order. Both read only which jobs there are, each one's queue
+and whether its phase is Pending. `Session.open_delta` names every job of the last open that is not
+handed out again unchanged (gone or changed) and every job of this open that is new or changed; every
+other job is the last open's object, with the phase it had then (enqueue's admissions change a job's
+phase in place, after open: the next open names the job as changed). So the kept per-queue uids and
+Pending jobs, with the jobs the delta names taken out and those of this open put back in, are what a
+pass over every job gives, and a session costs the jobs that changed (a bound gang, an admitted job,
+a few finished pods), not the ~260 visited ones. The session's votes take the Pending lists apart: it is
+handed copies. Under `APPORTION_CHECK_STATE=1` enqueue compares the answer with `backlog_reference`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import Any
+
+from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.framework.session import Session
+
+#: the memo's entry: the backlog as of one open (`Kept`)
+BACKLOG_MEMO = "enqueue.backlog"
+
+_PENDING = PodGroupPhase.PENDING
+
+#: what enqueue's votes start from: the queues in order, their Pending jobs, how many Pending jobs in
+#: all, and whether every one has minResources
+Carried = tuple[list[QueueInfo], dict[str, list[JobInfo]], int, bool]
+
+
+class Kept:
+    """The backlog as of the open of generation `generation`."""
+
+    __slots__ = ("generation", "names", "no_min", "order_stale", "pending", "pending_uids", "queue_of",
+                 "queues", "size", "uids")
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        #: per job uid, its queue
+        self.queue_of: dict[str, str] = {}
+        #: per queue with a job, its jobs' uids in order
+        self.uids: dict[str, list[str]] = {}
+        #: per queue with a job, its Pending jobs and their uids, in uid order
+        self.pending: dict[str, list[JobInfo]] = {}
+        self.pending_uids: dict[str, list[str]] = {}
+        #: how many Pending jobs, and how many of them have no minResources
+        self.size = 0
+        self.no_min = 0
+        #: the queues with a job by their first uid, and their QueueInfo objects when the session knew
+        #: every one of them (None: not looked up yet)
+        self.names: list[str] = []
+        self.queues: list[QueueInfo] | None = None
+        #: whether some queue's first uid (or the set of queues) moved since `names` was sorted
+        self.order_stale = True
+
+    def add(self, job: JobInfo) -> None:
+        """Take a job of this open in."""
+        uid, name = job.uid, job.queue
+        self.queue_of[uid] = name
+        mine = self.uids.get(name)
+        if mine is None:
+            self.uids[name] = [uid]
+            self.pending[name] = []
+            self.pending_uids[name] = []
+            self.order_stale = True
+        else:
+            if uid < mine[0]:
+                self.order_stale = True
+            insort(mine, uid)
+        if job.phase is _PENDING:
+            uids = self.pending_uids[name]
+            at = bisect_left(uids, uid)
+            uids.insert(at, uid)
+            self.pending[name].insert(at, job)
+            self.size += 1
+            if job.min_resources is None:
+                self.no_min += 1
+
+    def remove(self, uid: str) -> None:
+        """Take out a job of the last open (nothing when it had none of that uid)."""
+        name = self.queue_of.pop(uid, None)
+        if name is None:
+            return
+        mine = self.uids[name]
+        at = bisect_left(mine, uid)
+        del mine[at]
+        if not at or not mine:
+            self.order_stale = True
+        if not mine:
+            del self.uids[name], self.pending[name], self.pending_uids[name]
+            return
+        uids = self.pending_uids[name]
+        at = bisect_left(uids, uid)
+        if at < len(uids) and uids[at] == uid:
+            del uids[at]
+            job = self.pending[name].pop(at)
+            self.size -= 1
+            if job.min_resources is None:
+                self.no_min -= 1
+
+    def handed_out(self, known: dict[str, QueueInfo]) -> Carried | None:
+        """The backlog for a session that knows the queues `known`: copies of the Pending lists, which
+        the votes take apart. None when a queue with a job is one the session does not know (the
+        reference leaves such a queue's jobs out: rare, so not carried)."""
+        if self.order_stale:
+            uids = self.uids
+            self.names = sorted(uids, key=lambda name: uids[name][0])
+            self.queues = None
+            self.order_stale = False
+        names = self.names
+        queues = self.queues
+        if queues is None or len(queues) != len(names) or not all(map(_same, map(known.get, names), queues)):
+            got = list(map(known.get, names))
+            if None in got:
+                self.queues = None
+                return None
+            queues = self.queues = got  # type: ignore[assignment]  # no None among them
+        assert queues is not None
+        pending = self.pending
+        ordered = dict(zip(names, map(list, map(pending.__getitem__, names))))
+        return list(queues), ordered, self.size, not self.no_min
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b
+
+
+def carried_backlog(ssn: Session) -> Carried | None:
+    """The session's backlog from the memo's, moved by the jobs the open says changed; None when there is
+    no memo or no open delta (the caller then takes the plain path). The memo is given this open's."""
+    memo: dict[str, Any] | None = ssn.memo
+    generation = ssn.open_generation
+    if memo is None or generation is None:
+        return None
+    # taken out first: a session that fails half-way leaves none to carry
+    kept = memo.pop(BACKLOG_MEMO, None)
+    delta = ssn.open_delta
+    jobs = ssn.jobs
+    if isinstance(kept, Kept) and delta is not None and kept.generation == delta.since:
+        remove = kept.remove
+        for uid in delta.gone:
+            remove(uid)
+        add = kept.add
+        for uid in delta.changed:
+            remove(uid)
+            job = jobs.get(uid)
+            if job is not None:
+                add(job)
+        kept.generation = generation
+    else:
+        kept = Kept(generation)
+        add = kept.add
+        for uid in sorted(jobs):
+            add(jobs[uid])
+    memo[BACKLOG_MEMO] = kept
+    return kept.handed_out(ssn.queues)
