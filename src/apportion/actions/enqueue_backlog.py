@@ -10,7 +10,16 @@ phase in place, after open: the next open names the job as changed). So the kept
 Pending jobs, with the jobs the delta names taken out and those of this open put back in, are what a
 pass over every job gives, and a session costs the jobs that changed (a bound gang, an admitted job,
 a few finished pods), not the ~260 visited ones. The session's votes take the Pending lists apart: it is
-handed copies. Under `APPORTION_CHECK_STATE=1` enqueue compares the answer with `backlog_reference`.
+handed copies.
+
+A job's queue is read when the job is taken in, so a job object whose queue is moved in place would be
+missed. Only a snapshot patch does that (a forecast's booking moves its job into the booked queue,
+forecast/reserve.py), and it puts new QueueInfo objects in the snapshot every time; a memo's snapshots
+otherwise hand out every QueueInfo that did not change as the same object. So the backlog is carried
+only while the session's queues are the last open's (the same names and objects, in order), and built
+afresh only when they are the open's before (else the plain path is taken: a forecast with a booking
+in force takes it at every session). Under `APPORTION_CHECK_STATE=1` enqueue compares the answer with
+`backlog_reference`.
 """
 
 from __future__ import annotations
@@ -34,11 +43,13 @@ Carried = tuple[list[QueueInfo], dict[str, list[JobInfo]], int, bool]
 class Kept:
     """The backlog as of the open of generation `generation`."""
 
-    __slots__ = ("generation", "names", "no_min", "order_stale", "pending", "pending_uids", "queue_of",
-                 "queues", "size", "uids")
+    __slots__ = ("generation", "known", "names", "no_min", "order_stale", "pending", "pending_uids",
+                 "queue_of", "queues", "size", "uids")
 
-    def __init__(self, generation: int) -> None:
+    def __init__(self, generation: int, known: dict[str, QueueInfo]) -> None:
         self.generation = generation
+        #: the open's queues, as the snapshot gave them (names and QueueInfo objects, in order)
+        self.known = list(known.items())
         #: per job uid, its queue
         self.queue_of: dict[str, str] = {}
         #: per queue with a job, its jobs' uids in order
@@ -84,14 +95,6 @@ class Kept:
         name = self.queue_of.pop(uid, None)
         if name is None:
             return
-        mine = self.uids[name]
-        at = bisect_left(mine, uid)
-        del mine[at]
-        if not at or not mine:
-            self.order_stale = True
-        if not mine:
-            del self.uids[name], self.pending[name], self.pending_uids[name]
-            return
         uids = self.pending_uids[name]
         at = bisect_left(uids, uid)
         if at < len(uids) and uids[at] == uid:
@@ -100,11 +103,23 @@ class Kept:
             self.size -= 1
             if job.min_resources is None:
                 self.no_min -= 1
+        mine = self.uids[name]
+        at = bisect_left(mine, uid)
+        del mine[at]
+        if not at:
+            self.order_stale = True
+            if not mine:
+                del self.uids[name], self.pending[name], self.pending_uids[name]
+
+    def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
+        """Whether the session's queues are the ones this backlog was kept with (names and objects)."""
+        mine = self.known
+        return len(mine) == len(known) and all(map(_same_item, mine, known.items()))
 
     def handed_out(self, known: dict[str, QueueInfo]) -> Carried | None:
-        """The backlog for a session that knows the queues `known`: copies of the Pending lists, which
-        the votes take apart. None when a queue with a job is one the session does not know (the
-        reference leaves such a queue's jobs out: rare, so not carried)."""
+        """The backlog for a session that knows the queues `known` (those it was kept with): copies of the
+        Pending lists, which the votes take apart. None when a queue with a job is one the session does
+        not know (the reference leaves such a queue's jobs out: rare, so not carried)."""
         if self.order_stale:
             uids = self.uids
             self.names = sorted(uids, key=lambda name: uids[name][0])
@@ -112,10 +127,9 @@ class Kept:
             self.order_stale = False
         names = self.names
         queues = self.queues
-        if queues is None or len(queues) != len(names) or not all(map(_same, map(known.get, names), queues)):
+        if queues is None:
             got = list(map(known.get, names))
             if None in got:
-                self.queues = None
                 return None
             queues = self.queues = got  # type: ignore[assignment]  # no None among them
         assert queues is not None
@@ -124,8 +138,22 @@ class Kept:
         return list(queues), ordered, self.size, not self.no_min
 
 
-def _same(a: object, b: object) -> bool:
-    return a is b
+def _same_item(a: tuple[str, QueueInfo], b: tuple[str, QueueInfo]) -> bool:
+    return a[0] == b[0] and a[1] is b[1]
+
+
+class _Seen:
+    """The queues of an open whose backlog was not kept (`Kept.holds_queues` compares with them)."""
+
+    __slots__ = ("known",)
+
+    def __init__(self, known: dict[str, QueueInfo]) -> None:
+        self.known = list(known.items())
+
+    def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
+        """`Kept.holds_queues`."""
+        mine = self.known
+        return len(mine) == len(known) and all(map(_same_item, mine, known.items()))
 
 
 def carried_backlog(ssn: Session) -> Carried | None:
@@ -139,7 +167,9 @@ def carried_backlog(ssn: Session) -> Carried | None:
     kept = memo.pop(BACKLOG_MEMO, None)
     delta = ssn.open_delta
     jobs = ssn.jobs
-    if isinstance(kept, Kept) and delta is not None and kept.generation == delta.since:
+    known = ssn.queues
+    if (isinstance(kept, Kept) and delta is not None and kept.generation == delta.since
+            and kept.holds_queues(known)):
         remove = kept.remove
         for uid in delta.gone:
             remove(uid)
@@ -150,10 +180,15 @@ def carried_backlog(ssn: Session) -> Carried | None:
             if job is not None:
                 add(job)
         kept.generation = generation
-    else:
-        kept = Kept(generation)
+    elif isinstance(kept, (Kept, _Seen)) and kept.holds_queues(known):
+        kept = Kept(generation, known)
         add = kept.add
         for uid in sorted(jobs):
             add(jobs[uid])
+    else:
+        # the queues moved since the last open (or there was none): this session takes the plain path,
+        # and the next one builds the backlog if its queues are this one's
+        memo[BACKLOG_MEMO] = _Seen(known)
+        return None
     memo[BACKLOG_MEMO] = kept
-    return kept.handed_out(ssn.queues)
+    return kept.handed_out(known)
