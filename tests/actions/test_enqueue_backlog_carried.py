@@ -33,7 +33,10 @@ GROUPS = [f"g{i}" for i in range(12)]
 
 
 def _base(cache: SchedulerCache) -> None:
+    # a default queue of the cluster's own: a snapshot otherwise makes one afresh each time, and the
+    # backlog is carried only while the queues are the last open's objects
     objs = [k8s.node("n0", cpu=8), k8s.node("n1", cpu=4), k8s.queue("root"),
+            k8s.queue("default", parent="root", deserved={"cpu": "1"}),
             k8s.queue("pa", parent="root", deserved={"cpu": "6"}, capability={"cpu": "5"}),
             k8s.queue("pb", parent="root", deserved={"cpu": "4"}, capability={"cpu": "3"}),
             k8s.queue("solo", parent="root", deserved={"cpu": "2"}, capability={"cpu": "4"}),
@@ -74,6 +77,7 @@ def a_step(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
 
 def _sessions(steps: list, carried: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(enqueue, "carry_backlog", carried)
+    monkeypatch.setattr(enqueue, "carry_keys", carried)
     return play_texts(steps, _base, CONF, [True, False])
 
 

@@ -25,9 +25,11 @@ in force takes it at every session). Under `APPORTION_CHECK_STATE=1` enqueue com
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from itertools import chain
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.framework.dispatch import KeyAnswers
 from apportion.framework.session import Session
 
 #: the memo's entry: the backlog as of one open (`Kept`)
@@ -36,15 +38,15 @@ BACKLOG_MEMO = "enqueue.backlog"
 _PENDING = PodGroupPhase.PENDING
 
 #: what enqueue's votes start from: the queues in order, their Pending jobs, how many Pending jobs in
-#: all, and whether every one has minResources
-Carried = tuple[list[QueueInfo], dict[str, list[JobInfo]], int, bool]
+#: all, whether every one has minResources, and the kept backlog they were handed out from
+Carried = tuple[list[QueueInfo], dict[str, list[JobInfo]], int, bool, "Kept"]
 
 
 class Kept:
     """The backlog as of the open of generation `generation`."""
 
-    __slots__ = ("generation", "known", "names", "no_min", "order_stale", "pending", "pending_uids",
-                 "queue_of", "queues", "size", "uids")
+    __slots__ = ("generation", "keys", "known", "names", "no_min", "numbering", "order_stale", "pending",
+                 "pending_uids", "queue_of", "queues", "size", "uids", "unkeyed")
 
     def __init__(self, generation: int, known: dict[str, QueueInfo]) -> None:
         self.generation = generation
@@ -66,6 +68,11 @@ class Kept:
         self.queues: list[QueueInfo] | None = None
         #: whether some queue's first uid (or the set of queues) moved since `names` was sorted
         self.order_stale = True
+        #: per queue with a job, its Pending jobs' keys (buckets) in the enqueue test's numbering
+        #: `numbering` (None: a job taken in since, listed in `unkeyed` by uid)
+        self.keys: dict[str, list[Any]] = {}
+        self.numbering: tuple[object, int] | None = None
+        self.unkeyed: dict[str, JobInfo] = {}
 
     def add(self, job: JobInfo) -> None:
         """Take a job of this open in."""
@@ -76,6 +83,7 @@ class Kept:
             self.uids[name] = [uid]
             self.pending[name] = []
             self.pending_uids[name] = []
+            self.keys[name] = []
             self.order_stale = True
         else:
             if uid < mine[0]:
@@ -86,6 +94,8 @@ class Kept:
             at = bisect_left(uids, uid)
             uids.insert(at, uid)
             self.pending[name].insert(at, job)
+            self.keys[name].insert(at, None)
+            self.unkeyed[uid] = job
             self.size += 1
             if job.min_resources is None:
                 self.no_min += 1
@@ -100,6 +110,8 @@ class Kept:
         if at < len(uids) and uids[at] == uid:
             del uids[at]
             job = self.pending[name].pop(at)
+            del self.keys[name][at]
+            self.unkeyed.pop(uid, None)
             self.size -= 1
             if job.min_resources is None:
                 self.no_min -= 1
@@ -109,7 +121,7 @@ class Kept:
         if not at:
             self.order_stale = True
             if not mine:
-                del self.uids[name], self.pending[name], self.pending_uids[name]
+                del self.uids[name], self.pending[name], self.pending_uids[name], self.keys[name]
 
     def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
         """Whether the session's queues are the ones this backlog was kept with (names and objects)."""
@@ -135,7 +147,45 @@ class Kept:
         assert queues is not None
         pending = self.pending
         ordered = dict(zip(names, map(list, map(pending.__getitem__, names))))
-        return list(queues), ordered, self.size, not self.no_min
+        return list(queues), ordered, self.size, not self.no_min, self
+
+
+    def bucketed(self, ssn: Session, names: list[str], texts: bool) -> tuple[list[Any], KeyAnswers] | None:
+        """`Session.enqueue_buckets` of the Pending jobs in the order the session's votes list them (queue
+        after queue, `names`), asked only of the jobs taken in since the last session's ask while the
+        test's numbering is the one the kept keys were given in (`BucketAnswers.numbering`: a key names
+        one queue and minResources by value within a numbering, and a kept job is the same object, in the
+        same queue, with the same minResources). None when the test gives no keys."""
+        fresh = list(self.unkeyed.values())
+        got = ssn.enqueue_buckets(fresh, texts)
+        if got is None:
+            return None
+        ids, answers = got
+        numbering = getattr(answers, "numbering", None)
+        kept = self.numbering
+        keys = self.keys
+        if numbering is None or kept is None or numbering[0] is not kept[0] or numbering[1] != kept[1]:
+            # no numbering kept, or another one: every Pending job is asked
+            pending = self.pending
+            every = list(chain.from_iterable(map(pending.__getitem__, names)))
+            got = ssn.enqueue_buckets(every, texts)
+            if got is None:
+                return None
+            ids, answers = got
+            at = 0
+            for name in names:
+                end = at + len(pending[name])
+                keys[name] = ids[at:end]
+                at = end
+            self.unkeyed.clear()
+            self.numbering = getattr(answers, "numbering", None)
+            return ids, answers
+        uids_of = self.pending_uids
+        for job, key in zip(fresh, ids, strict=True):
+            name = job.queue
+            keys[name][bisect_left(uids_of[name], job.uid)] = key
+        self.unkeyed.clear()
+        return list(chain.from_iterable(map(keys.__getitem__, names))), answers
 
 
 def _same_item(a: tuple[str, QueueInfo], b: tuple[str, QueueInfo]) -> bool:
