@@ -1,9 +1,11 @@
 """enqueue's backlog carried from open to open (docs/semantics.md K47): the queues by first uid and their
-Pending jobs kept in the memo and moved by the jobs the open delta names (actions/enqueue_backlog.py).
-Over random events and sessions on one cache (jobs added, moved to another queue or to one the cluster
-lacks, admitted, finished, deleted; queues added), every session decides and explains as the same
-sessions with the backlog taken afresh, and the self-check (the carried backlog against the pass over
-every job) passes throughout."""
+Pending jobs kept in the memo and moved by the jobs the open delta names (actions/enqueue_backlog.py),
+with their keys in capacity's numbering, and capacity's bucket plans taken whole from the last session
+over the same queues (plugins/capacity/kept_plans.py `shared_plans`). Over random events and sessions on
+one cache (jobs added, moved to another queue or to one the cluster lacks, admitted, finished, deleted;
+queues added), every session decides and explains as the same sessions with all three off, and the
+self-checks (the carried backlog against the pass over every job, the keys against the test's, the
+plans against those worked out now) pass throughout."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from apportion.actions import enqueue
 from apportion.framework.conf import parse_conf
+from apportion.plugins.capacity import kept_plans
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, DELETED, MODIFIED, WatchEvent
@@ -78,6 +81,7 @@ def a_step(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict]]]:
 def _sessions(steps: list, carried: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(enqueue, "carry_backlog", carried)
     monkeypatch.setattr(enqueue, "carry_keys", carried)
+    monkeypatch.setattr(kept_plans, "share_plans", carried)
     return play_texts(steps, _base, CONF, [True, False])
 
 

@@ -45,8 +45,8 @@ Carried = tuple[list[QueueInfo], dict[str, list[JobInfo]], int, bool, "Kept"]
 class Kept:
     """The backlog as of the open of generation `generation`."""
 
-    __slots__ = ("generation", "keys", "known", "names", "no_min", "numbering", "order_stale", "pending",
-                 "pending_uids", "queue_of", "queues", "size", "uids", "unkeyed")
+    __slots__ = ("firsts", "generation", "keys", "known", "names", "no_min", "numbering", "order_stale",
+                 "pending", "pending_uids", "queue_of", "queues", "size", "touched", "uids", "unkeyed")
 
     def __init__(self, generation: int, known: dict[str, QueueInfo]) -> None:
         self.generation = generation
@@ -66,8 +66,12 @@ class Kept:
         #: every one of them (None: not looked up yet)
         self.names: list[str] = []
         self.queues: list[QueueInfo] | None = None
-        #: whether some queue's first uid (or the set of queues) moved since `names` was sorted
+        #: whether `names` must be sorted again, and the queues whose first uid may have moved since it
+        #: was (a job taken out and put back in keeps its queue's first uid: `names` then holds)
         self.order_stale = True
+        self.touched: set[str] = set()
+        #: per queue of `names`, its first uid when `names` was sorted
+        self.firsts: dict[str, str] = {}
         #: per queue with a job, its Pending jobs' keys (buckets) in the enqueue test's numbering
         #: `numbering` (None: a job taken in since, listed in `unkeyed` by uid)
         self.keys: dict[str, list[Any]] = {}
@@ -87,7 +91,7 @@ class Kept:
             self.order_stale = True
         else:
             if uid < mine[0]:
-                self.order_stale = True
+                self.touched.add(name)
             insort(mine, uid)
         if job.phase is _PENDING:
             uids = self.pending_uids[name]
@@ -119,7 +123,7 @@ class Kept:
         at = bisect_left(mine, uid)
         del mine[at]
         if not at:
-            self.order_stale = True
+            self.touched.add(name)
             if not mine:
                 del self.uids[name], self.pending[name], self.pending_uids[name], self.keys[name]
 
@@ -132,9 +136,20 @@ class Kept:
         """The backlog for a session that knows the queues `known` (those it was kept with): copies of the
         Pending lists, which the votes take apart. None when a queue with a job is one the session does
         not know (the reference leaves such a queue's jobs out: rare, so not carried)."""
+        touched = self.touched
+        if touched:
+            # a queue gone or new, or one whose first uid moved: the order is sorted again
+            uids, firsts = self.uids, self.firsts
+            for name in touched:
+                mine = uids.get(name)
+                if mine is None or firsts.get(name) != mine[0]:
+                    self.order_stale = True
+                    break
+            touched.clear()
         if self.order_stale:
             uids = self.uids
-            self.names = sorted(uids, key=lambda name: uids[name][0])
+            self.firsts = {name: mine[0] for name, mine in uids.items()}
+            self.names = sorted(uids, key=self.firsts.__getitem__)
             self.queues = None
             self.order_stale = False
         names = self.names
