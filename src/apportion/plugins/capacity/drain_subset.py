@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from itertools import groupby
-from operator import is_
+from itertools import compress, groupby
+from operator import attrgetter, is_, ne
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -52,6 +52,7 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
+_SHARE = attrgetter("share")
 
 
 class _Shape:
@@ -228,13 +229,12 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
-        working: set[str] = set()
-        for name in names:
-            share = attrs[name].share
-            if share != share:
-                return None
-            if has_work(name):
-                working.add(name)
+        # by maps over the queues (C loops): a NaN share (the only share that differs from itself)
+        # turns the survey off
+        shares = list(map(_SHARE, map(attrs.__getitem__, names)))
+        if any(map(ne, shares, shares)):
+            return None
+        working = set(compress(names, map(has_work, names)))
         under = shape.under
         under_names = shape.under_names
         keyed = []
@@ -269,7 +269,7 @@ class DrainPicker:
                 leaves = [q for q in under[top] if q.name in working]
                 leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
                 units += leaves
-        return [q for q, name in zip(self.queues, names, strict=True) if name in reach], units
+        return list(compress(self.queues, map(reach.__contains__, names))), units
 
     def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
         """`_survey` by one pass over the queues given (the reference)."""
