@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import compress, groupby
-from operator import attrgetter, is_, ne
+from operator import is_
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -52,7 +52,6 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
-_SHARE = attrgetter("share")
 
 
 class _Shape:
@@ -229,12 +228,13 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
-        # by maps over the queues (C loops): a NaN share (the only share that differs from itself)
-        # turns the survey off
-        shares = list(map(_SHARE, map(attrs.__getitem__, names)))
-        if any(map(ne, shares, shares)):
-            return None
-        working = set(compress(names, map(has_work, names)))
+        working: set[str] = set()
+        for name in names:
+            share = attrs[name].share
+            if share != share:
+                return None
+            if has_work(name):
+                working.add(name)
         under = shape.under
         under_names = shape.under_names
         keyed = []
