@@ -7,6 +7,7 @@ from operator import attrgetter, is_
 from typing import Any
 
 from apportion.actions.common import pop_best
+from apportion.actions.enqueue_backlog import Carried, Kept, carried_backlog
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.errors import InternalError
 from apportion.framework.dispatch import KeyAnswers
@@ -23,6 +24,14 @@ _PHASE = attrgetter("phase")
 FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
+
+#: tests switch this off: the backlog is taken afresh every session (from the visited jobs), not carried
+#: from the last open's and moved by the jobs the open says changed (`carried_backlog`, K47)
+carry_backlog = True
+
+#: tests switch this off: with the backlog carried, its Pending jobs' keys are asked of the enqueue test
+#: every session, not kept with it (only the jobs taken in since asked, `Kept.bucketed`, K47)
+carry_keys = True
 
 #: tests switch this off: the backlog is taken by maps over the visited jobs and then loops (the
 #: reference), not in one pass over them; the votes' answers are split along the pending lists, and
@@ -49,10 +58,19 @@ _Backlog = tuple[list[QueueInfo], dict[str, list[JobInfo]], list[JobInfo]]
 
 def execute(ssn: Session) -> None:
     """Run enqueue over the session."""
-    queues, pending, backlog = backlog_of(ssn)
+    carried = carried_backlog(ssn) if carry_backlog else None
+    kept: Kept | None = None
+    if carried is not None:
+        queues, pending, size, all_min, kept = carried
+        if check.enabled():
+            _check_carried(ssn, carried)
+    else:
+        queues, pending, backlog = backlog_of(ssn)
+        size = len(backlog)
+        all_min = all(job.min_resources is not None for job in backlog)
     # A queue without pending jobs is popped and dropped, with no effect; once every queue still in the
     # picker has none left, the remaining pops would only drop them, so the loop ends there.
-    if not backlog:
+    if not size:
         return  # every pop would drop its queue: building the picker (over every queue with a job) is waste
     # A refusal changes nothing the next vote reads. So with the votes' answers as things stand known,
     # a backlog with none to admit is refused whole without a queue order (the commonest session under
@@ -60,8 +78,13 @@ def execute(ssn: Session) -> None:
     # admission, or once the last of them was voted), the rest then refused whole, and a job refused
     # before any admission is given its known explanation without its vote. A job without
     # minResources is admitted without a vote: no such test then.
-    votes = _Votes(ssn, pending, len(backlog))
-    if all(job.min_resources is not None for job in backlog) and not votes.ask(votes.rest()):
+    votes = _Votes(ssn, pending, size)
+    keyed = None
+    if kept is not None and all_min and carry_keys and ask_by_bucket:
+        keyed = kept.bucketed(ssn, list(pending), votes.texts)
+        if check.enabled():
+            _check_keys(ssn, votes, keyed)
+    if all_min and not votes.ask(votes.rest(), keyed):
         return  # every refusal explained
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
@@ -84,6 +107,26 @@ def execute(ssn: Session) -> None:
         if not jobs:
             waiting -= 1
         picker.push(queue)
+
+
+def _check_keys(ssn: Session, votes: _Votes, keyed: tuple[list[Any], KeyAnswers] | None) -> None:
+    """The self-check: the Pending jobs' keys carried with the backlog are those the test gives them now."""
+    ref = ssn.enqueue_buckets(votes.rest(), votes.texts)
+    if (ref is None) != (keyed is None) or (ref is not None and keyed is not None and ref[0] != keyed[0]):
+        raise check.StateCheckError(f"{check.ENV}: enqueue's keys carried with the backlog differ from the ones "
+                                    "the enqueue test gives the Pending jobs now")
+
+
+def _check_carried(ssn: Session, carried: Carried) -> None:
+    """The self-check: the backlog carried from the last open is the pass over every job's."""
+    queues, pending, size, all_min, _ = carried
+    ref_queues, ref_pending, ref_backlog = backlog_reference(ssn)
+    if (len(queues) != len(ref_queues) or not all(map(is_, queues, ref_queues)) or size != len(ref_backlog)
+            or all_min != all(job.min_resources is not None for job in ref_backlog)
+            or [(q, list(map(id, js))) for q, js in pending.items()]
+            != [(q, list(map(id, js))) for q, js in ref_pending.items()]):
+        raise check.StateCheckError(f"{check.ENV}: enqueue's backlog carried from the last open differs from "
+                                    "its pass over every job")
 
 
 def backlog_of(ssn: Session) -> _Backlog:
@@ -273,10 +316,12 @@ class _Votes:
             out += jobs
         return out
 
-    def ask(self, jobs: list[JobInfo]) -> bool:
+    def ask(self, jobs: list[JobInfo], keyed: tuple[list[Any], KeyAnswers] | None = None) -> bool:
         """Take the votes' answers for `jobs` (`rest()`, every pending job) as things stand; False when
-        they refuse every one (each refusal then explained as its vote would explain it)."""
-        keyed = self.ssn.enqueue_buckets(jobs, self.texts) if ask_by_bucket else None
+        they refuse every one (each refusal then explained as its vote would explain it). `keyed`: the
+        jobs' keys and their answers, when the caller has them (`Kept.bucketed`)."""
+        if keyed is None and ask_by_bucket:
+            keyed = self.ssn.enqueue_buckets(jobs, self.texts)
         whys: list[str | None] | None = None
         keys: list[Any] | None = None
         if keyed is not None:

@@ -13,11 +13,13 @@ from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity import kept_plans
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.bare_answers import bare_answers
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
+from apportion.plugins.capacity.kept_plans import PLANS_MEMO, _KeptPlans, _Plan, shared_plans
 from apportion.plugins.capacity.reclaim_texts import (
     ANCESTOR_NOT_ABOVE,
     BELOW_GUARANTEE,
@@ -36,35 +38,6 @@ from apportion.state import check
 _Verdict = tuple[bool, str, dict[str, str]]
 #: the memo's entry: the levels' verdicts (`Admission._vote_levels`)
 LEVELS_MEMO = "capacity.admission-levels"
-#: the answer for a job of one leaf and minResources when it reads no level's accounting (answer, why,
-#: None), else (PERMIT, None, the levels to walk: the leaf, then its ancestors up to the root)
-_Plan = tuple[int, str | None, tuple[str, ...] | None]
-#: the memo's entry: the buckets' plans and the levels' texts, with the tree they hold for (`_KeptPlans`)
-PLANS_MEMO = "capacity.admission-plans"
-
-
-class _KeptPlans:
-    """The buckets' plans (`Admission._plan`) carried from session to session, with the levels' paths and
-    `queue NAME: ` texts.
-
-    Besides the bucket's queue (its QueueInfo: there or not, Open or not) and its minResources (fixed
-    per bucket), a plan reads the tree: which queues have attributes, whether one is a leaf, its
-    ancestors and whether a realCapability is set, and whether the plugin refuses every decision. The
-    tree kept in the memo (tree.py, TREE_MEMO) stays one object while the queue specs, the cluster total
-    and the arguments it was built from are unchanged, and a session takes its attributes from it then;
-    a memo's snapshots replace a QueueInfo that changes rather than edit it (Snapshot.memo). So while
-    the session's tree is this object and nothing is refused, a bucket's plan holds while its queue is
-    the same object (or still absent), and the paths and texts hold as they are."""
-
-    __slots__ = ("names", "plans", "tree", "wheres")
-
-    def __init__(self, tree: object) -> None:
-        self.tree = tree
-        #: per bucket number: the QueueInfo (or None) its plan was worked out with, and the plan
-        self.plans: dict[int, tuple[QueueInfo | None, _Plan]] = {}
-        #: the plugin's `_names` and `_wheres`, which depend on the tree alone
-        self.names: dict[str, tuple[str, ...]] = {}
-        self.wheres: dict[tuple[str, str], str] = {}
 
 
 class Admission(CapacityBase):
@@ -261,6 +234,8 @@ class Admission(CapacityBase):
         if renumbered or self._plans is None:
             self._plans = {}
             self._kept = self._kept_plans(renumbered)
+            if self._kept is not None and kept_plans.share_plans:
+                self._plans = self._shared_plans()
         of_job = buckets.of_job
         out: list[int] = []
         append = out.append
@@ -347,6 +322,8 @@ class Admission(CapacityBase):
             # the plans are keyed by bucket number: dropped also in a session that carries none, or a
             # later one over the same tree would find them under numbers naming other buckets
             kept.plans.clear()
+            kept.queues = []
+            kept.session_plans = {}
         if not self.carry_plans or not self.hierarchical or self.blocked:
             return None
         tree = memo.get(TREE_MEMO)
@@ -358,6 +335,13 @@ class Admission(CapacityBase):
         self._names = kept.names
         self._wheres = kept.wheres
         return kept.plans
+
+    def _shared_plans(self) -> dict[int, _Plan]:
+        """`kept_plans.shared_plans` for this session (the memo's kept plans, which `_kept_plans` made)."""
+        memo = self.ssn.memo
+        kept = memo.get(PLANS_MEMO) if memo is not None else None
+        assert isinstance(kept, _KeptPlans)
+        return shared_plans(kept, self.ssn.queues, self._buckets, self._plan)
 
     def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None, key: _ReqKey | None) -> _Plan:
         """`_plan` for the bucket, carried from an earlier session while its queue is the same object."""

@@ -229,28 +229,29 @@ class BacklogWatch:
     def charge(self, queue: str, old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> None:
         """A job of `queue` changed from the charged amounts `old` to `new` (`amounts_of`; None: not
         charged): its path's accounting moves by the difference."""
-        path = self.path_of(queue)
+        path = self.paths[queue] if queue in self.paths else self.path_of(queue)
         if path is None:
             return
-        delta: dict[str, int] = {}
-        for amounts, sign in ((old, -1), (new, 1)):
-            if amounts is None:
-                continue
-            # what the test reads: allocated + inqueue - elastic (request is not read)
-            for a, s in ((amounts[0], sign), (amounts[2], sign), (amounts[3], -sign)):
-                if a is None:
-                    continue
-                for dim, v in (CPU, a[0]), (MEMORY, a[1]), *a[2]:
-                    delta[dim] = delta.get(dim, 0) + s * v
+        if lean_charge:
+            delta = _delta(old, new)
+            if delta is None:
+                delta = _delta_reference(old, new)
+            elif check.enabled() and _nonzero(delta) != _nonzero(_delta_reference(old, new)):
+                raise check.StateCheckError(f"{check.ENV}: capacity's backlog watch moves queue {queue}'s levels "
+                                            "otherwise than by its charged amounts' difference")
+        else:
+            delta = _delta_reference(old, new)
+        levels = self.levels
+        moved = self.moved
         for name in path:
-            level = self.levels.get(name)
+            level = levels.get(name)
             # a level no pair reads yet keeps the change aside until one does (`_level`)
             acc = level.acc if level is not None else self.unread.setdefault(name, {})
             for dim, v in delta.items():
                 if v:
                     acc[dim] = acc.get(dim, 0) + v
                     if level is not None:
-                        self.moved.add((name, dim))
+                        moved.add((name, dim))
 
     def admits_any(self) -> bool:
         """Whether the backlog test would admit some pair on the accounting as charged (compared
@@ -301,6 +302,56 @@ class BacklogWatch:
             if not any(self.levels[name].fails(dim, amount) for name in path for dim, amount in dims.items()):
                 return True
         return False
+
+
+#: tests switch this off: a change's difference is summed per dimension over (name, amount) pairs (the
+#: reference), not cpu and memory as two integers and the scalars apart (`_delta`)
+lean_charge = True
+
+
+def _delta_reference(old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> dict[str, int]:
+    """What a change from the charged amounts `old` to `new` moves per dimension of the test's accounting
+    (allocated + inqueue - elastic; request is not read)."""
+    delta: dict[str, int] = {}
+    for amounts, sign in ((old, -1), (new, 1)):
+        if amounts is None:
+            continue
+        for a, s in ((amounts[0], sign), (amounts[2], sign), (amounts[3], -sign)):
+            if a is None:
+                continue
+            for dim, v in (CPU, a[0]), (MEMORY, a[1]), *a[2]:
+                delta[dim] = delta.get(dim, 0) + s * v
+    return delta
+
+
+def _delta(old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> dict[str, int] | None:
+    """`_delta_reference` with cpu and memory summed as two integers (the same integer sums: the order of
+    exact integer additions does not matter) and only the scalars by name; None when a scalar is named
+    as cpu or memory is (the reference then sums them together)."""
+    cpu = mem = 0
+    scalars: dict[str, int] = {}
+    for amounts, sign in ((old, -1), (new, 1)):
+        if amounts is None:
+            continue
+        for a, s in ((amounts[0], sign), (amounts[2], sign), (amounts[3], -sign)):
+            if a is None:
+                continue
+            cpu += s * a[0]
+            mem += s * a[1]
+            for n, v in a[2]:
+                scalars[n] = scalars.get(n, 0) + s * v
+    if not scalars:
+        return {CPU: cpu, MEMORY: mem}
+    if CPU in scalars or MEMORY in scalars:
+        return None
+    delta = {CPU: cpu, MEMORY: mem}
+    delta.update(scalars)
+    return delta
+
+
+def _nonzero(delta: dict[str, int]) -> dict[str, int]:
+    """The dimensions a difference moves (a zero moves nothing: `BacklogWatch.charge` passes over it)."""
+    return {dim: v for dim, v in delta.items() if v}
 
 
 def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:

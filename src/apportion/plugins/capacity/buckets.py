@@ -89,6 +89,12 @@ class BucketAnswers:
         self.log_at: int | None = None
         self.lowered_at = 0
 
+    @property
+    def numbering(self) -> tuple[Buckets, int]:
+        """What the numbers handed out with these answers hold for: the buckets object and its epoch (a
+        number names one queue and minResources by value while both are the same)."""
+        return self.buckets, self.epoch
+
     def __call__(self, wanted: Iterable[int]) -> dict[int, str | None] | None:
         """Per bucket number in `wanted`, None when a vote cast now on a job of it would admit it, else
         that refusal's explanation; None when the numbers were dropped since."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from itertools import groupby
+from itertools import compress, groupby
 from operator import is_
 
 from apportion.cluster.model import QueueInfo
@@ -269,7 +269,7 @@ class DrainPicker:
                 leaves = [q for q in under[top] if q.name in working]
                 leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
                 units += leaves
-        return [q for q, name in zip(self.queues, names, strict=True) if name in reach], units
+        return list(compress(self.queues, map(reach.__contains__, names))), units
 
     def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
         """`_survey` by one pass over the queues given (the reference)."""
