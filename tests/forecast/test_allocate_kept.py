@@ -70,8 +70,7 @@ def _task(i: int, status: TaskStatus, gated: bool = False, cpu: float = 1.0) -> 
                     status=status, gated=gated)
 
 
-def test_the_visit_verdict_is_kept_while_the_job_stays(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(check.ENV, raising=False)
+def test_the_visit_verdict_is_kept_while_the_job_stays() -> None:
     ssn: Any = _Session()
     job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q", min_available=2, phase=PodGroupPhase.INQUEUE)
     for t in (_task(0, TaskStatus.PENDING, gated=True), _task(1, TaskStatus.RUNNING)):
@@ -90,9 +89,9 @@ def test_the_visit_verdict_is_kept_while_the_job_stays(monkeypatch: pytest.Monke
     # a kept verdict that a fresh one does not give: only the self-check can tell
     version, phase, minimums, _ = job.derived[VISIT_KEY]
     job.derived[VISIT_KEY] = (version, phase, minimums, (True, "", True))
-    monkeypatch.setenv(check.ENV, "1")
+    assert visit_verdict(ssn, job) == (True, "", True)
     with pytest.raises(check.StateCheckError):
-        visit_verdict(ssn, job)
+        visit_verdict(ssn, job, True)
 
 
 def _compare(priority: bool) -> Any:

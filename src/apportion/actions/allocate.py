@@ -37,6 +37,7 @@ def execute(ssn: Session) -> None:
     jobs_of = ssn.jobs
     waiting = PodGroupPhase.PENDING
     kept = KEEP_VISIT_VERDICTS and ssn.job_local_validity()
+    checking_visits = kept and check.enabled()
     for uid in ssn.visits.visit():
         job = jobs_of[uid]
         # JobInfo.is_pending inline: in a forecast most visited jobs wait for enqueue, ~500 a session
@@ -45,7 +46,7 @@ def execute(ssn: Session) -> None:
                 continue
             job.set_phase(PodGroupPhase.INQUEUE)
         if kept:
-            valid, msg, tries = visit_verdict(ssn, job)
+            valid, msg, tries = visit_verdict(ssn, job, checking_visits)
         else:
             valid, msg = ssn.job_valid(job)
             tries = None
@@ -209,7 +210,7 @@ def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo
     return True
 
 
-def visit_verdict(ssn: Session, job: JobInfo) -> tuple[bool, str, bool]:
+def visit_verdict(ssn: Session, job: JobInfo, checking: bool = False) -> tuple[bool, str, bool]:
     """What allocate's visit asks of a job, kept on it (`JobInfo.derived`, docs/semantics.md K48): JobValid's
     answer, and whether the job has a task to try (`has_tasks_to_try`, which implies a pending one).
 
@@ -218,12 +219,13 @@ def visit_verdict(ssn: Session, job: JobInfo) -> tuple[bool, str, bool]:
     a task to try is a pending task (a status) neither best-effort (its request, never changed) nor
     gated (never changed): so the verdict holds while the job's version (bumped by every task added
     and every status change), phase and minimums stay. A job waiting session after session
-    (a forecast's jobs passed over, ~30 a session) is asked once."""
+    (a forecast's jobs passed over, ~30 a session) is asked once. `checking`: the self-check's switch,
+    asked once per session (it reads the environment): a kept verdict is then compared with a fresh one."""
     minimums = (job.min_available, job.min_task_member)
     hit = job.derived.get(VISIT_KEY)
     if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2] == minimums:
         got: tuple[bool, str, bool] = hit[3]
-        if check.enabled():
+        if checking:
             valid, msg = ssn.job_valid(job)
             want = (valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job))
             if got != want:
