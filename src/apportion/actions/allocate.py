@@ -16,6 +16,11 @@ from apportion.state import check
 #: True: such a session tries the one job and passes over the others without the queue loop (`_lone`,
 #: docs/semantics.md K39)
 PASS_ALL_AT_ONCE = True
+#: False: the visit asks every job's JobValid and looks for a task to try at every session (the
+#: reference); True: the answers are kept on the job while it stays as it was (`visit_verdict`, K48)
+KEEP_VISIT_VERDICTS = True
+#: JobInfo.derived key of `visit_verdict`'s answer: (version, phase, minimums, (valid, message, tries))
+VISIT_KEY = "allocate.visit"
 
 
 def execute(ssn: Session) -> None:
@@ -31,6 +36,8 @@ def execute(ssn: Session) -> None:
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     jobs_of = ssn.jobs
     waiting = PodGroupPhase.PENDING
+    kept = KEEP_VISIT_VERDICTS and ssn.job_local_validity()
+    checking_visits = kept and check.enabled()
     for uid in ssn.visits.visit():
         job = jobs_of[uid]
         # JobInfo.is_pending inline: in a forecast most visited jobs wait for enqueue, ~500 a session
@@ -38,19 +45,26 @@ def execute(ssn: Session) -> None:
             if enqueue_configured:
                 continue
             job.set_phase(PodGroupPhase.INQUEUE)
-        valid, msg = ssn.job_valid(job)
+        if kept:
+            valid, msg, tries = visit_verdict(ssn, job, checking_visits)
+        else:
+            valid, msg = ssn.job_valid(job)
+            tries = None
         if not valid:
             ssn.explain(job.uid, msg)
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
-        if not job.counts.get(TaskStatus.PENDING):
+        if tries is not None:
+            if not tries:
+                continue  # no pending task, or none to try
+        elif not job.counts.get(TaskStatus.PENDING):
             continue  # most jobs run whole: no task of theirs to visit
         if job.uid in hopeless:
             # a job to pass over gets its task list only if it is tried after all (`_passed_over`): until
             # allocate reaches it, no step moves a task of it, so the list would be this one
-            if not has_tasks_to_try(job):
+            if tries is None and not has_tasks_to_try(job):
                 continue
         else:
             tasks = tasks_to_try(job)
@@ -194,6 +208,34 @@ def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo
     passing.passed += 1
     ssn.explain(job.uid, why)
     return True
+
+
+def visit_verdict(ssn: Session, job: JobInfo, checking: bool = False) -> tuple[bool, str, bool]:
+    """What allocate's visit asks of a job, kept on it (`JobInfo.derived`, docs/semantics.md K48): JobValid's
+    answer, and whether the job has a task to try (`has_tasks_to_try`, which implies a pending one).
+
+    The caller makes sure every JobValid plugin consulted answers from the job alone
+    (`Session.job_local_validity`: a function of the task statuses, the phase and the minimums), and
+    a task to try is a pending task (a status) neither best-effort (its request, never changed) nor
+    gated (never changed): so the verdict holds while the job's version (bumped by every task added
+    and every status change), phase and minimums stay. A job waiting session after session
+    (a forecast's jobs passed over, ~30 a session) is asked once. `checking`: the self-check's switch,
+    asked once per session (it reads the environment): a kept verdict is then compared with a fresh one."""
+    minimums = (job.min_available, job.min_task_member)
+    hit = job.derived.get(VISIT_KEY)
+    if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2] == minimums:
+        got: tuple[bool, str, bool] = hit[3]
+        if checking:
+            valid, msg = ssn.job_valid(job)
+            want = (valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job))
+            if got != want:
+                raise check.StateCheckError(f"{check.ENV}: allocate's visit verdict kept on job {job.uid} is {got}, "
+                                            f"asked afresh it is {want}")
+        return got
+    valid, msg = ssn.job_valid(job)
+    verdict = (valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job))
+    job.derived[VISIT_KEY] = (job.version, job.phase, (minimums[0], dict(minimums[1])), verdict)
+    return verdict
 
 
 def tasks_to_try(job: JobInfo) -> list[TaskInfo]:

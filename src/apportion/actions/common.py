@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from apportion.cluster.model import JobInfo, TaskInfo
+from apportion.cluster.model import JobInfo, TaskInfo, name_index
 from apportion.framework import extension as ep
 from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
@@ -31,6 +31,11 @@ def pop_best(items: list[T], compare: Callable[[T, T], int]) -> T:
 #: TaskOrderFn plugins whose answer is a function of the two tasks alone, of fields a task object never
 #: changes once built (priority: its priority; the default comparison after them: name, creation, uid)
 TASK_LOCAL_ORDER = frozenset({"priority"})
+
+#: False: a sort `sorted_tasks` makes compares the tasks with the session's TaskOrderFn (the reference);
+#: True: under a task-local order of tasks whose names all carry an index, it sorts by a key instead
+#: (`sorted_tasks_keyed`, docs/semantics.md K48)
+KEYED_TASK_SORT = True
 
 #: JobInfo.derived key of `sorted_tasks`'s last answer: (version, phase, (order plugins, tasks given),
 #: tasks sorted); the version and phase are not part of the test (the same task objects are)
@@ -61,9 +66,35 @@ def sorted_tasks(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[Task
                 raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s pending tasks in the order kept from "
                                             "its last sort differ from a fresh sort")
             return out
-    out = sorted_tasks_reference(ssn, tasks)
+    keyed = sorted_tasks_keyed(tasks, "priority" in order) if KEYED_TASK_SORT else None
+    if keyed is None:
+        out = sorted_tasks_reference(ssn, tasks)
+    else:
+        out = keyed
+        if check.enabled() and not all(map(operator.is_, out, sorted_tasks_reference(ssn, tasks))):
+            raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s pending tasks sorted by key differ from "
+                                        "their sort by the session's task order")
     job.derived[SORTED_KEY] = (job.version, job.phase, (order, given), tuple(out))
     return out
+
+
+def sorted_tasks_keyed(tasks: list[TaskInfo], by_priority: bool) -> list[TaskInfo] | None:
+    """`sorted_tasks_reference` under the task order of the priority plugin (`by_priority`) or of none,
+    by a key: None when some task's name has no index (docs/semantics.md K48).
+
+    With every name indexed, Volcano's CompareTask (`default_task_compare`) is the lexicographic order
+    of (name index, creation, uid), and priority's TaskOrderFn puts the higher priority first: the
+    session's comparison is then the order of the key (-priority, index, creation, uid), a total
+    order (uids differ), and the sort, which reads nothing but `<`, gives the same list. A name
+    without an index makes CompareTask skip the index for that pair only, which no key expresses."""
+    keys: list[tuple[int, int, str, str]] = []
+    for t in tasks:
+        index = name_index(t.name)
+        if index is None:
+            return None
+        keys.append((-t.priority if by_priority else 0, index, t.creation, t.uid))
+    order = sorted(range(len(tasks)), key=keys.__getitem__)
+    return [tasks[i] for i in order]
 
 
 def evict_until_fits(ssn: Session, stmt: Statement, task: TaskInfo, row: int, units: Iterable[list[TaskInfo]],

@@ -105,6 +105,9 @@ ROW_REFRESH = 12
 #: compare with); True: a session carries the last session's answers over the memo
 #: (framework/placement_carry.py, K44)
 CARRY_ANSWERS = True
+#: False: answers worked out over arrays for many touched rows are recorded row by row (`_Answers.update_each`,
+#: the reference); True: at once (`_Answers.update_rows`, docs/semantics.md K48)
+UPDATE_AT_ONCE = True
 #: "not computed yet" where None is an answer
 _UNSET: Any = object()
 #: The bound when `top` holds every feasible node.
@@ -219,6 +222,56 @@ class _Answers:
                 break
         self.top = top
         self.in_top = {rank_key[2]: rank_key for rank_key in top}
+
+    def update_each(self, rows: list[int], fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
+                    unres: np.ndarray, scores: np.ndarray) -> None:
+        """`update` of each of the rows in turn, from their answers as arrays (the reference of
+        `update_rows`)."""
+        update = self.update
+        for row, *answers in zip(rows, fit.tolist(), idle_fit.tolist(), ok.tolist(), unres.tolist(),
+                                 scores.tolist(), strict=True):
+            update(row, *answers)
+
+    def update_rows(self, rows: list[int], at: np.ndarray, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
+                    unres: np.ndarray, scores: np.ndarray) -> None:
+        """`update_each` made at once over arrays (docs/semantics.md K48): the rows are distinct (`at`: the
+        same rows as an array), and each `update` sets its own row's answers, its own membership of
+        `unres_rows`, and takes its own row's rank key out of the ranking and puts the new one in when it
+        is at most `bound`, which no update moves. So the end state is the arrays set at the rows, the
+        ranking without the rows' old keys and with their new keys at most `bound`, sorted: one state,
+        whatever the order, since rank keys of distinct rows are distinct and totally ordered. A NaN
+        score is not (a tuple holding one compares unlike a number): those rows go one by one."""
+        if np.isnan(scores).any():
+            self.update_each(rows, fit, idle_fit, ok, unres, scores)
+            return
+        self.fit[at] = fit
+        self.idle_fit[at] = idle_fit
+        self.ok[at] = ok
+        self.unresolvable[at] = unres
+        self.scores[at] = scores
+        unres_rows = self.unres_rows
+        if unres_rows:
+            unres_rows.difference_update(rows)
+        both = fit & unres
+        if both.any():
+            unres_rows.update(at[both].tolist())
+        in_top = self.in_top
+        gone = [row for row in rows if row in in_top]
+        top = self.top
+        if gone:
+            for row in gone:
+                del in_top[row]
+            top = [k for k in top if k[2] in in_top]
+        feasible = np.flatnonzero(fit & ok)
+        if len(feasible):
+            bound = self.bound
+            new = [k for k in zip(np.where(idle_fit[feasible], -2, -1).tolist(), (-scores[feasible]).tolist(),
+                                  at[feasible].tolist(), strict=True) if k <= bound]
+            if new:
+                for k in new:
+                    in_top[k[2]] = k
+                top = sorted(top + new)
+        self.top = top
 
     def update(self, row: int, fit: bool, idle_fit: bool, ok: bool, unres: bool, score: float) -> None:
         """Record one node's fresh answers in the arrays and in the ranking."""
@@ -377,10 +430,10 @@ class PlacementCache:
             else:
                 at = np.array(rows, dtype=np.int64)
                 fit, idle_fit, ok, unres, scores = self._arrays(task, at, None if fit_all is None else fit_all[at])
-                update = cached.update
-                for row, *answers in zip(rows, fit.tolist(), idle_fit.tolist(), ok.tolist(), unres.tolist(),
-                                         scores.tolist(), strict=True):
-                    update(row, *answers)
+                if UPDATE_AT_ONCE:
+                    cached.update_rows(rows, at, fit, idle_fit, ok, unres, scores)
+                else:
+                    cached.update_each(rows, fit, idle_fit, ok, unres, scores)
             cached.pos = len(log)
             if carried and self.checking:
                 what = check_carried(cached, self._compute(task, np.arange(n_nodes), len(log)))

@@ -29,7 +29,7 @@ from apportion.framework.arguments import Arguments
 from apportion.framework.closing import Close, Closes, looks_since, note_unclosed
 from apportion.framework.conf import PluginOption, SchedulerConf
 from apportion.framework.interface import ExtensionPoints, Fn, Plugin, plugin_builder
-from apportion.framework.job_visits import JobVisits
+from apportion.framework.job_visits import JOB_LOCAL_VALIDITY, JobVisits
 from apportion.framework.node_choice import NodeChoice
 from apportion.framework.open_parts import KIND_OF, OpenDelta
 from apportion.framework.open_state import open_nodes
@@ -162,6 +162,11 @@ class Session(NodeChoice):
         # Volcano gives every pending task of a valid job an empty cycle state here. Readers take a
         # missing one as empty (`get(uid, {})`, read only) and writers `setdefault` it, so they are made
         # when first written instead: filling them in cost a pass over every waiting task per session.
+
+    def job_local_validity(self) -> bool:
+        """Whether every JobValid plugin consulted answers from the job alone (its task statuses, phase and
+        minimums: framework/job_visits.py JOB_LOCAL_VALIDITY)."""
+        return all(opt.name in JOB_LOCAL_VALIDITY for _, opt, _ in self._consulted(ep.JOB_VALID))
 
     # ================================================================= event handlers
     def add_event_handler(self, handler: EventHandler) -> None:
