@@ -319,8 +319,12 @@ def plain_finish(head: PlainHead, where: str) -> PodSpec:
     """The pod's record from its `plain_head`: its spec parsed (InputError naming the field when it is
     malformed)."""
     key, name, ns, uid, node, status, annotations, labels, spec, creation, start = head
-    return _pod(key, name, ns, uid, node, status, annotations, labels, spec_parts(Fields(spec, where, "spec.")),
-                creation, start)
+    # the memo read first: a field view of the spec is made only for a spec not parsed yet (one per job)
+    memo_key = _spec_key(spec)
+    parts = None if memo_key is None else _SPEC_MEMO.get(memo_key)
+    if parts is None:
+        parts = spec_parts(Fields(spec, where, "spec."))
+    return _pod(key, name, ns, uid, node, status, annotations, labels, parts, creation, start)
 
 
 def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) -> PodSpec | None:
@@ -376,5 +380,4 @@ def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, 
                         node_selector=node_selector, required_terms=parts.required,
                         preferred_terms=parts.preferred, tolerations=parts.tolerations,
                         nonzero_cpu=parts.nonzero_cpu, nonzero_memory=parts.nonzero_memory)
-    return PodSpec(key=key, task=task, scheduler=parts.scheduler,
-                   group=annotations.get(GROUP_KEY) or "")
+    return PodSpec(key, task, parts.scheduler, annotations.get(GROUP_KEY) or "")  # (key, task, scheduler, group)
