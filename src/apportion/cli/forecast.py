@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from apportion.cli.collector import collector_off
 from apportion.cli.guard import run_guarded
 from apportion.cli.options import output_option, write_yaml
 
@@ -51,8 +52,11 @@ def forecast(dump: str, jobs: tuple[str, ...], conf_path: str | None, now_text: 
     """
 
     def body() -> None:
-        from apportion.forecast.api import forecast_dump
-        from apportion.forecast.render import forecast_lines
+        # the library's modules live on: the collections their import triggers free nothing (as for
+        # a command's module, `app.LazyGroup._load`)
+        with collector_off():
+            from apportion.forecast.api import forecast_dump
+            from apportion.forecast.render import forecast_lines
 
         fc = forecast_dump([dump], list(jobs), conf_path=conf_path, now=now_text, assume_runtime=assume,
                            runs=runs, seed=seed, horizon=horizon, period=period, fits=fits)
@@ -79,9 +83,10 @@ def diff(dump: str, conf_path: str | None, queues_path: str | None, output: str)
     """
 
     def body() -> int:
-        from apportion.errors import InputError
-        from apportion.forecast.api import diff_dump
-        from apportion.forecast.render import diff_lines
+        with collector_off():  # as `forecast`'s
+            from apportion.errors import InputError
+            from apportion.forecast.api import diff_dump
+            from apportion.forecast.render import diff_lines
 
         if not conf_path and not queues_path:
             raise InputError("give the proposal: --conf NEW.conf and/or --queues NEW-queues.yaml")

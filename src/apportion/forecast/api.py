@@ -40,11 +40,13 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
         raise InputError(f"the seed must be 0 or more, got {seed}")
     conf = resolve_conf(snap, conf)
     prepare(snap, conf)
+    # the stamps `newest_timestamp` parses, parsed once for `start_state` too
+    times: dict[str, datetime | None] = {}
     if now is None:
-        now = newest_timestamp(snap)
+        now = newest_timestamp(snap, times)
         if now is None:
             raise InputError("the cluster state carries no timestamp to take as now; give --now (RFC 3339)")
-    state = start_state(snap, conf, now, period=period)
+    state = start_state(snap, conf, now, period=period, times=times)
     fc = forecast(state, jobs, assumed=assumed, runs=runs, seed=seed, horizon=horizon)
     if fits:
         from apportion.forecast.fit import KnownStart

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from apportion.forecast.core import Forecast
-from apportion.forecast.diff import Diff
 from apportion.forecast.text import resources, row, rows, seconds, wrap
+
+if TYPE_CHECKING:  # a type only: `forecast` prints without importing the diff (`diff` imports it itself)
+    from apportion.forecast.diff import Diff
 
 _JOB_W, _QUEUE_W, _START_W = 28, 12, 19
 

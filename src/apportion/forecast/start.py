@@ -120,8 +120,9 @@ class StartState:
 DISTINCT_STAMPS = True
 
 
-def newest_timestamp(snap: Snapshot) -> datetime | None:
-    """The newest creation or start time in the cluster objects (the default `now`)."""
+def newest_timestamp(snap: Snapshot, times: dict[str, datetime | None] | None = None) -> datetime | None:
+    """The newest creation or start time in the cluster objects (the default `now`). `times`, when
+    given, takes each stamp read with what it parses to (`try_time`), for `start_state` to read."""
     if not DISTINCT_STAMPS:
         return snap.newest_time()
     # the stamps `Snapshot.newest_time` reads, in its order, each at its first place: a repeat parses to
@@ -135,7 +136,15 @@ def newest_timestamp(snap: Snapshot) -> datetime | None:
     for o in snap.orphan_tasks:
         stamps[o.creation] = None
         stamps[o.start_time] = None
-    return newest(stamps)
+    if times is None:
+        return newest(stamps)
+    # `newest`, each stamp's time kept: the first of equal times wins, as there
+    best: datetime | None = None
+    for s in stamps:
+        when = times[s] = try_time(s)
+        if when is not None and (best is None or when > best):
+            best = when
+    return best
 
 
 def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | None:
@@ -190,19 +199,23 @@ def _own_runtime_reference(task: TaskInfo, job: JobInfo) -> float | None:
 
 
 def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime,
-                times: dict[str, datetime | None] | None = None) -> TaskStart:
+                times: dict[str, datetime | None] | None = None,
+                elapsed_of: dict[str, float] | None = None) -> TaskStart:
     if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
         return TaskStart(index, t, "done")
     if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) or not t.node_name:
         return TaskStart(index, t, "pending", runtime=_own_runtime(t, job))
     # anything else on a node holds it (Unknown too, as far as a session goes)
     status = "releasing" if t.status is TaskStatus.RELEASING else "running"
-    if times is None:
+    if times is None or elapsed_of is None:
         started = try_time(t.start_time)
-    else:  # the pods of a gang started together: each distinct start time parsed once
+        elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
+    else:  # the pods of a gang started together: each distinct start time parsed, and subtracted, once
         stamp = t.start_time
         started = times[stamp] if stamp in times else times.setdefault(stamp, try_time(stamp))
-    elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
+        elapsed = elapsed_of.get(stamp, -1.0)
+        if elapsed < 0.0:  # (an elapsed time is never negative: -1 is "not yet")
+            elapsed = elapsed_of[stamp] = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
     runtime = _own_runtime(t, job)
     end = _annotation(t, job, EXPECTED_END_KEY)
     if end is not None:
@@ -230,20 +243,26 @@ def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, st
     return None, UNKNOWN
 
 
-def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: float = 1.0) -> StartState:
-    """The forecast's start state from cluster objects describing the cluster at `now`.
+def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: float = 1.0,
+                times: dict[str, datetime | None] | None = None) -> StartState:
+    """The forecast's start state from cluster objects describing the cluster at `now`. `times`: stamps
+    already parsed (what `newest_timestamp` filled in), read instead of parsing them again.
 
     `snap` is read, not changed: the simulator copies what it hands to each session.
     """
     if not (0.001 <= period <= 86400):
         raise InputError(f"the session period must be between 0.001 and 86400 seconds, got {period}")
     jobs: list[JobStart] = []
-    times: dict[str, datetime | None] | None = {} if DISTINCT_STAMPS else None
+    if not DISTINCT_STAMPS:
+        times = None
+    elif times is None:
+        times = {}
+    elapsed_of: dict[str, float] = {}
     # one record per task, all living on, no cycles among them (kube's build_snapshot says why paused)
     with collection_paused():
         for uid in sorted(snap.jobs):
             job = snap.jobs[uid]
-            tasks = [_task_start(i, t, job, now, times) for i, t in enumerate(job.tasks.values())]
+            tasks = [_task_start(i, t, job, now, times, elapsed_of) for i, t in enumerate(job.tasks.values())]
             runtime, basis = _job_runtime(job, tasks)
             jobs.append(JobStart(job, tasks, runtime, basis))
     return StartState(now=now, nodes=list(snap.nodes), queues=dict(snap.queues), conf=conf, jobs=jobs,

@@ -155,16 +155,28 @@ def json_text_within(text: str, limit: int) -> bool:
     except UnicodeEncodeError:  # a lone surrogate (stdin read with surrogateescape)
         return False
     if b"\\" in b:
-        if b.count(b"\\") > ESCAPES_MAX:
+        # every backslash lies between the first and the last (and the character the last escapes):
+        # only that span is counted and rewritten (a dump's escapes sit in its ConfigMap's conf). The
+        # first backslash of a text starts an escape, so the span's escapes are the text's
+        first, last = b.find(b"\\"), b.rfind(b"\\")
+        span = b[first:last + 2]
+        if span.count(b"\\") > ESCAPES_MAX:
             return False
         # left to right, a backslash and the character it escapes go together (`\\` is one escape);
         # the digits of `\uXXXX` stay with the rest, as no digit is structure
-        b = _ESCAPE.sub(b"", b)
-    # a run of quotes is strings closing and opening around no bracket: dropping two adjacent quotes
-    # leaves every bracket inside or outside a string as it was
-    b = b.translate(_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
-    if b'"' in b:
-        b = b"".join(b.split(b'"')[::2])
+        b = b[:first] + _ESCAPE.sub(b"", span) + b[last + 2:]
+    b = b.translate(_BRACKETS, _NOT_STRUCTURE)
+    if b.count(b'"') == 2 * b.count(b'""'):
+        # every run of quotes is even (the count of `""` takes half of each run, rounded down), so
+        # each bracket has an even number of quotes before it: none is inside a string, and the
+        # brackets are what is left without the quotes
+        b = b.translate(None, b'"')
+    else:
+        # a run of quotes is strings closing and opening around no bracket: dropping two adjacent
+        # quotes leaves every bracket inside or outside a string as it was
+        b = b.replace(b'""', b"")
+        if b'"' in b:
+            b = b"".join(b.split(b'"')[::2])
     for _ in range(limit + 1):
         if not b:
             return True

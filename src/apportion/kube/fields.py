@@ -171,6 +171,19 @@ class _Through(Fields):
         return self.parent.get(self.lead + path, default)
 
 
+def plain_strs(m: Any) -> dict[str, str] | None:
+    """`Fields.str_map` of a value that is missing or a mapping of plain strings; None for anything
+    else (which the reference converts, or reports)."""
+    if m is None:
+        return {}
+    if type(m) is not dict:
+        return None
+    for k, v in m.items():
+        if type(k) is not str or type(v) is not str:
+            return None
+    return dict(m)
+
+
 def parse_bool_loose(v: str) -> bool | None:
     """strconv.ParseBool's spellings; None for anything else."""
     if v in ("1", "t", "T", "true", "TRUE", "True"):

@@ -18,7 +18,7 @@ from apportion.cluster.model import (
     Toleration,
 )
 from apportion.errors import InputError, QuantityError, shown
-from apportion.kube.fields import Fields, check_name, parse_bool_loose
+from apportion.kube.fields import Fields, check_name, parse_bool_loose, plain_strs
 from apportion.kube.records import PodSpec
 from apportion.resources import CPU, MEMORY, PODS, Resource
 
@@ -278,24 +278,17 @@ def parse_pod_reference(o: Fields, node_names: set[str] | None = None) -> PodSpe
                 meta.str_("creationTimestamp", ""), st.str_("startTime", ""))
 
 
-def _plain_strs(m: Any) -> dict[str, str] | None:
-    """`Fields.str_map` of a value that is missing or a mapping of plain strings; None for anything
-    else (which the reference converts, or reports)."""
-    if m is None:
-        return {}
-    if type(m) is not dict:
-        return None
-    for k, v in m.items():
-        if type(k) is not str or type(v) is not str:
-            return None
-    return dict(m)
+#: what `plain_head` reads of a pod before its spec: key, name, namespace, uid (the key when it has
+#: none), nodeName, status, annotations, labels, the spec mapping, creationTimestamp, startTime
+PlainHead = tuple[str, str, str, str, str, TaskStatus, dict[str, str], dict[str, str], dict[str, Any], str, str]
 
 
-def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) -> PodSpec | None:
-    """What `parse_pod_reference` gives a pod whose fields read here are plain (mappings as dicts, the
-    strings as str, nothing missing that must be there) and that it would accept; None for any other,
-    so that the reference reads it (and reports what is wrong). A dump's pods are plain: this read
-    skips a field view and a path walk per field."""
+def plain_head(data: dict[str, Any], node_names: set[str] | None) -> PlainHead | None:
+    """The fields `_plain_pod` reads of a pod outside its spec, when they are plain (mappings as dicts,
+    the strings as str, nothing missing that must be there) and the pod would be accepted on them;
+    None for any other pod. Reads nothing it could fail on: a dump's reader checks the pod's key and
+    uid for duplicates with what this gives before the spec is parsed (`plain_finish`), as the
+    reference checks them before `parse_pod`."""
     meta = data.get("metadata")
     spec = data.get("spec")
     st = data.get("status")
@@ -314,13 +307,32 @@ def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) ->
     key = f"{ns}/{name}"
     if node and node_names is not None and node not in node_names:
         return None
-    annotations = _plain_strs(meta.get("annotations"))
-    labels = _plain_strs(meta.get("labels"))
+    annotations = plain_strs(meta.get("annotations"))
+    labels = plain_strs(meta.get("labels"))
     if annotations is None or labels is None:
         return None
     status = _task_status(phase or "Pending", bool(meta.get("deletionTimestamp")), node)
-    return _pod(key, name, ns, uid or key, node, status, annotations, labels,
-                spec_parts(Fields(spec, where, "spec.")), creation, start)
+    return key, name, ns, uid or key, node, status, annotations, labels, spec, creation, start
+
+
+def plain_finish(head: PlainHead, where: str) -> PodSpec:
+    """The pod's record from its `plain_head`: its spec parsed (InputError naming the field when it is
+    malformed)."""
+    key, name, ns, uid, node, status, annotations, labels, spec, creation, start = head
+    # the memo read first: a field view of the spec is made only for a spec not parsed yet (one per job)
+    memo_key = _spec_key(spec)
+    parts = None if memo_key is None else _SPEC_MEMO.get(memo_key)
+    if parts is None:
+        parts = spec_parts(Fields(spec, where, "spec."))
+    return _pod(key, name, ns, uid, node, status, annotations, labels, parts, creation, start)
+
+
+def _plain_pod(data: dict[str, Any], where: str, node_names: set[str] | None) -> PodSpec | None:
+    """What `parse_pod_reference` gives a pod whose fields read here are plain and that it would accept
+    (`plain_head`); None for any other, so that the reference reads it (and reports what is wrong). A
+    dump's pods are plain: this read skips a field view and a path walk per field."""
+    head = plain_head(data, node_names)
+    return None if head is None else plain_finish(head, where)
 
 
 #: `_pod` makes a pod's task with positional arguments; False: by keyword (the reference the tests
@@ -368,5 +380,4 @@ def _pod(key: str, name: str, ns: str, uid: str, node: str, status: TaskStatus, 
                         node_selector=node_selector, required_terms=parts.required,
                         preferred_terms=parts.preferred, tolerations=parts.tolerations,
                         nonzero_cpu=parts.nonzero_cpu, nonzero_memory=parts.nonzero_memory)
-    return PodSpec(key=key, task=task, scheduler=parts.scheduler,
-                   group=annotations.get(GROUP_KEY) or "")
+    return PodSpec(key, task, parts.scheduler, annotations.get(GROUP_KEY) or "")  # (key, task, scheduler, group)
