@@ -143,6 +143,15 @@ def test_rows_fit_and_keep_every_character(cells: list[str], widths: list[int]) 
     assert "".join("".join(lines).split()) == "".join("".join(cells).split())
 
 
+def test_blank_cells_before_a_wrapped_cell_do_not_widen_it() -> None:
+    # a cell wrapped onto its own lines, then an empty cell, then one too wide for what is left:
+    # the empty cell's padding must not be kept in front of the last cell's first line
+    cells = ["/-", "- /0.0b", "0-0/ " * 20, "", "- /b0.a/b-/. " * 8]
+    lines = rows(cells, [8, 22, 26, 12])
+    assert all(len(line) <= WIDTH for line in lines)
+    assert "".join("".join(lines).split()) == "".join("".join(cells).split())
+
+
 @settings(max_examples=300, deadline=None)
 @given(words, st.sampled_from(["", "  ", "      "]))
 def test_wrap_fits_and_keeps_every_character(text: str, indent: str) -> None:

@@ -86,8 +86,11 @@ def rows(cells: list[str], widths: list[int]) -> list[str]:
             start = col + len(c) - len(c.lstrip(" "))
             if WIDTH - start < _NARROW:
                 start = 2
-            if start < col and line.strip():
-                lines.append(line.rstrip())
+            if start < col:
+                # a row of blank cells so far is dropped too, or its spaces would push the cell
+                # past the line's end
+                if line.strip():
+                    lines.append(line.rstrip())
                 line = ""
             chunks = textwrap.wrap(c.lstrip(" "), width=WIDTH - start, break_on_hyphens=False) or [""]
             lines.append((line.ljust(start) + chunks[0]).rstrip())
