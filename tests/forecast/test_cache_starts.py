@@ -12,12 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
+from test_starts_at_build import run_recording_starts
 
 from apportion.cluster.model import JobInfo, TaskStatus
-from apportion.cluster.snapshot import Snapshot
 from apportion.forecast.sim import DumpObjects
 from apportion.simulation import handout
-from apportion.simulation.engine import Simulator
 from apportion.simulation.jobs import SimJob
 from apportion.state.check import ENV, StateCheckError
 
@@ -25,21 +24,10 @@ from apportion.state.check import ENV, StateCheckError
 def _run(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, only: bool,
          monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
     """The forecast's answer and, snapshot by snapshot, every task's start (`give_starts` done)."""
-    seen: list[dict[str, tuple[Any, ...]]] = []
-    snapshot = Simulator._snapshot
-
-    def recording(self: Simulator) -> Snapshot:
-        snap = snapshot(self)
-        seen.append({uid: tuple((k, t.status, t.started_at) for k, t in ji.tasks.items())
-                     for uid, ji in snap.jobs.items()})
-        return snap
-
     with monkeypatch.context() as mp:
         mp.setattr(handout, "CACHE_STARTS_ONLY", only)
-        mp.setattr(Simulator, "_snapshot", recording)
         mp.delenv(ENV, raising=False)
-        sim = _simulator(objs, conf_text, skip, 4 * 3600.0)
-        sim.run()
+        sim, seen = run_recording_starts(mp, objs, conf_text, skip)
     assert isinstance(sim.objects, DumpObjects)
     return _answer(sim), seen
 

@@ -29,9 +29,10 @@ from apportion.state.check import ENV
 from k8s import node, pod, podgroup
 
 
-def _run(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, at_build: bool, checking: bool,
-         monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
-    """The forecast's answer and, snapshot by snapshot, every task's start (`give_starts` done)."""
+def run_recording_starts(mp: pytest.MonkeyPatch, objs: list[dict[str, Any]], conf_text: str | None,
+                         skip: bool) -> tuple[Simulator, list[dict[str, tuple[Any, ...]]]]:
+    """A forecast of `objs` run four hours under `mp`'s switches, and, snapshot by snapshot, every task's
+    start (`give_starts` done)."""
     seen: list[dict[str, tuple[Any, ...]]] = []
     snapshot = Simulator._snapshot
 
@@ -41,15 +42,22 @@ def _run(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, at_build
                      for uid, ji in snap.jobs.items()})
         return snap
 
+    mp.setattr(Simulator, "_snapshot", recording)
+    sim = _simulator(objs, conf_text, skip, 4 * 3600.0)
+    sim.run()
+    return sim, seen
+
+
+def _run(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, at_build: bool, checking: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """The forecast's answer and, snapshot by snapshot, every task's start (`give_starts` done)."""
     with monkeypatch.context() as mp:
         mp.setattr(job_build, "STARTS_AT_BUILD", at_build)
-        mp.setattr(Simulator, "_snapshot", recording)
         if checking:
             mp.setenv(ENV, "1")
         else:
             mp.delenv(ENV, raising=False)
-        sim = _simulator(objs, conf_text, skip, 4 * 3600.0)
-        sim.run()
+        sim, seen = run_recording_starts(mp, objs, conf_text, skip)
     objects = sim.objects
     assert isinstance(objects, DumpObjects) and objects.starts_known
     return _answer(sim), seen, objects.tasks_shared

@@ -66,10 +66,10 @@ def _plain_resources(raw: Any) -> Resource | None:
         return None
 
 
-def plain_node(data: dict[str, Any]) -> NodeSpec | None:
-    """What `parse_node_reference` gives a Node whose fields are plain, with no taints; None for any
-    other (the reference reads it, and reports what is wrong). A dump's Nodes are plain: this read skips
-    a field view and a path walk per field."""
+def _plain_parts(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None,
+                                                 dict[str, Any] | None, str] | None:
+    """An object's metadata, spec, status and name when the three are objects (or absent) and the name
+    a non-empty string; None for any other (the field view then reads it and says what is wrong)."""
     meta, spec, status = data.get("metadata"), data.get("spec"), data.get("status")
     if type(meta) is not dict or (spec is not None and type(spec) is not dict) or (
             status is not None and type(status) is not dict):
@@ -77,6 +77,17 @@ def plain_node(data: dict[str, Any]) -> NodeSpec | None:
     name = meta.get("name")
     if type(name) is not str or not name:
         return None
+    return meta, spec, status, name
+
+
+def plain_node(data: dict[str, Any]) -> NodeSpec | None:
+    """What `parse_node_reference` gives a Node whose fields are plain, with no taints; None for any
+    other (the reference reads it, and reports what is wrong). A dump's Nodes are plain: this read skips
+    a field view and a path walk per field."""
+    parts = _plain_parts(data)
+    if parts is None:
+        return None
+    meta, spec, status, name = parts
     raw = None if status is None else status.get("allocatable")
     alloc = Resource() if raw is None else _plain_resources(raw)
     if alloc is None:
@@ -157,13 +168,10 @@ def _plain_str(d: dict[str, Any] | None, key: str, default: str) -> str | None:
 def plain_podgroup(data: dict[str, Any]) -> PodGroupSpec | None:
     """What `parse_podgroup_reference` gives a PodGroup whose fields are plain, without minTaskMember;
     None for any other (the reference reads it, and reports what is wrong)."""
-    meta, spec, status = data.get("metadata"), data.get("spec"), data.get("status")
-    if type(meta) is not dict or (spec is not None and type(spec) is not dict) or (
-            status is not None and type(status) is not dict):
+    parts = _plain_parts(data)
+    if parts is None:
         return None
-    name = meta.get("name")
-    if type(name) is not str or not name:
-        return None
+    meta, spec, status, name = parts
     ns = _plain_str(meta, "namespace", "default")
     creation = _plain_str(meta, "creationTimestamp", "")
     annotations = plain_strs(meta.get("annotations"))
