@@ -25,70 +25,15 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from apportion.cluster.model import TaskInfo
-from apportion.cluster.node_table import NodeTable
 from apportion.framework import extension as ep
-from apportion.framework.conf import PluginOption
-from apportion.framework.interface import Fn, NodeFilter
-from apportion.framework.placement_carry import CarrySession, carried_answers, check_carried, fail
+from apportion.framework.placement_carry import PlacementSession, carried_answers, check_carried, fail
 from apportion.resources import MIN_RESOURCE
 from apportion.state import check
-
-
-class PlacementSession(CarrySession, Protocol):
-    """What the cache reads from the session that owns it (the session implements it; naming the members
-    here rather than importing the session keeps the framework free of import cycles), carrying's
-    members (memo, conf, the open's generation and delta) among them."""
-
-    @property
-    def table(self) -> NodeTable:
-        """The session's node table."""
-        ...
-
-    @property
-    def node_local_keys(self) -> dict[str, Callable[[TaskInfo], Hashable | None]]:
-        """Plugin name -> its placement-key function (Session.add_node_local_key)."""
-        ...
-
-    @property
-    def node_row_fns(self) -> dict[str, Callable[[TaskInfo, int], Any]]:
-        """Plugin name -> its one-node answer (Session.add_node_local_key)."""
-        ...
-
-    @property
-    def unresolvable_nodes(self) -> dict[str, set[int]]:
-        """Task uid -> rows that fail a predicate for good."""
-        ...
-
-
-    def has_fn(self, point: str) -> bool:
-        """Whether any enabled plugin registered the point."""
-        ...
-
-    def consulted(self, point: str) -> list[tuple[int, PluginOption, Fn]]:
-        """(tier, option, fn) of every plugin the point's dispatcher consults, in order."""
-        ...
-
-    def task_vec(self, t: TaskInfo) -> np.ndarray:
-        """The task's request as a node-table vector."""
-        ...
-
-    def task_cols(self, t: TaskInfo) -> np.ndarray:
-        """The node-table columns the task's request compares."""
-        ...
-
-    def plugin_predicates(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
-        """Every plugin predicate over the rows."""
-        ...
-
-    def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        """The summed node-order scores of the rows."""
-        ...
-
 
 #: How many of the best nodes a key keeps ranked at least (see _Answers.top).
 TOP = 32

@@ -16,6 +16,9 @@ A key compared across sessions must mean the same in both: its summaries are val
 node view's requests of the task) or objects compared by identity that the key itself holds (predicates'
 signature, never written once built and read from the nodes alone), never an `id()`, which a later
 object could take over once the first is freed.
+
+The session protocol the placement cache reads (`PlacementSession`) lives here too, beside the part of
+it carrying reads (`CarrySession`).
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_parts import OpenDelta
 from apportion.state import check
+
+if TYPE_CHECKING:
+    from apportion.cluster.model import TaskInfo
+    from apportion.framework.conf import PluginOption
+    from apportion.framework.interface import Fn, NodeFilter
 
 #: the memo's entry: the answers of the last session opened over it (`Carried`)
 ANSWERS_MEMO = "placement.answers"
@@ -169,3 +177,53 @@ def fail(key: Any, what: str) -> None:
     """Raise the self-check's error for carried answers that differ from fresh ones."""
     raise check.StateCheckError(f"{check.ENV}: the placement answers of key {key!r} carried from the last session "
                                 f"and brought up to date differ from answers worked out afresh ({what})")
+
+
+class PlacementSession(CarrySession, Protocol):
+    """What the cache reads from the session that owns it (the session implements it; naming the members
+    here rather than importing the session keeps the framework free of import cycles), carrying's
+    members (memo, conf, the open's generation and delta) among them."""
+
+    @property
+    def table(self) -> NodeTable:
+        """The session's node table."""
+        ...
+
+    @property
+    def node_local_keys(self) -> dict[str, Callable[[TaskInfo], Hashable | None]]:
+        """Plugin name -> its placement-key function (Session.add_node_local_key)."""
+        ...
+
+    @property
+    def node_row_fns(self) -> dict[str, Callable[[TaskInfo, int], Any]]:
+        """Plugin name -> its one-node answer (Session.add_node_local_key)."""
+        ...
+
+    @property
+    def unresolvable_nodes(self) -> dict[str, set[int]]:
+        """Task uid -> rows that fail a predicate for good."""
+        ...
+
+    def has_fn(self, point: str) -> bool:
+        """Whether any enabled plugin registered the point."""
+        ...
+
+    def consulted(self, point: str) -> list[tuple[int, PluginOption, Fn]]:
+        """(tier, option, fn) of every plugin the point's dispatcher consults, in order."""
+        ...
+
+    def task_vec(self, t: TaskInfo) -> np.ndarray:
+        """The task's request as a node-table vector."""
+        ...
+
+    def task_cols(self, t: TaskInfo) -> np.ndarray:
+        """The node-table columns the task's request compares."""
+        ...
+
+    def plugin_predicates(self, task: TaskInfo, rows: np.ndarray) -> NodeFilter:
+        """Every plugin predicate over the rows."""
+        ...
+
+    def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """The summed node-order scores of the rows."""
+        ...
