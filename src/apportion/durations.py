@@ -67,11 +67,14 @@ def try_time(text: str) -> datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
-def newest(stamps: Iterable[str]) -> datetime | None:
-    """The newest of the RFC 3339 stamps that parse; None when none does."""
+def newest(stamps: Iterable[str], times: dict[str, datetime | None] | None = None) -> datetime | None:
+    """The newest of the RFC 3339 stamps that parse; None when none does. `times`, when given, is filled
+    in with each stamp's parsed time (None for one that does not parse), for a caller that reads them."""
     best: datetime | None = None
     for s in stamps:
         when = try_time(s)
+        if times is not None:
+            times[s] = when
         if when is not None and (best is None or when > best):
             best = when
     return best

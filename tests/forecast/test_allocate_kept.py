@@ -86,12 +86,15 @@ def test_the_visit_verdict_is_kept_while_the_job_stays() -> None:
     job.set_phase(PodGroupPhase.RUNNING)
     assert visit_verdict(ssn, job) == (False, "2 valid", True) and ssn.asked == 5
     assert visit_verdict(ssn, job) == (False, "2 valid", True) and ssn.asked == 5
+    # other JobValid plugins consulted (another configuration over the same object): asked again
+    assert visit_verdict(ssn, job, ("gang",)) == (False, "2 valid", True) and ssn.asked == 6
+    assert visit_verdict(ssn, job, ("gang",)) == (False, "2 valid", True) and ssn.asked == 6
     # a kept verdict that a fresh one does not give: only the self-check can tell
     version, phase, minimums, _ = job.derived[VISIT_KEY]
     job.derived[VISIT_KEY] = (version, phase, minimums, (True, "", True))
-    assert visit_verdict(ssn, job) == (True, "", True)
+    assert visit_verdict(ssn, job, ("gang",)) == (True, "", True)
     with pytest.raises(check.StateCheckError):
-        visit_verdict(ssn, job, True)
+        visit_verdict(ssn, job, ("gang",), True)
 
 
 def _compare(priority: bool) -> Any:

@@ -19,10 +19,11 @@ from apportion.state.check import ENV, StateCheckError
 
 
 def _traced(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, fast: bool,
-            mp: pytest.MonkeyPatch) -> tuple[Any, list[Any], int]:
+            mp: pytest.MonkeyPatch, other_open: bool = False) -> tuple[Any, list[Any], int]:
     """The forecast with `WRITE_REMAPPED` as given (self-check off); per session opened, each node's map
     as a list of (key, task) (the trace keeps the tasks alive: no later one takes an identity over), and
-    how many opens looked at some rows only."""
+    how many opens looked at some rows only. `other_open`: before each incremental open, another open
+    (of another memo) is counted as having handed out maps."""
     trace: list[Any] = []
     looked = [0]
     init = session.Session.__init__
@@ -33,8 +34,10 @@ def _traced(objs: list[dict[str, Any]], conf_text: str | None, horizon: float, f
         trace.append([list(n.tasks.items()) for n in self.nodes])
 
     def spy_hand(ssn: Any, base: Any, nxt: Any) -> None:
+        if other_open:
+            open_rows.MapTurns.take()
         looked[0] += (open_rows.WRITE_REMAPPED and base.written is not None and ssn.snapshot.node_maps_as_left
-                      and base.node_map is ssn.node_by_name)
+                      and base.node_map is ssn.node_by_name and base.map_turn == open_rows.MapTurns.count)
         hand(ssn, base, nxt)
 
     mp.delenv(ENV, raising=False)
@@ -103,3 +106,15 @@ def test_a_map_written_behind_the_opens_back_is_caught(monkeypatch: pytest.Monke
     monkeypatch.setattr(sim, "_snapshot", meddled)
     with pytest.raises(StateCheckError, match="hold another map"):
         sim.run()
+
+
+def test_an_open_of_another_memo_in_between_turns_the_rows_only_look_off() -> None:
+    """Another open between two of the forecast's (which may have written the maps of the same node
+    objects): every node is looked at, and the forecast answers alike."""
+    objs = _bench_objects(4, nodes=10, gangs=40)
+    with pytest.MonkeyPatch.context() as mp:
+        ref = _traced(objs, None, 3 * 3600.0, False, mp)
+    with pytest.MonkeyPatch.context() as mp:
+        other = _traced(objs, None, 3 * 3600.0, True, mp, other_open=True)
+    assert other[2] == 0
+    assert other[0] == ref[0] and _shape(other[1]) == _shape(ref[1])

@@ -19,7 +19,8 @@ PASS_ALL_AT_ONCE = True
 #: False: the visit asks every job's JobValid and looks for a task to try at every session (the
 #: reference); True: the answers are kept on the job while it stays as it was (`visit_verdict`, K48)
 KEEP_VISIT_VERDICTS = True
-#: JobInfo.derived key of `visit_verdict`'s answer: (version, phase, minimums, (valid, message, tries))
+#: JobInfo.derived key of `visit_verdict`'s answer: (version, phase, (minimums, JobValid plugins consulted),
+#: (valid, message, tries))
 VISIT_KEY = "allocate.visit"
 
 
@@ -38,6 +39,8 @@ def execute(ssn: Session) -> None:
     waiting = PodGroupPhase.PENDING
     kept = KEEP_VISIT_VERDICTS and ssn.job_local_validity()
     checking_visits = kept and check.enabled()
+    # a job object seen under another configuration (other JobValid plugins) must not take its answer
+    validity = tuple(opt.name for _, opt, _ in ssn.consulted(ep.JOB_VALID)) if kept else ()
     for uid in ssn.visits.visit():
         job = jobs_of[uid]
         # JobInfo.is_pending inline: in a forecast most visited jobs wait for enqueue, ~500 a session
@@ -46,7 +49,7 @@ def execute(ssn: Session) -> None:
                 continue
             job.set_phase(PodGroupPhase.INQUEUE)
         if kept:
-            valid, msg, tries = visit_verdict(ssn, job, checking_visits)
+            valid, msg, tries = visit_verdict(ssn, job, validity, checking_visits)
         else:
             valid, msg = ssn.job_valid(job)
             tries = None
@@ -210,7 +213,8 @@ def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo
     return True
 
 
-def visit_verdict(ssn: Session, job: JobInfo, checking: bool = False) -> tuple[bool, str, bool]:
+def visit_verdict(ssn: Session, job: JobInfo, validity: tuple[str, ...] = (), checking: bool = False,
+                  ) -> tuple[bool, str, bool]:
     """What allocate's visit asks of a job, kept on it (`JobInfo.derived`, docs/semantics.md K48): JobValid's
     answer, and whether the job has a task to try (`has_tasks_to_try`, which implies a pending one).
 
@@ -218,24 +222,28 @@ def visit_verdict(ssn: Session, job: JobInfo, checking: bool = False) -> tuple[b
     (`Session.job_local_validity`: a function of the task statuses, the phase and the minimums), and
     a task to try is a pending task (a status) neither best-effort (its request, never changed) nor
     gated (never changed): so the verdict holds while the job's version (bumped by every task added
-    and every status change), phase and minimums stay. A job waiting session after session
-    (a forecast's jobs passed over, ~30 a session) is asked once. `checking`: the self-check's switch,
+    and every status change), phase and minimums stay, under the same JobValid plugins (`validity`, their
+    names as the session consults them). A job waiting session after session (a forecast's jobs passed
+    over, ~30 a session) is asked once. `checking`: the self-check's switch,
     asked once per session (it reads the environment): a kept verdict is then compared with a fresh one."""
     minimums = (job.min_available, job.min_task_member)
     hit = job.derived.get(VISIT_KEY)
-    if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2] == minimums:
+    if hit is not None and hit[0] == job.version and hit[1] is job.phase and hit[2] == (minimums, validity):
         got: tuple[bool, str, bool] = hit[3]
         if checking:
-            valid, msg = ssn.job_valid(job)
-            want = (valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job))
+            want = _fresh_verdict(ssn, job)
             if got != want:
                 raise check.StateCheckError(f"{check.ENV}: allocate's visit verdict kept on job {job.uid} is {got}, "
                                             f"asked afresh it is {want}")
         return got
-    valid, msg = ssn.job_valid(job)
-    verdict = (valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job))
-    job.derived[VISIT_KEY] = (job.version, job.phase, (minimums[0], dict(minimums[1])), verdict)
+    verdict = _fresh_verdict(ssn, job)
+    job.derived[VISIT_KEY] = (job.version, job.phase, ((minimums[0], dict(minimums[1])), validity), verdict)
     return verdict
+
+
+def _fresh_verdict(ssn: Session, job: JobInfo) -> tuple[bool, str, bool]:
+    valid, msg = ssn.job_valid(job)
+    return valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job)
 
 
 def tasks_to_try(job: JobInfo) -> list[TaskInfo]:

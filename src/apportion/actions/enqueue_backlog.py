@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.cluster.snapshot import same_queues
 from apportion.framework.dispatch import KeyAnswers
 from apportion.framework.session import Session
 
@@ -129,8 +130,7 @@ class Kept:
 
     def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
         """Whether the session's queues are the ones this backlog was kept with (names and objects)."""
-        mine = self.known
-        return len(mine) == len(known) and all(map(_same_item, mine, known.items()))
+        return same_queues(self.known, known)
 
     def handed_out(self, known: dict[str, QueueInfo]) -> Carried | None:
         """The backlog for a session that knows the queues `known` (those it was kept with): copies of the
@@ -158,12 +158,10 @@ class Kept:
             got = list(map(known.get, names))
             if None in got:
                 return None
-            queues = self.queues = got  # type: ignore[assignment]  # no None among them
-        assert queues is not None
+            queues = self.queues = cast(list[QueueInfo], got)  # no None among them
         pending = self.pending
         ordered = dict(zip(names, map(list, map(pending.__getitem__, names))))
         return list(queues), ordered, self.size, not self.no_min, self
-
 
     def bucketed(self, ssn: Session, names: list[str], texts: bool) -> tuple[list[Any], KeyAnswers] | None:
         """`Session.enqueue_buckets` of the Pending jobs in the order the session's votes list them (queue
@@ -203,10 +201,6 @@ class Kept:
         return list(chain.from_iterable(map(keys.__getitem__, names))), answers
 
 
-def _same_item(a: tuple[str, QueueInfo], b: tuple[str, QueueInfo]) -> bool:
-    return a[0] == b[0] and a[1] is b[1]
-
-
 class _Seen:
     """The queues of an open whose backlog was not kept (`Kept.holds_queues` compares with them)."""
 
@@ -217,8 +211,7 @@ class _Seen:
 
     def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
         """`Kept.holds_queues`."""
-        mine = self.known
-        return len(mine) == len(known) and all(map(_same_item, mine, known.items()))
+        return same_queues(self.known, known)
 
 
 def carried_backlog(ssn: Session) -> Carried | None:

@@ -112,3 +112,13 @@ class Snapshot:
         """Add an empty queue of that name unless it exists (`root` is never reclaimable)."""
         if name not in self.queues:
             self.queues[name] = QueueInfo(name=name, reclaimable=name != ROOT_QUEUE)
+
+
+def _same_item(a: tuple[str, QueueInfo], b: tuple[str, QueueInfo]) -> bool:
+    return a[0] == b[0] and a[1] is b[1]
+
+
+def same_queues(kept: list[tuple[str, QueueInfo]], known: dict[str, QueueInfo]) -> bool:
+    """Whether a session's queues (`Snapshot.queues`) are the ones kept from an earlier session: the same
+    names and the same objects, in the same order (what carries a session's queue-keyed answers on)."""
+    return len(kept) == len(known) and all(map(_same_item, kept, known.items()))

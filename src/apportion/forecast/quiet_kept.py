@@ -354,9 +354,10 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
 
 class WholeRequests:
     """Which request objects are whole amounts below 2**50 in every dimension, answered once per
-    object (kept with it, so that its id is not reused) and once per amounts: a dump's every task has
-    its own request object, most of them equal (`whole_request` is a function of the amounts, and
-    amounts equal as numbers, 0.0 and -0.0 too, give the same answer; a NaN equals nothing and is
+    object (kept with it, so that its id is not reused). A new object is judged written out
+    (`WHOLE_AT_ONCE`, F12); the reference answers once per amounts instead (`by_amounts`: a dump's every
+    task has its own request object, most of them equal; `whole_request` is a function of the amounts,
+    amounts equal as numbers, 0.0 and -0.0 too, give the same answer, and a NaN equals nothing and is
     asked each time)."""
 
     __slots__ = ("seen", "whole", "by_amounts")

@@ -143,6 +143,8 @@ def booking_patch(change: dict[str, Any], hierarchical: bool) -> Callable[[Snaps
                                               guarantee=d.guarantee.exceeded_part(amount))
         job = snap.jobs.get(uid)
         if job is not None:
+            # in place, with a new queue object beside it: enqueue's carried backlog (K47) reads a job's
+            # queue when it takes the job in, and is carried only over the last session's queue objects
             job.queue = SUGGESTED
             job.annotations = {**job.annotations, RESERVATION_ID_KEY: SUGGESTED}
     return patch

@@ -136,15 +136,7 @@ def newest_timestamp(snap: Snapshot, times: dict[str, datetime | None] | None = 
     for o in snap.orphan_tasks:
         stamps[o.creation] = None
         stamps[o.start_time] = None
-    if times is None:
-        return newest(stamps)
-    # `newest`, each stamp's time kept: the first of equal times wins, as there
-    best: datetime | None = None
-    for s in stamps:
-        when = times[s] = try_time(s)
-        if when is not None and (best is None or when > best):
-            best = when
-    return best
+    return newest(stamps, times)
 
 
 def _annotation(task: TaskInfo, job: JobInfo, key: str) -> tuple[str, str] | None:

@@ -125,6 +125,8 @@ class OpenBase:
     #: the rows whose task map that open's session replaced (`Session._own_rows`, filled in as it goes;
     #: None: unknown)
     written: set[int] | None = None
+    #: that open's number among the opens that handed out maps (open_rows.py `MapTurns`)
+    map_turn: int = 0
 
 
 def scalar_names(job: JobInfo) -> frozenset[str]:

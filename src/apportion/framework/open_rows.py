@@ -120,17 +120,33 @@ def merge_row_reference(kept: list[Entry], new: list[Entry], key: Callable[[Entr
 WRITE_REMAPPED = True
 
 
+class MapTurns:
+    """How many opens have handed nodes their task maps in this process. An open's base keeps the count
+    after its own (`OpenBase.map_turn`), and a later open looks only at the rows that base names when no
+    open came in between: an open of another memo, or one without a memo, may have written the maps of
+    the same node objects (sessions run one at a time, each opened before it writes a map)."""
+
+    count = 0
+
+    @classmethod
+    def take(cls) -> int:
+        """Count one more open that handed out maps; its number."""
+        cls.count += 1
+        return cls.count
+
+
 def hand_maps(ssn: Session, base: OpenBase, nxt: OpenBase) -> None:
     """Give every node its task map of `nxt` (a node already holding it is not written: a write is what
     costs). When the snapshot's maker wrote no map and the nodes are the objects of `base`'s open (the
     session's map by name is the one that open had), a node holds the map that open's session left it:
     the last open's map unless that session copied it (`written`). Only those rows and the ones this
-    open made anew can differ, and only they are looked at (docs/semantics.md K46)."""
+    open made anew can differ, and only they are looked at, while no other open wrote maps since
+    (`MapTurns`; docs/semantics.md K46)."""
     nodes = ssn.nodes
     node_tasks = nxt.node_tasks
     written = base.written
     if (WRITE_REMAPPED and written is not None and ssn.snapshot.node_maps_as_left
-            and base.node_map is ssn.node_by_name):
+            and base.node_map is ssn.node_by_name and base.map_turn == MapTurns.count):
         for row in itertools.chain(nxt.remapped, written):
             node = nodes[row]
             tasks = node_tasks[row]
@@ -149,5 +165,5 @@ def hand_maps(ssn: Session, base: OpenBase, nxt: OpenBase) -> None:
             node.tasks = tasks
 
 
-__all__: list[str] = ["WRITE_REMAPPED", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
+__all__: list[str] = ["WRITE_REMAPPED", "MapTurns", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
                       "row_tasks", "row_tasks_less", "tasks_map"]

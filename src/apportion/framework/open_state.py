@@ -48,7 +48,15 @@ from apportion.framework.open_parts import (
     table_for,
 )
 from apportion.framework.open_reference import check_against_full
-from apportion.framework.open_rows import hand_maps, merge_row, replace_in_row, row_key, row_tasks, tasks_map
+from apportion.framework.open_rows import (
+    MapTurns,
+    hand_maps,
+    merge_row,
+    replace_in_row,
+    row_key,
+    row_tasks,
+    tasks_map,
+)
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -503,6 +511,7 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     # rows whose map this session replaces (the set it fills in as it goes)
     nxt.node_map = ssn.node_by_name
     nxt.written = ssn._own_rows
+    nxt.map_turn = MapTurns.take()
     if memo is not None:
         if nxt.nodes_key is None:
             memo.pop(OPEN_MEMO, None)

@@ -17,6 +17,7 @@ from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo,
 from apportion.cluster.snapshot import DEFAULT_QUEUE, ConfText, Snapshot
 from apportion.collection import collection_paused
 from apportion.errors import InputError
+from apportion.kube import objects as kube_objects
 from apportion.kube.conf import CONF_KEY
 from apportion.kube.documents import read_documents
 from apportion.kube.fields import Fields, check_name
@@ -146,7 +147,7 @@ def parse_objects(objects: list[tuple[str, Any]]) -> Records:
         raise InputError("several ConfigMaps carry different volcano-scheduler.conf; keep one", where=texts[-1][0])
     for o in by_kind["Node"]:
         # a plain Node is read at once (its name with it); any other as the reference reads it
-        node = plain_node(o.data) if ONE_READ and type(o.data) is dict else None
+        node = plain_node(o.data) if ONE_READ and kube_objects.PLAIN_READ and type(o.data) is dict else None
         name = check_name(o) if node is None else node.name
         if name in rec.nodes:
             raise o.fail("metadata.name", f"duplicate Node {name!r}")
@@ -157,7 +158,7 @@ def parse_objects(objects: list[tuple[str, Any]]) -> Records:
             raise o.fail("metadata.name", f"duplicate Queue {name!r}")
         rec.queues[name] = (o.where, parse_queue(o))
     for o in by_kind["PodGroup"]:
-        pg = plain_podgroup(o.data) if ONE_READ and type(o.data) is dict else None
+        pg = plain_podgroup(o.data) if ONE_READ and kube_objects.PLAIN_READ and type(o.data) is dict else None
         uid = object_key("PodGroup", o) if pg is None else pg.uid
         if uid in rec.podgroups:
             raise o.fail("metadata.name", f"duplicate PodGroup {uid!r}")

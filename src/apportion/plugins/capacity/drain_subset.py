@@ -269,6 +269,7 @@ class DrainPicker:
                 leaves = [q for q in under[top] if q.name in working]
                 leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
                 units += leaves
+        assert len(names) == len(self.queues)  # compress would stop at the shorter
         return list(compress(self.queues, map(reach.__contains__, names))), units
 
     def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apportion.cluster.model import QueueInfo
+from apportion.cluster.snapshot import same_queues
 from apportion.plugins.capacity.buckets import Buckets
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.resources import Resource
@@ -23,10 +24,6 @@ PLANS_MEMO = "capacity.admission-plans"
 #: bucket's plan up in the kept ones (`_carried_plan`) rather than taking the last session's plans whole
 #: (`Admission._shared_plans`, K47)
 share_plans = True
-
-
-def _same_item(a: tuple[str, QueueInfo], b: tuple[str, QueueInfo]) -> bool:
-    return a[0] == b[0] and a[1] is b[1]
 
 
 class _KeptPlans:
@@ -69,8 +66,7 @@ def shared_plans(kept: _KeptPlans, known: dict[str, QueueInfo], buckets: Buckets
     object), and those this session adds hold for the next one over the same queues too. Else a new
     dict, kept for the sessions after. `plan_of` is `Admission._plan` (the self-check's reference)."""
     mine = kept.queues
-    if (kept.buckets is buckets and kept.epoch == buckets.epoch and len(mine) == len(known)
-            and all(map(_same_item, mine, known.items()))):
+    if kept.buckets is buckets and kept.epoch == buckets.epoch and same_queues(mine, known):
         plans = kept.session_plans
         if check.enabled():
             for i, plan in plans.items():
