@@ -111,6 +111,23 @@ def _bits(r: Resource) -> tuple[object, ...]:
     return r.cpu.hex(), r.memory.hex(), [(n, v.hex()) for n, v in r.scalars.items()]
 
 
+def _built_and_added(templates: list[TaskInfo], sim_tasks: list[SimTask],
+                     held: dict[str, TaskInfo] | None) -> tuple[JobInfo, JobInfo]:
+    """Job `ns/j` built by `build_job` from the task templates (`held`: the tasks it may keep), and the
+    same job made by `add_task` of each template's fresh copy (the reference)."""
+    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    spec = JobSpec(name="j", queue="q", arrival=0.0, duration=1.0, tasks=len(templates), min_member=1,
+                   resources=Resource())
+    sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
+                tasks=sim_tasks)
+    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
+                      [None] * len(templates), held)
+    want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for t in templates:
+        want.add_task(TaskInfo(*fresh_fields(t)))
+    return ji, want
+
+
 @given(st.lists(st.tuples(_request(), _STATUSES, st.booleans()), min_size=1, max_size=6), st.booleans())
 def test_the_allocated_sum_written_out_is_add_task_s(cases: list[tuple[Resource, TaskStatus, bool]],
                                                      with_held: bool) -> None:
@@ -125,16 +142,7 @@ def test_the_allocated_sum_written_out_is_add_task_s(cases: list[tuple[Resource,
         held[uid] = TaskInfo(*fresh_fields(tt))
         held[uid].status, held[uid].node_name = status, "n0"
         sim_tasks.append(SimTask(index=i, name=uid, status=status, node="n0"))
-    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
-    spec = JobSpec(name="j", queue="q", arrival=0.0, duration=1.0, tasks=len(cases), min_member=1,
-                   resources=Resource())
-    sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
-                tasks=sim_tasks)
-    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
-                      [None] * len(cases), held if with_held else None)
-    want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
-    for t in templates:
-        want.add_task(TaskInfo(*fresh_fields(t)))
+    ji, want = _built_and_added(templates, sim_tasks, held if with_held else None)
     assert _bits(ji.allocated) == _bits(want.allocated)
     assert (ji.counts, ji.pending_be, ji.gated_tasks, ji.version) == (want.counts, want.pending_be, want.gated_tasks,
                                                                       want.version)
@@ -147,15 +155,6 @@ def test_a_task_met_twice_is_add_task_s_replacement(uids: tuple[str, ...]) -> No
     templates = [TaskInfo(uid=u, name=f"t{i}", namespace="ns", job="ns/j", resreq=Resource(1.0, 1.0),
                           status=TaskStatus.RUNNING, node_name="n0") for i, u in enumerate(uids)]
     sim_tasks = [SimTask(index=i, name=f"t{i}", status=TaskStatus.RUNNING, node="n0") for i in range(len(uids))]
-    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
-    spec = JobSpec(name="j", queue="q", arrival=0.0, duration=1.0, tasks=len(uids), min_member=1,
-                   resources=Resource())
-    sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
-                tasks=sim_tasks)
-    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
-                      [None] * len(uids), None)
-    want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
-    for t in templates:
-        want.add_task(TaskInfo(*fresh_fields(t)))
+    ji, want = _built_and_added(templates, sim_tasks, None)
     assert (ji.allocated_as_added, ji.version, ji.counts, list(ji.tasks)) == (
         want.allocated_as_added, want.version, want.counts, list(want.tasks))

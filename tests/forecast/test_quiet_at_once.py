@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_quiet_first import _resource
 
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast import quiet_anchor, quiet_kept
@@ -84,13 +85,7 @@ class _Task:
         self.resreq = resreq
 
 
-def _request(cpu: float, memory: float, scalars: dict[str, float]) -> Resource:
-    r = Resource(cpu, memory)
-    r.scalars.update(scalars)
-    return r
-
-
-_REQUESTS = st.builds(_request, _AMOUNT, _AMOUNT,
+_REQUESTS = st.builds(_resource, _AMOUNT, _AMOUNT,
                       st.dictionaries(st.sampled_from(["nvidia.com/gpu", "pods", "x"]), _AMOUNT, max_size=3))
 
 

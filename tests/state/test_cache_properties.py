@@ -25,10 +25,12 @@ GROUPS = ["g0", "g1", "g2"]
 
 
 @st.composite
-def an_object(draw: st.DrawFn) -> dict:
+def an_object(draw: st.DrawFn, nodes: list[str] = NODES, priority_classes: tuple[str, ...] = ("hi",)) -> dict:
+    """A Node, Queue, PodGroup, Pod or PriorityClass over a few names (`nodes`, GROUPS, the queues, the
+    priority classes), so that events collide."""
     kind = draw(st.sampled_from(["Node", "Queue", "PodGroup", "Pod", "Pod", "Pod", "PriorityClass"]))
     if kind == "Node":
-        return k8s.node(draw(st.sampled_from(NODES)), cpu=draw(st.sampled_from([2, 4])))
+        return k8s.node(draw(st.sampled_from(nodes)), cpu=draw(st.sampled_from([2, 4])))
     if kind == "Queue":
         return k8s.queue(draw(st.sampled_from(["q0", "q1", "default"])), weight=draw(st.integers(1, 3)))
     if kind == "PodGroup":
@@ -37,8 +39,9 @@ def an_object(draw: st.DrawFn) -> dict:
                             phase=draw(st.sampled_from(["Pending", "Inqueue", "Running"])),
                             priority_class=draw(st.sampled_from(["", "hi"])))
     if kind == "PriorityClass":
-        return k8s.priority_class("hi", draw(st.integers(0, 100)), global_default=draw(st.booleans()))
-    node = draw(st.sampled_from(["", "", *NODES, "n9"]))
+        return k8s.priority_class(draw(st.sampled_from(priority_classes)), draw(st.integers(0, 100)),
+                                  global_default=draw(st.booleans()))
+    node = draw(st.sampled_from(["", "", *nodes, "n9"]))
     return k8s.pod(f"p{draw(st.integers(0, 5))}", draw(st.sampled_from([*GROUPS, None])),
                    cpu=draw(st.sampled_from([1, 2])), node_name=node,
                    phase=draw(st.sampled_from(["Running", "Succeeded"])) if node else "Pending",

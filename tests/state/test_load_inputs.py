@@ -11,47 +11,30 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cache_properties import an_object as cached_object
 
 from apportion import engine
 from apportion.errors import InputError
 from apportion.state.check import canonical
 
-import k8s
-
 NODES = ["n0", "n1"]
-GROUPS = ["g0", "g1", "g2"]
 CONF_TEXT = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
 
 
 @st.composite
 def an_object(draw: st.DrawFn) -> dict:
-    kind = draw(st.sampled_from(["Node", "Queue", "PodGroup", "Pod", "Pod", "Pod", "PriorityClass", "ConfigMap",
-                                 "Service"]))
-    if kind == "Node":
-        return k8s.node(draw(st.sampled_from(NODES)), cpu=draw(st.sampled_from([2, 4])))
-    if kind == "Queue":
-        return k8s.queue(draw(st.sampled_from(["q0", "q1", "default"])), weight=draw(st.integers(1, 3)))
-    if kind == "PodGroup":
-        return k8s.podgroup(draw(st.sampled_from(GROUPS)), queue=draw(st.sampled_from(["q0", "q1", "default", "gone"])),
-                            min_member=draw(st.integers(0, 2)),
-                            phase=draw(st.sampled_from(["Pending", "Inqueue", "Running"])),
-                            priority_class=draw(st.sampled_from(["", "hi"])))
-    if kind == "PriorityClass":
-        return k8s.priority_class(draw(st.sampled_from(["hi", "lo"])), draw(st.integers(0, 100)),
-                                  global_default=draw(st.booleans()))
+    """The cache property test's objects (two priority classes), a scheduler ConfigMap, a kind no reader
+    takes, and pods for another scheduler."""
+    kind = draw(st.sampled_from(["cached"] * 7 + ["ConfigMap", "Service"]))
     if kind == "ConfigMap":
         return {"kind": "ConfigMap", "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
                 "data": {"volcano-scheduler.conf": draw(st.sampled_from([CONF_TEXT, CONF_TEXT + "# other\n"]))}}
     if kind == "Service":
         return {"kind": "Service", "metadata": {"name": "s"}}
-    node = draw(st.sampled_from(["", "", *NODES, "n9"]))
-    pod = k8s.pod(f"p{draw(st.integers(0, 5))}", draw(st.sampled_from([*GROUPS, None])),
-                  cpu=draw(st.sampled_from([1, 2])), node_name=node,
-                  phase=draw(st.sampled_from(["Running", "Succeeded"])) if node else "Pending",
-                  deleting=draw(st.booleans()) if node else False)
-    if draw(st.booleans()):
-        pod["spec"]["schedulerName"] = draw(st.sampled_from(["volcano", "default-scheduler"]))
-    return pod
+    obj: dict = draw(cached_object(NODES, ("hi", "lo")))
+    if obj["kind"] == "Pod" and draw(st.booleans()):
+        obj["spec"]["schedulerName"] = draw(st.sampled_from(["volcano", "default-scheduler"]))
+    return obj
 
 
 def _snapshot_form(snap: object) -> object:
