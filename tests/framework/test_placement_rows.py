@@ -63,3 +63,22 @@ def test_a_ranking_holding_every_feasible_node_takes_every_new_feasible_row() ->
     a.update_rows(rows, np.array(rows), np.array([True, False]), np.array([True, False]), np.array([True, True]),
                   np.array([False, False]), np.array([9.0, 9.0]))
     assert a.top[0] == (-2, -9.0, 1) and 4 not in a.in_top and len(a.top) == n - 1
+
+
+def test_a_nan_score_among_the_rows_leaves_no_ranking_to_bisect() -> None:
+    # CI's failing draw: row 4 takes a NaN score before row 10, the ranking's one row, is updated; a NaN
+    # key inserted in the ranking made the later bisect miss row 10's old key
+    n = 14
+    fit = np.zeros(n, bool)
+    fit[10] = True
+    a = placement._Answers(0, fit, fit.copy(), fit.copy(), np.zeros(n, bool), np.zeros(n))
+    assert a.in_top == {10: (-2, -0.0, 10)}
+    rows = list(range(12))
+    scores = np.zeros(12)
+    scores[4] = np.nan
+    ones = np.ones(12, bool)
+    a.update_rows(rows, np.array(rows), ones, ones, ones, np.zeros(12, bool), scores)
+    assert a.nan and a.top == [] and a.in_top == {} and a.bound is placement._ALL
+    assert a.fit[:12].all() and np.isnan(a.scores[4])
+    a.update_rows([13], np.array([13]), ones[:1], ones[:1], ones[:1], np.zeros(1, bool), np.zeros(1))
+    assert a.top == [] and a.fit[13]

@@ -185,8 +185,9 @@ class _Answers:
         is at most `bound`, which no update moves. So the end state is the arrays set at the rows, the
         ranking without the rows' old keys and with their new keys at most `bound`, sorted: one state,
         whatever the order, since rank keys of distinct rows are distinct and totally ordered. A NaN
-        score is not (a tuple holding one compares unlike a number): those rows go one by one."""
-        if np.isnan(scores).any():
+        score is not (a tuple holding one compares unlike a number): with one, or once the answers hold one,
+        the rows go one by one, and no ranking is kept (`update`)."""
+        if self.nan or np.isnan(scores).any():
             self.update_each(rows, fit, idle_fit, ok, unres, scores)
             return
         self.fit[at] = fit
@@ -229,8 +230,12 @@ class _Answers:
             self.unres_rows.add(row)
         else:
             self.unres_rows.discard(row)
-        if score != score:
+        if self.nan or score != score:
+            # a NaN rank key compares unlike a number and would break the bisects; `choose` reads no
+            # ranking once a score is NaN (the flag stays), so none is kept, as `rank` keeps none
             self.nan = True
+            self.top, self.in_top, self.bound = [], {}, _ALL
+            return
         old = self.in_top.pop(row, None)
         if old is not None:
             del self.top[bisect.bisect_left(self.top, old)]
