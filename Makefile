@@ -34,7 +34,7 @@ postgres:
 	fi
 
 test: $(DEVSTAMP) lint postgres chromium
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15
 
 test-slow: $(DEVSTAMP) postgres
 	$(PY) -m pytest -q -m slow

@@ -49,7 +49,7 @@ def test_handing_out_a_job_with_its_new_phase_changes_no_forecast(
         _twins(objs, _without_reclaim(conf_text, drop), 4 * 3600.0, skip)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.booleans())
 def test_handing_out_a_job_with_its_new_phase_on_the_benchmark_shape(seed: int, reclaim: bool) -> None:
     with pytest.MonkeyPatch.context() as mp:

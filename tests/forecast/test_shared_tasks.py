@@ -55,7 +55,7 @@ def test_sharing_tasks_changes_no_forecast(case: tuple[list[dict[str, Any]], str
         _twins(objs, conf_text, 4 * 3600.0, skip)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.booleans())
 def test_sharing_tasks_on_the_benchmark_shape(seed: int, reclaim: bool) -> None:
     """The benchmark's shape small, any seed: the same answer with and without sharing (a seed may

@@ -16,7 +16,7 @@ from apportion.kube.fields import Fields
 from apportion.kube.pods import parse_pod, parse_pod_reference
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(pod=pods(), nodes=st.none() | st.just({"n1", "n2"}), annotated=st.booleans())
 def test_positional_tasks_are_the_keyword_ones(pod: dict[str, Any], nodes: set[str] | None, annotated: bool) -> None:
     meta = pod.get("metadata")

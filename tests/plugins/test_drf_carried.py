@@ -44,7 +44,7 @@ def _drf(ssn: Any) -> DrfPlugin:
     return next(p for _, p in ssn.plugins if isinstance(p, DrfPlugin))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(st.lists(st.tuples(st.sampled_from(["allocate", "deallocate"]),
                                           st.sampled_from(["ns/r0", "ns/r1", "ns/w0"])), max_size=5),
                        min_size=1, max_size=4))

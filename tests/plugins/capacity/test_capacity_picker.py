@@ -104,7 +104,7 @@ def test_tree_picker_decides_as_the_scan(objs: list[dict], monkeypatch: pytest.M
     assert fast == cycle(objs, CONF).to_json()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=trees(three_levels=True))
 def test_tree_picker_decides_as_the_scan_with_leaves_at_two_depths(objs: list[dict],
@@ -196,7 +196,7 @@ def _enqueue_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch, fast: bool
     return asked
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=trees())
 def test_drained_enqueue_asks_in_the_scans_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,7 +297,7 @@ def tied_parents(draw: Any) -> list[dict]:
     return objs
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=tied_parents())
 def test_drained_enqueue_over_tied_parents_asks_in_the_scans_order(objs: list[dict],

@@ -48,7 +48,7 @@ def _decides_as_the_references(objs: list[dict], monkeypatch: pytest.MonkeyPatch
     return kept
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(objs=tied_parents())
 def test_kept_tie_leaves_are_the_gathered_ones_over_tied_parents(objs: list[dict],
