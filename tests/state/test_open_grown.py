@@ -57,14 +57,14 @@ def _pairs(m: dict[str, TaskInfo]) -> list[tuple[str, int]]:
     return [(k, id(t)) for k, t in m.items()]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(a_grown_row())
 def test_a_grown_row_has_the_map_made_from_the_row(rows: tuple[list, list]) -> None:
     old, now = rows
     assert _pairs(row_tasks_more(now, old, tasks_map(old))) == _pairs(tasks_map(now))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(a_grown_row())
 def test_row_tasks_is_the_same_with_grown_rows_on_and_off(rows: tuple[list, list]) -> None:
     old, now = rows
@@ -74,7 +74,7 @@ def test_row_tasks_is_the_same_with_grown_rows_on_and_off(rows: tuple[list, list
     assert _pairs(got) == _pairs(want) == _pairs(tasks_map(now))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(st.lists(open_steps, min_size=1, max_size=30))
 def test_opens_without_skipping_unswapped_rows_are_the_same(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
@@ -84,7 +84,7 @@ def test_opens_without_skipping_unswapped_rows_are_the_same(monkeypatch: pytest.
     _same_either_way(monkeypatch, "SKIP_UNSWAPPED", steps)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(st.lists(open_steps, min_size=1, max_size=30))
 def test_opens_with_grown_rows_made_in_full_are_full_opens(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
