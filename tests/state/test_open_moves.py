@@ -1,4 +1,4 @@
-"""Session open's table step for what left and what came (framework/open_state.py `_apply_moves`,
+"""Session open's table step for what left and what came (framework/open_moves.py `_apply_moves`,
 docs/semantics.md K41): the used-only step against `NodeTable.apply_placements` (`LEAN_MOVES` off), bit for
 bit, for any placements and kinds; the exactness test against `_exact`; the rows and signs it hands the
 node view, and the removed rows negated in place (K46); and sessions opened with the references of the
@@ -17,7 +17,7 @@ from test_open_state import _run as run_open_steps
 from test_open_state import step as open_steps
 
 from apportion.cluster.node_table import NodeTable
-from apportion.framework import open_state
+from apportion.framework import open_moves
 from apportion.plugins import k8s_view
 from apportion.resources import Resource
 
@@ -46,8 +46,8 @@ def test_lean_moves_are_apply_placements(removed: list[Any], added: list[Any], u
     out = []
     for lean in (True, False):
         t = table()
-        with mock.patch.object(open_state, "LEAN_MOVES", lean):
-            got = open_state._apply_moves(t, entries(removed), entries(added))
+        with mock.patch.object(open_moves, "LEAN_MOVES", lean):
+            got = open_moves._apply_moves(t, entries(removed), entries(added))
         out.append((got, [getattr(t, a).copy() for a in ("idle", "used", "releasing", "pipelined", "future",
                                                            "pod_count")]))
     (a, arrays_a), (b, arrays_b) = out
@@ -62,7 +62,7 @@ def test_lean_moves_are_apply_placements(removed: list[Any], added: list[Any], u
         assert np.array_equal(x, y, equal_nan=True) and x.dtype == y.dtype
     # nothing is done when an added vector is not exact, which `_exact` says
     fresh = np.array([v for _, _, v in added]) if added else None
-    assert (a is None) == (fresh is not None and not open_state._exact(fresh))
+    assert (a is None) == (fresh is not None and not open_moves._exact(fresh))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -73,7 +73,7 @@ def test_opens_with_the_references_are_full_ones(monkeypatch: pytest.MonkeyPatch
     `UPDATE_IN_PLACE` off: the carried node view copied before it is brought up to date) and of K46's
     (`SHARE_MOVES` off: the view's rows and signs its own) give, as the default ones do in
     test_open_state.py, the node table, maps and view of a full open at every session."""
-    monkeypatch.setattr(open_state, "LEAN_MOVES", False)
+    monkeypatch.setattr(open_moves, "LEAN_MOVES", False)
     monkeypatch.setattr(k8s_view, "UPDATE_IN_PLACE", False)
     monkeypatch.setattr(k8s_view, "SHARE_MOVES", False)
     run_open_steps(steps, monkeypatch)

@@ -17,18 +17,20 @@ def positions(base: OpenBase) -> dict[str, int]:
     return base.positions
 
 
-def classify(ssn: Session, base: OpenBase, now: list[str]) -> tuple[list[str], list[str]] | None:
+def classify(ssn: Session, base: OpenBase, now: list[str],
+             same_order: bool | None = None) -> tuple[list[str], list[str]] | None:
     """The jobs to take out of the base and the jobs to place; None when the kept jobs' order moved.
-    `now` is the session's job order. With the snapshot's jobs delta from the base's snapshot, only
-    the jobs it names are compared with the base (docs/semantics.md K17); `classify_reference`
-    compares every job."""
+    `now` is the session's job order (`same_order`: whether it is the base's, when the caller compared
+    them already). With the snapshot's jobs delta from the base's snapshot, only the jobs it names are
+    compared with the base (docs/semantics.md K17); `classify_reference` compares every job."""
     delta = ssn.snapshot.jobs_delta
     look = delta.since_last(base.snapshot) if delta is not None else None
     if look is None:
         return classify_reference(ssn, base)
     carried = base.jobs
     jobs = ssn.jobs
-    same_order = now == base.order
+    if same_order is None:
+        same_order = now == base.order
     changed: list[str] = []
     if not look:
         named: list[str] | tuple[()] = ()

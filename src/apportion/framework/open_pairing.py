@@ -3,6 +3,7 @@ was keeps its place, and the node table is not touched for it (docs/semantics.md
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from apportion.cluster.model import JobInfo, NodeInfo
@@ -51,6 +52,10 @@ def pair_job(old: list[Entry], mine: list[Entry], removed: list[Entry], fresh: l
     return slots
 
 
+#: past every task position (a held entry's position is its task's index in a job)
+_END = sys.maxsize
+
+
 def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: list[Entry], removed: list[Entry],
                 fresh: list[Entry], replaced: list[tuple[Entry, Entry]]) -> tuple[list[Slot], frozenset[str]]:
     """`_changed_job` (open_state.py) and then `pair_job` against `old` in one pass over the job's tasks:
@@ -67,6 +72,8 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
     kind_of = KIND_OF
     k = 0
     n_old = len(old)
+    # the task position of the held entry at the cursor (`_END` past the last one)
+    at = old[0][5] if n_old else _END
     left: list[Entry] = []
     for i, t in enumerate(job.tasks.values()):
         t.initial_status = st = t.status
@@ -81,12 +88,14 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
             continue
         row = node.index
         # held entries at earlier positions have no placement at their position now: they leave last
-        while k < n_old and old[k][5] < i:
+        while at < i:
             left.append(old[k])
             k += 1
-        if k < n_old and old[k][5] == i:
+            at = old[k][5] if k < n_old else _END
+        if at == i:
             o = old[k]
             k += 1
+            at = old[k][5] if k < n_old else _END
             if o[0] == row and o[2] == kind:
                 ot = o[1]
                 if t is ot:

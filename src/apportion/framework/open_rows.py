@@ -30,6 +30,8 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
     n = len(merged)
     if n < len(old_row):
         return row_tasks_less(merged, old_row, old_map)
+    if n > len(old_row) and GROWN_ROWS:
+        return row_tasks_more(merged, old_row, old_map)
     if n != len(old_row) or n != len(old_map):
         return tasks_map(merged)
     out = old_map.copy()
@@ -68,6 +70,49 @@ def row_tasks_less(merged: list[Entry], old_row: list[Entry], old_map: dict[str,
         del out[k]
     # every entry of the row was met at an old key, in order: its keys are those left, in that order
     return out if j == n else tasks_map(merged)
+
+
+#: tests switch this off: a row that gained entries then has its map made from every entry of the row
+#: (the reference of `row_tasks_more`, docs/semantics.md K53)
+GROWN_ROWS = True
+
+
+def row_tasks_more(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
+    """`tasks_map(merged)` for a row that gained entries (a gang bound on the node), from its last
+    list and map (`old_map` is `tasks_map(old_row)`) when their keys are distinct: the row is walked
+    with a cursor on the last one, and an entry that is the last row's entry at the cursor takes that
+    entry's key from the map instead of making it (K53); only the other entries' keys are made. An
+    entry whose key is a later one of the last row's moves the cursor there (the entries passed left
+    the row). Any key met twice sends the row to `tasks_map`.
+
+    Every key put in is the key of its entry's task (an entry at the cursor is the last row's, whose
+    key the map holds at that place, the keys being distinct), in the row's order, with its entry's
+    task, and no key is put in twice, so the map is the one made from the row."""
+    m = len(old_row)
+    if m != len(old_map):
+        return tasks_map(merged)
+    keys = list(old_map)
+    out: dict[str, TaskInfo] = {}
+    j = 0
+    for e in merged:
+        t = e[1]
+        if j < m and e is old_row[j]:
+            out[keys[j]] = t
+            j += 1
+            continue
+        k = t.key
+        if k in out:
+            return tasks_map(merged)
+        if k in old_map:
+            # a key of the last row's at or after the cursor is taken there (those passed left the row);
+            # one before the cursor was passed over (its entry left) and is put in as any new key
+            at = j
+            while at < m and keys[at] != k:
+                at += 1
+            if at < m:
+                j = at + 1
+        out[k] = t
+    return out
 
 
 def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
@@ -165,5 +210,5 @@ def hand_maps(ssn: Session, base: OpenBase, nxt: OpenBase) -> None:
             node.tasks = tasks
 
 
-__all__: list[str] = ["WRITE_REMAPPED", "MapTurns", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
-                      "row_tasks", "row_tasks_less", "tasks_map"]
+__all__: list[str] = ["GROWN_ROWS", "WRITE_REMAPPED", "MapTurns", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
+                      "row_tasks", "row_tasks_less", "row_tasks_more", "tasks_map"]

@@ -33,6 +33,7 @@ import numpy as np
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_classify import classify, positions, same_relative_order
+from apportion.framework.open_moves import _BOUND, _apply_moves, _exact, _table_bound, _table_exact
 from apportion.framework.open_pairing import Slot, check_walked, pair_job, placed_as_held, walk_paired
 from apportion.framework.open_parts import (
     KIND_OF,
@@ -64,30 +65,9 @@ from apportion.state import check
 OPEN_MEMO = "session.open"
 #: the memo's entry: the node table's columns of the last session over it (rows of kept tasks are kept)
 COLUMNS_MEMO = "session.node-columns"
-_EXACT = float(2**53)
 #: every open's generation, unique in the process: state kept from an open is matched to the open a
 #: delta starts from by it, also across memos and after a memo lost its base
 _GENERATIONS = itertools.count(1)
-
-
-def _exact(arr: np.ndarray) -> bool:
-    return bool(np.all(np.abs(arr) < _EXACT) and np.all(arr == np.floor(arr)))
-
-
-def _table_exact(t: NodeTable) -> bool:
-    """Whether every amount of the table is an integer below 2**53 (then any order of sums is exact)."""
-    return all(_exact(a) for a in (t.allocatable, t.idle, t.used, t.releasing, t.pipelined, t.future))
-
-
-def _table_bound(t: NodeTable) -> float:
-    """The largest magnitude of any amount of the table (0 for a table without rows)."""
-    arrays = (t.allocatable, t.idle, t.used, t.releasing, t.pipelined, t.future)
-    return max((float(np.abs(a).max()) for a in arrays if a.size), default=0.0)
-
-
-#: the bound below which sums of integers are exact, with room for the float rounding of the bound's
-#: own sum (each term is below 2**53, so the sum is off by far less than 2**52)
-_BOUND = float(2**52)
 
 
 def _job_entries(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], entries: list[Entry]) -> list[Entry]:
@@ -254,7 +234,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     changed job's placements that occupy the table as they did are not taken out and put in again
     (`pair_job`) while the jobs of both opens keep their relative order."""
     now = list(ssn.jobs)
-    split = classify(ssn, base, now)
+    same_order = now == base.order
+    split = classify(ssn, base, now, same_order)
     if split is None:
         return None
     gone, changed = split
@@ -263,7 +244,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     names: dict[str, frozenset[str]] = {}
     placed: dict[str, list[Entry]] = {}
     held_jobs = base.jobs
-    same_order = now == base.order
     # a changed job held by the base is among `gone`, and is in this open's jobs (a job that left is not)
     pairing = PAIR_PLACEMENTS and bool(gone) and (same_order or same_relative_order(now, base, jobs_now))
     fresh: list[Entry] = []
@@ -353,8 +333,12 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     # per entry of the base that does not stay as it is: its replacement, or None (taken out)
     swap: dict[int, Entry | None] = {id(e): None for e in removed}
     touched: dict[int, list[Entry]] = {}
+    # the rows where `swap` names an entry (taken out or replaced): the only ones whose kept entries
+    # are not the base row's as they stand
+    lost: set[int] = set()
     for e in removed:
         touched.setdefault(e[0], [])
+        lost.add(e[0])
     for e in added:
         touched.setdefault(e[0], []).append(e)
     checking = check.enabled()
@@ -366,6 +350,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         if r in touched or len(node_tasks[r]) != len(rows[r]):
             swap[id(o)] = n
             touched.setdefault(r, [])
+            lost.add(r)
         else:
             only_replaced.setdefault(r, []).append((o, n))
     for row, pairs in only_replaced.items():
@@ -378,7 +363,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         merging: list[tuple[int, list[Entry], list[Entry]]] = []
         uids: set[str] = set()
         for row, new_entries in touched.items():
-            keep_entries = [k for e in rows[row] if (k := swap.get(id(e), e)) is not None]
+            # a row that only gained entries keeps the base row's as they are (`swap` names none of them)
+            keep_entries = ([k for e in rows[row] if (k := swap.get(id(e), e)) is not None]
+                            if row in lost or not SKIP_UNSWAPPED else rows[row].copy())
             if new_entries and not same_order:  # (the positions below are the base's otherwise)
                 uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
             merging.append((row, keep_entries, new_entries))
@@ -413,45 +400,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced, moves)
 
 
-#: tests switch this off: the table then takes what left and what came through
-#: `NodeTable.apply_placements` whatever their kinds (the reference of `_apply_moves`' used-only step)
-LEAN_MOVES = True
-
-
-def _apply_moves(table: NodeTable, removed: list[Entry],
-                 added: list[Entry]) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """Take the removed placements out of the table and put the added ones in, in one step (the removed
-    vectors negated); the sum of every vector's largest magnitude, and the rows and signs (-1 taken out,
-    1 put in) of `removed + added` as the table took them; or None (nothing done) when an added vector
-    is not all integers below 2**53. When every placement occupies its node as `used` (a forecast
-    open's: tasks that bound or ended) the four sums `apply_placements` makes for that kind are made
-    directly, the same `ufunc.at` steps over the same rows and vectors, without its masks."""
-    cut = len(removed)
-    both = removed + added
-    vecs = np.array([e[3] for e in both])
-    largest = np.abs(vecs).max(axis=1)
-    if added:
-        # `_exact` of the added vectors: magnitudes below 2**53 (a NaN fails the comparison) and integers
-        fresh = vecs[cut:]
-        if not (largest[cut:].max() < _EXACT and (fresh == np.floor(fresh)).all()):
-            return None
-    signs = np.ones(len(vecs), dtype=np.int64)
-    signs[:cut] = -1
-    at_rows = np.fromiter([e[0] for e in both], dtype=np.int64, count=len(both))
-    # the stack is this step's own: the removed rows negated where they are (`x * -1.0` is what
-    # `vecs * signs[:, None]` makes of them, and `x * 1.0` is x)
-    signed = vecs
-    if cut:
-        signed[:cut] *= -1
-    kinds = [e[2] for e in both]
-    if LEAN_MOVES and kinds.count("used") == len(kinds):
-        np.subtract.at(table.idle, at_rows, signed)
-        np.add.at(table.used, at_rows, signed)
-        np.subtract.at(table.future, at_rows, signed)
-        np.add.at(table.pod_count, at_rows, signs)
-    else:
-        table.apply_placements(at_rows, signed, kinds, signs)
-    return float(largest.sum()), at_rows, signs
+#: tests switch this off: a touched row that lost no entry and had none replaced then looks up every
+#: entry of its base row in `swap` as the others do (the reference of copying the row, K53)
+SKIP_UNSWAPPED = True
 
 
 def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[str]]) -> Counter[str]:
@@ -522,4 +473,4 @@ def open_nodes(ssn: Session) -> OpenDelta | None:
     return delta
 
 
-__all__: list[str] = ["KEEP_HELD", "LEAN_MOVES", "NET_COUNTS", "OPEN_MEMO", "PAIR_IN_WALK", "PAIR_PLACEMENTS", "STACK_MADE", "open_nodes", "place_full", "place_incremental"]
+__all__: list[str] = ["KEEP_HELD", "NET_COUNTS", "OPEN_MEMO", "PAIR_IN_WALK", "PAIR_PLACEMENTS", "STACK_MADE", "open_nodes", "place_full", "place_incremental"]
