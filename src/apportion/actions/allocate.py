@@ -6,7 +6,15 @@ import numpy as np
 
 from apportion.actions.common import need_continue_allocating, pop_best, sorted_tasks
 from apportion.actions.pass_over import PASS_OVER, PassOver, lacking
-from apportion.cluster.model import FitError, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    GROUP_INQUEUE,
+    GROUP_PENDING,
+    PENDING,
+    FitError,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+)
 from apportion.framework import extension as ep
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
@@ -36,7 +44,7 @@ def execute(ssn: Session) -> None:
     checking = bool(hopeless) and check.enabled()
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     jobs_of = ssn.jobs
-    waiting = PodGroupPhase.PENDING
+    waiting = GROUP_PENDING
     kept = KEEP_VISIT_VERDICTS and ssn.job_local_validity()
     checking_visits = kept and check.enabled()
     # a job object seen under another configuration (other JobValid plugins) must not take its answer
@@ -47,7 +55,7 @@ def execute(ssn: Session) -> None:
         if job.phase is waiting:
             if enqueue_configured:
                 continue
-            job.set_phase(PodGroupPhase.INQUEUE)
+            job.set_phase(GROUP_INQUEUE)
         if kept:
             valid, msg, tries = visit_verdict(ssn, job, validity, checking_visits)
         else:
@@ -62,7 +70,7 @@ def execute(ssn: Session) -> None:
         if tries is not None:
             if not tries:
                 continue  # no pending task, or none to try
-        elif not job.counts.get(TaskStatus.PENDING):
+        elif not job.counts.get(PENDING):
             continue  # most jobs run whole: no task of theirs to visit
         if job.uid in hopeless:
             # a job to pass over gets its task list only if it is tried after all (`_passed_over`): until
@@ -243,18 +251,18 @@ def visit_verdict(ssn: Session, job: JobInfo, validity: tuple[str, ...] = (), ch
 
 def _fresh_verdict(ssn: Session, job: JobInfo) -> tuple[bool, str, bool]:
     valid, msg = ssn.job_valid(job)
-    return valid, msg, bool(job.counts.get(TaskStatus.PENDING)) and has_tasks_to_try(job)
+    return valid, msg, bool(job.counts.get(PENDING)) and has_tasks_to_try(job)
 
 
 def tasks_to_try(job: JobInfo) -> list[TaskInfo]:
     """The job's tasks allocate tries, in the job's order: pending, not best-effort, not gated."""
-    return [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    return [t for t in job.tasks.values() if t.status is PENDING and not t.best_effort and not t.gated]
 
 
 def has_tasks_to_try(job: JobInfo) -> bool:
     """Whether `tasks_to_try(job)` is not empty, without building it (most often its first task says)."""
-    for t in job.tasks.values():
-        if t.status is TaskStatus.PENDING and not t.gated and not t.best_effort:
+    for t in job.tasks.values():  # noqa: SIM110 (a loop: any() would add a generator per call)
+        if t.status is PENDING and not t.gated and not t.best_effort:
             return True
     return False
 

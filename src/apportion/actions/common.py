@@ -9,7 +9,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from apportion.cluster.model import JobInfo, TaskInfo, name_index
+from apportion.cluster.model import (
+    PENDING,
+    SUCCEEDED,
+    JobInfo,
+    TaskInfo,
+    name_index,
+)
 from apportion.framework import extension as ep
 from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
@@ -139,20 +145,20 @@ def validate_victims(ssn: Session, task: TaskInfo, row: int, victims: list[TaskI
 
 def need_continue_allocating(job_tasks_total: int, ssn: Session, job_uid: str) -> bool:
     """JobInfo.NeedContinueAllocating: after a task failed, may the job's step go on?"""
-    from apportion.cluster.model import ALLOCATED_STATUSES, TaskStatus
+    from apportion.cluster.model import ALLOCATED_STATUSES
 
     job = ssn.jobs[job_uid]
     if job.min_available >= job_tasks_total:
         return False
     if job.min_available < job.task_min_sum():
         reachable = job.ready_num() + sum(
-            1 for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.role not in job.failed_roles
+            1 for t in job.tasks.values() if t.status is PENDING and t.role not in job.failed_roles
         )
         return reachable >= job.min_available
     counted: dict[str, int] = {}
     for t in job.tasks.values():
-        if t.status in ALLOCATED_STATUSES or t.status is TaskStatus.SUCCEEDED or (
-            t.status is TaskStatus.PENDING and t.best_effort
+        if t.status in ALLOCATED_STATUSES or t.status is SUCCEEDED or (
+            t.status is PENDING and t.best_effort
         ):
             counted[t.role] = counted.get(t.role, 0) + 1
     for role in job.failed_roles:

@@ -8,14 +8,19 @@ from typing import Any
 
 from apportion.actions.common import pop_best
 from apportion.actions.enqueue_backlog import Carried, Kept, carried_backlog
-from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
+from apportion.cluster.model import (
+    GROUP_INQUEUE,
+    GROUP_PENDING,
+    JobInfo,
+    QueueInfo,
+)
 from apportion.errors import InternalError
 from apportion.framework.dispatch import KeyAnswers
 from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.state import check
 
-_PENDING = PodGroupPhase.PENDING
+_PENDING = GROUP_PENDING
 _QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
 
@@ -500,6 +505,6 @@ def _admit(ssn: Session, job: JobInfo) -> bool:
     # A PodGroup without minResources is admitted without asking any plugin (Keep, §5.1).
     if job.min_resources is None or ssn.job_enqueueable(job):
         ssn.job_enqueued(job)
-        job.set_phase(PodGroupPhase.INQUEUE)
+        job.set_phase(GROUP_INQUEUE)
         return True
     return False

@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    ALLOCATED_STATUSES,
+    PENDING,
+    RUNNING,
+    SUCCEEDED,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from apportion.resources import Resource
 from apportion.simulation.jobs import SimJob, SimTask
 
@@ -95,7 +103,7 @@ def task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: Sim
         return tt.started_at is None
     if tt.started_at is not None:
         return t.started_at == tt.started_at
-    return status is TaskStatus.RUNNING and t.started_at == st.start
+    return status is RUNNING and t.started_at == st.start
 
 
 def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
@@ -124,7 +132,7 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     # the loop's count, known before it (zip stops at the shortest); a task's uid met twice leaves
     # the map shorter than that, which is `add_task`'s test of a task replaced (`as_added` below)
     added = min(len(sj.tasks), len(templates), len(fresh))
-    succeeded, running, pending = TaskStatus.SUCCEEDED, TaskStatus.RUNNING, TaskStatus.PENDING
+    succeeded, running, pending = SUCCEEDED, RUNNING, PENDING
     allocated_statuses = ALLOCATED_STATUSES
     again = None if INLINE_SHARING else task_again
     starts = starts and STARTS_AT_BUILD

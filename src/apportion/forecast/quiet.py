@@ -42,7 +42,15 @@ from typing import Protocol
 
 import numpy as np
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    PENDING,
+    PIPELINED,
+    RUNNING,
+    JobInfo,
+    PodGroupPhase,
+    QueueInfo,
+    TaskInfo,
+)
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session, phase_written_back
@@ -75,7 +83,7 @@ def session_verdict(ssn: Session) -> tuple[str, dict[str, PodGroupPhase]]:
     if "allocate" in actions and "enqueue" not in actions and any(j.is_pending() for j in jobs.values()):
         return "admission", {}  # allocate admits Pending jobs itself without enqueue
     phases = phases_moved(ssn, gang)
-    if "backfill" in actions and any(j.pending_be or j.counts.get(TaskStatus.PIPELINED) for j in jobs.values()):
+    if "backfill" in actions and any(j.pending_be or j.counts.get(PIPELINED) for j in jobs.values()):
         return "backfill", {}
     if "allocate" in actions and not _nothing_placed(ssn, gang is not None and gang_decides(ssn)):
         return "placement", {}
@@ -124,7 +132,7 @@ def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) ->
     Unschedulable condition for a running job that is not ready, unless excused for releasing tasks)
     and the session's phase write-back (`phase_written_back`), on the job as it opened."""
     unschedulable = False
-    if job.counts.get(TaskStatus.RUNNING, 0):
+    if job.counts.get(RUNNING, 0):
         if gang is not None and job.tasks and not gang.job_ready(job) and not excused_for_releasing(job):  # type: ignore[attr-defined]
             unschedulable = True
         else:
@@ -151,7 +159,7 @@ def _nothing_placed(ssn: Session, gang_decides: bool) -> bool:
     future = ssn.table.future_idle()
     bounds: dict[bytes, int] = {}
     for job in ssn.jobs.values():
-        if (job.is_pending() and enqueue) or not job.counts.get(TaskStatus.PENDING) or job.queue not in ssn.queues:
+        if (job.is_pending() and enqueue) or not job.counts.get(PENDING) or job.queue not in ssn.queues:
             continue  # a Pending job is not admitted, and enqueue admits none (asked in session_verdict)
         n, least = least_request(ssn, job)
         if least is None:
@@ -189,7 +197,7 @@ class FactsContext(Protocol):
 def least_request(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | None]:
     """The job's tasks allocate would try (pending, not best-effort, not gated): how many, and their
     smallest request component by component as a node-table row (None: no such task)."""
-    tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    tasks = [t for t in job.tasks.values() if t.status is PENDING and not t.best_effort and not t.gated]
     if not tasks:
         return 0, None
     vecs = [ssn.task_vec(t) for t in tasks]
@@ -204,7 +212,7 @@ def least_request(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | No
 
 def least_request_reference(ssn: FactsContext, job: JobInfo) -> tuple[int, np.ndarray | None]:
     """`least_request` stacking every task's row (the reference its property test compares with)."""
-    tasks = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort and not t.gated]
+    tasks = [t for t in job.tasks.values() if t.status is PENDING and not t.best_effort and not t.gated]
     if not tasks:
         return 0, None
     return len(tasks), np.min(np.stack([ssn.task_vec(t) for t in tasks]), axis=0)

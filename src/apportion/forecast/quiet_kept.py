@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from apportion.actions.pass_over import PassOver, lacking
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    PENDING,
+    PIPELINED,
+    JobInfo,
+    PodGroupPhase,
+    TaskInfo,
+)
 from apportion.forecast.quiet import (
     FactsContext,
     close_phase,
@@ -437,7 +443,7 @@ def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, dec
     key: bytes | None = None
     least: np.ndarray | None = None
     need = 0
-    if not (pending and enqueue) and job.counts.get(TaskStatus.PENDING) and job.queue in ssn.queues:
+    if not (pending and enqueue) and job.counts.get(PENDING) and job.queue in ssn.queues:
         n, least = least_request(ssn, job)
         if least is not None:
             # a placement keeps something once min(bound, n) reaches `need`
@@ -449,7 +455,7 @@ def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, dec
             else:
                 least = None
     return Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
-                  best_effort=bool(job.pending_be or job.counts.get(TaskStatus.PIPELINED)), pending=pending,
+                  best_effort=bool(job.pending_be or job.counts.get(PIPELINED)), pending=pending,
                   admission=_admission_key(job) if backlog else None,
                   no_min_resources=backlog and job.min_resources is None, key=key, least=least,
                   need=need, job=job, version=job.version, phase=job.phase)

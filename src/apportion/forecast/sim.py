@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from apportion.actions.pass_over import PASS_OVER, PassOver
-from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    GROUP_RUNNING,
+    PENDING,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+    JobInfo,
+    NodeInfo,
+    PodGroupPhase,
+    TaskInfo,
+    TaskStatus,
+)
 from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
 from apportion.forecast import job_build
@@ -40,8 +51,8 @@ from apportion.simulation.workload import rng_for
 from apportion.state import check
 
 #: a forecast start's task status (forecast/start.py) as the simulator's task state
-_SIM_STATUS = {"pending": TaskStatus.PENDING, "running": TaskStatus.RUNNING, "releasing": TaskStatus.RELEASING,
-               "done": TaskStatus.SUCCEEDED}
+_SIM_STATUS = {"pending": PENDING, "running": RUNNING, "releasing": RELEASING,
+               "done": SUCCEEDED}
 
 
 def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
@@ -247,8 +258,8 @@ class DumpObjects:
                 check_starts(ji, sj, self.template_tasks[sj.uid])
         else:
             ji = self.build(sj, tpl)
-        if self.keep_waiting or (sj.phase is PodGroupPhase.RUNNING
-                                 and all(t.status is TaskStatus.RUNNING for t in sj.tasks)):
+        if self.keep_waiting or (sj.phase is GROUP_RUNNING
+                                 and all(t.status is RUNNING for t in sj.tasks)):
             sj.info, sj.info_of = ji, (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         else:
             sj.info, sj.info_of = None, ()
@@ -272,7 +283,7 @@ class DumpObjects:
             if status is not None:
                 ji.add_task(_fresh_task(tt, status, tt.node_name))
             else:
-                ji.add_task(_fresh_task(tt, st.status, st.node if st.status is not TaskStatus.SUCCEEDED else ""))
+                ji.add_task(_fresh_task(tt, st.status, st.node if st.status is not SUCCEEDED else ""))
         return ji
 
     def build_fast(self, sj: SimJob, tpl: JobInfo) -> JobInfo:

@@ -14,7 +14,12 @@ import functools
 from collections.abc import Mapping
 from typing import Protocol
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    GROUP_PENDING,
+    PENDING,
+    JobInfo,
+    TaskInfo,
+)
 from apportion.state import check
 
 
@@ -33,7 +38,7 @@ PENDING_KEYS = "closing.pending_keys"
 
 
 def _pending_keys(job: JobInfo) -> tuple[str, ...]:
-    return tuple(t.key for t in job.tasks.values() if t.status is TaskStatus.PENDING)
+    return tuple(t.key for t in job.tasks.values() if t.status is PENDING)
 
 
 def tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]],
@@ -41,7 +46,7 @@ def tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]],
     """The explanations of the job's pending tasks, in task order (empty when none is pending).
     `checking`: whether the self-check is on (asked of the environment when not given; a close asks it
     once for all its jobs)."""
-    if not job.counts.get(TaskStatus.PENDING):
+    if not job.counts.get(PENDING):
         return ()
     # the keys are kept on the job while its task statuses are the same (a waiting job closed in full
     # session after session would otherwise name every task again), and most have no explanation
@@ -60,9 +65,9 @@ def tasks_explained(job: JobInfo, explanations: Mapping[str, list[str]],
 
 def tasks_explained_reference(job: JobInfo, explanations: Mapping[str, list[str]]) -> tuple[tuple[str, ...], ...]:
     """`tasks_explained` walking the tasks each time (the reference its property test compares with)."""
-    if not job.counts.get(TaskStatus.PENDING):
+    if not job.counts.get(PENDING):
         return ()
-    return tuple(tuple(explanations.get(t.key, ())) for t in job.tasks.values() if t.status is TaskStatus.PENDING)
+    return tuple(tuple(explanations.get(t.key, ())) for t in job.tasks.values() if t.status is PENDING)
 
 
 #: a Pending job's event when nothing explains it
@@ -77,7 +82,7 @@ def close_texts(ssn: Session, job: JobInfo, checking: bool | None = None
     task order. `checking` as `tasks_explained`'s; under the self-check both are compared with the
     references (`job_event`, `tasks_explained_reference`)."""
     explanations = ssn.explanations
-    if not job.counts.get(TaskStatus.PENDING):
+    if not job.counts.get(PENDING):
         out: tuple[str | None, tuple[tuple[str, ...], ...]] = (job_event(ssn, job), ())
     else:
         keys = job.derive(PENDING_KEYS, None, functools.partial(_pending_keys, job))
@@ -85,7 +90,7 @@ def close_texts(ssn: Session, job: JobInfo, checking: bool | None = None
             out = (job_event(ssn, job), tuple(tuple(explanations.get(k, ())) for k in keys))
         else:
             msgs = explanations.get(job.uid)
-            if job.phase is PodGroupPhase.PENDING:
+            if job.phase is GROUP_PENDING:
                 msg = "; ".join(msgs or ()) or NOT_ADMITTED
             elif msgs:
                 msg = "; ".join(msgs)
@@ -110,12 +115,12 @@ def job_event(ssn: Session, job: JobInfo) -> str | None:
     reference `close_texts` is compared with)."""
     uid = job.uid
     job_msgs = ssn.explanations.get(uid, [])
-    if job.phase is PodGroupPhase.PENDING and job.tasks:
+    if job.phase is GROUP_PENDING and job.tasks:
         return "; ".join(job_msgs) or NOT_ADMITTED
-    if not job.counts.get(TaskStatus.PENDING):
+    if not job.counts.get(PENDING):
         return None
     pending: list[TaskInfo] = sorted(
-        (t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
+        (t for t in job.tasks.values() if t.status is PENDING),
         key=functools.cmp_to_key(ssn.task_compare),
     )
     if not pending:

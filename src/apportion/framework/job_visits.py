@@ -27,7 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.cluster.model import (
+    GROUP_PENDING,
+    PENDING,
+    PIPELINED,
+    JobInfo,
+)
 from apportion.errors import InternalError
 from apportion.framework.open_parts import OpenDelta
 from apportion.state import check
@@ -38,9 +43,9 @@ MEMO = "session.job_visits"
 #: plugins whose JobValid answer is a function of the job alone (its task statuses, phase and minimums)
 JOB_LOCAL_VALIDITY = frozenset({"gang"})
 
-_PENDING = PodGroupPhase.PENDING
-_TASK_PENDING = TaskStatus.PENDING
-_PIPELINED = TaskStatus.PIPELINED
+_PENDING = GROUP_PENDING
+_TASK_PENDING = PENDING
+_PIPELINED = PIPELINED
 
 
 @dataclass

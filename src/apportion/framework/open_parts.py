@@ -12,7 +12,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from apportion.cluster.model import ON_NODE_STATUSES, JobInfo, NodeInfo, PodGroupPhase, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    ON_NODE_STATUSES,
+    PIPELINED,
+    RELEASING,
+    JobInfo,
+    NodeInfo,
+    PodGroupPhase,
+    TaskInfo,
+    TaskStatus,
+)
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
 from apportion.resources import Resource
@@ -47,9 +56,9 @@ Held = tuple[JobInfo, int, list[Entry], frozenset[str], PodGroupPhase]
 
 def node_kind(status: TaskStatus) -> str | None:
     """How a task of this status occupies a node's row: releasing, pipelined, used, or not at all."""
-    if status is TaskStatus.RELEASING:
+    if status is RELEASING:
         return "releasing"
-    if status is TaskStatus.PIPELINED:
+    if status is PIPELINED:
         return "pipelined"
     if status in ON_NODE_STATUSES:
         return "used"

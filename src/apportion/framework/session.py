@@ -14,6 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import (
+    ALLOCATED,
+    BINDING,
+    FAILED,
+    GROUP_COMPLETED,
+    GROUP_INQUEUE,
+    GROUP_PENDING,
+    GROUP_RUNNING,
+    GROUP_UNKNOWN,
+    PENDING,
+    PIPELINED,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
     FitError,
     JobInfo,
     NodeInfo,
@@ -206,39 +219,39 @@ class Session(NodeChoice):
 
     def do_allocate(self, task: TaskInfo, row: int) -> None:
         """Allocate the task on the row's node inside the session (Allocated; event handlers told)."""
-        self._move(task, TaskStatus.ALLOCATED, self.nodes[row].name)
-        task.last_tx_status = TaskStatus.ALLOCATED
+        self._move(task, ALLOCATED, self.nodes[row].name)
+        task.last_tx_status = ALLOCATED
         self._fire(task, True)
 
     def do_pipeline(self, task: TaskInfo, row: int) -> None:
         """Pipeline the task on the row's node inside the session (Pipelined; event handlers told)."""
-        self._move(task, TaskStatus.PIPELINED, self.nodes[row].name)
-        task.last_tx_status = TaskStatus.PIPELINED
+        self._move(task, PIPELINED, self.nodes[row].name)
+        task.last_tx_status = PIPELINED
         self._fire(task, True)
 
     def do_evict(self, task: TaskInfo, reason: str) -> TaskStatus:
         """Evict the task inside the session (Releasing; event handlers told); returns its status before."""
         prev = task.status
-        self._move(task, TaskStatus.RELEASING, task.node_name)
+        self._move(task, RELEASING, task.node_name)
         self._fire(task, False)
         return prev
 
     def undo_allocate(self, task: TaskInfo) -> None:
         """Undo an allocation or a pipelining: the task is Pending again, on no node."""
-        self._move(task, TaskStatus.PENDING, "")
+        self._move(task, PENDING, "")
         task.last_tx_status = None
         self._fire(task, False)
 
     def undo_evict(self, task: TaskInfo) -> None:
         # Keep: undoing an eviction restores Running even for a victim that was Bound.
         """Undo an eviction: the task is Running on its node again."""
-        self._move(task, TaskStatus.RUNNING, task.node_name)
+        self._move(task, RUNNING, task.node_name)
         self._fire(task, True)
 
     def commit_bind(self, task: TaskInfo) -> None:
         """Send the bind: the task is Binding and joins the session's binds."""
         job = self.jobs[task.job]
-        job.set_status(task, TaskStatus.BINDING)
+        job.set_status(task, BINDING)
         self.binds[task.key] = task.node_name
 
     def commit_evict(self, task: TaskInfo, reason: str) -> None:
@@ -252,7 +265,7 @@ class Session(NodeChoice):
         job = self.jobs[task.job]
         if self.job_ready(job):
             for t in sorted(job.tasks.values(), key=lambda x: x.uid):
-                if t.status is TaskStatus.ALLOCATED:
+                if t.status is ALLOCATED:
                     self.commit_bind(t)
 
     # ================================================================= explanations
@@ -339,18 +352,18 @@ class Session(NodeChoice):
             # of those only the ones that held one at open or moved since (`JobVisits.may_hold_pipelined`)
             may = self.visits.may_hold_pipelined()
             found = [uid for uid in (self.visits.visit() if may is None else may)
-                     if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+                     if jobs[uid].counts.get(PIPELINED)]
             if len(found) > 1:
                 found.sort(key=list(jobs).index)
             if may is not None and check.enabled():
-                every = [uid for uid in self.visits.visit() if jobs[uid].counts.get(TaskStatus.PIPELINED)]
+                every = [uid for uid in self.visits.visit() if jobs[uid].counts.get(PIPELINED)]
                 if found != sorted(every, key=list(jobs).index):
                     raise check.StateCheckError(f"{check.ENV}: the jobs holding pipelined tasks, from those that "
                                                 "held one at open or moved, differ from those among every visited job")
             holding: Iterable[JobInfo] = (jobs[uid] for uid in found)
         else:
-            holding = (j for j in jobs.values() if j.counts.get(TaskStatus.PIPELINED))
-        return {t.key: t.node_name for j in holding for t in j.tasks.values() if t.status is TaskStatus.PIPELINED}
+            holding = (j for j in jobs.values() if j.counts.get(PIPELINED))
+        return {t.key: t.node_name for j in holding for t in j.tasks.values() if t.status is PIPELINED}
 
     def podgroup_phases(self) -> dict[str, str]:
         """Job uid -> its phase's value, for every job (after close). A caller that carries a memo
@@ -421,13 +434,13 @@ def _node_by_name(nodes: list[NodeInfo], memo: dict[str, Any] | None) -> dict[st
 def phase_written_back(job: JobInfo, unschedulable: bool) -> PodGroupPhase:
     """The PodGroup phase a session's close writes back for a job (Volcano's `jobStatus`):
     `unschedulable` is whether the job holds this session's Unschedulable condition."""
-    if unschedulable and job.counts.get(TaskStatus.RUNNING, 0):
-        return PodGroupPhase.UNKNOWN
+    if unschedulable and job.counts.get(RUNNING, 0):
+        return GROUP_UNKNOWN
     scheduled = job.scheduled_num() + job.releasing_with_node_num()
     if scheduled >= job.min_available:
-        completed = job.counts.get(TaskStatus.SUCCEEDED, 0) + job.counts.get(TaskStatus.FAILED, 0)
+        completed = job.counts.get(SUCCEEDED, 0) + job.counts.get(FAILED, 0)
         # "scheduled equals completed": releasing tasks with a node are scheduled but not completed
-        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
-    if job.phase is not PodGroupPhase.INQUEUE:
-        return PodGroupPhase.PENDING
-    return PodGroupPhase.INQUEUE
+        return GROUP_COMPLETED if scheduled == completed else GROUP_RUNNING
+    if job.phase is not GROUP_INQUEUE:
+        return GROUP_PENDING
+    return GROUP_INQUEUE

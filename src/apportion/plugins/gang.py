@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import functools
 
-from apportion.cluster.model import ALLOCATED_STATUSES, READY_STATUSES, JobInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import (
+    ALLOCATED_STATUSES,
+    PENDING,
+    PIPELINED,
+    READY_STATUSES,
+    SUCCEEDED,
+    JobInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
 from apportion.state import check
 
-_VALID_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING})
-_READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED})
-_PIPELINED_FOR_ROLE = frozenset({*_READY_FOR_ROLE, TaskStatus.PIPELINED})
+_VALID_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, SUCCEEDED, PIPELINED, PENDING})
+_READY_FOR_ROLE = frozenset({*ALLOCATED_STATUSES, SUCCEEDED})
+_PIPELINED_FOR_ROLE = frozenset({*_READY_FOR_ROLE, PIPELINED})
 
 
 #: JobInfo.derive key of job_valid's answer
@@ -119,7 +128,7 @@ class GangPlugin(Plugin):
             if excused_for_releasing(job):
                 continue
             placed = job.derive(PLACED_KEY, None, functools.partial(placed_pending, job)) if job.counts.get(
-                TaskStatus.PENDING) else 0
+                PENDING) else 0
             if checking and placed != placed_pending(job):
                 raise check.StateCheckError(f"{check.ENV}: gang's count of job {job.uid}'s pending tasks last "
                                             "placed, kept on the job, differs from a walk of its tasks")
@@ -144,7 +153,7 @@ def placed_pending(job: JobInfo) -> int:
     closed in full session after session (a waiting one whose refusal text moves) would otherwise
     walk its tasks each time."""
     return sum(1 for t in job.tasks.values()
-               if t.status is TaskStatus.PENDING and t.last_tx_status in ALLOCATED_STATUSES)
+               if t.status is PENDING and t.last_tx_status in ALLOCATED_STATUSES)
 
 
 def excused_for_releasing(job: JobInfo) -> bool:
@@ -153,7 +162,7 @@ def excused_for_releasing(job: JobInfo) -> bool:
     rel = job.releasing_with_node_num()
     if not rel:
         return False
-    if job.counts.get(TaskStatus.PENDING, 0) or job.waiting_num():
+    if job.counts.get(PENDING, 0) or job.waiting_num():
         return False
     return job.scheduled_num() + rel >= job.min_available
 

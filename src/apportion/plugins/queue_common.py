@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apportion.cluster.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, TaskStatus
+from apportion.cluster.model import (
+    ALLOCATED_STATUSES,
+    GROUP_INQUEUE,
+    GROUP_RUNNING,
+    PENDING,
+    JobInfo,
+)
 from apportion.resources import (
     CPU,
     EPHEMERAL,
@@ -79,7 +85,7 @@ def job_contribution(job: JobInfo) -> JobContribution:
 
 def _contribution(job: JobInfo) -> JobContribution:
     n_allocated = job.count(ALLOCATED_STATUSES)
-    if n_allocated == len(job.tasks) or (REQUEST_IS_ALLOCATED and not job.counts.get(TaskStatus.PENDING)):
+    if n_allocated == len(job.tasks) or (REQUEST_IS_ALLOCATED and not job.counts.get(PENDING)):
         # no Pending task: both sums add the requests of the allocated tasks in the same order
         allocated = job.allocated_sum()
         request = allocated.clone()
@@ -90,11 +96,11 @@ def _contribution(job: JobInfo) -> JobContribution:
             if t.status in ALLOCATED_STATUSES:
                 allocated.add(t.resreq)
                 request.add(t.resreq)
-            elif t.status is TaskStatus.PENDING:
+            elif t.status is PENDING:
                 request.add(t.resreq)
     inqueue = Resource()
-    running_gang = job.phase is PodGroupPhase.RUNNING and n_allocated >= job.min_available
-    if job.min_resources is not None and (job.phase is PodGroupPhase.INQUEUE or running_gang):
+    running_gang = job.phase is GROUP_RUNNING and n_allocated >= job.min_available
+    if job.min_resources is not None and (job.phase is GROUP_INQUEUE or running_gang):
         inqueue = inqueue_resource(job)
     return JobContribution(allocated, request, inqueue, job.elastic())
 

@@ -33,7 +33,16 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from apportion.cluster.model import JobInfo, NodeInfo, PodGroupPhase, QueueInfo, TaskStatus
+from apportion.cluster.model import (
+    GROUP_COMPLETED,
+    PENDING,
+    RELEASING,
+    SUCCEEDED,
+    JobInfo,
+    NodeInfo,
+    PodGroupPhase,
+    QueueInfo,
+)
 from apportion.cluster.snapshot import Snapshot
 from apportion.engine import dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
@@ -319,12 +328,12 @@ class Simulator(QuietSkipping):
             t = job.tasks[idx]
             if (uid, idx) in self.deleting:
                 self.deleting.discard((uid, idx))
-                if t.status is TaskStatus.RELEASING and t.attempt == attempt:
+                if t.status is RELEASING and t.attempt == attempt:
                     self._release_deleted(job, t)
                     return
-            if t.status is TaskStatus.RELEASING and t.attempt == attempt:
+            if t.status is RELEASING and t.attempt == attempt:
                 self._free(job, t)
-                self._set_status(job, t, TaskStatus.PENDING if job.state == "active" else TaskStatus.SUCCEEDED)
+                self._set_status(job, t, PENDING if job.state == "active" else SUCCEEDED)
         elif kind == EV_NODE:
             self._node_event(payload)
         elif kind == EV_RESERVATION:
@@ -335,10 +344,10 @@ class Simulator(QuietSkipping):
     def _release_deleted(self, job: SimJob, t: SimTask) -> None:
         """A task deleted in the start state is released: it is over, not restarted."""
         self._free(job, t)
-        self._set_status(job, t, TaskStatus.SUCCEEDED)
+        self._set_status(job, t, SUCCEEDED)
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
-            job.state, job.finish, job.phase = "done", self.now, PodGroupPhase.COMPLETED
+            job.state, job.finish, job.phase = "done", self.now, GROUP_COMPLETED
             self.active.pop(job.uid, None)
 
     def _arrive(self, job: SimJob) -> None:

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from apportion.cluster.model import JobInfo, TaskStatus
+from apportion.cluster.model import (
+    RUNNING,
+    JobInfo,
+)
 from apportion.cluster.snapshot import JobDelta
 from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.start import SessionObjects
@@ -226,7 +229,7 @@ def give_starts(jobs: Mapping[str, JobInfo], names: Iterable[str], last: Mapping
         if kept and not checking:
             continue
         for t in ji.tasks.values():
-            if t.status is TaskStatus.RUNNING and t.started_at is None:
+            if t.status is RUNNING and t.started_at is None:
                 hit = task_by_key.get(t.key)
                 if hit is None or hit[1].start is None:
                     continue

@@ -12,7 +12,15 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from apportion.cluster.model import NodeInfo, PodGroupPhase, TaskStatus
+from apportion.cluster.model import (
+    GROUP_COMPLETED,
+    PENDING,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+    NodeInfo,
+    TaskStatus,
+)
 from apportion.resources import CPU, GPU
 from apportion.simulation.feed import ClusterFeed
 from apportion.simulation.jobs import EV_FINISH, EV_RELEASE, SimJob, SimTask
@@ -52,13 +60,13 @@ class TaskLifecycle(ClusterFeed):
             for t, ts in zip(sj.tasks, sj_start.tasks):
                 task_by_key[ts.key] = (sj, t)
                 status = t.status
-                if status is not TaskStatus.RUNNING and status is not TaskStatus.RELEASING:
+                if status is not RUNNING and status is not RELEASING:
                     continue
                 held = node_tasks.get(t.node)
                 if held is None:
                     held = node_tasks[t.node] = set()
                 held.add((uid, t.index))
-                if status is TaskStatus.RELEASING:
+                if status is RELEASING:
                     if ts.deleted:
                         deleting.add((uid, t.index))
                     seq += 1
@@ -77,10 +85,10 @@ class TaskLifecycle(ClusterFeed):
             sj = sj_start.job
             for t, ts in zip(sj.tasks, sj_start.tasks):
                 self.task_by_key[ts.key] = (sj, t)
-                if t.status is not TaskStatus.RUNNING and t.status is not TaskStatus.RELEASING:
+                if t.status is not RUNNING and t.status is not RELEASING:
                     continue
                 self.node_tasks.setdefault(t.node, set()).add((sj.uid, t.index))
-                if t.status is TaskStatus.RELEASING:
+                if t.status is RELEASING:
                     if ts.deleted:
                         self.deleting.add((sj.uid, t.index))
                     self._push(self.t0 + self.period if ts.end is None else ts.end, EV_RELEASE, t.name,
@@ -117,15 +125,15 @@ class TaskLifecycle(ClusterFeed):
 
     def _finish(self, job: SimJob, idx: int, attempt: int) -> None:
         t = job.tasks[idx]
-        if t.status is not TaskStatus.RUNNING or t.attempt != attempt:
+        if t.status is not RUNNING or t.attempt != attempt:
             return  # an attempt that was evicted or killed meanwhile
         self._free(job, t)
-        self._set_status(job, t, TaskStatus.SUCCEEDED)
+        self._set_status(job, t, SUCCEEDED)
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
             job.state = "done"
             job.finish = self.now
-            job.phase = PodGroupPhase.COMPLETED
+            job.phase = GROUP_COMPLETED
             self.active.pop(job.uid, None)
             self._dirty.add(job.uid)
             self._early_dirty.add(job.uid)
@@ -148,7 +156,7 @@ class TaskLifecycle(ClusterFeed):
 
     def _stop(self, job: SimJob, t: SimTask, *, restart: bool) -> None:
         """A running task stops now (evicted, killed, node lost): count the lost work."""
-        if t.status is not TaskStatus.RUNNING:
+        if t.status is not RUNNING:
             return
         ran = max(0.0, self.now - t.start)
         job.lost_gpu_seconds += ran * job.resreq.get(GPU) / 1000.0
@@ -156,16 +164,16 @@ class TaskLifecycle(ClusterFeed):
         t.attempt += 1
         grace = self.sc.run.eviction_grace
         if grace > 0 and t.node in self.nodes:
-            self._set_status(job, t, TaskStatus.RELEASING)
+            self._set_status(job, t, RELEASING)
             self._push(self.now + grace, EV_RELEASE, t.name, (job.uid, t.index, t.attempt))
         else:
             self._free(job, t)
-            self._set_status(job, t, TaskStatus.PENDING if restart else TaskStatus.SUCCEEDED)
+            self._set_status(job, t, PENDING if restart else SUCCEEDED)
 
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
         lost_before = job.lost_gpu_seconds
-        victims = [x for x in job.tasks if x.status is TaskStatus.RUNNING] if job.spec.gang else [t]
+        victims = [x for x in job.tasks if x.status is RUNNING] if job.spec.gang else [t]
         for v in victims:
             self._stop(job, v, restart=True)
         self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)
@@ -181,13 +189,13 @@ class TaskLifecycle(ClusterFeed):
                 for uid, idx in sorted(self.node_tasks.get(name, set())):
                     job = self.jobs[uid]
                     t = job.tasks[idx]
-                    if t.status is TaskStatus.RELEASING:
+                    if t.status is RELEASING:
                         self._free(job, t)
-                        self._set_status(job, t, TaskStatus.PENDING)
+                        self._set_status(job, t, PENDING)
                         continue
                     self.recorder.event(self.now, job.uid, "NodeFailed", f"{t.name} lost with node {name}")
                     job.evictions += 1
-                    for v in ([x for x in job.tasks if x.status is TaskStatus.RUNNING] if job.spec.gang else [t]):
+                    for v in ([x for x in job.tasks if x.status is RUNNING] if job.spec.gang else [t]):
                         self._stop(job, v, restart=True)
                 self.node_tasks[name] = set()
         elif ev.type == "recover":

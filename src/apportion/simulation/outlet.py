@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apportion.cluster.model import PodGroupPhase, TaskStatus
+from apportion.cluster.model import (
+    PENDING,
+    RUNNING,
+    PodGroupPhase,
+)
 from apportion.simulation.jobs import EV_FINISH
 from apportion.simulation.lifecycle import TaskLifecycle
 from apportion.state.decisions import Condition, QueueReport
@@ -29,10 +33,10 @@ class Outlet:
         errors: dict[str, str] = {}
         for key, node in binds:
             sj, t = sim.task_by_key[key]
-            if t.status is not TaskStatus.PENDING:
+            if t.status is not PENDING:
                 errors[key] = f"task is {t.status.value}, not Pending"
                 continue
-            sim._set_status(sj, t, TaskStatus.RUNNING)
+            sim._set_status(sj, t, RUNNING)
             t.node = node
             t.start = sim.now
             sim.node_tasks[node].add((sj.uid, t.index))
@@ -45,7 +49,7 @@ class Outlet:
     def evict(self, pod: str, reason: str) -> str | None:
         """The victim stops (a gang stops whole); its work is lost."""
         sj, t = self.sim.task_by_key[pod]
-        if t.status is not TaskStatus.RUNNING:
+        if t.status is not RUNNING:
             return f"task is {t.status.value}, not Running"
         self.sim._evict(sj, t, reason)
         return None
