@@ -36,6 +36,7 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,8 +58,16 @@ from apportion.forecast.quiet_kept import (
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
-from apportion.plugins.capacity.backlog_watch import BacklogWatch, amounts_of, elastic_of
+from apportion.plugins.capacity import backlog_watch
+from apportion.plugins.capacity.backlog_watch import (
+    BacklogWatch,
+    _delta_reference,
+    _nonzero,
+    amounts_of,
+    elastic_of,
+)
 from apportion.plugins.capacity.ledger import Amount
+from apportion.resources import CPU, MEMORY
 from apportion.simulation.skipping import EarlyView
 from apportion.state import check
 
@@ -80,6 +89,11 @@ HELD_BY_SHARED = True
 #: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
 #: each early test (the reference)
 PAIRS_BY_MOVE = True
+#: a job built again (or given a phase) whose facts are kept takes `_step_again`: its facts replaced in
+#: place when they are in no sum, FutureIdle moved by the fresh keys alone (`_Anchor.move_keys`), the
+#: backlog watch by the difference of kept sums (`_watched`); False: dropped and added, moved and
+#: charged as any job (the reference)
+LEAN_STEP = True
 #: the early test looks at the dirty jobs the simulator changed since the last early test was handed a view
 #: (`EarlyView.since`), the others being as that test left them; False: at every dirty job (the reference)
 DIRTY_SINCE = True
@@ -94,6 +108,8 @@ class _Held:
     queue: str
     amounts: tuple[Amount | None, ...] | None
     placed: dict[str, _Placed]
+    #: `amounts`' allocated + inqueue - elastic per dimension (`_watched`), once read (`LEAN_STEP`)
+    watched: tuple[int, int, dict[str, int]] | None = None
 
 
 @dataclass
@@ -235,11 +251,13 @@ class EarlyQuietTest(QuietTest):
                 placed[key] = (row, t.resreq, t.vec)
 
     def _add_again(self, uid: str, facts: Facts, held: _Held, fresh: list[tuple[str, TaskInfo]],
-                   checking: bool) -> None:
+                   checking: bool, lean: bool = False) -> None:
         """`add` for a job built again (or given a phase) whose tasks but `fresh` are those its last
         facts were worked out on (`fresh_tasks`): the held record `held` (made then) keeps their
         placements, and their requests were whole then (the job was not inexact), so only the fresh
-        tasks are looked at. Compared with `add` under the self-check."""
+        tasks are looked at. Compared with `add` under the self-check. `lean`: the job's facts are
+        still kept (not dropped), and neither they nor `facts` are in any sum (`_step_again`): they
+        are replaced as the drop and the add would."""
         job = facts.job
         placed = held.placed
         if fresh:
@@ -250,9 +268,21 @@ class EarlyQuietTest(QuietTest):
             self._placements(fresh, placed)
         else:
             whole = True  # no task to look at: the same tasks, whole then
-        QuietTest.add(self, uid, facts, whole)
-        if facts.admission is not None:
-            self._pairs_moved.add(facts.admission)
+        if lean:
+            # what `drop` and `add` do to a job in no sum: the facts and held record popped (each map's
+            # order as theirs), the inexact entry taken out and put back per `whole`
+            del self._facts[uid]
+            self._inexact.discard(uid)
+            del self._held[uid]
+            self._facts[uid] = facts
+            if not whole:
+                self._inexact.add(uid)
+            if checking and uid in self._moved | self._unschedulable | self._best_effort | self._pending | self._no_min:
+                raise check.StateCheckError(f"{check.ENV}: job {uid}'s facts replaced in place are in a sum")
+        else:
+            QuietTest.add(self, uid, facts, whole)
+            if facts.admission is not None:
+                self._pairs_moved.add(facts.admission)
         now = self._held[uid] = self._held_of(job, placed)
         if checking:
             want = self._held_of(job)
@@ -260,6 +290,67 @@ class EarlyQuietTest(QuietTest):
                 raise check.StateCheckError(f"{check.ENV}: job {uid}'s held record taken from the tasks its last "
                                             f"object shares is {sorted(now.placed)} (whole {whole}), made anew "
                                             f"{sorted(want.placed)}")
+
+    def _step_again(self, uid: str, was: Facts, job: JobInfo, old: _Held, fresh: list[tuple[str, TaskInfo]],
+                    anchor: _Anchor, whole_ids: AbstractSet[int], checking: bool) -> bool:
+        """`before_open`'s step for a job built again (or given a phase) whose tasks but `fresh` are
+        those its last facts `was` were worked out on (`LEAN_STEP`): the reference's drop, `_add_again`,
+        move and charge, doing only what changes something. When neither the last facts nor the new
+        ones put the job in any of the test's sums (no phase to move, no flag, not in the backlog, no
+        request allocate would try: a running gang, typically), dropping and adding the facts changes
+        only the facts and inexact entries, which are all that is done (in the reference's order, so
+        the maps keep its order); FutureIdle moves by the fresh keys' entries, the old entries given
+        back first as `_Anchor.move` does; and the backlog watch moves by the difference of the kept
+        sums allocated + inqueue - elastic of the two held records (`_watched`), the integers `_delta`
+        sums, dimension for dimension in its order. False when the reference's step would answer None."""
+        got = job_facts(anchor, job, anchor.gang, anchor.decides, anchor.enqueue)
+        plain = _in_no_sum(was) and _in_no_sum(got)
+        if not plain:
+            self.drop(uid)
+        self._add_again(uid, got, old, fresh, checking, lean=plain)
+        now = self._held[uid]
+        if fresh and not anchor.move_keys(old.placed, now.placed, [key for key, _ in fresh], whole_ids, checking):
+            return False
+        watch = anchor.watch
+        if watch is None:
+            return True
+        if old.amounts is None or now.amounts is None:
+            return False
+        if old.queue != now.queue:
+            watch.charge(old.queue, old.amounts, None)
+            watch.charge(now.queue, None, now.amounts)
+        elif old.amounts == now.amounts:
+            now.watched = old.watched  # equal amounts move no level, and have equal sums
+        elif not backlog_watch.lean_charge:
+            watch.charge(now.queue, old.amounts, now.amounts)
+        else:
+            self._charge_kept(watch, old, now, checking)
+        return True
+
+    @staticmethod
+    def _charge_kept(watch: BacklogWatch, old: _Held, now: _Held, checking: bool) -> None:
+        """`watch.charge(now.queue, old.amounts, now.amounts)` from the held records' kept sums
+        (`_watched`, made when first read): the difference in `_delta`'s order (cpu, memory, then the
+        scalars of `old` and those only `now` names, each as first met), compared with `_delta_reference`
+        under the self-check. A scalar named cpu or memory: `charge` (which sums them with those)."""
+        was = old.watched if old.watched is not None else _watched(old)
+        got = _watched(now)
+        assert old.amounts is not None and now.amounts is not None
+        if was is None or got is None:
+            watch.charge(now.queue, old.amounts, now.amounts)
+            return
+        delta = {CPU: got[0] - was[0], MEMORY: got[1] - was[1]}
+        before, after = was[2], got[2]
+        for n, v in before.items():
+            delta[n] = after.get(n, 0) - v
+        for n, v in after.items():
+            if n not in before:
+                delta[n] = v
+        if checking and _nonzero(delta) != _nonzero(_delta_reference(old.amounts, now.amounts)):
+            raise check.StateCheckError(f"{check.ENV}: job of queue {now.queue}: the backlog watch's difference "
+                                        f"from the kept sums is {delta}, from the charged amounts "
+                                        f"{_delta_reference(old.amounts, now.amounts)}")
+        watch.charge_delta(now.queue, delta)
 
     def drop(self, uid: str) -> None:
         """`QuietTest.drop`, and the job's held record."""
@@ -339,6 +430,10 @@ class EarlyQuietTest(QuietTest):
                     raise check.StateCheckError(f"{check.ENV}: job {uid}'s shared tasks name a column the node "
                                                 f"table lacks")
             old = held.get(uid)
+            if LEAN_STEP and fresh is not None and old is not None and f is not None and new is not None:
+                if not self._step_again(uid, f, new, old, fresh, anchor, whole_ids, checking):
+                    return None
+                continue
             self.drop(uid)
             keys = None
             if new is not None:
@@ -399,6 +494,35 @@ class EarlyQuietTest(QuietTest):
         self.count(why, phases)
         self._anchor = anchor
         return phases
+
+
+def _in_no_sum(f: Facts) -> bool:
+    """The facts put their job in none of `QuietTest`'s sums (`drop` and `add` touch only the facts and
+    inexact entries of such a job)."""
+    return (f.moved is None and f.key is None and f.admission is None and not f.unschedulable and not f.best_effort
+            and not f.pending and not f.no_min_resources)
+
+
+def _watched(held: _Held) -> tuple[int, int, dict[str, int]] | None:
+    """What capacity's backlog test reads of the held record's charged amounts: allocated + inqueue -
+    elastic as integers per dimension (cpu, memory, then each scalar as first met, as `_delta` sums
+    them), kept on the record; None when a scalar is named cpu or memory (`_delta` then leaves the
+    sum to `_delta_reference`)."""
+    amounts = held.amounts
+    assert amounts is not None
+    cpu = memory = 0
+    scalars: dict[str, int] = {}
+    for a, sign in ((amounts[0], 1), (amounts[2], 1), (amounts[3], -1)):
+        if a is None:
+            continue
+        cpu += sign * a[0]
+        memory += sign * a[1]
+        for n, v in a[2]:
+            scalars[n] = scalars.get(n, 0) + sign * v
+    if CPU in scalars or MEMORY in scalars:
+        return None
+    got = held.watched = (cpu, memory, scalars)
+    return got
 
 
 def _columns_in(tasks: list[tuple[str, TaskInfo]], col: Mapping[str, int]) -> bool:
