@@ -47,6 +47,7 @@ from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
 from apportion.forecast.quiet_anchor import _Anchor, _Placed
 from apportion.forecast.quiet_bound import RowsMade
+from apportion.forecast.quiet_held import _Held, charge_kept, in_no_sum
 from apportion.forecast.quiet_kept import (
     Facts,
     QuietTest,
@@ -59,15 +60,7 @@ from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
 from apportion.plugins.capacity import backlog_watch
-from apportion.plugins.capacity.backlog_watch import (
-    BacklogWatch,
-    _delta_reference,
-    _nonzero,
-    amounts_of,
-    elastic_of,
-)
-from apportion.plugins.capacity.ledger import Amount
-from apportion.resources import CPU, MEMORY
+from apportion.plugins.capacity.backlog_watch import BacklogWatch, amounts_of, elastic_of
 from apportion.simulation.skipping import EarlyView
 from apportion.state import check
 
@@ -91,25 +84,12 @@ HELD_BY_SHARED = True
 PAIRS_BY_MOVE = True
 #: a job built again (or given a phase) whose facts are kept takes `_step_again`: its facts replaced in
 #: place when they are in no sum, FutureIdle moved by the fresh keys alone (`_Anchor.move_keys`), the
-#: backlog watch by the difference of kept sums (`_watched`); False: dropped and added, moved and
+#: backlog watch by the difference of kept sums (`quiet_held.py`); False: dropped and added, moved and
 #: charged as any job (the reference)
 LEAN_STEP = True
 #: the early test looks at the dirty jobs the simulator changed since the last early test was handed a view
 #: (`EarlyView.since`), the others being as that test left them; False: at every dirty job (the reference)
 DIRTY_SINCE = True
-
-
-@dataclass(slots=True)
-class _Held:
-    """What a job's change is measured from, by value (a session run after the facts were worked out
-    may have changed the job object in place): its queue, what capacity charged for it (None: not
-    exact) and its tasks that take their request off a node's FutureIdle, by task key."""
-
-    queue: str
-    amounts: tuple[Amount | None, ...] | None
-    placed: dict[str, _Placed]
-    #: `amounts`' allocated + inqueue - elastic per dimension (`_watched`), once read (`LEAN_STEP`)
-    watched: tuple[int, int, dict[str, int]] | None = None
 
 
 @dataclass
@@ -277,7 +257,8 @@ class EarlyQuietTest(QuietTest):
             self._facts[uid] = facts
             if not whole:
                 self._inexact.add(uid)
-            if checking and uid in self._moved | self._unschedulable | self._best_effort | self._pending | self._no_min:
+            if checking and (uid in self._moved or uid in self._unschedulable | self._best_effort | self._pending
+                                                            | self._no_min):
                 raise check.StateCheckError(f"{check.ENV}: job {uid}'s facts replaced in place are in a sum")
         else:
             QuietTest.add(self, uid, facts, whole)
@@ -301,10 +282,10 @@ class EarlyQuietTest(QuietTest):
         only the facts and inexact entries, which are all that is done (in the reference's order, so
         the maps keep its order); FutureIdle moves by the fresh keys' entries, the old entries given
         back first as `_Anchor.move` does; and the backlog watch moves by the difference of the kept
-        sums allocated + inqueue - elastic of the two held records (`_watched`), the integers `_delta`
+        sums allocated + inqueue - elastic of the two held records (`charge_kept`, forecast/quiet_held.py), the integers `_delta`
         sums, dimension for dimension in its order. False when the reference's step would answer None."""
         got = job_facts(anchor, job, anchor.gang, anchor.decides, anchor.enqueue)
-        plain = _in_no_sum(was) and _in_no_sum(got)
+        plain = in_no_sum(was) and in_no_sum(got)
         if not plain:
             self.drop(uid)
         self._add_again(uid, got, old, fresh, checking, lean=plain)
@@ -324,33 +305,8 @@ class EarlyQuietTest(QuietTest):
         elif not backlog_watch.lean_charge:
             watch.charge(now.queue, old.amounts, now.amounts)
         else:
-            self._charge_kept(watch, old, now, checking)
+            charge_kept(watch, old, now, checking)
         return True
-
-    @staticmethod
-    def _charge_kept(watch: BacklogWatch, old: _Held, now: _Held, checking: bool) -> None:
-        """`watch.charge(now.queue, old.amounts, now.amounts)` from the held records' kept sums
-        (`_watched`, made when first read): the difference in `_delta`'s order (cpu, memory, then the
-        scalars of `old` and those only `now` names, each as first met), compared with `_delta_reference`
-        under the self-check. A scalar named cpu or memory: `charge` (which sums them with those)."""
-        was = old.watched if old.watched is not None else _watched(old)
-        got = _watched(now)
-        assert old.amounts is not None and now.amounts is not None
-        if was is None or got is None:
-            watch.charge(now.queue, old.amounts, now.amounts)
-            return
-        delta = {CPU: got[0] - was[0], MEMORY: got[1] - was[1]}
-        before, after = was[2], got[2]
-        for n, v in before.items():
-            delta[n] = after.get(n, 0) - v
-        for n, v in after.items():
-            if n not in before:
-                delta[n] = v
-        if checking and _nonzero(delta) != _nonzero(_delta_reference(old.amounts, now.amounts)):
-            raise check.StateCheckError(f"{check.ENV}: job of queue {now.queue}: the backlog watch's difference "
-                                        f"from the kept sums is {delta}, from the charged amounts "
-                                        f"{_delta_reference(old.amounts, now.amounts)}")
-        watch.charge_delta(now.queue, delta)
 
     def drop(self, uid: str) -> None:
         """`QuietTest.drop`, and the job's held record."""
@@ -494,35 +450,6 @@ class EarlyQuietTest(QuietTest):
         self.count(why, phases)
         self._anchor = anchor
         return phases
-
-
-def _in_no_sum(f: Facts) -> bool:
-    """The facts put their job in none of `QuietTest`'s sums (`drop` and `add` touch only the facts and
-    inexact entries of such a job)."""
-    return (f.moved is None and f.key is None and f.admission is None and not f.unschedulable and not f.best_effort
-            and not f.pending and not f.no_min_resources)
-
-
-def _watched(held: _Held) -> tuple[int, int, dict[str, int]] | None:
-    """What capacity's backlog test reads of the held record's charged amounts: allocated + inqueue -
-    elastic as integers per dimension (cpu, memory, then each scalar as first met, as `_delta` sums
-    them), kept on the record; None when a scalar is named cpu or memory (`_delta` then leaves the
-    sum to `_delta_reference`)."""
-    amounts = held.amounts
-    assert amounts is not None
-    cpu = memory = 0
-    scalars: dict[str, int] = {}
-    for a, sign in ((amounts[0], 1), (amounts[2], 1), (amounts[3], -1)):
-        if a is None:
-            continue
-        cpu += sign * a[0]
-        memory += sign * a[1]
-        for n, v in a[2]:
-            scalars[n] = scalars.get(n, 0) + sign * v
-    if CPU in scalars or MEMORY in scalars:
-        return None
-    got = held.watched = (cpu, memory, scalars)
-    return got
 
 
 def _columns_in(tasks: list[tuple[str, TaskInfo]], col: Mapping[str, int]) -> bool:
