@@ -116,6 +116,8 @@ class EarlyQuietTest(QuietTest):
     #: the backlog pairs of the jobs whose facts moved since the anchor's watch last took in the
     #: backlog (`PAIRS_BY_MOVE`): those it may lack or hold in excess
     _pairs_moved: set[tuple[object, ...]] = field(default_factory=set)
+    #: `_add_again` replaces the facts of a job in no sum in place (`_step_again`, `LEAN_STEP`)
+    _replacing: bool = False
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The quiet test on the opened session (`QuietTest`); the session is the next anchor."""
@@ -231,13 +233,13 @@ class EarlyQuietTest(QuietTest):
                 placed[key] = (row, t.resreq, t.vec)
 
     def _add_again(self, uid: str, facts: Facts, held: _Held, fresh: list[tuple[str, TaskInfo]],
-                   checking: bool, lean: bool = False) -> None:
+                   checking: bool) -> None:
         """`add` for a job built again (or given a phase) whose tasks but `fresh` are those its last
         facts were worked out on (`fresh_tasks`): the held record `held` (made then) keeps their
         placements, and their requests were whole then (the job was not inexact), so only the fresh
-        tasks are looked at. Compared with `add` under the self-check. `lean`: the job's facts are
-        still kept (not dropped), and neither they nor `facts` are in any sum (`_step_again`): they
-        are replaced as the drop and the add would."""
+        tasks are looked at. Compared with `add` under the self-check. When `_replacing` (set by
+        `_step_again`), the job's facts are still kept (not dropped), and neither they nor `facts` are
+        in any sum: they are replaced as the drop and the add would."""
         job = facts.job
         placed = held.placed
         if fresh:
@@ -248,7 +250,7 @@ class EarlyQuietTest(QuietTest):
             self._placements(fresh, placed)
         else:
             whole = True  # no task to look at: the same tasks, whole then
-        if lean:
+        if self._replacing:
             # what `drop` and `add` do to a job in no sum: the facts and held record popped (each map's
             # order as theirs), the inexact entry taken out and put back per `whole`
             del self._facts[uid]
@@ -288,7 +290,11 @@ class EarlyQuietTest(QuietTest):
         plain = in_no_sum(was) and in_no_sum(got)
         if not plain:
             self.drop(uid)
-        self._add_again(uid, got, old, fresh, checking, lean=plain)
+        self._replacing = plain
+        try:
+            self._add_again(uid, got, old, fresh, checking)
+        finally:
+            self._replacing = False
         now = self._held[uid]
         if fresh and not anchor.move_keys(old.placed, now.placed, [key for key, _ in fresh], whole_ids, checking):
             return False
