@@ -135,6 +135,38 @@ class _Anchor:
         return True
 
 
+    def move_keys(self, old: dict[str, _Placed], new: dict[str, _Placed], keys: list[str],
+                  whole_ids: AbstractSet[int] = frozenset(), checking: bool = False) -> bool:
+        """`move(old, new, keys, whole_ids, checking)` without the lists of entries it makes: the
+        same entries given back, then the same taken, in `keys`' order."""
+        if not WHOLE_BY_ID:
+            whole_ids = frozenset()
+        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
+        for key in keys:
+            o = old.get(key)
+            if o is not None:
+                n = new.get(key)
+                row, r, vec = o
+                if n is None or n[0] != row or n[1] is not r:
+                    if not _whole(r, whole_ids, checking):
+                        return False
+                    future[row] += vec
+                    moved(row)
+                    unchecked.add(row)
+        for key in keys:
+            n = new.get(key)
+            if n is not None:
+                o = old.get(key)
+                row, r, vec = n
+                if o is None or o[0] != row or o[1] is not r:
+                    if not _whole(r, whole_ids, checking):
+                        return False
+                    future[row] -= vec
+                    moved(row)
+                    unchecked.add(row)
+        return True
+
+
 def _row_whole(row: list[float]) -> bool:
     """Every amount of the row a whole number below 2**50 (`whole_table` on one row; a NaN fails the
     bounds, an infinity too)."""

@@ -36,6 +36,7 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,7 @@ from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
 from apportion.forecast.quiet_anchor import _Anchor, _Placed
 from apportion.forecast.quiet_bound import RowsMade
+from apportion.forecast.quiet_held import _Held, charge_kept, in_no_sum
 from apportion.forecast.quiet_kept import (
     Facts,
     QuietTest,
@@ -57,8 +59,8 @@ from apportion.forecast.quiet_kept import (
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
+from apportion.plugins.capacity import backlog_watch
 from apportion.plugins.capacity.backlog_watch import BacklogWatch, amounts_of, elastic_of
-from apportion.plugins.capacity.ledger import Amount
 from apportion.simulation.skipping import EarlyView
 from apportion.state import check
 
@@ -80,20 +82,14 @@ HELD_BY_SHARED = True
 #: moved (`EarlyQuietTest._pairs_moved`); False: the watch's pairs compared with the whole backlog at
 #: each early test (the reference)
 PAIRS_BY_MOVE = True
+#: a job built again (or given a phase) whose facts are kept takes `_step_again`: its facts replaced in
+#: place when they are in no sum, FutureIdle moved by the fresh keys alone (`_Anchor.move_keys`), the
+#: backlog watch by the difference of kept sums (`quiet_held.py`); False: dropped and added, moved and
+#: charged as any job (the reference)
+LEAN_STEP = True
 #: the early test looks at the dirty jobs the simulator changed since the last early test was handed a view
 #: (`EarlyView.since`), the others being as that test left them; False: at every dirty job (the reference)
 DIRTY_SINCE = True
-
-
-@dataclass(slots=True)
-class _Held:
-    """What a job's change is measured from, by value (a session run after the facts were worked out
-    may have changed the job object in place): its queue, what capacity charged for it (None: not
-    exact) and its tasks that take their request off a node's FutureIdle, by task key."""
-
-    queue: str
-    amounts: tuple[Amount | None, ...] | None
-    placed: dict[str, _Placed]
 
 
 @dataclass
@@ -120,6 +116,8 @@ class EarlyQuietTest(QuietTest):
     #: the backlog pairs of the jobs whose facts moved since the anchor's watch last took in the
     #: backlog (`PAIRS_BY_MOVE`): those it may lack or hold in excess
     _pairs_moved: set[tuple[object, ...]] = field(default_factory=set)
+    #: `_add_again` replaces the facts of a job in no sum in place (`_step_again`, `LEAN_STEP`)
+    _replacing: bool = False
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The quiet test on the opened session (`QuietTest`); the session is the next anchor."""
@@ -239,7 +237,9 @@ class EarlyQuietTest(QuietTest):
         """`add` for a job built again (or given a phase) whose tasks but `fresh` are those its last
         facts were worked out on (`fresh_tasks`): the held record `held` (made then) keeps their
         placements, and their requests were whole then (the job was not inexact), so only the fresh
-        tasks are looked at. Compared with `add` under the self-check."""
+        tasks are looked at. Compared with `add` under the self-check. When `_replacing` (set by
+        `_step_again`), the job's facts are still kept (not dropped), and neither they nor `facts` are
+        in any sum: they are replaced as the drop and the add would."""
         job = facts.job
         placed = held.placed
         if fresh:
@@ -250,9 +250,22 @@ class EarlyQuietTest(QuietTest):
             self._placements(fresh, placed)
         else:
             whole = True  # no task to look at: the same tasks, whole then
-        QuietTest.add(self, uid, facts, whole)
-        if facts.admission is not None:
-            self._pairs_moved.add(facts.admission)
+        if self._replacing:
+            # what `drop` and `add` do to a job in no sum: the facts and held record popped (each map's
+            # order as theirs), the inexact entry taken out and put back per `whole`
+            del self._facts[uid]
+            self._inexact.discard(uid)
+            del self._held[uid]
+            self._facts[uid] = facts
+            if not whole:
+                self._inexact.add(uid)
+            if checking and (uid in self._moved or uid in self._unschedulable | self._best_effort | self._pending
+                                                            | self._no_min):
+                raise check.StateCheckError(f"{check.ENV}: job {uid}'s facts replaced in place are in a sum")
+        else:
+            QuietTest.add(self, uid, facts, whole)
+            if facts.admission is not None:
+                self._pairs_moved.add(facts.admission)
         now = self._held[uid] = self._held_of(job, placed)
         if checking:
             want = self._held_of(job)
@@ -260,6 +273,46 @@ class EarlyQuietTest(QuietTest):
                 raise check.StateCheckError(f"{check.ENV}: job {uid}'s held record taken from the tasks its last "
                                             f"object shares is {sorted(now.placed)} (whole {whole}), made anew "
                                             f"{sorted(want.placed)}")
+
+    def _step_again(self, uid: str, was: Facts, job: JobInfo, old: _Held, fresh: list[tuple[str, TaskInfo]],
+                    anchor: _Anchor, whole_ids: AbstractSet[int], checking: bool) -> bool:
+        """`before_open`'s step for a job built again (or given a phase) whose tasks but `fresh` are
+        those its last facts `was` were worked out on (`LEAN_STEP`): the reference's drop, `_add_again`,
+        move and charge, doing only what changes something. When neither the last facts nor the new
+        ones put the job in any of the test's sums (no phase to move, no flag, not in the backlog, no
+        request allocate would try: a running gang, typically), dropping and adding the facts changes
+        only the facts and inexact entries, which are all that is done (in the reference's order, so
+        the maps keep its order); FutureIdle moves by the fresh keys' entries, the old entries given
+        back first as `_Anchor.move` does; and the backlog watch moves by the difference of the kept
+        sums allocated + inqueue - elastic of the two held records (`charge_kept`, forecast/quiet_held.py), the integers `_delta`
+        sums, dimension for dimension in its order. False when the reference's step would answer None."""
+        got = job_facts(anchor, job, anchor.gang, anchor.decides, anchor.enqueue)
+        plain = in_no_sum(was) and in_no_sum(got)
+        if not plain:
+            self.drop(uid)
+        self._replacing = plain
+        try:
+            self._add_again(uid, got, old, fresh, checking)
+        finally:
+            self._replacing = False
+        now = self._held[uid]
+        if fresh and not anchor.move_keys(old.placed, now.placed, [key for key, _ in fresh], whole_ids, checking):
+            return False
+        watch = anchor.watch
+        if watch is None:
+            return True
+        if old.amounts is None or now.amounts is None:
+            return False
+        if old.queue != now.queue:
+            watch.charge(old.queue, old.amounts, None)
+            watch.charge(now.queue, None, now.amounts)
+        elif old.amounts == now.amounts:
+            now.watched = old.watched  # equal amounts move no level, and have equal sums
+        elif not backlog_watch.lean_charge:
+            watch.charge(now.queue, old.amounts, now.amounts)
+        else:
+            charge_kept(watch, old, now, checking)
+        return True
 
     def drop(self, uid: str) -> None:
         """`QuietTest.drop`, and the job's held record."""
@@ -339,6 +392,10 @@ class EarlyQuietTest(QuietTest):
                     raise check.StateCheckError(f"{check.ENV}: job {uid}'s shared tasks name a column the node "
                                                 f"table lacks")
             old = held.get(uid)
+            if LEAN_STEP and fresh is not None and old is not None and f is not None and new is not None:
+                if not self._step_again(uid, f, new, old, fresh, anchor, whole_ids, checking):
+                    return None
+                continue
             self.drop(uid)
             keys = None
             if new is not None:

@@ -241,6 +241,17 @@ class BacklogWatch:
                                             "otherwise than by its charged amounts' difference")
         else:
             delta = _delta_reference(old, new)
+        self._move(path, delta)
+
+    def charge_delta(self, queue: str, delta: dict[str, int]) -> None:
+        """`charge`, handed the difference per dimension that `_delta` would work out (the caller kept
+        what it is the difference of: forecast/quiet_early.py's `watched`)."""
+        path = self.paths[queue] if queue in self.paths else self.path_of(queue)
+        if path is not None:
+            self._move(path, delta)
+
+    def _move(self, path: tuple[str, ...], delta: dict[str, int]) -> None:
+        """The levels of `path` move by `delta` (its zeros move nothing)."""
         levels = self.levels
         moved = self.moved
         for name in path:
