@@ -190,15 +190,24 @@ def _own_runtime_reference(task: TaskInfo, job: JobInfo) -> float | None:
     return _within(parse_duration(d[0], d[1]), d[1]) if d else None
 
 
+#: the statuses `_task_start` tells apart, read once: on Python 3.11 each read of an Enum class's member
+#: (`TaskStatus.RUNNING`) goes through the enum metaclass's `__getattr__` hook, four times the cost of a
+#: plain class attribute, and `_task_start` runs for each of a dump's pods
+_FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+_RELEASING = TaskStatus.RELEASING
+
+
 def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime,
                 times: dict[str, datetime | None] | None = None,
                 elapsed_of: dict[str, float] | None = None) -> TaskStart:
-    if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+    task_status = t.status
+    if task_status in _FINISHED:
         return TaskStart(index, t, "done")
-    if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) or not t.node_name:
+    if task_status in _WAITING or not t.node_name:
         return TaskStart(index, t, "pending", runtime=_own_runtime(t, job))
     # anything else on a node holds it (Unknown too, as far as a session goes)
-    status = "releasing" if t.status is TaskStatus.RELEASING else "running"
+    status = "releasing" if task_status is _RELEASING else "running"
     if times is None or elapsed_of is None:
         started = try_time(t.start_time)
         elapsed = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
@@ -209,7 +218,9 @@ def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime,
         if elapsed < 0.0:  # (an elapsed time is never negative: -1 is "not yet")
             elapsed = elapsed_of[stamp] = max(0.0, (now - started).total_seconds()) if started is not None else 0.0
     runtime = _own_runtime(t, job)
-    end = _annotation(t, job, EXPECTED_END_KEY)
+    # (most pods carry no expected end: the look-up call is made only for those that do)
+    end = (_annotation(t, job, EXPECTED_END_KEY)
+           if EXPECTED_END_KEY in t.annotations or EXPECTED_END_KEY in job.annotations else None)
     if end is not None:
         left = _within((parse_time(end[0], end[1]) - now).total_seconds(), end[1])
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, left), runtime, EXPECTED_END)

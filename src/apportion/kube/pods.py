@@ -167,18 +167,25 @@ def _spec_request(o: Fields) -> tuple[Resource, float, float]:
     return req, nz_cpu, nz_mem
 
 
+#: the statuses `_task_status` returns, read once: on Python 3.11 each read of an Enum class's member
+#: (`TaskStatus.RUNNING`) goes through the enum metaclass's `__getattr__` hook, four times the cost of a
+#: plain class attribute, and a dump's every pod is given one
+_RUNNING, _RELEASING, _BOUND, _PENDING = TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.BOUND, TaskStatus.PENDING
+_SUCCEEDED, _FAILED, _UNKNOWN = TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.UNKNOWN
+
+
 def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     if phase == "Running":
-        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+        return _RELEASING if deleting else _RUNNING
     if phase == "Pending":
         if deleting:
-            return TaskStatus.RELEASING
-        return TaskStatus.BOUND if node else TaskStatus.PENDING
+            return _RELEASING
+        return _BOUND if node else _PENDING
     if phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
+        return _SUCCEEDED
     if phase == "Failed":
-        return TaskStatus.FAILED
-    return TaskStatus.UNKNOWN
+        return _FAILED
+    return _UNKNOWN
 
 
 class _SpecParts(NamedTuple):
