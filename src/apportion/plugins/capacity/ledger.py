@@ -200,6 +200,8 @@ class Ledger:
         if old is not None and old.path != path:
             self._take_out(uid, old)
             old = None
+        elif old is not None and old.amounts == amounts:
+            return  # no field moved (a phase move that charges alike, a bound task that starts to run)
         all_sums = self.sums
         moved = 0
         members_moved = False
