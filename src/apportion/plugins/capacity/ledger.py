@@ -27,9 +27,11 @@ from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
-from apportion.plugins.queue_common import JobContribution, job_contribution
+from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
 from apportion.resources import Resource
 from apportion.state import check
+
+__all__ = ["Amount", "Ledger", "LedgerReport", "charged_amounts", "exact_amount", "job_amounts"]
 
 LEDGER_MEMO = "capacity.ledger"
 #: the fields charged, in the order JobContribution holds them
@@ -38,54 +40,10 @@ FIELDS = ("allocated", "request", "inqueue", "elastic")
 ALL_FIELDS = (1 << len(FIELDS)) - 1
 #: per mask, the fields it names
 _FIELDS_OF = [tuple(f for f in range(len(FIELDS)) if m >> f & 1) for m in range(ALL_FIELDS + 1)]
-_EXACT = float(2**53)
 #: tests switch this off: a queue whose sums moved then has its attributes built afresh from its limits
 #: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`,
 #: docs/semantics.md K38)
 KEEP_FIELDS = True
-
-#: one field of one job: cpu, memory, and the scalars in the job's own order (None: not charged)
-Amount = tuple[int, int, tuple[tuple[str, int], ...]]
-
-
-def exact_amount(r: Resource) -> Amount | None:
-    """The resource as integers, or None when some amount is not an integer below 2**53."""
-    cpu, mem = r.cpu, r.memory
-    if not (cpu.is_integer() and mem.is_integer() and abs(cpu) < _EXACT and abs(mem) < _EXACT):
-        return None
-    scalars = []
-    for n, v in r.scalars.items():
-        if not (v.is_integer() and abs(v) < _EXACT):
-            return None
-        scalars.append((n, int(v)))
-    return int(cpu), int(mem), tuple(scalars)
-
-
-def charged_amounts(c: JobContribution, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
-    """The four fields as `_charge_jobs` adds them (inqueue and elastic only when they add anything),
-    as integers; None when any of them is not exact."""
-    out: list[Amount | None] = []
-    for i, r in enumerate((c.allocated, c.request, c.inqueue, c.elastic)):
-        if i >= 2 and not (r.cpu or r.memory or r.scalars):
-            out.append(None)
-            continue
-        if i == 3 and not elastic_enabled:
-            out.append(None)
-            continue
-        a = exact_amount(r)
-        if a is None:
-            return None
-        out.append(a)
-    return tuple(out)
-
-
-def job_amounts(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
-    """`charged_amounts` of the job's contribution, kept on the job (JobInfo.derive) under what the
-    contribution is kept under and ElasticEnable: the ledger and capacity's backlog watch
-    (backlog_watch.py) ask it of the same job objects."""
-    return job.derive("charged-amounts", (job.min_available, job.min_resources, elastic_enabled),
-                      lambda: charged_amounts(job_contribution(job), elastic_enabled))
-
 
 @dataclass
 class _Sum:
@@ -242,6 +200,8 @@ class Ledger:
         if old is not None and old.path != path:
             self._take_out(uid, old)
             old = None
+        elif old is not None and old.amounts == amounts:
+            return  # no field moved (a phase move that charges alike, a bound task that starts to run)
         all_sums = self.sums
         moved = 0
         members_moved = False
