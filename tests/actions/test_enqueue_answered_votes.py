@@ -1,7 +1,8 @@
 """enqueue answers a vote from the votes' answers where they give it (docs/semantics.md K51,
 `enqueue.answer_votes`): a candidate of answers no admission moved since is admitted without its vote;
 in a session that makes no why-pending texts, a job voted after an admission is answered by its
-bucket's answer asked then (`BucketAnswers.admits`). Whole cycles over capacity's random backlogs (with
+bucket's answer asked then (`BucketAnswers.admits`), and the answers asked again after an admission
+are taken over the queues with a candidate only (`enqueue.hot_queues`). Whole cycles over capacity's random backlogs (with
 the texts: every explanation compared) and random events and sessions on one cache, with and without
 texts, decide the same with the switch on and off, under the self-check (which compares every answered
 vote with the answers of `enqueue_answers`)."""
@@ -26,15 +27,21 @@ from spying import record_calls
 from k8s import cycle, node, pod, podgroup, queue
 
 
+def switches(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    """K51's switches on or off."""
+    monkeypatch.setattr(enqueue, "answer_votes", on)
+    monkeypatch.setattr(enqueue, "hot_queues", on)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(objs=backlogs(), conf=st.sampled_from(CONFS))
 def test_answered_votes_decide_and_explain_as_the_votes(objs: list[dict], conf: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(check.ENV, "1")
-    monkeypatch.setattr(enqueue, "answer_votes", True)
+    switches(monkeypatch, True)
     fast = cycle(objs, conf).to_json()
-    monkeypatch.setattr(enqueue, "answer_votes", False)
+    switches(monkeypatch, False)
     assert fast == cycle(objs, conf).to_json()
 
 
@@ -44,9 +51,9 @@ def test_answered_votes_decide_and_explain_as_the_votes(objs: list[dict], conf: 
        st.lists(st.booleans(), min_size=1, max_size=3))
 def test_answered_votes_over_sessions(monkeypatch: pytest.MonkeyPatch, steps: list, texts: list[bool]) -> None:
     monkeypatch.setenv(check.ENV, "1")
-    monkeypatch.setattr(enqueue, "answer_votes", True)
+    switches(monkeypatch, True)
     fast = play_texts(steps, _base, CONF, texts)
-    monkeypatch.setattr(enqueue, "answer_votes", False)
+    switches(monkeypatch, False)
     assert fast == play_texts(steps, _base, CONF, texts)
 
 

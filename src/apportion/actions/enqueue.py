@@ -46,6 +46,9 @@ by_candidates = True
 #: tests switch this off: with refusals unread, the answers asked by bucket carry each refusal's
 #: explanation all the same (rather than a text no one reads, K43)
 bare_refusals = True
+#: tests switch this off: with refusals unread, the answers asked again after an admission are taken over
+#: every queue, not only over the queues with a candidate left (K51)
+hot_queues = True
 #: tests switch this off: every vote is cast, rather than answered by the answers where they give it:
 #: a candidate while no admission moved them, a job after one by its key's answer when no one reads
 #: refusals (`_Votes._vote`, K51)
@@ -226,7 +229,20 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed and lean_backlog:
+        if relaxed and lean_backlog and hot_queues:
+            # as below, over the queues with a candidate only: a key names one queue (a bucket is a leaf
+            # and a minResources), so no other queue holds a key asked, and its answers stay as they are
+            hot = [name for name, whys in per_queue.items() if None in whys]
+            answers = key_answers(dict.fromkeys(chain.from_iterable(
+                compress(keys[name], map(is_, per_queue[name], repeat(None))) for name in hot)))
+            if answers is None:
+                return self.ask(self.rest())
+            fresh = answers.get
+            candidates = 0
+            for name in hot:
+                whys = per_queue[name] = list(map(fresh, keys[name], per_queue[name]))
+                candidates += whys.count(None)
+        elif relaxed and lean_backlog:
             # as below, by maps: `keys` and `per_queue` hold lists of the same lengths in the same order
             # (the votes pop and clear them together)
             answers = key_answers(dict.fromkeys(compress(chain.from_iterable(keys.values()),
