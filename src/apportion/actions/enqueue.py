@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from itertools import accumulate, chain, compress, repeat
-from operator import attrgetter, is_
+from operator import is_
 from typing import Any
 
+from apportion.actions import enqueue_pass
 from apportion.actions.common import pop_best
-from apportion.actions.enqueue_backlog import Carried, Kept, carried_backlog
+from apportion.actions.enqueue_backlog import Kept, carried_backlog
+from apportion.actions.enqueue_pass import Backlog, check_carried
+from apportion.actions.enqueue_pass import backlog_reference as backlog_reference  # the reference, for tests
 from apportion.cluster.model import (
     GROUP_INQUEUE,
-    GROUP_PENDING,
     JobInfo,
     QueueInfo,
 )
@@ -20,13 +22,6 @@ from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.state import check
 
-_PENDING = GROUP_PENDING
-_QUEUE = attrgetter("queue")
-_PHASE = attrgetter("phase")
-
-
-#: the memo's entry: per queue, the set of quiet uids the last session's visits held and its first uid
-FIRSTS_MEMO = "enqueue.quiet-firsts"
 #: tests switch this off: every queue's first quiet uid is searched (`JobVisits.quiet_firsts`)
 carry_firsts = True
 
@@ -55,11 +50,13 @@ by_candidates = True
 #: tests switch this off: with refusals unread, the answers asked by bucket carry each refusal's
 #: explanation all the same (rather than a text no one reads, K43)
 bare_refusals = True
-
-#: the queues with a job (in the order of their first job's uid), each one's pending jobs in uid order,
-#: and every pending job in uid order
-_Backlog = tuple[list[QueueInfo], dict[str, list[JobInfo]], list[JobInfo]]
-
+#: tests switch this off: with refusals unread, the answers asked again after an admission are taken over
+#: every queue, not only over the queues with a candidate left (K51)
+hot_queues = True
+#: tests switch this off: every vote is cast, rather than answered by the answers where they give it:
+#: a candidate while no admission moved them, a job after one by its key's answer when no one reads
+#: refusals (`_Votes._vote`, K51)
+answer_votes = True
 
 def execute(ssn: Session) -> None:
     """Run enqueue over the session."""
@@ -68,7 +65,7 @@ def execute(ssn: Session) -> None:
     if carried is not None:
         queues, pending, size, all_min, kept = carried
         if check.enabled():
-            _check_carried(ssn, carried)
+            check_carried(ssn, carried)
     else:
         queues, pending, backlog = backlog_of(ssn)
         size = len(backlog)
@@ -122,156 +119,10 @@ def _check_keys(ssn: Session, votes: _Votes, keyed: tuple[list[Any], KeyAnswers]
                                     "the enqueue test gives the Pending jobs now")
 
 
-def _check_carried(ssn: Session, carried: Carried) -> None:
-    """The self-check: the backlog carried from the last open is the pass over every job's."""
-    queues, pending, size, all_min, _ = carried
-    ref_queues, ref_pending, ref_backlog = backlog_reference(ssn)
-    if (len(queues) != len(ref_queues) or not all(map(is_, queues, ref_queues)) or size != len(ref_backlog)
-            or all_min != all(job.min_resources is not None for job in ref_backlog)
-            or [(q, list(map(id, js))) for q, js in pending.items()]
-            != [(q, list(map(id, js))) for q, js in ref_pending.items()]):
-        raise check.StateCheckError(f"{check.ENV}: enqueue's backlog carried from the last open differs from "
-                                    "its pass over every job")
-
-
-def backlog_of(ssn: Session) -> _Backlog:
-    """What enqueue starts from (`backlog_reference`'s answer), from the jobs the actions visit.
-
-    Every Pending job is visited (a quiet job is admitted, K15), so the pending lists need only the
-    visited jobs; a queue's first job is the first of its visited jobs or of its quiet ones not moved
-    (`JobVisits.quiet_firsts`), whichever uid is smaller. The queues' order matters (the reference
-    picker scans them in list order, and an open tie's order is cyclic), so they are sorted by that uid.
-    A session that can admit nothing then costs its Pending jobs and one pass over the queues, not a
-    sorted pass over every job."""
-    visits = ssn.visits
-    if not visits.active:
-        return backlog_reference(ssn)
-    out = _backlog_by_one_pass(ssn) if lean_backlog else _backlog_by_loops(ssn)
-    if check.enabled():
-        queues, ordered, backlog = out
-        ref = backlog_reference(ssn)
-        if (ref[0] != queues or ref[2] != backlog
-                or [(q, [j.uid for j in js]) for q, js in ref[1].items()]
-                != [(q, [j.uid for j in js]) for q, js in ordered.items()]):
-            raise check.StateCheckError(f"{check.ENV}: enqueue's backlog from the visited jobs differs from "
-                                        "its pass over every job")
-    return out
-
-
-def _backlog_by_loops(ssn: Session) -> _Backlog:
-    """`backlog_of`'s answer, the pending jobs grouped and the queues ordered one at a time."""
-    jobs = ssn.jobs
-    first = quiet_firsts(ssn)
-    uids = ssn.visits.visit()
-    visited = list(map(jobs.__getitem__, uids))
-    names = list(map(_QUEUE, visited))
-    # the visits come in uid order: a queue's first visited job is the first one met, so the last one
-    # written when they are met backwards
-    visited_first = dict(zip(reversed(names), reversed(uids)))
-    pending_mask = list(map(is_, map(_PHASE, visited), repeat(_PENDING)))
-    backlog = list(compress(visited, pending_mask))
-    pending: dict[str, list[JobInfo]] = {}
-    for job, name in zip(backlog, compress(names, pending_mask)):
-        mine = pending.get(name)
-        if mine is None:
-            mine = pending[name] = []
-        mine.append(job)
-    return _ordered(ssn, first, visited_first, pending, backlog)
-
-
-def _backlog_by_one_pass(ssn: Session) -> _Backlog:
-    """`_backlog_by_loops`' answer from one pass over the visited jobs: a queue's first visited job is
-    the first one met (the visits come in uid order), and a Pending job joins its queue's list and the
-    backlog as it is met (each list in uid order). The loops' maps over the visited jobs cost more than
-    this pass (`operator.attrgetter` is not specialised as a slot's attribute read is)."""
-    jobs = ssn.jobs
-    first = quiet_firsts(ssn)
-    pending: dict[str, list[JobInfo]] = {}
-    visited_first: dict[str, str] = {}
-    backlog: list[JobInfo] = []
-    for uid in ssn.visits.visit():
-        job = jobs[uid]
-        name = job.queue
-        if name not in visited_first:
-            visited_first[name] = uid
-        if job.phase is _PENDING:
-            backlog.append(job)
-            mine = pending.get(name)
-            if mine is None:
-                pending[name] = [job]
-            else:
-                mine.append(job)
-    return _ordered(ssn, first, visited_first, pending, backlog)
-
-
-def _ordered(ssn: Session, first: dict[str, str], visited_first: dict[str, str],
-             pending: dict[str, list[JobInfo]], backlog: list[JobInfo]) -> _Backlog:
-    """The backlog's queues in the order of their first uids (the quiet jobs' and the visited ones'),
-    each with its pending jobs, as the reference fills them (the votes read the rest of the backlog in
-    that order); queues the session does not know are left out, and their jobs with them."""
-    for name, uid in visited_first.items():
-        held = first.get(name)
-        if held is None or uid < held:
-            first[name] = uid
-    known = ssn.queues
-    queues: list[QueueInfo] = []
-    ordered: dict[str, list[JobInfo]] = {}
-    for name in sorted(first, key=first.__getitem__):
-        queue = known.get(name)
-        if queue is not None:
-            queues.append(queue)
-            ordered[name] = pending.get(name) or []
-    if any(name not in known for name in pending):
-        backlog = [job for job in backlog if job.queue in known]
-    return queues, ordered, backlog
-
-
-def quiet_firsts(ssn: Session) -> dict[str, str]:
-    """`JobVisits.quiet_firsts`, with each queue's first uid kept in the memo with the set of quiet uids
-    it was taken from: a set the visits hold is never changed once held (a session copies it before
-    a change, framework/job_visits.py), so while a queue's set is the same object its first uid is the
-    one kept, and only the queues whose quiet jobs changed are searched (K33)."""
-    visits = ssn.visits
-    memo = ssn.memo
-    if memo is None or not visits.active or visits.moved or not carry_firsts:
-        return visits.quiet_firsts()
-    kept = memo.get(FIRSTS_MEMO)
-    if not isinstance(kept, dict):
-        kept = {}
-    first: dict[str, str] = {}
-    now: dict[str, tuple[set[str], str]] = {}
-    for queue, uids in visits.by_queue.items():
-        held = kept.get(queue)
-        if held is None or held[0] is not uids:
-            if not uids:
-                continue
-            held = (uids, min(uids))
-        now[queue] = held
-        first[queue] = held[1]
-    memo[FIRSTS_MEMO] = now
-    if check.enabled() and first != visits.quiet_firsts():
-        raise check.StateCheckError(f"{check.ENV}: enqueue's first quiet jobs kept per queue differ from "
-                                    "the visits' own")
-    return first
-
-
-def backlog_reference(ssn: Session) -> _Backlog:
-    """What enqueue starts from, by a pass over every job in uid order (the reference)."""
-    queues: list[QueueInfo] = []
-    pending: dict[str, list[JobInfo]] = {}
-    backlog: list[JobInfo] = []
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in pending:
-            pending[queue.name] = []
-            queues.append(queue)
-        if job.is_pending():
-            pending[queue.name].append(job)
-            backlog.append(job)
-    return queues, pending, backlog
+def backlog_of(ssn: Session) -> Backlog:
+    """What enqueue starts from (`backlog_reference`'s answer), from the jobs the actions visit
+    (enqueue_pass.py `backlog_of`, under this module's switches)."""
+    return enqueue_pass.backlog_of(ssn, lean_backlog, carry_firsts)
 
 
 class _Votes:
@@ -382,7 +233,20 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed and lean_backlog:
+        if relaxed and lean_backlog and hot_queues:
+            # as below, over the queues with a candidate only: a key names one queue (a bucket is a leaf
+            # and a minResources), so no other queue holds a key asked, and its answers stay as they are
+            hot = [name for name, whys in per_queue.items() if None in whys]
+            answers = key_answers(dict.fromkeys(chain.from_iterable(
+                compress(keys[name], map(is_, per_queue[name], repeat(None))) for name in hot)))
+            if answers is None:
+                return self.ask(self.rest())
+            fresh = answers.get
+            candidates = 0
+            for name in hot:
+                whys = per_queue[name] = list(map(fresh, keys[name], per_queue[name]))
+                candidates += whys.count(None)
+        elif relaxed and lean_backlog:
             # as below, by maps: `keys` and `per_queue` hold lists of the same lengths in the same order
             # (the votes pop and clear them together)
             answers = key_answers(dict.fromkeys(compress(chain.from_iterable(keys.values()),
@@ -462,15 +326,14 @@ class _Votes:
         i = pop_best_index(jobs, ssn.job_compare)
         job = jobs.pop(i)
         why = whys.pop(i)
-        if keys is not None:
-            keys.pop(i)
+        key = keys.pop(i) if keys is not None else None
         if why is not None and self.refusing:
             # no vote has admitted since the answers: its vote would refuse it, saying this
             if self.explaining:
                 ssn.explain(job.uid, why)
             admitted = False
         else:
-            admitted = _admit(ssn, job)
+            admitted = self._vote(job, why, key)
             if admitted:
                 self.refusing = False
         self.left -= 1
@@ -492,6 +355,35 @@ class _Votes:
         if candidates:
             self.budget -= self.left
         return not self.ask_again()
+
+
+    def _vote(self, job: JobInfo, why: str | None, key: Any) -> bool:
+        """`_admit`, with the vote's answer taken from the answers where they give it (K51): a candidate
+        of answers no admission has moved since is admitted without its vote (which would admit it and
+        record nothing); in a session whose refusals no one reads, a job voted after an admission is
+        answered by its key's answer as things stand now (`BucketAnswers.admits`), its refusal recording
+        no explanation. Otherwise, and for a job without minResources, the vote is cast."""
+        ssn = self.ssn
+        if not answer_votes or job.min_resources is None:
+            return _admit(ssn, job)
+        admits: bool | None = None
+        if why is None and self.refusing:
+            admits = True
+        elif not self.explaining and key is not None:
+            now = getattr(self.key_answers, "admits", None)
+            if now is not None:
+                admits = now(key)
+        if admits is None:
+            return _admit(ssn, job)
+        if check.enabled():
+            ref = ssn.enqueue_answers([job])
+            if ref is None or (ref[0] is None) != admits:
+                raise check.StateCheckError(f"{check.ENV}: enqueue's answer for job {job.uid} taken from the "
+                                            "answers differs from its vote's")
+        if admits:
+            ssn.job_enqueued(job)
+            job.set_phase(GROUP_INQUEUE)
+        return admits
 
 
 def _explain_each(ssn: Session, jobs: list[JobInfo], whys: list[str | None]) -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.actions import enqueue
 from apportion.framework.session import Session
 from apportion.plugins.capacity.admission import Admission
 from spying import record_calls
@@ -96,7 +97,9 @@ def test_backlog_refusal_decides_as_the_votes(objs: list[dict], conf: str, monke
 
 
 def _count_votes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The uids of the jobs capacity's JobEnqueueable vote is cast on, in order."""
+    """The uids of the jobs capacity's JobEnqueueable vote is cast on, in order (every vote cast: none
+    answered from the answers, K51, which tests/actions/test_enqueue_answered_votes.py covers)."""
+    monkeypatch.setattr(enqueue, "answer_votes", False)
     return record_calls(monkeypatch, Admission, "job_enqueueable", lambda self, job: job.uid)
 
 

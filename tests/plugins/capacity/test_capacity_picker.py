@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apportion.actions import enqueue
 from apportion.framework.conf import parse_conf
 from apportion.framework.queue_picker import ScanPicker
 from apportion.framework.session import Session
@@ -187,7 +188,9 @@ def test_a_cycle_among_tied_parents_is_left_to_a_scan_of_their_leaves(monkeypatc
 
 
 def _enqueue_order(objs: list[dict], monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[str]:
-    """Every job enqueue asks about, in order, with the tree picker or with the reference scan."""
+    """Every job enqueue asks about, in order, with the tree picker or with the reference scan (every
+    vote cast: none answered from the answers, K51)."""
+    monkeypatch.setattr(enqueue, "answer_votes", False)
     real = Session.job_enqueueable
     asked = record_calls(monkeypatch, Session, "job_enqueueable", lambda self, job: job.uid)
     monkeypatch.setattr(Session, "fast_queue_pickers", fast)

@@ -105,6 +105,16 @@ class BucketAnswers:
         self.log_at, self.lowered_at = len(plugin.share_log), plugin._inqueue_lowered
         return plugin._bucket_answers(wanted, levels, self.texts)
 
+    def admits(self, bucket: int) -> bool | None:
+        """Whether a vote cast now on a job of the bucket would admit it (None: the numbers were dropped
+        since they were handed out). Unlike a call, it leaves the point `refusals_hold` compares with
+        where the last call put it: the refusals that call gave are still the ones vouched for."""
+        plugin = self.plugin
+        levels = plugin._vote_levels()
+        if levels is None or plugin._buckets is not self.buckets or self.buckets.epoch != self.epoch:
+            return None
+        return plugin._bucket_answers((bucket,), levels, False)[bucket] is None
+
     def refusals_hold(self) -> bool:
         """Whether every bucket the last call refused would be refused now: since then no event moved an
         accounting (the share log did not grow) and every admission added amounts >= 0 to inqueue along
