@@ -218,9 +218,9 @@ class JobVisits:
         return out
 
     def visit_admitted(self, log: set[str]) -> list[str] | None:
-        """The uids, in uid order, of `visit()` less busy jobs that were waiting for enqueue (phase
-        Pending) when judged and are not in `log` (docs/semantics.md K52); None when not kept (not
-        active, or the order not kept), and then `visit()` is every job to visit.
+        """The uids, in uid order, of `visit()` less the busy jobs that were waiting for enqueue (phase
+        Pending) when judged, are not in `log` and did not move (docs/semantics.md K52); None when not
+        kept (not active, or the order not kept), and then `visit()` is every job to visit.
 
         `log` is the session's live log of the jobs changed since its snapshot was taken
         (`JobDelta.log`, K17): a job's phase is set only through `JobInfo.set_phase`, which logs it, so
