@@ -30,6 +30,9 @@ KEEP_VISIT_VERDICTS = True
 #: JobInfo.derived key of `visit_verdict`'s answer: (version, phase, (minimums, JobValid plugins consulted),
 #: (valid, message, tries))
 VISIT_KEY = "allocate.visit"
+#: False: with enqueue configured the visit goes over every job to visit and passes over those waiting for
+#: enqueue (the reference); True: it leaves out those the session's jobs log shows are waiting still (K52)
+SKIP_WAITING = True
 
 
 def execute(ssn: Session) -> None:
@@ -42,6 +45,9 @@ def execute(ssn: Session) -> None:
     passing: PassOver | None = ssn.shared.get(PASS_OVER)
     hopeless = passing.jobs if passing is not None else {}
     checking = bool(hopeless) and check.enabled()
+    if checking:
+        assert passing is not None
+        _check_stamp(ssn, passing)
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     jobs_of = ssn.jobs
     waiting = GROUP_PENDING
@@ -49,7 +55,7 @@ def execute(ssn: Session) -> None:
     checking_visits = kept and check.enabled()
     # a job object seen under another configuration (other JobValid plugins) must not take its answer
     validity = tuple(opt.name for _, opt, _ in ssn.consulted(ep.JOB_VALID)) if kept else ()
-    for uid in ssn.visits.visit():
+    for uid in _to_visit(ssn, enqueue_configured):
         job = jobs_of[uid]
         # JobInfo.is_pending inline: in a forecast most visited jobs wait for enqueue, ~500 a session
         if job.phase is waiting:
@@ -126,6 +132,25 @@ def execute(ssn: Session) -> None:
         _check_lone(ssn, passing, predicted, passes)
 
 
+def _to_visit(ssn: Session, enqueue_configured: bool) -> list[str]:
+    """The uids the visit goes over, in uid order: every job to visit (`JobVisits.visit`), or, with
+    enqueue configured, that less jobs still waiting for enqueue that the visit would pass over
+    (`JobVisits.visit_admitted`, docs/semantics.md K52: a forecast's ~230 waiting jobs a session), when
+    the session's snapshot logs its jobs' changes (its jobs delta's live log, K17)."""
+    visits = ssn.visits
+    delta = ssn.snapshot.jobs_delta if SKIP_WAITING and enqueue_configured else None
+    uids = visits.visit_admitted(delta.log) if delta is not None else None
+    if uids is None:
+        return visits.visit()
+    if check.enabled():
+        jobs, waiting = ssn.jobs, PodGroupPhase.PENDING
+        want = [uid for uid in visits.visit() if jobs[uid].phase is not waiting]
+        if [uid for uid in uids if jobs[uid].phase is not waiting] != want:
+            raise check.StateCheckError(f"{check.ENV}: the jobs allocate visits less those waiting for enqueue "
+                                        "differ from every job to visit less those")
+    return uids
+
+
 #: what `_lone` finds: the one job to try and its queue (None when every job is to be passed over),
 #: and every other job's explanation, by uid
 Lone = tuple[JobInfo | None, QueueInfo | None, dict[str, str]]
@@ -192,6 +217,14 @@ def _check_lone(ssn: Session, passing: PassOver, predicted: dict[str, str], pass
     if passed != len(predicted):
         raise check.StateCheckError(f"{check.ENV}: the queue loop passed over {passed} jobs, "
                                     f"{len(predicted)} were to be passed over at once")
+
+
+def _check_stamp(ssn: Session, passing: PassOver) -> None:
+    """Under the self-check, the touch position the caller stamped its copy of FutureIdle with: the
+    table at that position is the copy bit for bit (`PassOver._within` compares nothing there)."""
+    if passing.stamp == len(ssn.table.touched) and ssn.table.future.tobytes() != passing.future.tobytes():
+        raise check.StateCheckError(f"{check.ENV}: FutureIdle differs from the copy made at touch position "
+                                    f"{passing.stamp}, though the table logged no change since")
 
 
 def _passed_over(ssn: Session, passing: PassOver, queue: QueueInfo, job: JobInfo,

@@ -43,7 +43,8 @@ class PassOver:
     future: np.ndarray
     #: uid -> (tasks the job lacks, at least 1; at most this many of its tasks fit, fewer than that)
     jobs: dict[str, tuple[int, int]]
-    #: the table's touch position at which FutureIdle was last found within `future`
+    #: the table's touch position at which FutureIdle was last found within `future` (the creator's
+    #: position when it copied `future` from the table: FutureIdle is `future` there; -1: unknown)
     stamp: int = -1
     #: jobs passed over, and jobs tried anyway (the check failed, or the self-check tried them)
     passed: int = 0

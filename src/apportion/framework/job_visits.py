@@ -64,6 +64,9 @@ class _Held:
     order: list[str] | None
     #: the busy jobs with a pipelined task
     piped: set[str]
+    #: the busy jobs waiting for enqueue (phase Pending), and the others in uid order (None: not kept)
+    waiting: set[str]
+    admitted: list[str] | None
 
 
 class JobVisits:
@@ -77,6 +80,9 @@ class JobVisits:
     #: False: `pipelined` is every visited job (the reference); True: the busy jobs that held a
     #: pipelined task at open (kept from open to open as `busy` is) and the jobs moved since
     keep_piped = True
+    #: False: `visit_admitted` gives None (allocate visits every busy job, the reference); True: the busy
+    #: jobs not waiting for enqueue at open are kept in uid order apart from the waiting ones (K52)
+    keep_waiting = True
 
     def __init__(self, jobs: dict[str, JobInfo], job_valid: Callable[[JobInfo], tuple[bool, str]],
                  validity: tuple[str, ...], memo: dict[str, Any] | None, delta: OpenDelta | None,
@@ -101,6 +107,10 @@ class JobVisits:
         self.order: list[str] | None = None
         #: the busy jobs with a pipelined task at open (judged with `busy`)
         self.piped: set[str] = set()
+        #: the busy jobs whose phase was Pending (waiting for enqueue) when judged, and the other busy
+        #: jobs in uid order (None: not kept; `visit_admitted`)
+        self.waiting: set[str] = set()
+        self.admitted: list[str] | None = None
         self._copied: set[str] = set()
         if carried:
             assert isinstance(held, _Held) and delta is not None and memo is not None
@@ -112,6 +122,8 @@ class JobVisits:
             self.piped = held.piped
             # changed in place, as `busy` is (the memo no longer holds either)
             self.order = held.order if self.keep_order else None
+            self.waiting = held.waiting
+            self.admitted = held.admitted if self.keep_order and self.keep_waiting else None
             for uid in delta.gone:
                 self._forget(uid)
             for uid in delta.changed:
@@ -121,6 +133,8 @@ class JobVisits:
                     self._judge(job)
             if self.keep_order and self.order is None:
                 self.order = sorted(self.busy)
+            if self.keep_order and self.keep_waiting and self.admitted is None:
+                self.admitted = sorted(self.busy - self.waiting)
             if check.enabled():
                 self._check()
         elif self.active:
@@ -128,6 +142,8 @@ class JobVisits:
                 self._judge(job)
             if self.keep_order:
                 self.order = sorted(self.busy)
+                if self.keep_waiting:
+                    self.admitted = sorted(self.busy - self.waiting)
         # not kept past open: the session's bound method would hold the session in a reference cycle
         # (sessions are freed by reference counting: Session.release)
         self._valid = _judged_at_open
@@ -136,7 +152,7 @@ class JobVisits:
                 memo.pop(MEMO, None)
             else:
                 memo[MEMO] = _Held(generation, validity, self.quiet, self.by_queue, self.busy, self.order,
-                                   self.piped)
+                                   self.piped, self.waiting, self.admitted)
 
     def _forget(self, uid: str) -> None:
         queue = self.quiet.pop(uid, None)
@@ -148,6 +164,10 @@ class JobVisits:
             order = self.order
             if order is not None:
                 del order[bisect_left(order, uid)]
+            if uid in self.waiting:
+                self.waiting.discard(uid)
+            elif self.admitted is not None:
+                del self.admitted[bisect_left(self.admitted, uid)]
 
     def _own(self, queue: str) -> set[str]:
         """The queue's set of quiet uids, copied first if it is the memo's."""
@@ -167,6 +187,10 @@ class JobVisits:
                 self.piped.add(job.uid)
             if self.order is not None:
                 insort(self.order, job.uid)
+            if job.phase is _PENDING:
+                self.waiting.add(job.uid)
+            elif self.admitted is not None:
+                insort(self.admitted, job.uid)
 
     def is_quiet(self, job: JobInfo) -> bool:
         """Admitted, no pending, pipelined or pending best-effort task, and valid."""
@@ -178,7 +202,9 @@ class JobVisits:
         fresh = JobVisits(self.jobs, self._valid, (), None, None, None)
         by_queue = {q: uids for q, uids in self.by_queue.items() if uids}
         if (fresh.quiet != self.quiet or fresh.busy != self.busy or fresh.by_queue != by_queue
-                or (self.order is not None and self.order != sorted(self.busy)) or fresh.piped != self.piped):
+                or (self.order is not None and self.order != sorted(self.busy)) or fresh.piped != self.piped
+                or fresh.waiting != self.waiting
+                or (self.admitted is not None and self.admitted != sorted(self.busy - self.waiting))):
             raise check.StateCheckError(f"{check.ENV}: the quiet jobs carried from the last session differ from "
                                         "the jobs judged quiet afresh")
 
@@ -194,6 +220,29 @@ class JobVisits:
         out = order.copy()
         if check.enabled() and out != self.visit_reference():
             raise check.StateCheckError(f"{check.ENV}: the busy jobs kept in uid order differ from their sort")
+        return out
+
+    def visit_admitted(self, log: set[str]) -> list[str] | None:
+        """The uids, in uid order, of `visit()` less the busy jobs that were waiting for enqueue (phase
+        Pending) when judged, are not in `log` and did not move (docs/semantics.md K52); None when not
+        kept (not active, or the order not kept), and then `visit()` is every job to visit.
+
+        `log` is the session's live log of the jobs changed since its snapshot was taken
+        (`JobDelta.log`, K17): a job's phase is set only through `JobInfo.set_phase`, which logs it, so
+        a waiting job not logged is waiting still, and allocate, which passes over every job waiting
+        for enqueue when enqueue is configured, would pass it over. The others are kept: the busy
+        jobs not waiting at judge time (`admitted`), the logged waiting ones and the moved ones."""
+        admitted = self.admitted
+        if not self.active or admitted is None:
+            return None
+        waiting, busy = self.waiting, self.busy
+        extra = {uid for uid in log if uid in waiting}
+        if self.moved:
+            extra |= self.moved
+        out = admitted.copy()
+        for uid in sorted(extra):
+            if uid not in busy or uid in waiting:  # (an admitted uid is in `out` already)
+                insort(out, uid)
         return out
 
     def may_hold_pipelined(self) -> list[str] | None:
