@@ -143,7 +143,7 @@ def _to_visit(ssn: Session, enqueue_configured: bool) -> list[str]:
     if uids is None:
         return visits.visit()
     if check.enabled():
-        jobs, waiting = ssn.jobs, PodGroupPhase.PENDING
+        jobs, waiting = ssn.jobs, GROUP_PENDING
         want = [uid for uid in visits.visit() if jobs[uid].phase is not waiting]
         if [uid for uid in uids if jobs[uid].phase is not waiting] != want:
             raise check.StateCheckError(f"{check.ENV}: the jobs allocate visits less those waiting for enqueue "
