@@ -53,7 +53,7 @@ def _task_start_reference(index: int, t: TaskInfo, job: JobInfo, now: datetime) 
         return start.TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime,
                                start.DURATION)
     return start.TaskStart(index, t, status, t.node_name, elapsed, None, runtime,
-                           start.RELEASING if status == "releasing" else start.UNKNOWN)
+                           start.BASIS_RELEASING if status == "releasing" else start.BASIS_UNKNOWN)
 
 
 def test_the_constants_are_the_members() -> None:

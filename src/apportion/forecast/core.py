@@ -16,7 +16,15 @@ import numpy as np
 
 from apportion.errors import InputError
 from apportion.forecast.runtime import Assumed, rfc3339
-from apportion.forecast.start import ASSUMED, DURATION, EXPECTED_END, RELEASING, UNKNOWN, JobStart, StartState
+from apportion.forecast.start import (
+    ASSUMED,
+    BASIS_RELEASING,
+    BASIS_UNKNOWN,
+    DURATION,
+    EXPECTED_END,
+    JobStart,
+    StartState,
+)
 
 #: default number of seeded runs when runtimes are drawn from a distribution
 DEFAULT_RUNS = 20
@@ -68,7 +76,7 @@ class Forecast:
     @property
     def exact(self) -> bool:
         """Every runtime came from annotations and there was one run (still a model of the future)."""
-        return self.basis["pods"].get(ASSUMED, 0) == 0 and self.basis["pods"].get(UNKNOWN, 0) == 0 and self.runs == 1
+        return self.basis["pods"].get(ASSUMED, 0) == 0 and self.basis["pods"].get(BASIS_UNKNOWN, 0) == 0 and self.runs == 1
 
     def to_json(self) -> dict[str, Any]:
         """The JSON answer (`apportion forecast -o json`)."""
@@ -127,8 +135,8 @@ def select_jobs(state: StartState, names: list[str] | None) -> list[JobStart]:
 def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
     """Where the running pods' remaining times and the jobs' runtimes come from."""
     pods = state.basis_counts()
-    if assumed is not None and pods.get(UNKNOWN):
-        pods[ASSUMED] = pods.pop(UNKNOWN)
+    if assumed is not None and pods.get(BASIS_UNKNOWN):
+        pods[ASSUMED] = pods.pop(BASIS_UNKNOWN)
     jobs_unknown = sum(1 for j in state.jobs if j.runtime is None and any(t.status == "pending" for t in j.tasks))
     parts = []
     if pods.get(EXPECTED_END):
@@ -137,10 +145,10 @@ def basis_of(state: StartState, assumed: Assumed | None) -> dict[str, Any]:
         parts.append(f"{pods[DURATION]} by their {DURATION} annotation and start time")
     if pods.get(ASSUMED):
         parts.append(f"{pods[ASSUMED]} assumed to run {assumed.text if assumed else '?'}")
-    if pods.get(UNKNOWN):
-        parts.append(f"{pods[UNKNOWN]} with no known end (never free their nodes)")
-    if pods.get(RELEASING):
-        parts.append(f"{pods[RELEASING]} being deleted (free their nodes by the next session)")
+    if pods.get(BASIS_UNKNOWN):
+        parts.append(f"{pods[BASIS_UNKNOWN]} with no known end (never free their nodes)")
+    if pods.get(BASIS_RELEASING):
+        parts.append(f"{pods[BASIS_RELEASING]} being deleted (free their nodes by the next session)")
     summary = "running pods: " + ", ".join(parts) if parts else "no running pods"
     if jobs_unknown:
         summary += (f"; waiting jobs without a runtime: {jobs_unknown} ("
@@ -191,7 +199,7 @@ def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assu
         elif med is None:
             reason = ("does not start within the horizon" if horizon is not None
                       else "does not start while the pods ahead of it run (some have no known end)"
-                      if basis["pods"].get(UNKNOWN) else "does not start with the cluster as it is")
+                      if basis["pods"].get(BASIS_UNKNOWN) else "does not start with the cluster as it is")
         out.append(JobForecast(job=js.uid, queue=js.template.queue, start_in=med, low=_pct(xs, 10),
                                high=_pct(xs, 90), runs=n_runs, started_runs=sum(1 for x in xs if np.isfinite(x)),
                                basis=basis["summary"], reason=reason))

@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # types of fields only: their modules come with the simulator
 EXPECTED_END = "expected-end"
 DURATION = "duration"
 ASSUMED = "assumed"
-UNKNOWN = "unknown"
+BASIS_UNKNOWN = "unknown"
 #: a pod being deleted without an expected end: it frees its node by the next session
-RELEASING = "releasing"
+BASIS_RELEASING = "releasing"
 
 
 @dataclass
@@ -51,7 +51,7 @@ class TaskStart:
     remaining: float | None = None
     #: a running task's own whole runtime (`apportion.io/duration`), when it has one
     runtime: float | None = None
-    basis: str = UNKNOWN
+    basis: str = BASIS_UNKNOWN
 
 
 @dataclass
@@ -227,7 +227,7 @@ def _task_start(index: int, t: TaskInfo, job: JobInfo, now: datetime,
     if runtime is not None and started is not None:
         return TaskStart(index, t, status, t.node_name, elapsed, max(0.0, runtime - elapsed), runtime, DURATION)
     return TaskStart(index, t, status, t.node_name, elapsed, None, runtime,
-                     RELEASING if status == "releasing" else UNKNOWN)
+                     BASIS_RELEASING if status == "releasing" else BASIS_UNKNOWN)
 
 
 def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, str]:
@@ -243,7 +243,7 @@ def _job_runtime(job: JobInfo, tasks: list[TaskStart]) -> tuple[float | None, st
              if t.basis == EXPECTED_END and t.remaining is not None and t.template.start_time]
     if whole:
         return max(whole), EXPECTED_END
-    return None, UNKNOWN
+    return None, BASIS_UNKNOWN
 
 
 def start_state(snap: Snapshot, conf: SchedulerConf, now: datetime, *, period: float = 1.0,

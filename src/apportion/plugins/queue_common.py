@@ -56,6 +56,8 @@ def deduct_gated(job: JobInfo) -> Resource:
 def inqueue_resource(job: JobInfo) -> Resource:
     """GetInqueueResource: max(0, minResources - allocated) on minResources' dimensions, gated pods
     deducted, ephemeral-storage not counted."""
+    # plugins/capacity/charged.py's `_settled_amounts` repeats this arithmetic (and `charges_inqueue`
+    # the rule in `_contribution` below) for jobs without Pending tasks: change them together (K50)
     # only read here: without gated pods there is nothing to deduct, and no copy to make
     minres = deduct_gated(job) if job.gated_tasks else job.min_resources
     assert minres is not None
