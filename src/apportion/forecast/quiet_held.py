@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from apportion.forecast.quiet_anchor import _Placed
 from apportion.forecast.quiet_kept import Facts
-from apportion.plugins.capacity.backlog_watch import BacklogWatch, _delta_reference, _nonzero
+from apportion.plugins.capacity.backlog_watch import BacklogWatch, _delta, _delta_reference, _nonzero
 from apportion.plugins.capacity.ledger import Amount
 from apportion.resources import CPU, MEMORY
 from apportion.state import check
@@ -37,23 +37,15 @@ def in_no_sum(f: Facts) -> bool:
 
 def _watched(held: _Held) -> tuple[int, int, dict[str, int]] | None:
     """What capacity's backlog test reads of the held record's charged amounts: allocated + inqueue -
-    elastic as integers per dimension (cpu, memory, then each scalar as first met, as `_delta` sums
-    them), kept on the record; None when a scalar is named cpu or memory (`_delta` then leaves the
+    elastic as integers per dimension (cpu, memory, then each scalar as first met: `_delta` from no
+    amounts), kept on the record; None when a scalar is named cpu or memory (`_delta` then leaves the
     sum to `_delta_reference`)."""
-    amounts = held.amounts
-    assert amounts is not None
-    cpu = memory = 0
-    scalars: dict[str, int] = {}
-    for a, sign in ((amounts[0], 1), (amounts[2], 1), (amounts[3], -1)):
-        if a is None:
-            continue
-        cpu += sign * a[0]
-        memory += sign * a[1]
-        for n, v in a[2]:
-            scalars[n] = scalars.get(n, 0) + sign * v
-    if CPU in scalars or MEMORY in scalars:
+    assert held.amounts is not None
+    total = _delta(None, held.amounts)
+    if total is None:
         return None
-    got = held.watched = (cpu, memory, scalars)
+    cpu, memory = total.pop(CPU), total.pop(MEMORY)
+    got = held.watched = (cpu, memory, total)
     return got
 
 
