@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_closing import START, step
+from test_closing import fed_start, step
 from test_job_visits_order import ALL_CONFS
 
 from apportion.actions import allocate
@@ -18,14 +18,7 @@ from apportion.cluster.model import PodGroupPhase
 from apportion.framework.job_visits import JobVisits
 from apportion.framework.session import Session
 from apportion.state import check
-from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, WatchEvent
 from session_steps import play, play_texts
-
-
-def _start(cache: SchedulerCache) -> None:
-    for o in START:
-        cache.apply(WatchEvent(ADDED, o, "setup"))
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -38,7 +31,7 @@ def test_leaving_waiting_jobs_out_decides_as_visiting_every_job(conf: str, raw: 
     runs = []
     for skip in (True, False):
         monkeypatch.setattr(allocate, "SKIP_WAITING", skip)
-        runs.append(play_texts(steps, _start, ALL_CONFS[conf], [True, False]))
+        runs.append(play_texts(steps, fed_start, ALL_CONFS[conf], [True, False]))
     assert runs[0] == runs[1]
 
 
@@ -62,7 +55,7 @@ def test_the_waiting_jobs_are_kept_apart_and_an_unlogged_admission_fails_the_che
             # logged, it is visited
             assert "ns/g2" in (visits.visit_admitted({"ns/g2"}) or [])
 
-    play([("SESSION", []), ("SESSION", [])], _start, ALL_CONFS[sorted(ALL_CONFS)[0]], lambda i, s, r: None, before)
+    play([("SESSION", []), ("SESSION", [])], fed_start, ALL_CONFS[sorted(ALL_CONFS)[0]], lambda i, s, r: None, before)
     waiting, admitted, shortened = seen[0]
     assert "ns/g2" in waiting and admitted is not None and "ns/g1" in admitted and "ns/g2" not in admitted
     assert shortened is not None and "ns/g2" not in shortened

@@ -87,6 +87,12 @@ START = [*_tree(), k8s.node("n0", cpu=3), k8s.podgroup("g0", queue="a1", min_mem
          k8s.podgroup("g2", queue="a2", phase="Pending", min_resources={"cpu": "2"}), k8s.pod("p3", "g2", cpu=2)]
 
 
+def fed_start(cache: SchedulerCache) -> None:
+    """The cache fed START's objects (the base the session-step tests play their steps from)."""
+    for o in START:
+        cache.apply(WatchEvent(ADDED, o, "setup"))
+
+
 def twin_sessions(start: list[dict], steps: list[tuple[str, Any]],
                   session: Callable[[bool, SchedulerCache, str, Any], Any], *, sort_keys: bool = False) -> None:
     """Two caches fed the same objects and events; at each ("SESSION", what) step `session(first, cache,

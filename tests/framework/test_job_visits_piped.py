@@ -11,24 +11,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_closing import START, step
+from test_closing import fed_start, step
 from test_job_visits_order import ALL_CONFS
 
 from apportion.framework.job_visits import JobVisits
 from apportion.framework.session import Session
 from apportion.state import check
-from apportion.state.cache import SchedulerCache
-from apportion.state.events import ADDED, WatchEvent
 from session_steps import play
 
 #: the method itself (the fixture undoes its patches only after every example: a spy made from the
 #: attribute as it stands would call the last example's spy, twice a call, example after example)
 _PIPELINED = Session.pipelined
-
-
-def _start(cache: SchedulerCache) -> None:
-    for o in START:
-        cache.apply(WatchEvent(ADDED, o, "setup"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -50,7 +43,7 @@ def test_the_kept_pipelined_jobs_give_what_every_visited_job_gives(conf: str, ra
 
     monkeypatch.setattr(Session, "pipelined", spied)
     steps = [("SESSION", []) if typ == "SESSION" else ("change", [(typ, obj)]) for typ, obj in raw]
-    play(steps, _start, ALL_CONFS[conf], lambda i, ssn, result: None)
+    play(steps, fed_start, ALL_CONFS[conf], lambda i, ssn, result: None)
     # the order of the keys too: jobs in the session's order, tasks in the job's
     assert all(list(out.items()) == list(ref.items()) for out, ref in seen)
 
