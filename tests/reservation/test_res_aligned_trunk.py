@@ -449,15 +449,17 @@ def test_the_last_placement_is_checked_too(mirrors):
         aligned.aligned_agent(False).agents[0].plan_job(plan, rid(2), "bob", d, None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a periodic reservation over-committing the plan exactly at the stage's deadline; the "
-    "availability excuses the end instant (as trunk's second merge never tests it), but the "
-    "aligned-right stage's check after a placement includes its end instant and refuses, while the "
-    "trunk model checks [start, end) and places. Which of the two trunk does is not settled yet."))
-def test_a_periodic_over_commit_at_the_deadline_is_placed_as_the_trunk_model():
-    """The example hypothesis found for test_low_cost_planner_places_as_the_trunk_model[False]."""
+@pytest.mark.parametrize("arrays", [True, False])
+def test_a_periodic_over_commit_at_the_deadline_is_placed_as_the_trunk_model(arrays, monkeypatch):
+    """The example hypothesis found for test_low_cost_planner_places_as_the_trunk_model[False]:
+    a periodic reservation over-commits the plan from the stage's deadline on. Trunk's
+    availability is undefined (null) at the deadline, the end of its last merge, and its check
+    after a placement merges it untested there, so the aligned-right stage is placed on the window
+    ending at the deadline. `arrays` False: the step-function walk (`WalkWindows`)."""
     plan = InMemoryPlan("dedicated", (4096, 4), step=1000, calculator=Calculator("default"), policy=NoPolicy(),
                         maximum_allocation=(8192, 8), max_periodicity=_T)
+    if not arrays:
+        monkeypatch.setattr(plan, "available_arrays", lambda *a, **k: None)
     plan._mirrored, plan._mirrors_off = False, True
     for n, (a, ln, c, period) in enumerate([(0, 1, (1024, 1), 0), (0, 1, (1024, 1), 0),
                                             (5874, 1, (6144, 3), 30000)], start=1):

@@ -12,7 +12,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Protocol
 
-from apportion.reservation.agents.aligned_arrays import ArrayWindows
+from apportion.reservation.agents.aligned_arrays import UNDEFINED, ArrayWindows, _read, undefined_at
 from apportion.reservation.agents.bounded_windows import BoundedWindows
 from apportion.reservation.agents.common import Interval, TryMany
 from apportion.reservation.agents.iterative import GreedyStageAllocator, IterativePlanner, JobContext
@@ -47,6 +47,8 @@ class LowCostAlignedAllocator:
         per_step = max(1, max(1, to_place // windows) // self.smoothness)
         lo = s if job.left else d - windows * dur
         ev: Windows | None = None
+        if avail_arrays is not None and lo + windows * dur == d:
+            avail_arrays = undefined_at(*_read(*avail_arrays, lo, d + 1), d)
         if avail_arrays is not None:
             load_arrays = job.load_arrays()
             if load_arrays is not None:
@@ -215,10 +217,17 @@ class WalkWindows:
         self.ratios = ratios
         old_id = job.rid if job.old is not None else None
         # the availability is read on the closed range [s, d]: the end instant of the last
-        # candidate is checked too
+        # candidate is checked too, unless it is the deadline, where trunk's is undefined
         avail = plan.available(job.user, old_id, s, d, job.period, shared=True)
         self.lt, self.lv = segments(job.load(), s, d)
         self.vt, self.vv = segments(avail, s, d + 1)
+        if lo + count * dur == d:
+            undefined = (UNDEFINED,) * len(plan.capacity)
+            if self.vt[-1] == d:
+                self.vv[-1] = undefined
+            else:
+                self.vt.append(d)
+                self.vv.append(undefined)
         self.lt.append(_PAST_END)
         self.vt.append(_PAST_END)
         self.cur = job.placed.copy()

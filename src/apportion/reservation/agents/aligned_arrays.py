@@ -453,6 +453,24 @@ def _i64(r: Res) -> np.ndarray:
     return a
 
 
+#: what the low-cost allocator reads of the availability at the stage's deadline. Trunk's
+#: availability (`getAvailableResourceOverTime`, a chain of RLE merges over [arrival, deadline])
+#: ends in an undefined (null) entry at the deadline, and a merge given an undefined operand
+#: takes the other one untested, so nothing is ever refused at that instant, not even a periodic
+#: over-commit starting there. A value no placement can bring below zero stands for it.
+UNDEFINED = 1 << 62
+
+
+def undefined_at(t: np.ndarray, v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The availability's breakpoints read up to the deadline d (`_read(t, v, lo, d + 1)`: d is
+    the last time read), with the value at d undefined (`UNDEFINED`)."""
+    if len(t) and t[-1] == d:
+        v = v.copy()
+        v[-1] = UNDEFINED
+        return t, v
+    return np.append(t, d), np.concatenate((v, np.full((1, v.shape[1]), UNDEFINED, dtype=v.dtype)))
+
+
 def _read(t: np.ndarray, v: np.ndarray, s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
     """`steparrays.window(t, v, s, e)` as views where a breakpoint lies at or before s, whose
     time then stands first in place of s (the value there is the value at s): what the windows
