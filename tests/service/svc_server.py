@@ -34,8 +34,9 @@ class LiveServer:
         self.port = free_port()
         cmd = [sys.executable, "-c", "from apportion.cli import main; main()", "serve", "--db", self.db_url, "--port", str(self.port), *self.args]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        log = open(self.workdir / f"server-{self.port}.log", "wb")  # noqa: SIM115 - owned by the process
-        self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, env=env)
+        # the child writes through its own copy of the descriptor, so ours is closed at once
+        with open(self.workdir / f"server-{self.port}.log", "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
