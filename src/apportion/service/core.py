@@ -87,8 +87,10 @@ class ServiceConfig:
 
 def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plans: dict[str, PlanSettings]
                     ) -> dict[str, PlanShape]:
-    """Each reservable queue's plan: its settings, its capacity (its guarantee, else its capability,
-    else the cluster: the nodes' allocatable summed; never more than the cluster) and its dimensions
+    """Each reservable queue's plan: its settings, its capacity (what the tree promises the queue,
+    as the simulator's `plan_capacity`: its guarantee, else its deserved; for a queue promised
+    nothing, its capability, else the cluster: the nodes' allocatable summed; never more than the
+    cluster) and its dimensions
     (memory-mb, vcores and every other resource type of the nodes, see reservations.cluster_dims)."""
     dims = cluster_dims(nodes)
     total = [0] * len(dims)
@@ -100,6 +102,8 @@ def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plan
         q = queues[name]
         if not q.guarantee.is_empty():
             cap = to_plan_vector(q.guarantee, dims)
+        elif not q.deserved.is_empty():
+            cap = to_plan_vector(q.deserved, dims)
         elif q.capability_set:
             cap = to_plan_vector(q.capability, dims)
         else:

@@ -5,7 +5,8 @@ annotation (a JSON object) sets the plan as the scenario format's `plans` entrie
 `{"agent": "aligned-left", "policy": {"type": "CapacityOverTime", "instantaneousMaxCapacity": 1.0,
 "averageCapacity": 1.0, "window": 86400}, "step": 1, "moveOnExpiry": true, "replanner": true}` (times
 in seconds). The plan's capacity is what the tree promises the queue: its guarantee, else its
-capability, else the whole cluster (memory in MB, whole vCores).
+deserved; a queue promised neither gets its capability, else the whole cluster (memory in MB, whole
+vCores), as `core.plan_capacities` works it out.
 
 A plan's dimensions are YARN 3's resource types: `memory-mb`, `vcores`, then every other resource
 type the cluster's nodes have (`nvidia.com/gpu`, any extended resource, in whole units; `pods` is not

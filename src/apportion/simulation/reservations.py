@@ -280,8 +280,12 @@ def simulation_plans(
 
 
 def plan_capacity(queue: QueueInfo, cluster_total: Resource) -> Resource:
-    """Guarantee if set, else deserved; capped by the cluster (so a node failure is a capacity drop)."""
+    """Guarantee if set, else deserved; for a queue promised neither, its capability if set, else
+    the cluster (as the service's plans); capped by the cluster (so a node failure is a capacity
+    drop)."""
     base = queue.guarantee if not queue.guarantee.is_empty() else queue.deserved
+    if base.is_empty():
+        base = queue.capability if queue.capability_set else cluster_total
     out = Resource()
     for n in sorted({*base.names(), CPU, MEMORY} - {PODS}):
         if n in (CPU, MEMORY) and base.get(n) == 0 and not base.has(n):
