@@ -31,7 +31,14 @@ import numpy as np
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
-from apportion.framework.placement_carry import PlacementSession, carried_answers, check_carried, fail
+from apportion.framework.placement_carry import (
+    PlacementSession,
+    RowState,
+    carried_answers,
+    check_carried,
+    fail,
+    same_rows,
+)
 from apportion.resources import MIN_RESOURCE
 from apportion.state import check
 
@@ -75,7 +82,7 @@ class _Answers:
     """
 
     __slots__ = ("pos", "fit", "idle_fit", "ok", "unresolvable", "scores", "top", "in_top", "bound",
-                 "unres_rows", "nan", "request", "carried", "pending")
+                 "unres_rows", "nan", "request", "carried", "pending", "maybe")
 
     def __init__(self, pos: int, fit: np.ndarray, idle_fit: np.ndarray, ok: np.ndarray,
                  unresolvable: np.ndarray, scores: np.ndarray) -> None:
@@ -99,6 +106,8 @@ class _Answers:
         self.carried = False
         #: rows whose answers may be stale besides those the table logged since `pos` (carried answers)
         self.pending: frozenset[int] | set[int] = _NO_ROWS
+        #: of the pending rows, those that keep their answers if their state is the last session's (K54)
+        self.maybe: frozenset[int] = _NO_ROWS
         self.rank()
 
     def rank(self) -> None:
@@ -261,6 +270,10 @@ class PlacementCache:
         #: the self-check's switch, read once per session (the session's node choice compares its two
         #: ways of choosing under it)
         self.checking = check.enabled()
+        #: per plugin, the per-node state its node-local answers read (`placement_carry.row_state`), and the
+        #: last session's node table and row states when answers were carried from it
+        self.row_states: dict[str, RowState] = {}
+        self.since: tuple[Any, dict[str, RowState]] | None = None
         if CARRY_ANSWERS and self.enabled:
             self.answers = carried_answers(ssn, self)
 
@@ -367,8 +380,11 @@ class PlacementCache:
         elif len(log) > cached.pos or cached.carried:
             carried = cached.carried
             if carried:
-                rows = sorted(cached.pending.union(log[cached.pos:]))
-                cached.carried, cached.pending = False, _NO_ROWS
+                stale = cached.pending
+                if cached.maybe:
+                    stale = stale - same_rows(self, table, self._key_functions() or [], cached.maybe)
+                rows = sorted(stale.union(log[cached.pos:]))
+                cached.carried, cached.pending, cached.maybe = False, _NO_ROWS, _NO_ROWS
             # one entry since (the common case: this key's own last placement) needs no set or sort
             elif len(log) - cached.pos == 1:
                 rows = [log[cached.pos]]

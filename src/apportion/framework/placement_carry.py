@@ -41,6 +41,15 @@ if TYPE_CHECKING:
 
 #: the memo's entry: the answers of the last session opened over it (`Carried`)
 ANSWERS_MEMO = "placement.answers"
+#: False: every row a carried key's answers may be stale on is worked out again (the reference); True: a row
+#: the last session changed before the key's answers were last brought up to date, whose state is now
+#: what it was at that session's end, keeps its answers (`same_rows`, docs/semantics.md K54)
+SKIP_SAME_ROWS = True
+#: the node table's arrays a key's answers read of a row besides the plugins' (`row_state`): the resource
+#: tests' FutureIdle and Idle (allocatable and max_pods are the nodes', fixed while the nodes are)
+_TABLE_READS = ("future", "idle")
+#: a plugin's per-node state its node-local answers read, as arrays indexed by node-table row (`row_state`)
+RowState = tuple[np.ndarray, ...]
 
 
 class Answers(Protocol):
@@ -56,6 +65,8 @@ class Answers(Protocol):
     unresolvable: np.ndarray
     scores: np.ndarray
     unres_rows: set[int]
+    #: rows among `pending` whose answers stand if the row's state is what it was at the last session's end
+    maybe: frozenset[int]
     nan: bool
     top: list[tuple[int, float, int]]
     bound: tuple[int, float, int]
@@ -93,6 +104,11 @@ class CarrySession(Protocol):
 class Owner(Protocol):
     """The placement cache that holds carried answers (framework/placement.py `PlacementCache`)."""
 
+    #: per plugin, the per-node state its node-local answers read (`row_state`)
+    row_states: dict[str, RowState]
+    #: the last session's node table and row states, when answers were carried from it (`same_rows`)
+    since: tuple[NodeTable, dict[str, RowState]] | None
+
     def let_go(self) -> None:
         """Forget every answer (the next session over the memo carried them on)."""
         ...
@@ -110,6 +126,8 @@ class Carried:
     table: NodeTable
     answers: dict[Hashable, Any]
     owner: Callable[[], Owner | None]
+    #: the session's plugins' row states (`row_state`; filled as they open)
+    row_states: dict[str, RowState]
 
 
 def carried_answers(ssn: CarrySession, owner: Owner) -> dict[Hashable, Any]:
@@ -135,7 +153,10 @@ def carried_answers(ssn: CarrySession, owner: Owner) -> dict[Hashable, Any]:
         if last is not None:
             # the last session's cache (still open, or not yet freed) no longer reaches the answers
             last.let_go()
-        changed = set(held.table.touched)
+        logged = held.table.touched
+        # per row the last session changed, the position of its last change in that session's log
+        last_change = {row: at for at, row in enumerate(logged)} if SKIP_SAME_ROWS else {}
+        changed = set(logged)
         changed.update(e[0] for e in delta.removed)
         changed.update(e[0] for e in delta.added)
         changed.update(old[0] for old, _ in delta.replaced)
@@ -145,10 +166,49 @@ def carried_answers(ssn: CarrySession, owner: Owner) -> dict[Hashable, Any]:
             pending = changed.union(got.pending)
             if len(pending) > limit:
                 continue
-            got.carried, got.pending, got.pos = True, pending, at
+            # a row whose last change came before the answers' position, and whose answers were not
+            # pending then, has the answers of its state at the last session's end (`same_rows`)
+            maybe = frozenset(row for row, last in last_change.items() if last < got.pos and row not in got.pending)
+            got.carried, got.pending, got.maybe, got.pos = True, pending, maybe, at
             answers[key] = got
-    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(owner))
+        owner.since = (held.table, held.row_states)
+    memo[ANSWERS_MEMO] = Carried(generation, ssn.conf, table, answers, weakref.ref(owner), owner.row_states)
     return answers
+
+
+def row_state(owner: Owner, plugin: str, arrays: RowState) -> None:
+    """Vouch that, of the per-node state that moves with placements, the plugin's node-local answers for a
+    row read that row of the node table's FutureIdle and Idle and of `arrays` alone (arrays indexed by
+    node-table row, kept current by the session's events, never replaced during it). A row of a key's
+    carried answers then keeps its answers when none of these rows differs from the last session's end
+    (`same_rows`); a consulted plugin that vouches for nothing leaves every row to be worked out again."""
+    owner.row_states[plugin] = arrays
+
+
+def same_rows(owner: Owner, table: NodeTable, plugins: list[tuple[str, str, Any]], rows: frozenset[int]) -> set[int]:
+    """Of `rows` (a key's `maybe`: answers current for their state at the last session's end), those whose
+    state now is that state bit for bit: the node table's FutureIdle and Idle and every consulted
+    predicate and node-order plugin's row state (`plugins`: (point, name, key function) of each), compared with the last
+    session's table and row states as that session left them. Empty when a plugin vouched for nothing,
+    in either session, or the arrays do not match in shape."""
+    since = owner.since
+    if since is None or not rows or not SKIP_SAME_ROWS:
+        return set()
+    last_table, last_states = since
+    pairs = [(getattr(table, name), getattr(last_table, name)) for name in _TABLE_READS]
+    for _, plugin, _ in plugins:
+        now, then = owner.row_states.get(plugin), last_states.get(plugin)
+        if now is None or then is None or len(now) != len(then):
+            return set()
+        pairs.extend(zip(now, then, strict=True))
+    at = sorted(rows)
+    for now, then in pairs:
+        # (an array the two sessions share would compare equal to itself whatever happened to the row)
+        if now is then or now.shape != then.shape or now.dtype != then.dtype:
+            return set()
+    # bits, not `==`: NaN and -0.0 are states of their own
+    same = [row for row in at if all(now[row].tobytes() == then[row].tobytes() for now, then in pairs)]
+    return set(same)
 
 
 def check_carried(got: Answers, fresh: Answers) -> str | None:

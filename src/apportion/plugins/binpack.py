@@ -21,6 +21,7 @@ from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
 from apportion.framework.interface import Plugin
+from apportion.framework.placement_carry import row_state
 from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import take_rows
 from apportion.resources import CPU, MEMORY, MIN_RESOURCE
@@ -65,6 +66,8 @@ class BinpackPlugin(Plugin):
             return
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key)
+        # the score reads of a node its used amounts besides its allocatable (fixed for the nodes)
+        row_state(ssn.placement, self.name, (ssn.table.used,))
 
     def _dimensions(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The task's weighted dimensions, in ResourceNames order: (columns, requests, weights, Σ weights).

@@ -37,6 +37,7 @@ import numpy as np
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
+from apportion.framework.placement_carry import row_state
 from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import default_normalize, floor_div, take_rows
 from apportion.plugins.k8s_view import (
@@ -225,6 +226,8 @@ class NodeOrderPlugin(Plugin):
         self._alloc_rows: list[list[float]] = facts.alloc_rows
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
+        # a keyed score reads of a node, besides what is fixed for the nodes, the node view's sums alone
+        row_state(ssn.placement, self.name, (self.view.sums,))
 
     def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
         """What the score reads from the task, when every term is node-local; None when a normalised

@@ -37,6 +37,7 @@ import numpy as np
 from apportion.cluster.model import TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import NodeFilter, Plugin
+from apportion.framework.placement_carry import row_state
 from apportion.framework.session import Session
 from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
@@ -135,6 +136,7 @@ class PredicatesPlugin(Plugin):
         # signature share the _Signature object, so the object (equal to itself alone) is the key; a
         # key carried to a later session (framework/placement_carry.py) keeps it alive
         ssn.add_node_local_key(self.name, self._signature, self.predicate_row)
+        row_state(ssn.placement, self.name, (self.view.count,))  # (and max_pods, fixed for the nodes)
 
     # ------------------------------------------------------------------ signatures
     def _built_for(self, ssn: Session) -> tuple[_Built, bool]:
