@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast import quiet_anchor
 from apportion.forecast.quiet_early import _Anchor
-from apportion.forecast.quiet_kept import WholeRequests
+from apportion.forecast.quiet_whole import WholeRequests
 from apportion.resources import Resource
 from apportion.state.check import ENV
 
