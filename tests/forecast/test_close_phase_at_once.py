@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.forecast import quiet
-from apportion.forecast.quiet import close_phase, close_phase_reference
+from apportion.forecast.quiet import close_phase
 from apportion.framework.arguments import Arguments
 from apportion.plugins.gang import GangPlugin
 from apportion.resources import Resource
@@ -53,13 +53,13 @@ def test_the_phase_at_once_is_the_reference(job: JobInfo, gang: bool, checking: 
         mp.setattr(quiet, "PHASE_AT_ONCE", True)
         got = close_phase(job, plugin, "session-1")
         mp.setattr(quiet, "PHASE_AT_ONCE", False)
-        assert got is close_phase(job, plugin, "session-1") is close_phase_reference(job, plugin, "session-1")
+        assert got is close_phase(job, plugin, "session-1") is quiet.close_phase_reference(job, plugin, "session-1")
 
 
 def test_the_self_check_fails_loudly_on_a_wrong_phase(monkeypatch: pytest.MonkeyPatch) -> None:
     """A walk that disagrees with the reference is refused under the self-check."""
     monkeypatch.setenv(ENV, "1")
-    monkeypatch.setattr(quiet, "_phase_at_once", lambda job, gang, uid: PodGroupPhase.UNKNOWN)
+    monkeypatch.setattr(quiet, "close_phase_reference", lambda job, gang, uid: PodGroupPhase.UNKNOWN)
     job = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q", phase=PodGroupPhase.PENDING)
     with pytest.raises(StateCheckError, match="at once"):
         close_phase(job, None, "session-1")

@@ -141,47 +141,47 @@ def gang_decides(ssn: Session) -> bool:
 def close_phase(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) -> PodGroupPhase:
     """The phase close gives the job when the actions changed nothing: gang's close hook (an
     Unschedulable condition for a running job that is not ready, unless excused for releasing tasks)
-    and the session's phase write-back (`phase_written_back`), on the job as it opened. Worked out in
-    one walk over the job's status counts when gang is gang's own plugin (or absent) and the job has
-    no per-role minimum nor a releasing task (`PHASE_AT_ONCE`; compared with `close_phase_reference`
-    under the self-check): the quiet tests ask it of every job built again."""
-    if (PHASE_AT_ONCE and (gang is None or type(gang) is GangPlugin) and type(job) is JobInfo
-            and not job.min_task_member and not job.counts.get(RELEASING)):
-        got = _phase_at_once(job, gang is not None, session_uid)
-        if check.enabled() and got is not (want := close_phase_reference(job, gang, session_uid)):
-            raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s phase at close worked out at once is "
-                                        f"{got}, through gang and the write-back {want}")
-        return got
-    return close_phase_reference(job, gang, session_uid)
+    and the session's phase write-back (`phase_written_back`), on the job as it opened.
 
-
-#: `close_phase` walks the job's status counts once (`_phase_at_once`); False: gang's JobReady and the
-#: session's write-back asked (the reference)
-PHASE_AT_ONCE = True
-
-
-def _phase_at_once(job: JobInfo, gang: bool, session_uid: str) -> PodGroupPhase:
-    """`close_phase_reference` for a job with no per-role minimum (gang's JobReady then compares
-    ready + pending best-effort with minMember alone) and no releasing task (none excused, none
-    scheduled with a node while releasing), with gang's own plugin when `gang`: the ready and the
-    scheduled counts (`JobInfo.ready_num`, `scheduled_num`) summed in one walk, as integers."""
+    Worked out here in one walk over the job's status counts (`PHASE_AT_ONCE`: the quiet tests ask it
+    of every job built again) when gang is gang's own plugin (or absent) and the job has no per-role
+    minimum (gang's JobReady then compares ready + pending best-effort with minMember alone) and no
+    releasing task (none is excused, none is scheduled with a node while releasing): the ready and the
+    scheduled counts (`JobInfo.ready_num`, `scheduled_num`) are the same integer sums. Else, and as the
+    reference, `close_phase_reference` (compared under the self-check)."""
     counts = job.counts
+    if not (PHASE_AT_ONCE and (gang is None or type(gang) is GangPlugin) and type(job) is JobInfo
+            and not job.min_task_member and not counts.get(RELEASING)):
+        return close_phase_reference(job, gang, session_uid)
     ready = scheduled = 0
     for status, n in counts.items():
         if status in READY_STATUSES:
             ready += n
         if status in SCHEDULED_STATUSES:
             scheduled += n
+    unknown = False
     if counts.get(RUNNING, 0):
-        if gang and job.tasks and ready + job.pending_be < job.min_available:
-            return GROUP_UNKNOWN  # gang's Unschedulable condition on a running job
-        cond = job.conditions.get("Unschedulable")
-        if cond and cond[0] == "True" and cond[3] == session_uid:
-            return GROUP_UNKNOWN
-    if scheduled >= job.min_available:
+        if gang is not None and job.tasks and ready + job.pending_be < job.min_available:
+            unknown = True  # gang's Unschedulable condition on a running job that is not ready
+        else:
+            cond = job.conditions.get("Unschedulable")
+            unknown = bool(cond and cond[0] == "True" and cond[3] == session_uid)
+    if unknown:
+        got = GROUP_UNKNOWN
+    elif scheduled >= job.min_available:
         # "scheduled equals completed" (`phase_written_back`)
-        return GROUP_COMPLETED if scheduled == counts.get(SUCCEEDED, 0) + counts.get(FAILED, 0) else GROUP_RUNNING
-    return GROUP_PENDING if job.phase is not GROUP_INQUEUE else GROUP_INQUEUE
+        got = GROUP_COMPLETED if scheduled == counts.get(SUCCEEDED, 0) + counts.get(FAILED, 0) else GROUP_RUNNING
+    else:
+        got = GROUP_PENDING if job.phase is not GROUP_INQUEUE else GROUP_INQUEUE
+    if check.enabled() and got is not (want := close_phase_reference(job, gang, session_uid)):
+        raise check.StateCheckError(f"{check.ENV}: job {job.uid}'s phase at close worked out at once is "
+                                    f"{got}, through gang and the write-back {want}")
+    return got
+
+
+#: `close_phase` walks the job's status counts once; False: gang's JobReady and the session's
+#: write-back asked (`close_phase_reference`, the reference)
+PHASE_AT_ONCE = True
 
 
 def close_phase_reference(job: JobInfo, gang: Plugin[Session] | None, session_uid: str) -> PodGroupPhase:
