@@ -40,7 +40,7 @@ def _jobs(draw: Any) -> JobInfo:
     return job
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_jobs(), st.booleans(), st.booleans())
 def test_the_phase_at_once_is_the_reference(job: JobInfo, gang: bool, checking: bool) -> None:
     """Random jobs, with gang and without (and the self-check on and off): the same phase."""

@@ -27,7 +27,7 @@ def _both(amounts: tuple[Any, ...], checking: bool) -> tuple[Any, Any, Any, Any]
     return got, want, fast.watched, reference.watched
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_charged(), st.booleans())
 def test_watched_written_out_is_the_delta_from_nothing(amounts: tuple[Any, ...], checking: bool) -> None:
     """Random charged amounts (inqueue and elastic at times None, scalars in any order, cpu among
