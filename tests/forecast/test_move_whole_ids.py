@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast import quiet_anchor
 from apportion.forecast.quiet_early import _Anchor
-from apportion.forecast.quiet_kept import WholeRequests
+from apportion.forecast.quiet_whole import WholeRequests
 from apportion.resources import Resource
 from apportion.state.check import ENV
 
@@ -40,10 +40,10 @@ def _anchor() -> _Anchor:
 
 
 def _move(anchor: _Anchor, old: dict[str, Any], new: dict[str, Any], keys: list[str] | None,
-          whole_ids: Any, by_id: bool) -> bool:
+          whole_ids: Any, by_id: bool, checking: bool = True) -> bool:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(quiet_anchor, "WHOLE_BY_ID", by_id)
-        return anchor.move(old, new, keys, whole_ids, checking=True)
+        return anchor.move(old, new, keys, whole_ids, checking=checking)
 
 
 _PLACED = st.dictionaries(st.sampled_from([f"t{i}" for i in range(6)]),
@@ -53,11 +53,12 @@ _PLACED = st.dictionaries(st.sampled_from([f"t{i}" for i in range(6)]),
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_AMOUNT, _AMOUNT, _AMOUNT), min_size=6, max_size=6), _PLACED, _PLACED,
        st.lists(st.integers(0, 5), max_size=6), st.one_of(st.none(), st.lists(st.sampled_from(
-           [f"t{i}" for i in range(6)]), unique=True)))
+           [f"t{i}" for i in range(6)]), unique=True)), st.booleans())
 def test_moves_taken_by_id_are_those_asked_of_every_request(amounts: list[tuple[float, float, float]],
                                                             old_at: dict[str, tuple[int, int]],
                                                             new_at: dict[str, tuple[int, int]],
-                                                            seen: list[int], keys: list[str] | None) -> None:
+                                                            seen: list[int], keys: list[str] | None,
+                                                            checking: bool) -> None:
     requests = [Resource(cpu, memory, {"nvidia.com/gpu": gpu}) for cpu, memory, gpu in amounts]
     vecs = [np.array([r.cpu, r.memory, r.scalars["nvidia.com/gpu"]]) for r in requests]
     whole = WholeRequests()
@@ -73,12 +74,13 @@ def test_moves_taken_by_id_are_those_asked_of_every_request(amounts: list[tuple[
                 else:
                     old[k] = new[k]
     fast, reference = _anchor(), _anchor()
-    got = _move(fast, old, new, keys, whole.whole, True)
+    got = _move(fast, old, new, keys, whole.whole, True, checking)
     want = _move(reference, old, new, keys, whole.whole, False)
     assert got == want
     if want:
         assert np.array_equal(fast.future, reference.future, equal_nan=True)
         assert fast.unchecked == reference.unchecked
+        assert fast.bound._stale == reference.bound._stale
 
 
 def test_a_request_known_whole_by_id_is_checked_under_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 """The early quiet test's checks written for speed (forecast/quiet_anchor.py `ROWS_AT_ONCE`,
-forecast/quiet_kept.py `WHOLE_AT_ONCE`) answer as their references: whether FutureIdle's moved rows are
+forecast/quiet_whole.py `WHOLE_AT_ONCE`) answer as their references: whether FutureIdle's moved rows are
 whole, judged in one numpy pass, and whether a request is whole, judged written out rather than
 looked up per amounts, over amounts chosen to sit on every edge (whole, fractions, 2**50 and just
 below, negative zero, NaN, the infinities)."""
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from test_quiet_first import _resource
 
 from apportion.cluster.node_table import NodeTable
-from apportion.forecast import quiet_anchor, quiet_kept
+from apportion.forecast import quiet_anchor, quiet_whole
 from apportion.forecast.quiet_anchor import _Anchor
-from apportion.forecast.quiet_kept import WholeRequests, whole_request, whole_table
+from apportion.forecast.quiet_whole import WholeRequests, whole_request, whole_table
 from apportion.resources import Resource
 from apportion.state.check import ENV, StateCheckError
 
@@ -108,8 +108,8 @@ def test_requests_judged_written_out_are_those_looked_up(requests: list[Resource
         for ask in asks:
             chosen: list[Any] = [tasks[i % len(tasks)] for i in ask]
             want = all(whole_request(t.resreq) for t in chosen)
-            mp.setattr(quiet_kept, "WHOLE_AT_ONCE", True)
+            mp.setattr(quiet_whole, "WHOLE_AT_ONCE", True)
             got = fast(chosen)
-            mp.setattr(quiet_kept, "WHOLE_AT_ONCE", False)
+            mp.setattr(quiet_whole, "WHOLE_AT_ONCE", False)
             assert got == reference(chosen) == want
             assert fast.whole == reference.whole and fast.seen.keys() == reference.seen.keys()

@@ -17,7 +17,8 @@ from test_quiet import _answer, _bench_objects, _simulator
 from apportion.cluster.model import JobInfo
 from apportion.cluster.snapshot import JobDelta
 from apportion.forecast.quiet_early import EarlyQuietTest
-from apportion.forecast.quiet_kept import WholeRequests, hopeless_jobs, whole_requests_reference
+from apportion.forecast.quiet_kept import hopeless_jobs
+from apportion.forecast.quiet_whole import WholeRequests, whole_requests_reference
 from apportion.framework.session import Session
 from apportion.resources import Resource
 from apportion.simulation.start import objects_delta

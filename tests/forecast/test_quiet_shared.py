@@ -21,7 +21,8 @@ from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast import quiet_early
 from apportion.forecast.quiet_early import EarlyQuietTest, _Anchor
-from apportion.forecast.quiet_kept import Facts, fresh_tasks, whole_table
+from apportion.forecast.quiet_kept import Facts, fresh_tasks
+from apportion.forecast.quiet_whole import whole_table
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
@@ -131,10 +132,10 @@ def test_the_self_check_compares_the_held_records_and_the_pairs(monkeypatch: pyt
     calls = [0, 0]
 
     def counted(self: EarlyQuietTest, uid: str, facts: Facts, held: Any, fresh: list[tuple[str, TaskInfo]],
-                checking: bool) -> None:
+                checking: bool, replacing: bool = False) -> None:
         calls[0] += 1
         calls[1] += not fresh
-        again(self, uid, facts, held, fresh, checking)
+        again(self, uid, facts, held, fresh, checking, replacing)
 
     monkeypatch.setattr(EarlyQuietTest, "_add_again", counted)
     checked = _simulator(objs, None, True, 3600.0)

@@ -14,7 +14,7 @@ import numpy as np
 from apportion.cluster.model import QueueInfo, TaskInfo
 from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet_bound import KeptBound, RowsMade
-from apportion.forecast.quiet_kept import EXACT, whole_request
+from apportion.forecast.quiet_whole import EXACT, whole_request
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
@@ -115,22 +115,23 @@ class _Anchor:
             news = [(k, new[k]) for k in keys if k in new]
         if not WHOLE_BY_ID:
             whole_ids = frozenset()
-        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
+        # `_whole` and `KeptBound.moved` written out, as in `move_keys`
+        future, stale, unchecked = self.future, self.bound._stale, self.unchecked
         for key, (row, r, vec) in olds:
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
-                if not _whole(r, whole_ids, checking):
+                if (checking or id(r) not in whole_ids) and not _whole(r, whole_ids, checking):
                     return False
                 future[row] += vec
-                moved(row)
+                stale.add(row)
                 unchecked.add(row)
         for key, (row, r, vec) in news:
             o = old.get(key)
             if o is None or o[0] != row or o[1] is not r:
-                if not _whole(r, whole_ids, checking):
+                if (checking or id(r) not in whole_ids) and not _whole(r, whole_ids, checking):
                     return False
                 future[row] -= vec
-                moved(row)
+                stale.add(row)
                 unchecked.add(row)
         return True
 
@@ -141,17 +142,19 @@ class _Anchor:
         same entries given back, then the same taken, in `keys`' order."""
         if not WHOLE_BY_ID:
             whole_ids = frozenset()
-        future, moved, unchecked = self.future, self.bound.moved, self.unchecked
+        # `_whole` and `KeptBound.moved` written out: a request known whole by its id is not asked
+        # (unless the self-check compares), and the bound's stale rows are its set
+        future, stale, unchecked = self.future, self.bound._stale, self.unchecked
         for key in keys:
             o = old.get(key)
             if o is not None:
                 n = new.get(key)
                 row, r, vec = o
                 if n is None or n[0] != row or n[1] is not r:
-                    if not _whole(r, whole_ids, checking):
+                    if (checking or id(r) not in whole_ids) and not _whole(r, whole_ids, checking):
                         return False
                     future[row] += vec
-                    moved(row)
+                    stale.add(row)
                     unchecked.add(row)
         for key in keys:
             n = new.get(key)
@@ -159,10 +162,10 @@ class _Anchor:
                 o = old.get(key)
                 row, r, vec = n
                 if o is None or o[0] != row or o[1] is not r:
-                    if not _whole(r, whole_ids, checking):
+                    if (checking or id(r) not in whole_ids) and not _whole(r, whole_ids, checking):
                         return False
                     future[row] -= vec
-                    moved(row)
+                    stale.add(row)
                     unchecked.add(row)
         return True
 

@@ -24,6 +24,8 @@ from apportion.resources import MIN_RESOURCE, Resource
 _EXACT_SUM = 2**53
 #: the most a row counts (`places_at_most` clips there)
 _MOST = float(1 << 40)
+#: what `places_at_most` adds to FutureIdle before dividing (the table's tolerance, twice)
+_SLACK = 2 * MIN_RESOURCE
 #: the most keys kept: a key is a job's smallest request, and jobs of a forecast share few
 _MOST_KEYS = 64
 
@@ -100,10 +102,16 @@ class KeptBound:
         for key in list(self._kept):
             dims, counts, total = self._kept[key]
             for r, row in rows:
-                new = row_count(row, dims)
-                if new is None:
-                    self._kept.clear()
-                    return
+                # `row_count(row, dims)` written out (once per row moved, per key, at every early test)
+                fewest = _MOST
+                for d, amount in dims:
+                    q = (row[d] + _SLACK) / amount
+                    if q != q:
+                        self._kept.clear()  # not a number: `places_at_most` raises, and is asked
+                        return
+                    if q < fewest:
+                        fewest = q
+                new = 0 if fewest < 0 else max(0, math.floor(fewest))
                 total += new - counts[r]
                 counts[r] = new
             self.patched += len(rows)

@@ -60,7 +60,8 @@ from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
 from apportion.plugins.capacity import backlog_watch
-from apportion.plugins.capacity.backlog_watch import BacklogWatch, amounts_of, elastic_of
+from apportion.plugins.capacity.backlog_watch import BacklogWatch, elastic_of
+from apportion.plugins.capacity.charged import job_amounts
 from apportion.simulation.skipping import EarlyView
 from apportion.state import check
 
@@ -116,8 +117,6 @@ class EarlyQuietTest(QuietTest):
     #: the backlog pairs of the jobs whose facts moved since the anchor's watch last took in the
     #: backlog (`PAIRS_BY_MOVE`): those it may lack or hold in excess
     _pairs_moved: set[tuple[object, ...]] = field(default_factory=set)
-    #: `_add_again` replaces the facts of a job in no sum in place (`_step_again`, `LEAN_STEP`)
-    _replacing: bool = False
 
     def __call__(self, ssn: Session) -> dict[str, PodGroupPhase] | None:
         """The quiet test on the opened session (`QuietTest`); the session is the next anchor."""
@@ -213,7 +212,8 @@ class EarlyQuietTest(QuietTest):
             placed = {}
             self._placements(job.tasks.items(), placed)
         elastic = self._elastic
-        return _Held(job.queue, None if elastic is None else amounts_of(job, elastic), placed)
+        # `amounts_of` (plugins/capacity/backlog_watch.py) is `job_amounts`: asked directly
+        return _Held(job.queue, None if elastic is None else job_amounts(job, elastic), placed)
 
     def _placements(self, tasks: Iterable[tuple[str, TaskInfo]], placed: dict[str, _Placed]) -> None:
         """Enter in `placed` those of the tasks (by key) that take their request off a row's
@@ -233,11 +233,11 @@ class EarlyQuietTest(QuietTest):
                 placed[key] = (row, t.resreq, t.vec)
 
     def _add_again(self, uid: str, facts: Facts, held: _Held, fresh: list[tuple[str, TaskInfo]],
-                   checking: bool) -> None:
+                   checking: bool, replacing: bool = False) -> None:
         """`add` for a job built again (or given a phase) whose tasks but `fresh` are those its last
         facts were worked out on (`fresh_tasks`): the held record `held` (made then) keeps their
         placements, and their requests were whole then (the job was not inexact), so only the fresh
-        tasks are looked at. Compared with `add` under the self-check. When `_replacing` (set by
+        tasks are looked at. Compared with `add` under the self-check. When `replacing` (asked by
         `_step_again`), the job's facts are still kept (not dropped), and neither they nor `facts` are
         in any sum: they are replaced as the drop and the add would."""
         job = facts.job
@@ -250,7 +250,7 @@ class EarlyQuietTest(QuietTest):
             self._placements(fresh, placed)
         else:
             whole = True  # no task to look at: the same tasks, whole then
-        if self._replacing:
+        if replacing:
             # what `drop` and `add` do to a job in no sum: the facts and held record popped (each map's
             # order as theirs), the inexact entry taken out and put back per `whole`
             del self._facts[uid]
@@ -266,7 +266,8 @@ class EarlyQuietTest(QuietTest):
             QuietTest.add(self, uid, facts, whole)
             if facts.admission is not None:
                 self._pairs_moved.add(facts.admission)
-        now = self._held[uid] = self._held_of(job, placed)
+        elastic = self._elastic  # `_held_of(job, placed)` written out
+        now = self._held[uid] = _Held(job.queue, None if elastic is None else job_amounts(job, elastic), placed)
         if checking:
             want = self._held_of(job)
             if whole != self._whole_of(job.tasks.values()) or not _same_placed(now.placed, want.placed):
@@ -290,11 +291,7 @@ class EarlyQuietTest(QuietTest):
         plain = in_no_sum(was) and in_no_sum(got)
         if not plain:
             self.drop(uid)
-        self._replacing = plain
-        try:
-            self._add_again(uid, got, old, fresh, checking)
-        finally:
-            self._replacing = False
+        self._add_again(uid, got, old, fresh, checking, plain)
         now = self._held[uid]
         if fresh and not anchor.move_keys(old.placed, now.placed, [key for key, _ in fresh], whole_ids, checking):
             return False

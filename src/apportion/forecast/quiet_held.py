@@ -14,6 +14,10 @@ from apportion.plugins.capacity.ledger import Amount
 from apportion.resources import CPU, MEMORY
 from apportion.state import check
 
+#: `_watched` sums a held record's charged amounts written out; False: through `_delta` from no amounts
+#: (the reference)
+WATCHED_AT_ONCE = True
+
 
 @dataclass(slots=True)
 class _Held:
@@ -35,11 +39,49 @@ def in_no_sum(f: Facts) -> bool:
             and not f.pending and not f.no_min_resources)
 
 
-def _watched(held: _Held) -> tuple[int, int, dict[str, int]] | None:
+def _watched(held: _Held, checking: bool = False) -> tuple[int, int, dict[str, int]] | None:
     """What capacity's backlog test reads of the held record's charged amounts: allocated + inqueue -
     elastic as integers per dimension (cpu, memory, then each scalar as first met: `_delta` from no
     amounts), kept on the record; None when a scalar is named cpu or memory (`_delta` then leaves the
-    sum to `_delta_reference`)."""
+    sum to `_delta_reference`). Summed written out (`WATCHED_AT_ONCE`; compared with `_delta` under
+    the self-check, `checking`)."""
+    amounts = held.amounts
+    assert amounts is not None
+    if not WATCHED_AT_ONCE:
+        return _watched_reference(held)
+    cpu = memory = 0
+    scalars: dict[str, int] = {}
+    # `_delta(None, amounts)`'s walk: allocated and inqueue added, elastic taken off, each scalar
+    # entered where first met (the same integers in the same order: the same sums, the same keys' order)
+    a, q, e = amounts[0], amounts[2], amounts[3]
+    if a is not None:
+        cpu, memory = a[0], a[1]
+        for n, v in a[2]:
+            scalars[n] = scalars.get(n, 0) + v
+    if q is not None:
+        cpu += q[0]
+        memory += q[1]
+        for n, v in q[2]:
+            scalars[n] = scalars.get(n, 0) + v
+    if e is not None:
+        cpu -= e[0]
+        memory -= e[1]
+        for n, v in e[2]:
+            scalars[n] = scalars.get(n, 0) - v
+    if CPU in scalars or MEMORY in scalars:
+        got = None
+    else:
+        got = held.watched = (cpu, memory, scalars)
+    if checking:
+        want = _watched_reference(_Held(held.queue, amounts, held.placed))
+        if got != want or (got is not None and want is not None and list(got[2]) != list(want[2])):
+            raise check.StateCheckError(f"{check.ENV}: the backlog watch's sums of charged amounts {amounts} are "
+                                        f"{got} written out, {want} through `_delta`")
+    return got
+
+
+def _watched_reference(held: _Held) -> tuple[int, int, dict[str, int]] | None:
+    """`_watched` through `_delta` from no amounts (the reference)."""
     assert held.amounts is not None
     total = _delta(None, held.amounts)
     if total is None:
@@ -54,8 +96,8 @@ def charge_kept(watch: BacklogWatch, old: _Held, now: _Held, checking: bool) -> 
     (`_watched`, made when first read): the difference in `_delta`'s order (cpu, memory, then the
     scalars of `old` and those only `now` names, each as first met), compared with `_delta_reference`
     under the self-check. A scalar named cpu or memory: `charge` (which sums them with those)."""
-    was = old.watched if old.watched is not None else _watched(old)
-    got = _watched(now)
+    was = old.watched if old.watched is not None else _watched(old, checking)
+    got = _watched(now, checking)
     assert old.amounts is not None and now.amounts is not None
     if was is None or got is None:
         watch.charge(now.queue, old.amounts, now.amounts)

@@ -30,7 +30,7 @@ answer is compared with `session_verdict` over every job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,9 +52,9 @@ from apportion.forecast.quiet import (
     proof_blocker,
     session_verdict,
 )
+from apportion.forecast.quiet_whole import WholeRequests, whole_table
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
-from apportion.resources import Resource
 from apportion.state import check
 
 
@@ -228,8 +228,10 @@ class QuietTest:
             return
         self._inexact.discard(uid)
         self._moved.pop(uid, None)
-        for s in (self._unschedulable, self._best_effort, self._pending, self._no_min):
-            s.discard(uid)
+        self._unschedulable.discard(uid)
+        self._best_effort.discard(uid)
+        self._pending.discard(uid)
+        self._no_min.discard(uid)
         if facts.admission is not None:
             same = self._backlog[facts.admission]
             same.discard(uid)
@@ -250,34 +252,21 @@ class QuietTest:
             self._inexact.add(uid)
         if facts.moved is not None:
             self._moved[uid] = facts.moved
-        for flag, s in ((facts.unschedulable, self._unschedulable), (facts.best_effort, self._best_effort),
-                        (facts.pending, self._pending), (facts.no_min_resources, self._no_min)):
-            if flag:
-                s.add(uid)
+        # each flag into its set (written out: asked for every job built again)
+        if facts.unschedulable:
+            self._unschedulable.add(uid)
+        if facts.best_effort:
+            self._best_effort.add(uid)
+        if facts.pending:
+            self._pending.add(uid)
+        if facts.no_min_resources:
+            self._no_min.add(uid)
         if facts.admission is not None:
             self._backlog.setdefault(facts.admission, set()).add(uid)
         if facts.key is not None:
             assert facts.least is not None
             self._rows.setdefault(facts.key, facts.least)
             self._needs.setdefault(facts.key, {})[uid] = facts.need
-
-
-#: amounts below this are whole numbers a float holds exactly, with room for sums (as K7, F3)
-EXACT = float(2**50)
-#: `WholeRequests` asks a request it has not seen with `whole_request` written out (`_whole_amounts`),
-#: which costs less than looking its amounts up; False: looked up per amounts (`by_amounts`, the
-#: reference)
-WHOLE_AT_ONCE = True
-
-
-def whole_request(r: Resource) -> bool:
-    """Every amount of the request a whole number below 2**50."""
-    return all(float(v).is_integer() and abs(v) < EXACT for v in (r.cpu, r.memory, *r.scalars.values()))
-
-
-def whole_table(future: np.ndarray) -> bool:
-    """Every FutureIdle amount a whole number below 2**50."""
-    return bool(np.all(np.abs(future) < EXACT) and np.all(future == np.floor(future)))
 
 
 def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.ndarray], int] | None = None,
@@ -359,92 +348,18 @@ def hopeless_jobs(test: QuietTest, ssn: Session, places: Callable[[bytes, np.nda
     return PassOver(future.copy(), found, len(ssn.table.touched))
 
 
-class WholeRequests:
-    """Which request objects are whole amounts below 2**50 in every dimension, answered once per
-    object (kept with it, so that its id is not reused). A new object is judged written out
-    (`WHOLE_AT_ONCE`, F12); the reference answers once per amounts instead (`by_amounts`: a dump's every
-    task has its own request object, most of them equal; `whole_request` is a function of the amounts,
-    amounts equal as numbers, 0.0 and -0.0 too, give the same answer, and a NaN equals nothing and is
-    asked each time)."""
-
-    __slots__ = ("seen", "whole", "by_amounts")
-
-    def __init__(self) -> None:
-        self.seen: dict[int, Resource] = {}
-        self.whole: set[int] = set()
-        self.by_amounts: dict[tuple[object, ...], bool] = {}
-
-    def __call__(self, tasks: Iterable[TaskInfo]) -> bool:
-        """Every task's request whole (below 2**50)."""
-        whole = self.whole
-        out = True
-        checking: bool | None = None
-        for t in tasks:
-            r = t.resreq
-            if id(r) in whole:
-                continue
-            if checking is None:
-                checking = check.enabled()
-            if not self._ask(r, checking):
-                out = False  # the rest are looked at too, and kept for the next call
-        return out
-
-    def _ask(self, r: Resource, checking: bool = False) -> bool:
-        """Whether `r` is whole, kept by its id (`checking`: compare with `whole_request`)."""
-        i = id(r)
-        seen = self.seen
-        if i in seen:
-            return False  # seen and not whole (a whole one is in `whole`)
-        if len(seen) >= 65536:
-            # the ids first: `whole` never names an object that `seen` no longer keeps alive (F9)
-            self.whole.clear()
-            seen.clear()
-            self.by_amounts.clear()
-        seen[i] = r
-        if WHOLE_AT_ONCE:
-            ok = _whole_amounts(r)
-            if checking and ok != whole_request(r):
-                raise check.StateCheckError(f"{check.ENV}: request {r} judged whole {ok} at once, "
-                                            f"{not ok} amount by amount")
-        else:
-            amounts = (r.cpu, r.memory, *r.scalars.items())
-            got = self.by_amounts.get(amounts)
-            if got is None:
-                got = self.by_amounts[amounts] = whole_request(r)
-            ok = got
-        if ok:
-            self.whole.add(i)
-        return ok
-
-
-def _whole_amounts(r: Resource) -> bool:
-    """`whole_request(r)` written out (no generator): the cpu and memory, then each scalar."""
-    cpu, memory = float(r.cpu), float(r.memory)
-    if not (cpu.is_integer() and memory.is_integer() and abs(cpu) < EXACT and abs(memory) < EXACT):
-        return False
-    for v in r.scalars.values():
-        v = float(v)
-        if not (v.is_integer() and abs(v) < EXACT):
-            return False
-    return True
-
-
-def whole_requests_reference(tasks: Iterable[TaskInfo]) -> bool:
-    """`WholeRequests` without keeping anything (the reference its property test compares with)."""
-    return all(whole_request(t.resreq) for t in tasks)
-
-
 def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, decides: bool,
               enqueue: bool) -> Facts:
     """One job's facts as `session_verdict`'s tests read them (forecast/quiet.py), in the session
     `ssn` (or what stands for it before the session is opened: forecast/quiet_early.py)."""
     phase = close_phase(job, gang, ssn.uid)
     pending = job.is_pending()
+    counts = job.counts
     backlog = pending and job.queue in ssn.queues
     key: bytes | None = None
     least: np.ndarray | None = None
     need = 0
-    if not (pending and enqueue) and job.counts.get(PENDING) and job.queue in ssn.queues:
+    if not (pending and enqueue) and counts.get(PENDING) and job.queue in ssn.queues:
         n, least = least_request(ssn, job)
         if least is not None:
             # a placement keeps something once min(bound, n) reaches `need`
@@ -455,11 +370,12 @@ def job_facts(ssn: FactsContext, job: JobInfo, gang: Plugin[Session] | None, dec
                 key = least.tobytes()
             else:
                 least = None
-    return Facts(moved=None if phase is job.phase else phase, unschedulable="Unschedulable" in job.conditions,
-                  best_effort=bool(job.pending_be or job.counts.get(PIPELINED)), pending=pending,
-                  admission=_admission_key(job) if backlog else None,
-                  no_min_resources=backlog and job.min_resources is None, key=key, least=least,
-                  need=need, job=job, version=job.version, phase=job.phase)
+    now = job.phase
+    # by position, in the fields' order (moved, unschedulable, best_effort, pending, admission,
+    # no_min_resources, key, least, need, job, version, phase): made for every job built again
+    return Facts(None if phase is now else phase, "Unschedulable" in job.conditions,
+                 bool(job.pending_be or counts.get(PIPELINED)), pending, _admission_key(job) if backlog else None,
+                 backlog and job.min_resources is None, key, least, need, job, job.version, now)
 
 
 def fresh_tasks(job: JobInfo, was: Facts) -> list[tuple[str, TaskInfo]] | None:
