@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import apportion.actions  # noqa: F401 - importing the package registers the built-in actions
@@ -20,6 +20,7 @@ from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import Event, Session
 from apportion.kube import read_conf_file, read_documents
 from apportion.kube.build import assemble, parse_objects
+from apportion.lean_dataclass import dataclass
 from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.decisions import Binder, Condition, Dispatched, Evictor, StatusUpdater

@@ -8,7 +8,7 @@ not start within a run (it waits on a pod that never ends, or past the horizon) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ from apportion.forecast.start import (
     JobStart,
     StartState,
 )
+from apportion.lean_dataclass import dataclass
 
 #: default number of seeded runs when runtimes are drawn from a distribution
 DEFAULT_RUNS = 20

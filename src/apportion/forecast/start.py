@@ -11,7 +11,7 @@ so switching to it changes only the caller.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from apportion.durations import newest, parse_duration, parse_time, try_time
 from apportion.errors import InputError
 from apportion.forecast.runtime import DURATION_KEY, EXPECTED_END_KEY
 from apportion.framework.conf import SchedulerConf
+from apportion.lean_dataclass import dataclass
 
 if TYPE_CHECKING:  # types of fields only: their modules come with the simulator that fills them
     from apportion.simulation.reservations import SimPlan

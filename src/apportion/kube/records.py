@@ -7,10 +7,11 @@ object an event changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.cluster.model import PodGroupPhase, QueueInfo, Taint, TaskInfo
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 

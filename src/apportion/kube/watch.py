@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import select
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
 
 from apportion.errors import InputError, check_depth
+from apportion.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ type a `resourceInformations.resourceInformation` list of `{name, value, units}`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.errors import ApportionError
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.resmath import YARN_DIMS, Res
 
 R_ANY, R_ALL, R_ORDER, R_ORDER_NO_GAP = 0, 1, 2, 3

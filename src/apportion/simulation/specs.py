@@ -9,11 +9,12 @@ fields follow docs/scenario.md.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import NodeInfo, QueueInfo
 from apportion.framework.conf import SchedulerConf
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 if TYPE_CHECKING:  # (annotations only)
