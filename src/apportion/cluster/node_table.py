@@ -10,6 +10,13 @@ import numpy as np
 
 from apportion.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
+#: tests switch this off: `add` and `remove` then store every row they change back into its array
+#: (`a[row] -= req`), the reference of stepping the row's view in place (docs/semantics.md K56)
+IN_ROW_VIEWS = True
+#: tests switch this off: a new table then makes each node's allocatable row on its own (`vector`),
+#: the reference of making them all as the rows of one array (`vectors`)
+ROWS_AT_ONCE = True
+
 
 class NodeTable:
     """Resource state of every session node, one row per node (rows in node-name order)."""
@@ -25,9 +32,14 @@ class NodeTable:
         self.names = names
         self.index = {name: row for row, name in enumerate(names)}
         shape = (len(names), len(self.columns))
-        self.allocatable = np.zeros(shape)
-        for row, node_alloc in enumerate(allocatable):
-            self.allocatable[row] = self.vector(node_alloc)
+        if ROWS_AT_ONCE:
+            # `vector` of every node's allocatable, made as the rows of one array (the same amounts in
+            # the same places: `vectors` is `vector` row by row)
+            self.allocatable = self.vectors(allocatable) if names else np.zeros(shape)
+        else:
+            self.allocatable = np.zeros(shape)
+            for row, node_alloc in enumerate(allocatable):
+                self.allocatable[row] = self.vector(node_alloc)
         self.idle = self.allocatable.copy()
         self.used = np.zeros(shape)
         self.releasing = np.zeros(shape)
@@ -101,6 +113,32 @@ class NodeTable:
     # ------------------------------------------------------------ NodeInfo.AddTask / RemoveTask
     def add(self, row: int, req: np.ndarray, kind: str) -> None:
         """NodeInfo.AddTask on the row; kind: 'releasing', 'pipelined' or 'used' (every other on-node status)."""
+        if not IN_ROW_VIEWS:
+            self._add_reference(row, req, kind)
+            return
+        # `a[row] -= req` is the row view's in-place step and then a store of the view onto itself:
+        # the step alone on the view (the same ufunc on the same memory) leaves the same amounts
+        if kind == "pipelined":
+            v = self.pipelined[row]
+            v += req
+            v = self.future[row]
+            v -= req
+        else:
+            v = self.idle[row]
+            v -= req
+            v = self.used[row]
+            v += req
+            if kind == "releasing":
+                v = self.releasing[row]
+                v += req
+            else:
+                v = self.future[row]
+                v -= req
+        self.pod_count[row] += 1
+        self.touched.append(row)
+
+    def _add_reference(self, row: int, req: np.ndarray, kind: str) -> None:
+        """`add` storing every row back (the reference of the in-view steps)."""
         if kind == "pipelined":
             self.pipelined[row] += req
             self.future[row] -= req
@@ -155,6 +193,31 @@ class NodeTable:
 
     def remove(self, row: int, req: np.ndarray, kind: str) -> None:
         """NodeInfo.RemoveTask: `add` undone, with the same kind."""
+        if not IN_ROW_VIEWS:
+            self._remove_reference(row, req, kind)
+            return
+        # the row views' in-place steps, as in `add`
+        if kind == "pipelined":
+            v = self.pipelined[row]
+            v -= req
+            v = self.future[row]
+            v += req
+        else:
+            v = self.idle[row]
+            v += req
+            v = self.used[row]
+            v -= req
+            if kind == "releasing":
+                v = self.releasing[row]
+                v -= req
+            else:
+                v = self.future[row]
+                v += req
+        self.pod_count[row] -= 1
+        self.touched.append(row)
+
+    def _remove_reference(self, row: int, req: np.ndarray, kind: str) -> None:
+        """`remove` storing every row back (the reference of the in-view steps)."""
         if kind == "pipelined":
             self.pipelined[row] -= req
             self.future[row] += req

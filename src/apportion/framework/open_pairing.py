@@ -75,15 +75,22 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
     # the task position of the held entry at the cursor (`_END` past the last one)
     at = old[0][5] if n_old else _END
     left: list[Entry] = []
+    # (bound methods taken once: the loop runs for every task of every changed job)
+    see = seen.update
+    node_of = node_by_name.get
+    keep = slots.append
     for i, t in enumerate(job.tasks.values()):
         t.initial_status = st = t.status
         scalars = t.resreq.scalars
         if scalars:
-            seen.update(scalars)
+            see(scalars)
         kind = kind_of[st]
-        if kind is None or not t.node_name:
+        if kind is None:
             continue
-        node = node_by_name.get(t.node_name)
+        name = t.node_name
+        if not name:
+            continue
+        node = node_of(name)
         if node is None:
             continue
         row = node.index
@@ -100,7 +107,7 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
                 ot = o[1]
                 if t is ot:
                     if t.vec is o[3]:
-                        slots.append(o)
+                        keep(o)
                         continue
                 elif (t.name == ot.name and t.namespace == ot.namespace
                       and (t.resreq is ot.resreq or t.resreq.equal(ot.resreq))):
@@ -108,10 +115,10 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
                         t.vec = o[3]
                     n: Entry = (row, t, kind, t.vec, uid, i)
                     replaced.append((o, n))
-                    slots.append(n)
+                    keep(n)
                     continue
             removed.append(o)
-        slots.append(len(fresh))
+        keep(len(fresh))
         fresh.append((row, t, kind, None, uid, i))  # type: ignore[arg-type]
     if k < n_old:
         left.extend(old[k:])

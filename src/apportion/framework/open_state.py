@@ -102,18 +102,25 @@ def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> t
     mine: list[Entry] = []
     seen: set[str] = set()
     kind_of = KIND_OF
+    # (bound methods taken once: the loop runs for every task of every job of a full placement)
+    see = seen.update
+    node_of = node_by_name.get
+    put = mine.append
     for i, t in enumerate(job.tasks.values()):
         t.initial_status = st = t.status
         scalars = t.resreq.scalars
         if scalars:
-            seen.update(scalars)
+            see(scalars)
         kind = kind_of[st]
-        if kind is None or not t.node_name:
+        if kind is None:
             continue
-        node = node_by_name.get(t.node_name)
+        name = t.node_name
+        if not name:
+            continue
+        node = node_of(name)
         if node is None:
             continue
-        mine.append((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
+        put((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
     return mine, job.derive("scalar-names", None, lambda: frozenset(seen))
 
 

@@ -20,6 +20,9 @@ from apportion.plugins.k8s_matching import NodeIndex
 from apportion.resources import GPU
 from apportion.state import check
 
+#: tests switch this off: an event's requests are then added to the node's sums and the row stored
+#: back (`sums[row] += v`), the reference of stepping the row's view in place (docs/semantics.md K56)
+IN_ROW_VIEW = True
 #: columns of NodeView.sums
 NZ_CPU, NZ_MEM, REQ_CPU, REQ_MEM, REQ_GPU = range(5)
 #: a pod's (non-zero cpu, non-zero memory, cpu, memory, gpu), as `pod_requests` gives them
@@ -80,10 +83,19 @@ class NodeView:
         if v is None:
             v = self._vectors[t.uid] = np.array(self.requests(t))
         # x - v is x + (-v) in IEEE arithmetic: the same sums as adding v * sign, without the product
+        if not IN_ROW_VIEW:
+            if sign > 0:
+                self.sums[row] += v
+            else:
+                self.sums[row] -= v
+            return
+        # the row's view stepped in place: `sums[row] += v` is that step and then a store of the view
+        # onto itself, which leaves the same amounts
+        at = self.sums[row]
         if sign > 0:
-            self.sums[row] += v
+            at += v
         else:
-            self.sums[row] -= v
+            at -= v
 
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""
