@@ -44,6 +44,9 @@ _FIELDS_OF = [tuple(f for f in range(len(FIELDS)) if m >> f & 1) for m in range(
 #: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`,
 #: docs/semantics.md K38)
 KEEP_FIELDS = True
+#: `admit` moves a changed job's sums by differences applied queue by queue (`_admit_moved`); False:
+#: field by field through every queue of the path (the reference, property-tested)
+LEAN_ADMIT = True
 
 @dataclass
 class _Sum:
@@ -202,6 +205,9 @@ class Ledger:
             old = None
         elif old is not None and old.amounts == amounts:
             return  # no field moved (a phase move that charges alike, a bound task that starts to run)
+        if old is not None and LEAN_ADMIT:
+            self._admit_moved(uid, path, old.amounts, amounts)
+            return
         all_sums = self.sums
         moved = 0
         members_moved = False
@@ -240,6 +246,55 @@ class Ledger:
                 for q in path:
                     if not any(s.members for s in all_sums[q]):
                         del all_sums[q]
+
+    def _admit_moved(self, uid: str, path: tuple[str, ...], olds: tuple[Amount | None, ...],
+                     amounts: tuple[Amount | None, ...]) -> None:
+        """`admit`'s loop for a job counted on the same path before (docs/semantics.md K57): each field
+        whose names stay is moved by one difference, worked out once (request's is allocated's when both
+        are the same amounts, as a job without Pending tasks has them) and applied queue by queue; a
+        field whose members move takes `_sub` and `_add` as in `admit`. The same integer sums, members,
+        listers and dirty marks: integer addition is exact and each (queue, field) sees the same steps."""
+        moved = 0
+        steps: list[tuple[int, int, int, list[tuple[str, int]]]] = []
+        members: list[int] = []
+        last_was: Amount | None = None
+        last_a: Amount | None = None
+        last: tuple[int, int, list[tuple[str, int]]] = (0, 0, [])
+        for f in range(len(FIELDS)):
+            was, a = olds[f], amounts[f]
+            if was == a:
+                continue
+            moved |= 1 << f
+            if was is None or a is None or not _same_names(was[2], a[2]):
+                members.append(f)
+                continue
+            if was is not last_was or a is not last_a:
+                last_was, last_a = was, a
+                last = (a[0] - was[0], a[1] - was[1], [(n, v - w) for (n, v), (_, w) in zip(a[2], was[2])])
+            steps.append((f, *last))
+        all_sums = self.sums
+        dirty = self.dirty
+        for q in path:
+            sums = all_sums[q]
+            for f, dc, dm, ds in steps:
+                s = sums[f]
+                s.cpu += dc
+                s.memory += dm
+                for n, d in ds:
+                    s.scalars[n] += d
+            for f in members:
+                s = sums[f]
+                was, a = olds[f], amounts[f]
+                if was is not None:
+                    _sub(s, uid, was)
+                if a is not None:
+                    _add(s, uid, a)
+            if moved:
+                dirty[q] = dirty.get(q, 0) | moved
+        if members:
+            for q in path:
+                if not any(s.members for s in all_sums[q]):
+                    del all_sums[q]
 
     def settle(self) -> None:
         """Take out the entries of the changed jobs that were not taken in again."""
@@ -282,16 +337,22 @@ class Ledger:
         base = self.base
         all_sums = self.sums
         checking = check.enabled()
+        make = self._resource
         for q, mask in self.dirty.items():
             sums = all_sums.get(q)
             last = base.get(q) if KEEP_FIELDS and sums is not None else None
             fields = _FIELDS_OF[mask]
-            if last is not None and sums is not None and all(sums[f].members for f in fields):
+            if last is not None and sums is not None:
+                for f in fields:
+                    if not sums[f].members:
+                        last = None
+                        break
+            if last is not None and sums is not None:
                 a = QueueAttr.__new__(QueueAttr)
                 d = a.__dict__
                 d.update(last.__dict__)
                 for f in fields:
-                    d[FIELDS[f]] = self._resource(q, f, sums[f])
+                    d[FIELDS[f]] = make(q, f, sums[f])
                 if mask & 1:
                     a.update_share()
                 if checking:
@@ -359,8 +420,12 @@ class Ledger:
         r = Resource.__new__(Resource)
         r.cpu = float(s.cpu)
         r.memory = float(s.memory)
-        if len(s.scalars) < 2:
-            r.scalars = {n: float(v) for n, v in s.scalars.items()}
+        scalars = s.scalars
+        if not scalars:
+            r.scalars = {}
+        elif len(scalars) == 1:
+            [(n, v)] = scalars.items()  # most sums list one name (pods): no comprehension for it
+            r.scalars = {n: float(v)}
         else:
             first = self.first_listers(q, f)
             r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
