@@ -20,7 +20,7 @@ fields whose amounts moved (docs/semantics.md K18): its queues' attributes are r
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
@@ -28,6 +28,7 @@ from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
+from apportion.plugins.capacity.ledger_sums import QueueSum, count_in, count_out, same_names
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -47,29 +48,6 @@ KEEP_FIELDS = True
 #: `admit` moves a changed job's sums by differences applied queue by queue (`_admit_moved`); False:
 #: field by field through every queue of the path (the reference, property-tested)
 LEAN_ADMIT = True
-
-@dataclass
-class _Sum:
-    """One field of one queue: the sums, and per scalar name the members that list it."""
-
-    cpu: int = 0
-    memory: int = 0
-    scalars: dict[str, int] = field(default_factory=dict)
-    #: per scalar name, (uid, position in that job's scalars) of every member that lists it: the
-    #: smallest is the name's first lister in a recount
-    listers: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
-    #: per scalar name, its smallest lister, when known: worked out when first asked for (only a sum
-    #: with two names or more is ordered by it), kept while members come, forgotten when it leaves
-    first: dict[str, tuple[str, int]] = field(default_factory=dict)
-    members: int = 0
-
-    def first_lister(self, name: str) -> tuple[str, int]:
-        """The smallest (uid, position) listing `name`."""
-        got = self.first.get(name)
-        if got is None:
-            got = self.first[name] = min(self.listers[name])
-        return got
-
 
 @dataclass
 class LedgerReport:
@@ -101,7 +79,7 @@ class Ledger:
         self.elastic_enabled = elastic_enabled
         self.entries: dict[str, _Entry] = {}
         #: queue name -> its four sums
-        self.sums: dict[str, list[_Sum]] = {}
+        self.sums: dict[str, list[QueueSum]] = {}
         #: per queue of the tree, its attributes with the sums above as accounting (never changed once
         #: built: a session copies one before changing it, `CapacityBase._own_path`)
         self.base: dict[str, QueueAttr] = {}
@@ -205,8 +183,11 @@ class Ledger:
             old = None
         elif old is not None and old.amounts == amounts:
             return  # no field moved (a phase move that charges alike, a bound task that starts to run)
-        if old is not None and LEAN_ADMIT:
-            self._admit_moved(uid, path, old.amounts, amounts)
+        if LEAN_ADMIT:
+            if old is None:
+                self._admit_new(uid, path, amounts)
+            else:
+                self._admit_moved(uid, path, old.amounts, amounts)
             return
         all_sums = self.sums
         moved = 0
@@ -216,7 +197,7 @@ class Ledger:
             if was == a:
                 continue
             moved |= 1 << f
-            if was is not None and a is not None and _same_names(was[2], a[2]):
+            if was is not None and a is not None and same_names(was[2], a[2]):
                 # the same names at the same positions: the members and listers stay as they are, and
                 # every queue of the path has sums (the old entry is counted in them)
                 dc, dm = a[0] - was[0], a[1] - was[1]
@@ -232,12 +213,12 @@ class Ledger:
             for q in path:
                 sums = all_sums.get(q)
                 if sums is None:
-                    sums = all_sums[q] = [_Sum() for _ in FIELDS]
+                    sums = all_sums[q] = [QueueSum() for _ in FIELDS]
                 s = sums[f]
                 if was is not None:
-                    _sub(s, uid, was)
+                    count_out(s, uid, was)
                 if a is not None:
-                    _add(s, uid, a)
+                    count_in(s, uid, a)
         if moved:
             dirty = self.dirty
             for q in path:
@@ -246,6 +227,25 @@ class Ledger:
                 for q in path:
                     if not any(s.members for s in all_sums[q]):
                         del all_sums[q]
+
+    def _admit_new(self, uid: str, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
+        """`admit`'s loop for a job not counted before: each charged field counted in at every queue of
+        the path (queue by queue rather than field by field: each (queue, field) sees the same step)."""
+        present = [(f, a) for f, a in enumerate(amounts) if a is not None]
+        if not present:
+            return
+        moved = 0
+        for f, _ in present:
+            moved |= 1 << f
+        all_sums = self.sums
+        dirty = self.dirty
+        for q in path:
+            sums = all_sums.get(q)
+            if sums is None:
+                sums = all_sums[q] = [QueueSum() for _ in FIELDS]
+            for f, a in present:
+                count_in(sums[f], uid, a)
+            dirty[q] = dirty.get(q, 0) | moved
 
     def _admit_moved(self, uid: str, path: tuple[str, ...], olds: tuple[Amount | None, ...],
                      amounts: tuple[Amount | None, ...]) -> None:
@@ -265,7 +265,7 @@ class Ledger:
             if was == a:
                 continue
             moved |= 1 << f
-            if was is None or a is None or not _same_names(was[2], a[2]):
+            if was is None or a is None or not same_names(was[2], a[2]):
                 members.append(f)
                 continue
             if was is not last_was or a is not last_a:
@@ -286,9 +286,9 @@ class Ledger:
                 s = sums[f]
                 was, a = olds[f], amounts[f]
                 if was is not None:
-                    _sub(s, uid, was)
+                    count_out(s, uid, was)
                 if a is not None:
-                    _add(s, uid, a)
+                    count_in(s, uid, a)
             if moved:
                 dirty[q] = dirty.get(q, 0) | moved
         if members:
@@ -320,7 +320,7 @@ class Ledger:
             sums = self.sums[q]
             for s, a in zip(sums, e.amounts):
                 if a is not None:
-                    _sub(s, uid, a)
+                    count_out(s, uid, a)
             if not any(s.members for s in sums):
                 del self.sums[q]
 
@@ -416,7 +416,7 @@ class Ledger:
             return None
         return self._resource(q, f, sums[f])
 
-    def _resource(self, q: str, f: int, s: _Sum) -> Resource:
+    def _resource(self, q: str, f: int, s: QueueSum) -> Resource:
         r = Resource.__new__(Resource)
         r.cpu = float(s.cpu)
         r.memory = float(s.memory)
@@ -430,52 +430,6 @@ class Ledger:
             first = self.first_listers(q, f)
             r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
-
-
-def _same_names(was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ...]) -> bool:
-    """Whether two amounts list the same scalar names in the same order."""
-    if len(was) != len(now):
-        return False
-    if len(was) < 2:  # most amounts list one name or none: no generator for them
-        return not was or was[0][0] == now[0][0]
-    return all(n == m for (n, _), (m, _) in zip(was, now))
-
-
-def _add(s: _Sum, uid: str, a: Amount) -> None:
-    """Count one member's amount of one field in."""
-    s.members += 1
-    s.cpu += a[0]
-    s.memory += a[1]
-    for i, (n, v) in enumerate(a[2]):
-        s.scalars[n] = s.scalars.get(n, 0) + v
-        at = (uid, i)
-        listers = s.listers.get(n)
-        if listers is None:
-            s.listers[n] = {at}
-            s.first[n] = at
-            continue
-        listers.add(at)
-        first = s.first.get(n)
-        if first is not None and at < first:
-            s.first[n] = at
-
-
-def _sub(s: _Sum, uid: str, a: Amount) -> None:
-    """Count one member's amount of one field out."""
-    s.members -= 1
-    s.cpu -= a[0]
-    s.memory -= a[1]
-    for i, (n, v) in enumerate(a[2]):
-        s.scalars[n] -= v
-        at = (uid, i)
-        listers = s.listers[n]
-        listers.remove(at)
-        if not listers:
-            del s.listers[n]
-            del s.scalars[n]
-            s.first.pop(n, None)
-        elif s.first.get(n) == at:
-            del s.first[n]
 
 
 Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
@@ -105,6 +105,9 @@ class _TreeMemo:
     inputs: tuple[Any, ...] | None
     limits: dict[str, _Limits]
     warnings: list[str]
+    #: per leaf, its path for the ledger (leaf, parent, ..., root), made once: a job's entry then holds
+    #: the same tuple as its last one, compared by identity first
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class TreeSetup(CapacityBase):
@@ -149,10 +152,15 @@ class TreeSetup(CapacityBase):
                 return False
             plan.append((job, job.queue, amounts))
         rest: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        limits, paths = tree.limits, tree.paths
+        admit = ledger.admit
         for job, q, amounts in plan:
-            lim = tree.limits[q]
+            lim = limits[q]
             if not lim.children and Ledger.keeps(job):
-                ledger.admit(job, (q, *reversed(lim.ancestors)), amounts)
+                path = paths.get(q)
+                if path is None:
+                    path = paths[q] = (q, *reversed(lim.ancestors))
+                admit(job, path, amounts)
             else:
                 rest.append((job, q, amounts))
         ledger.refresh(lambda name: tree.limits[name].session_attr(name))
