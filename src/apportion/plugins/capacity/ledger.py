@@ -28,7 +28,8 @@ from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
-from apportion.plugins.capacity.ledger_sums import QueueSum, count_in, count_out, same_names
+from apportion.plugins.capacity.ledger_sums import Listers, QueueSum, count_in, count_out, same_names
+from apportion.plugins.queue_common import queue_share
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -88,6 +89,8 @@ class Ledger:
         #: queues whose sums changed since their `base` was built (every queue at first), each with the
         #: mask of the fields that did (`1 << f`, f indexing FIELDS)
         self.dirty: dict[str, int] = dict.fromkeys(tree.limits, ALL_FIELDS)
+        #: per queue, its deserved and whether that is empty (`QueueAttr.update_share`'s test), kept
+        self._best_effort: dict[str, tuple[Resource, bool]] = {}
         #: queues whose `base` was built again since the last queue report (the report takes it)
         self.rebuilt: set[str] = set()
         #: the last queue report made from this ledger's attributes (capacity's queue_report)
@@ -255,23 +258,39 @@ class Ledger:
         field whose members move takes `_sub` and `_add` as in `admit`. The same integer sums, members,
         listers and dirty marks: integer addition is exact and each (queue, field) sees the same steps."""
         moved = 0
-        steps: list[tuple[int, int, int, list[tuple[str, int]]]] = []
+        steps: list[tuple[int, int, int, tuple[tuple[str, int], ...]]] = []
         members: list[int] = []
         last_was: Amount | None = None
         last_a: Amount | None = None
-        last: tuple[int, int, list[tuple[str, int]]] = (0, 0, [])
-        for f in range(len(FIELDS)):
-            was, a = olds[f], amounts[f]
-            if was == a:
-                continue
-            moved |= 1 << f
-            if was is None or a is None or not same_names(was[2], a[2]):
-                members.append(f)
-                continue
-            if was is not last_was or a is not last_a:
-                last_was, last_a = was, a
-                last = (a[0] - was[0], a[1] - was[1], [(n, v - w) for (n, v), (_, w) in zip(a[2], was[2])])
-            steps.append((f, *last))
+        dc = dm = 0
+        ds: tuple[tuple[str, int], ...] = ()
+        f = 0
+        for was, a in zip(olds, amounts):
+            if was != a:
+                moved |= 1 << f
+                if was is None or a is None:
+                    members.append(f)
+                elif was is last_was and a is last_a:
+                    steps.append((f, dc, dm, ds))
+                else:
+                    wn, an = was[2], a[2]
+                    if len(an) == 1 and len(wn) == 1:  # most amounts list one name (pods)
+                        (n, v), (m, w) = an[0], wn[0]
+                        if n != m:
+                            members.append(f)
+                            f += 1
+                            continue
+                        ds = ((n, v - w),)
+                    elif same_names(wn, an):
+                        ds = tuple([(n, v - w) for (n, v), (_, w) in zip(an, wn)])
+                    else:
+                        members.append(f)
+                        f += 1
+                        continue
+                    dc, dm = a[0] - was[0], a[1] - was[1]
+                    last_was, last_a = was, a
+                    steps.append((f, dc, dm, ds))
+            f += 1
         all_sums = self.sums
         dirty = self.dirty
         for q in path:
@@ -289,8 +308,7 @@ class Ledger:
                     count_out(s, uid, was)
                 if a is not None:
                     count_in(s, uid, a)
-            if moved:
-                dirty[q] = dirty.get(q, 0) | moved
+            dirty[q] = dirty.get(q, 0) | moved
         if members:
             for q in path:
                 if not any(s.members for s in all_sums[q]):
@@ -338,6 +356,8 @@ class Ledger:
         all_sums = self.sums
         checking = check.enabled()
         make = self._resource
+        new_resource = Resource.__new__
+        best_effort = self._best_effort
         for q, mask in self.dirty.items():
             sums = all_sums.get(q)
             last = base.get(q) if KEEP_FIELDS and sums is not None else None
@@ -349,12 +369,32 @@ class Ledger:
                         break
             if last is not None and sums is not None:
                 a = QueueAttr.__new__(QueueAttr)
-                d = a.__dict__
-                d.update(last.__dict__)
+                # a copy of the last one's dict as a whole (the fields are then replaced in place), not
+                # an empty dict filled key by key
+                a.__dict__ = d = last.__dict__.copy()
                 for f in fields:
-                    d[FIELDS[f]] = make(q, f, sums[f])
+                    s = sums[f]
+                    scalars = s.scalars
+                    if len(scalars) > 1:
+                        d[FIELDS[f]] = make(q, f, s)
+                        continue
+                    # `_resource` written out for a sum of one name or none (most sums): no call
+                    r = new_resource(Resource)
+                    r.cpu = float(s.cpu)
+                    r.memory = float(s.memory)
+                    if scalars:
+                        [(n, v)] = scalars.items()
+                        r.scalars = {n: float(v)}
+                    else:
+                        r.scalars = {}
+                    d[FIELDS[f]] = r
                 if mask & 1:
-                    a.update_share()
+                    # update_share, with whether the (never changed) deserved is empty kept per queue
+                    deserved = d["deserved"]
+                    known = best_effort.get(q)
+                    if known is None or known[0] is not deserved:
+                        known = best_effort[q] = (deserved, deserved.is_empty())
+                    d["share"] = 1.0 if known[1] else queue_share(d["allocated"], deserved)
                 if checking:
                     self._check_kept_fields(q, a, self._fresh(q, fresh_attr))
             else:
@@ -430,20 +470,6 @@ class Ledger:
             first = self.first_listers(q, f)
             r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
-
-
-Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]
-
-
-def note_listers(listers: Listers, queue: str, uid: str, amounts: tuple[Amount | None, ...]) -> None:
-    """Record, per sum of `queue`, where each scalar name was first listed by the jobs charged beside
-    the ledger (call in uid order): `order_scalars` needs it."""
-    for f, amount in enumerate(amounts):
-        if amount is None or not amount[2]:
-            continue
-        got = listers.setdefault((queue, f), {})
-        for i, (n, _) in enumerate(amount[2]):
-            got.setdefault(n, (uid, i))
 
 
 def order_scalars(attrs: dict[str, QueueAttr], ledger: Ledger, listers: Listers) -> None:

@@ -76,3 +76,17 @@ def count_out(s: QueueSum, uid: str, a: Amount) -> None:
             s.first.pop(n, None)
         elif s.first.get(n) == at:
             del s.first[n]
+
+
+Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]
+
+
+def note_listers(listers: Listers, queue: str, uid: str, amounts: tuple[Amount | None, ...]) -> None:
+    """Record, per sum of `queue`, where each scalar name was first listed by the jobs charged beside
+    the ledger (call in uid order): `order_scalars` needs it."""
+    for f, amount in enumerate(amounts):
+        if amount is None or not amount[2]:
+            continue
+        got = listers.setdefault((queue, f), {})
+        for i, (n, _) in enumerate(amount[2]):
+            got.setdefault(n, (uid, i))

@@ -33,11 +33,10 @@ from apportion.plugins.capacity.ledger import (
     LEDGER_MEMO,
     Amount,
     Ledger,
-    Listers,
     job_amounts,
-    note_listers,
     order_scalars,
 )
+from apportion.plugins.capacity.ledger_sums import Listers, note_listers
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
 from apportion.state import check
 
