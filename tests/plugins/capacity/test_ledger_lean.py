@@ -1,15 +1,16 @@
 """capacity's ledger taking jobs in by differences (plugins/capacity/ledger.py `LEAN_ADMIT`, docs/semantics.md
 K57), a job with Pending tasks charged without a JobContribution (charged.py `LEAN_PENDING`) and drf's sum
 and share kept across a phase move (drf.py `ACROSS_PHASE`): against the references (all three switches
-off), over random jobs arriving, starting, losing a task and leaving, in tree mode: the same session
-outcome, the same ledger (every queue's integer sums, members, listers and first listers, and the
-attributes built from them) after every session; the self-checks run throughout."""
+off), over random jobs arriving, starting, losing a task and leaving, in tree and flat mode: the same
+session outcome, the same ledger (every queue's integer sums, members, listers and first listers, and
+the attributes built from them) after every session; the self-checks run throughout."""
 
 from __future__ import annotations
 
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_steps import TREE_LEAVES, Jobs, apply_job_step, attributes, job_steps, shrink, tree_cluster
@@ -22,6 +23,7 @@ from apportion.plugins import drf
 from apportion.plugins.capacity import charged
 from apportion.plugins.capacity import ledger as ledger_module
 from apportion.plugins.capacity.charged import charged_amounts, job_amounts
+from apportion.plugins.capacity.flat_ledger import FLAT_LEDGER_MEMO
 from apportion.plugins.capacity.ledger import FIELDS, LEDGER_MEMO, Ledger
 from apportion.plugins.queue_common import _contribution
 from apportion.resources import Resource
@@ -29,12 +31,14 @@ from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import ADDED, WatchEvent
 
-CONF = parse_conf("""
+TIERS = """
 actions: "enqueue, allocate, backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
-""")
+- plugins: [{name: drf}, {name: predicates}, {name: capacity%s}, {name: nodeorder}]
+"""
+MODES = {"tree": (parse_conf(TIERS % ", enableHierarchy: true"), LEDGER_MEMO),
+         "flat": (parse_conf(TIERS % ""), FLAT_LEDGER_MEMO)}
 
 step = st.one_of(*job_steps(TREE_LEAVES), st.tuples(st.just("shrink"), st.integers(0, 50)),
                  st.tuples(st.just("shrink"), st.integers(0, 50)))
@@ -51,9 +55,11 @@ def _switches(lean: bool) -> list[Any]:
             mock.patch.object(drf, "ACROSS_PHASE", lean)]
 
 
-@settings(max_examples=25, deadline=None)
+@pytest.mark.parametrize("mode", sorted(MODES))
+@settings(max_examples=12, deadline=None)
 @given(steps=st.lists(step, min_size=1, max_size=20))
-def test_lean_ledger_is_the_reference(steps: list[tuple[str, Any]]) -> None:
+def test_lean_ledger_is_the_reference(mode: str, steps: list[tuple[str, Any]]) -> None:
+    conf, memo_key = MODES[mode]
     caches = [SchedulerCache(report=lambda line: None) for _ in range(2)]
     for cache in caches:
         for o in tree_cluster():
@@ -74,12 +80,12 @@ def test_lean_ledger_is_the_reference(steps: list[tuple[str, Any]]) -> None:
                 for s in switches:
                     s.start()
                 try:
-                    outs.append(run_session(Session(snap, CONF)).to_json())
+                    outs.append(run_session(Session(snap, conf)).to_json())
                 finally:
                     for s in switches:
                         s.stop()
             assert outs[0] == outs[1]
-            got, want = memos[0].get(LEDGER_MEMO), memos[1].get(LEDGER_MEMO)
+            got, want = memos[0].get(memo_key), memos[1].get(memo_key)
             assert isinstance(got, Ledger) == isinstance(want, Ledger)
             if isinstance(got, Ledger) and isinstance(want, Ledger):
                 assert sums_of(got) == sums_of(want)
