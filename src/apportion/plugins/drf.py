@@ -24,6 +24,9 @@ SHARE_DELTA = 1e-6
 DERIVED = "drf.share"
 #: the memo's entry: the last open's sums and shares (`_Held`)
 MEMO = "drf.shares"
+#: a job's kept sum and share are taken again after its phase moved (same object and task version);
+#: False: worked out again, as `JobInfo.derive` does on any phase move (the reference)
+ACROSS_PHASE = True
 
 
 @dataclass
@@ -73,6 +76,19 @@ class DrfPlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def _derived(self, job: JobInfo) -> tuple[Resource, float]:
+        if ACROSS_PHASE:
+            # the sum and share read the tasks (the version) and the terms, not the phase: a value kept
+            # on the same object under the same version holds across a phase move (docs/semantics.md K57)
+            hit = job.derived.get(DERIVED)
+            if hit is not None and hit[0] == job.version and hit[1] is not job.phase and hit[2] == self._terms:
+                if check.enabled():
+                    want = self._sum_and_share(job)
+                    if (hit[3][0].cpu, hit[3][0].memory, hit[3][0].scalars, hit[3][1]) != (
+                            want[0].cpu, want[0].memory, want[0].scalars, want[1]):
+                        raise check.StateCheckError(f"{check.ENV}: drf's sum and share kept on job {job.uid} "
+                                                    f"across its phase move differ from its tasks' {want}")
+                job.derived[DERIVED] = (hit[0], job.phase, hit[2], hit[3])
+                return hit[3]
         return job.derive(DERIVED, self._terms, functools.partial(self._sum_and_share, job))
 
     def _from_memo(self, ssn: Session) -> bool:

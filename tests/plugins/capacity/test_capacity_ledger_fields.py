@@ -143,4 +143,4 @@ scalars = st.lists(st.tuples(st.sampled_from(["nvidia.com/gpu", "example.com/fpg
 @given(was=scalars, now=scalars)
 def test_same_names_is_the_names_compared(was: list[tuple[str, int]], now: list[tuple[str, int]]) -> None:
     """`_same_names` (admit's test for a field whose listers stay) against comparing the name lists."""
-    assert ledger_module._same_names(tuple(was), tuple(now)) == ([n for n, _ in was] == [n for n, _ in now])
+    assert ledger_module.same_names(tuple(was), tuple(now)) == ([n for n, _ in was] == [n for n, _ in now])

@@ -35,6 +35,9 @@ _EXACT = float(2**53)
 #: `job_amounts` takes the lean path (no JobContribution for a job without Pending tasks, the answer
 #: kept across a phase move); False: `job_amounts_reference` (tests compare the two)
 LEAN_AMOUNTS = True
+#: on the lean path, a job with Pending tasks has its allocated and request summed over its tasks here
+#: (`_task_sums`) rather than through a `JobContribution`; False: `job_amounts_reference` for it
+LEAN_PENDING = True
 #: JobInfo.derived key of the lean path's answer: (version, phase, (whether inqueue is charged,
 #: min_available, min_resources, ElasticEnable), the amounts)
 LEAN_KEY = "charged-amounts-lean"
@@ -109,27 +112,78 @@ def job_amounts(job: JobInfo, elastic_enabled: bool) -> Amounts | None:
             return hit[3]
     else:
         inqueue = charges_inqueue(job)
-    if job.counts.get(_PENDING):
-        amounts = job_amounts_reference(job, elastic_enabled)
-    else:
+    if not job.counts.get(_PENDING):
         amounts = _settled_amounts(job, inqueue, elastic_enabled)
+    elif LEAN_PENDING:
+        sums = _task_sums(job)
+        amounts = None if sums is None else _settled_amounts(job, inqueue, elastic_enabled, sums)
+    else:
+        amounts = job_amounts_reference(job, elastic_enabled)
     if check.enabled():
         _check_amounts(job, elastic_enabled, amounts)
     derived[LEAN_KEY] = (job.version, job.phase, (inqueue, job.min_available, mr, elastic_enabled), amounts)
     return amounts
 
 
-def _settled_amounts(job: JobInfo, inqueue: bool, elastic_enabled: bool) -> Amounts | None:
-    """`charged_amounts(job_contribution(job))` for a job with no Pending task.
+def _task_sums(job: JobInfo) -> tuple[Amount, Amount] | None:
+    """allocated and request of a job with Pending tasks as `_contribution` sums them (docs/semantics.md
+    K57): one pass over the tasks in order, an allocated-status task's request added to both, a Pending
+    one's to request alone, each dimension as `Resource.add` adds it (cpu, memory, then the scalars by
+    first appearance, each from +0.0); as exact integers, or None when some amount is not."""
+    acpu = amem = rcpu = rmem = 0.0
+    asc: dict[str, float] = {}
+    rsc: dict[str, float] = {}
+    allocated = ALLOCATED_STATUSES
+    for t in job.tasks.values():
+        status = t.status
+        if status in allocated:
+            r = t.resreq
+            acpu += r.cpu
+            amem += r.memory
+            rcpu += r.cpu
+            rmem += r.memory
+            for n, v in r.scalars.items():
+                asc[n] = asc.get(n, 0.0) + v
+                rsc[n] = rsc.get(n, 0.0) + v
+        elif status is _PENDING:
+            r = t.resreq
+            rcpu += r.cpu
+            rmem += r.memory
+            for n, v in r.scalars.items():
+                rsc[n] = rsc.get(n, 0.0) + v
+    a = _exact_of(acpu, amem, asc)
+    q = _exact_of(rcpu, rmem, rsc)
+    return None if a is None or q is None else (a, q)
 
-    `_contribution` then takes allocated and request both as `allocated_sum()` (the same adds in the
-    same order); inqueue is `inqueue_resource(job)` when `inqueue`, else nothing; elastic is
-    `job.elastic()`. Both of those read the running `job.allocated` (not the sum), as here, and are
-    written out with the same float operations, each dimension in the same order."""
-    alloc = job.allocated_sum() if not job.allocated_as_added else job.allocated
-    a = exact_amount(alloc)
-    if a is None:
+
+def _exact_of(cpu: float, mem: float, scalars: dict[str, float]) -> Amount | None:
+    """`exact_amount` of a resource given by its parts."""
+    if not (cpu.is_integer() and mem.is_integer() and abs(cpu) < _EXACT and abs(mem) < _EXACT):
         return None
+    out = []
+    for n, v in scalars.items():
+        if not (v.is_integer() and abs(v) < _EXACT):
+            return None
+        out.append((n, int(v)))
+    return int(cpu), int(mem), tuple(out)
+
+
+def _settled_amounts(job: JobInfo, inqueue: bool, elastic_enabled: bool,
+                     sums: tuple[Amount, Amount] | None = None) -> Amounts | None:
+    """`charged_amounts(job_contribution(job))` for a job with no Pending task, or with `sums`, the
+    allocated and request `_task_sums` gives a job with Pending tasks.
+
+    Without Pending tasks, `_contribution` takes allocated and request both as `allocated_sum()` (the
+    same adds in the same order); inqueue is `inqueue_resource(job)` when `inqueue`, else nothing;
+    elastic is `job.elastic()`. Both of those read the running `job.allocated` (not the sum), as here,
+    and are written out with the same float operations, each dimension in the same order."""
+    if sums is not None:
+        a, request = sums
+    else:
+        got = exact_amount(job.allocated_sum() if not job.allocated_as_added else job.allocated)
+        if got is None:
+            return None
+        a = request = got
     running = job.allocated
     mr = job.min_resources
     q: Amount | None = None
@@ -189,7 +243,7 @@ def _settled_amounts(job: JobInfo, inqueue: bool, elastic_enabled: bool) -> Amou
                 if not (cpu.is_integer() and mem.is_integer() and cpu < _EXACT and mem < _EXACT):
                     return None
                 e = (int(cpu), int(mem), tuple(scalars))
-    return a, a, q, e
+    return a, request, q, e
 
 
 def _check_amounts(job: JobInfo, elastic_enabled: bool, got: Amounts | None) -> None:

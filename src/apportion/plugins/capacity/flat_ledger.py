@@ -28,11 +28,10 @@ from apportion.plugins.capacity.ledger import (
     FIELDS,
     Amount,
     Ledger,
-    Listers,
     job_amounts,
-    note_listers,
     order_scalars,
 )
+from apportion.plugins.capacity.ledger_sums import Listers, note_listers
 from apportion.plugins.capacity.tree import TreeSetup
 from apportion.resources import Resource
 from apportion.state import check

@@ -20,7 +20,7 @@ fields whose amounts moved (docs/semantics.md K18): its queues' attributes are r
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
@@ -28,6 +28,8 @@ from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
+from apportion.plugins.capacity.ledger_sums import Listers, QueueSum, count_in, count_out, same_names
+from apportion.plugins.queue_common import queue_share
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -44,29 +46,9 @@ _FIELDS_OF = [tuple(f for f in range(len(FIELDS)) if m >> f & 1) for m in range(
 #: (`fresh_attr`) rather than from its last ones with the fields that moved made again (`Ledger.refresh`,
 #: docs/semantics.md K38)
 KEEP_FIELDS = True
-
-@dataclass
-class _Sum:
-    """One field of one queue: the sums, and per scalar name the members that list it."""
-
-    cpu: int = 0
-    memory: int = 0
-    scalars: dict[str, int] = field(default_factory=dict)
-    #: per scalar name, (uid, position in that job's scalars) of every member that lists it: the
-    #: smallest is the name's first lister in a recount
-    listers: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
-    #: per scalar name, its smallest lister, when known: worked out when first asked for (only a sum
-    #: with two names or more is ordered by it), kept while members come, forgotten when it leaves
-    first: dict[str, tuple[str, int]] = field(default_factory=dict)
-    members: int = 0
-
-    def first_lister(self, name: str) -> tuple[str, int]:
-        """The smallest (uid, position) listing `name`."""
-        got = self.first.get(name)
-        if got is None:
-            got = self.first[name] = min(self.listers[name])
-        return got
-
+#: `admit` moves a changed job's sums by differences applied queue by queue (`_admit_moved`); False:
+#: field by field through every queue of the path (the reference, property-tested)
+LEAN_ADMIT = True
 
 @dataclass
 class LedgerReport:
@@ -98,7 +80,7 @@ class Ledger:
         self.elastic_enabled = elastic_enabled
         self.entries: dict[str, _Entry] = {}
         #: queue name -> its four sums
-        self.sums: dict[str, list[_Sum]] = {}
+        self.sums: dict[str, list[QueueSum]] = {}
         #: per queue of the tree, its attributes with the sums above as accounting (never changed once
         #: built: a session copies one before changing it, `CapacityBase._own_path`)
         self.base: dict[str, QueueAttr] = {}
@@ -107,6 +89,8 @@ class Ledger:
         #: queues whose sums changed since their `base` was built (every queue at first), each with the
         #: mask of the fields that did (`1 << f`, f indexing FIELDS)
         self.dirty: dict[str, int] = dict.fromkeys(tree.limits, ALL_FIELDS)
+        #: per queue, its deserved and whether that is empty (`QueueAttr.update_share`'s test), kept
+        self._best_effort: dict[str, tuple[Resource, bool]] = {}
         #: queues whose `base` was built again since the last queue report (the report takes it)
         self.rebuilt: set[str] = set()
         #: the last queue report made from this ledger's attributes (capacity's queue_report)
@@ -202,6 +186,12 @@ class Ledger:
             old = None
         elif old is not None and old.amounts == amounts:
             return  # no field moved (a phase move that charges alike, a bound task that starts to run)
+        if LEAN_ADMIT:
+            if old is None:
+                self._admit_new(uid, path, amounts)
+            else:
+                self._admit_moved(uid, path, old.amounts, amounts)
+            return
         all_sums = self.sums
         moved = 0
         members_moved = False
@@ -210,7 +200,7 @@ class Ledger:
             if was == a:
                 continue
             moved |= 1 << f
-            if was is not None and a is not None and _same_names(was[2], a[2]):
+            if was is not None and a is not None and same_names(was[2], a[2]):
                 # the same names at the same positions: the members and listers stay as they are, and
                 # every queue of the path has sums (the old entry is counted in them)
                 dc, dm = a[0] - was[0], a[1] - was[1]
@@ -226,12 +216,12 @@ class Ledger:
             for q in path:
                 sums = all_sums.get(q)
                 if sums is None:
-                    sums = all_sums[q] = [_Sum() for _ in FIELDS]
+                    sums = all_sums[q] = [QueueSum() for _ in FIELDS]
                 s = sums[f]
                 if was is not None:
-                    _sub(s, uid, was)
+                    count_out(s, uid, was)
                 if a is not None:
-                    _add(s, uid, a)
+                    count_in(s, uid, a)
         if moved:
             dirty = self.dirty
             for q in path:
@@ -240,6 +230,89 @@ class Ledger:
                 for q in path:
                     if not any(s.members for s in all_sums[q]):
                         del all_sums[q]
+
+    def _admit_new(self, uid: str, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
+        """`admit`'s loop for a job not counted before: each charged field counted in at every queue of
+        the path (queue by queue rather than field by field: each (queue, field) sees the same step)."""
+        present = [(f, a) for f, a in enumerate(amounts) if a is not None]
+        if not present:
+            return
+        moved = 0
+        for f, _ in present:
+            moved |= 1 << f
+        all_sums = self.sums
+        dirty = self.dirty
+        for q in path:
+            sums = all_sums.get(q)
+            if sums is None:
+                sums = all_sums[q] = [QueueSum() for _ in FIELDS]
+            for f, a in present:
+                count_in(sums[f], uid, a)
+            dirty[q] = dirty.get(q, 0) | moved
+
+    def _admit_moved(self, uid: str, path: tuple[str, ...], olds: tuple[Amount | None, ...],
+                     amounts: tuple[Amount | None, ...]) -> None:
+        """`admit`'s loop for a job counted on the same path before (docs/semantics.md K57): each field
+        whose names stay is moved by one difference, worked out once (request's is allocated's when both
+        are the same amounts, as a job without Pending tasks has them) and applied queue by queue; a
+        field whose members move takes `_sub` and `_add` as in `admit`. The same integer sums, members,
+        listers and dirty marks: integer addition is exact and each (queue, field) sees the same steps."""
+        moved = 0
+        steps: list[tuple[int, int, int, tuple[tuple[str, int], ...]]] = []
+        members: list[int] = []
+        last_was: Amount | None = None
+        last_a: Amount | None = None
+        dc = dm = 0
+        ds: tuple[tuple[str, int], ...] = ()
+        f = 0
+        for was, a in zip(olds, amounts):
+            if was != a:
+                moved |= 1 << f
+                if was is None or a is None:
+                    members.append(f)
+                elif was is last_was and a is last_a:
+                    steps.append((f, dc, dm, ds))
+                else:
+                    wn, an = was[2], a[2]
+                    if len(an) == 1 and len(wn) == 1:  # most amounts list one name (pods)
+                        (n, v), (m, w) = an[0], wn[0]
+                        if n != m:
+                            members.append(f)
+                            f += 1
+                            continue
+                        ds = ((n, v - w),)
+                    elif same_names(wn, an):
+                        ds = tuple([(n, v - w) for (n, v), (_, w) in zip(an, wn)])
+                    else:
+                        members.append(f)
+                        f += 1
+                        continue
+                    dc, dm = a[0] - was[0], a[1] - was[1]
+                    last_was, last_a = was, a
+                    steps.append((f, dc, dm, ds))
+            f += 1
+        all_sums = self.sums
+        dirty = self.dirty
+        for q in path:
+            sums = all_sums[q]
+            for f, dc, dm, ds in steps:
+                s = sums[f]
+                s.cpu += dc
+                s.memory += dm
+                for n, d in ds:
+                    s.scalars[n] += d
+            for f in members:
+                s = sums[f]
+                was, a = olds[f], amounts[f]
+                if was is not None:
+                    count_out(s, uid, was)
+                if a is not None:
+                    count_in(s, uid, a)
+            dirty[q] = dirty.get(q, 0) | moved
+        if members:
+            for q in path:
+                if not any(s.members for s in all_sums[q]):
+                    del all_sums[q]
 
     def settle(self) -> None:
         """Take out the entries of the changed jobs that were not taken in again."""
@@ -265,7 +338,7 @@ class Ledger:
             sums = self.sums[q]
             for s, a in zip(sums, e.amounts):
                 if a is not None:
-                    _sub(s, uid, a)
+                    count_out(s, uid, a)
             if not any(s.members for s in sums):
                 del self.sums[q]
 
@@ -282,18 +355,46 @@ class Ledger:
         base = self.base
         all_sums = self.sums
         checking = check.enabled()
+        make = self._resource
+        new_resource = Resource.__new__
+        best_effort = self._best_effort
         for q, mask in self.dirty.items():
             sums = all_sums.get(q)
             last = base.get(q) if KEEP_FIELDS and sums is not None else None
             fields = _FIELDS_OF[mask]
-            if last is not None and sums is not None and all(sums[f].members for f in fields):
-                a = QueueAttr.__new__(QueueAttr)
-                d = a.__dict__
-                d.update(last.__dict__)
+            if last is not None and sums is not None:
                 for f in fields:
-                    d[FIELDS[f]] = self._resource(q, f, sums[f])
+                    if not sums[f].members:
+                        last = None
+                        break
+            if last is not None and sums is not None:
+                a = QueueAttr.__new__(QueueAttr)
+                # a copy of the last one's dict as a whole (the fields are then replaced in place), not
+                # an empty dict filled key by key
+                a.__dict__ = d = last.__dict__.copy()
+                for f in fields:
+                    s = sums[f]
+                    scalars = s.scalars
+                    if len(scalars) > 1:
+                        d[FIELDS[f]] = make(q, f, s)
+                        continue
+                    # `_resource` written out for a sum of one name or none (most sums): no call
+                    r = new_resource(Resource)
+                    r.cpu = float(s.cpu)
+                    r.memory = float(s.memory)
+                    if scalars:
+                        [(n, v)] = scalars.items()
+                        r.scalars = {n: float(v)}
+                    else:
+                        r.scalars = {}
+                    d[FIELDS[f]] = r
                 if mask & 1:
-                    a.update_share()
+                    # update_share, with whether the (never changed) deserved is empty kept per queue
+                    deserved = d["deserved"]
+                    known = best_effort.get(q)
+                    if known is None or known[0] is not deserved:
+                        known = best_effort[q] = (deserved, deserved.is_empty())
+                    d["share"] = 1.0 if known[1] else queue_share(d["allocated"], deserved)
                 if checking:
                     self._check_kept_fields(q, a, self._fresh(q, fresh_attr))
             else:
@@ -355,76 +456,20 @@ class Ledger:
             return None
         return self._resource(q, f, sums[f])
 
-    def _resource(self, q: str, f: int, s: _Sum) -> Resource:
+    def _resource(self, q: str, f: int, s: QueueSum) -> Resource:
         r = Resource.__new__(Resource)
         r.cpu = float(s.cpu)
         r.memory = float(s.memory)
-        if len(s.scalars) < 2:
-            r.scalars = {n: float(v) for n, v in s.scalars.items()}
+        scalars = s.scalars
+        if not scalars:
+            r.scalars = {}
+        elif len(scalars) == 1:
+            [(n, v)] = scalars.items()  # most sums list one name (pods): no comprehension for it
+            r.scalars = {n: float(v)}
         else:
             first = self.first_listers(q, f)
             r.scalars = {n: float(s.scalars[n]) for n in sorted(s.scalars, key=first.__getitem__)}
         return r
-
-
-def _same_names(was: tuple[tuple[str, int], ...], now: tuple[tuple[str, int], ...]) -> bool:
-    """Whether two amounts list the same scalar names in the same order."""
-    if len(was) != len(now):
-        return False
-    if len(was) < 2:  # most amounts list one name or none: no generator for them
-        return not was or was[0][0] == now[0][0]
-    return all(n == m for (n, _), (m, _) in zip(was, now))
-
-
-def _add(s: _Sum, uid: str, a: Amount) -> None:
-    """Count one member's amount of one field in."""
-    s.members += 1
-    s.cpu += a[0]
-    s.memory += a[1]
-    for i, (n, v) in enumerate(a[2]):
-        s.scalars[n] = s.scalars.get(n, 0) + v
-        at = (uid, i)
-        listers = s.listers.get(n)
-        if listers is None:
-            s.listers[n] = {at}
-            s.first[n] = at
-            continue
-        listers.add(at)
-        first = s.first.get(n)
-        if first is not None and at < first:
-            s.first[n] = at
-
-
-def _sub(s: _Sum, uid: str, a: Amount) -> None:
-    """Count one member's amount of one field out."""
-    s.members -= 1
-    s.cpu -= a[0]
-    s.memory -= a[1]
-    for i, (n, v) in enumerate(a[2]):
-        s.scalars[n] -= v
-        at = (uid, i)
-        listers = s.listers[n]
-        listers.remove(at)
-        if not listers:
-            del s.listers[n]
-            del s.scalars[n]
-            s.first.pop(n, None)
-        elif s.first.get(n) == at:
-            del s.first[n]
-
-
-Listers = dict[tuple[str, int], dict[str, tuple[str, int]]]
-
-
-def note_listers(listers: Listers, queue: str, uid: str, amounts: tuple[Amount | None, ...]) -> None:
-    """Record, per sum of `queue`, where each scalar name was first listed by the jobs charged beside
-    the ledger (call in uid order): `order_scalars` needs it."""
-    for f, amount in enumerate(amounts):
-        if amount is None or not amount[2]:
-            continue
-        got = listers.setdefault((queue, f), {})
-        for i, (n, _) in enumerate(amount[2]):
-            got.setdefault(n, (uid, i))
 
 
 def order_scalars(attrs: dict[str, QueueAttr], ledger: Ledger, listers: Listers) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
@@ -33,11 +33,10 @@ from apportion.plugins.capacity.ledger import (
     LEDGER_MEMO,
     Amount,
     Ledger,
-    Listers,
     job_amounts,
-    note_listers,
     order_scalars,
 )
+from apportion.plugins.capacity.ledger_sums import Listers, note_listers
 from apportion.resources import CPU, MEMORY, PODS, UNLIMITED, Resource
 from apportion.state import check
 
@@ -105,6 +104,9 @@ class _TreeMemo:
     inputs: tuple[Any, ...] | None
     limits: dict[str, _Limits]
     warnings: list[str]
+    #: per leaf, its path for the ledger (leaf, parent, ..., root), made once: a job's entry then holds
+    #: the same tuple as its last one, compared by identity first
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class TreeSetup(CapacityBase):
@@ -149,10 +151,15 @@ class TreeSetup(CapacityBase):
                 return False
             plan.append((job, job.queue, amounts))
         rest: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        limits, paths = tree.limits, tree.paths
+        admit = ledger.admit
         for job, q, amounts in plan:
-            lim = tree.limits[q]
+            lim = limits[q]
             if not lim.children and Ledger.keeps(job):
-                ledger.admit(job, (q, *reversed(lim.ancestors)), amounts)
+                path = paths.get(q)
+                if path is None:
+                    path = paths[q] = (q, *reversed(lim.ancestors))
+                admit(job, path, amounts)
             else:
                 rest.append((job, q, amounts))
         ledger.refresh(lambda name: tree.limits[name].session_attr(name))
