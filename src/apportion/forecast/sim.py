@@ -37,7 +37,7 @@ from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
 from apportion.forecast import job_build
 from apportion.forecast.built_check import check_as_built, check_starts
-from apportion.forecast.job_build import build_job, fresh_fields, job_consts, job_fields, task_fields
+from apportion.forecast.job_build import build_job, job_consts, job_fields, task_fields
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -110,9 +110,8 @@ class DumpObjects:
         self.share_tasks = True
         #: how many tasks were handed out again so (for the tests' reading)
         self.tasks_shared = 0
-        #: per job uid, its template tasks' fields as a fresh task starts with them, and its
-        #: template's fields every build takes as they are (`build_fast`)
-        self._fresh_fields: dict[str, tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = {}
+        #: per job uid, its template's fields every build takes as they are (`build_fast`)
+        self._fresh_fields: dict[str, tuple[Any, ...]] = {}
         #: False once a job object was built without its starts (`starts_at_build`)
         self._starts_all = True
         #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
@@ -301,11 +300,10 @@ class DumpObjects:
         prev = sj.info
         held = prev.tasks if self.share_tasks and prev is not None and prev.allocated_as_added else None
         uid = sj.uid
-        kept = self._fresh_fields.get(uid)
-        if kept is None:
-            kept = self._fresh_fields[uid] = ([fresh_fields(tt) for tt in self.template_tasks[uid]], job_consts(tpl))
-        ji, shared = build_job(sj, tpl, kept[1], self.template_tasks[uid], kept[0], self.original[uid], held,
-                               self.starts_known)
+        consts = self._fresh_fields.get(uid)
+        if consts is None:
+            consts = self._fresh_fields[uid] = job_consts(tpl)
+        ji, shared = build_job(sj, tpl, consts, self.template_tasks[uid], self.original[uid], held, self.starts_known)
         self.tasks_shared += shared
         return ji
 
