@@ -135,6 +135,23 @@ def _check_copy_task() -> None:
 _check_copy_task()
 
 
+def fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
+    """A copy of a template task for one session: what a session fills in starts empty (the rest it
+    never edits in place: it replaces a task's containers). `DumpObjects.build`'s (the reference)."""
+    new = TaskInfo(*task_fields(t))
+    new.status = status
+    new.node_name = node
+    new.vec = new.cols = new.initial_status = new.last_tx_status = None
+    new.nominated_node = ""
+    return new
+
+
+def task_copy(t: TaskInfo) -> TaskInfo:
+    """A copy of a session's task for another job object (what a session fills in starts empty), so
+    that a session over the copy leaves the task a kept job holds alone."""
+    return fresh_task(t, t.status, t.node_name)
+
+
 #: JobInfo's fields a build takes from its template as they are, read once per job (the rest it makes
 #: or sets, or reads at each build: the log and notes a cache's template may carry)
 _JOB_CONSTS = ("uid", "name", "namespace", "min_available", "priority", "priority_class_name", "creation",

@@ -46,6 +46,9 @@ from apportion.state import check
 #: build a job again from its last object over the changed tasks (`build_again`); False: `build_job`
 #: walks every task (the reference the tests compare with)
 SINCE_LAST = True
+#: build a job none of whose tasks the simulation changed with its template's bookkeeping (`build_first`);
+#: False: `build_job` (the reference)
+FIRST_AS_STATE = True
 
 _status = attrgetter("status")
 
@@ -184,6 +187,47 @@ def build_again(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], shape: JobSha
     if log is not None:
         log.add(sj.uid)
     return ji, shared, sound
+
+
+def build_first(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
+                starts: bool) -> tuple[JobInfo, bool] | None:
+    """(what `build_job` gives for `sj` with no last object to hold tasks of, whether no start it gave
+    is NaN), while no task of the job changed status in the simulation (`SimJob.changes` is 0); None
+    when the template `tpl`'s bookkeeping is not that of its tasks as added (below).
+
+    Each task is then its template's copy with the template's status and node (the state's, which
+    `build_job` gives a task the simulation has not changed: the start state gives each template its
+    task index's place, forecast/start.py), so the counts, `allocated`, the best-effort and gated
+    counts `build_job` makes are `add_task`'s over the templates in their order (`build_job` does its
+    bookkeeping in `add_task`'s order, test_job_build.py): what `tpl` holds when it was made by adding
+    those very tasks in that order and nothing since (`allocated_as_added`, `version` the number of
+    tasks: no status set, no task replaced), from no counts and a zero `allocated` (the kube build's
+    JobInfo; the self-check compares every fast build with `DumpObjects.build`, which adds them)."""
+    n = len(templates)
+    if not (tpl.allocated_as_added and tpl.version == n == len(tpl.tasks) == len(sj.tasks)
+            and list(tpl.tasks.values()) == templates):
+        return None
+    tasks: dict[str, TaskInfo] = {}
+    running = RUNNING
+    sound = True
+    copy = copy_task if job_build.COPY_WRITTEN else copy_task_reference
+    for st, tt in zip(sj.tasks, templates):
+        status = tt.status
+        t = copy(tt, status, tt.node_name)
+        if starts and status is running and t.started_at is None:
+            start = t.started_at = st.start
+            if start is not None and start != start:
+                sound = False
+        tasks[tt.uid] = t
+    uid, name, namespace, min_available, priority, pcn, creation, schedule_start = consts
+    mr, log = tpl.min_resources, tpl.log
+    ji = JobInfo(uid, name, namespace, sj.queue, min_available, dict(tpl.min_task_member),
+                 None if mr is None else mr.clone(), priority, pcn, sj.phase, creation, dict(tpl.annotations),
+                 tasks, {}, {}, set(), "", schedule_start, tpl.allocated.clone(), dict(tpl.counts), tpl.pending_be,
+                 True, tpl.gated_tasks, n, {}, log, tpl.notes)
+    if n and log is not None:
+        log.add(sj.uid)
+    return ji, sound
 
 
 _JOB_COMPARED = tuple(f.name for f in fields(JobInfo) if f.name not in ("tasks", "allocated", "log", "notes"))

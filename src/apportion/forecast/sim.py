@@ -37,8 +37,10 @@ from apportion.cluster.snapshot import Snapshot
 from apportion.collection import collection_paused
 from apportion.forecast import job_build, job_since
 from apportion.forecast.built_check import check_as_built, check_starts
-from apportion.forecast.job_build import build_job, job_consts, job_fields, task_fields
-from apportion.forecast.job_since import JobShape, build_again, check_again, job_shape
+from apportion.forecast.job_build import build_job, job_consts, job_fields
+from apportion.forecast.job_build import fresh_task as _fresh_task
+from apportion.forecast.job_build import task_copy as task_copy
+from apportion.forecast.job_since import JobShape, build_again, build_first, check_again, job_shape
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -54,23 +56,6 @@ from apportion.state import check
 #: a forecast start's task status (forecast/start.py) as the simulator's task state
 _SIM_STATUS = {"pending": PENDING, "running": RUNNING, "releasing": RELEASING,
                "done": SUCCEEDED}
-
-
-def _fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
-    """A copy of a template task for one session: what a session fills in starts empty (the rest it
-    never edits in place: it replaces a task's containers)."""
-    new = TaskInfo(*task_fields(t))
-    new.status = status
-    new.node_name = node
-    new.vec = new.cols = new.initial_status = new.last_tx_status = None
-    new.nominated_node = ""
-    return new
-
-
-def task_copy(t: TaskInfo) -> TaskInfo:
-    """A copy of a session's task for another job object (what a session fills in starts empty), so
-    that a session over the copy leaves the task a kept job holds alone."""
-    return _fresh_task(t, t.status, t.node_name)
 
 
 class DumpObjects:
@@ -335,6 +320,14 @@ class DumpObjects:
                     ref, ref_shared, _ = build_job(sj, tpl, kept[0], templates, original, held, starts)
                     check_again(ji, shared, ref, ref_shared, held)
                 return self._built(uid, ji, shared, sound)
+        if held is None and sj.changes == 0 and job_since.FIRST_AS_STATE:
+            # every task as the state has it (a start job's first build): the template's bookkeeping
+            first = build_first(sj, tpl, kept[0], templates, starts)
+            if first is not None:
+                if self.checking:
+                    ref, _, _ = build_job(sj, tpl, kept[0], templates, original, None, starts)
+                    check_again(first[0], 0, ref, 0, {})
+                return self._built(uid, first[0], 0, first[1] and starts)
         ji, shared, sound = build_job(sj, tpl, kept[0], templates, original, held, self.starts_known)
         return self._built(uid, ji, shared, sound and starts)
 
