@@ -1,9 +1,9 @@
 """forecast/job_since.py and `copy_task` against their references (docs/semantics.md F17): `copy_task`
-against `copy_task_reference` slot by slot; `JobShape.allocated` against `build_job`'s loop to the bit
-over amounts of every kind; chains of builds of random jobs (tasks changed at random between builds,
+against `copy_task_reference` slot by slot; a first build (`build_first`) against `build_job`;
+`JobShape.allocated` against `build_job`'s loop to the bit over amounts of every kind; chains of builds of random jobs (tasks changed at random between builds,
 the last object moved by a session or not) built again from the last object and by `build_job`,
 compared by `check_again` (every field, the maps' order, `allocated`'s bits, the tasks held again by
-identity); and the benchmark's forecast small with `SINCE_LAST` on and off."""
+identity); and the benchmark's forecast small with `SINCE_LAST` and `FIRST_AS_STATE` on and off."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from apportion.cluster.model import RUNNING, SUCCEEDED, JobInfo, TaskInfo, TaskS
 from apportion.forecast import job_since
 from apportion.forecast import sim as forecast_sim
 from apportion.forecast.job_build import build_job, copy_task, copy_task_reference, job_consts
-from apportion.forecast.job_since import build_again, check_again, job_shape
+from apportion.forecast.job_since import build_again, build_first, check_again, job_shape
 from apportion.forecast.sim import DumpObjects
 from apportion.resources import Resource
 from apportion.simulation.jobs import SimJob, SimTask
@@ -110,7 +110,7 @@ _STEP = st.tuples(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([TaskSta
                   st.booleans())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(_request(), st.lists(st.sampled_from([TaskStatus.PENDING, RUNNING]), min_size=1, max_size=8),
        st.lists(_STEP, max_size=6))
 def test_chains_of_builds_again_are_build_job_s(r: Resource, statuses: list[TaskStatus],
@@ -148,6 +148,34 @@ def test_chains_of_builds_again_are_build_job_s(r: Resource, statuses: list[Task
             last, sound = ref, ref_sound
 
 
+@settings(max_examples=25)
+@given(st.lists(st.tuples(_request(), _STATUSES, st.booleans(), st.one_of(st.none(), st.just(3.0))), min_size=1,
+                max_size=6), st.booleans(), st.booleans())
+def test_a_first_build_is_build_job_s(cases: list[tuple[Resource, TaskStatus, bool, float | None]], starts: bool,
+                                      moved: bool) -> None:
+    """A job none of whose tasks changed, its template made by `add_task` of its tasks (as the kube
+    build makes it): `build_first` gives `build_job`'s object; a template a status was set on since
+    (`moved`) is left to `build_job`."""
+    sj, _, templates = _job([r for r, *_ in cases], [s for _, s, *_ in cases])
+    for tt, (_, _, gated, started) in zip(templates, cases):
+        tt.gated, tt.started_at = gated, started
+    tpl = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+    for tt in templates:
+        tpl.add_task(tt)
+    if moved:
+        tpl.set_status(templates[0], TaskStatus.PIPELINED if templates[0].status is not TaskStatus.PIPELINED
+                       else TaskStatus.PENDING)
+    original: list[TaskStatus | None] = [t.status for t in templates]
+    first = build_first(sj, tpl, job_consts(tpl), templates, starts)
+    if moved:
+        assert first is None
+        return
+    assert first is not None
+    ref, _, ref_sound = build_job(sj, tpl, job_consts(tpl), templates, original, None, starts)
+    check_again(first[0], 0, ref, 0, {})
+    assert first[1] == ref_sound
+
+
 def test_check_again_fails_loudly_on_a_difference() -> None:
     sj, tpl, templates = _job([Resource(1.0, 2.0)] * 3, [RUNNING] * 3)
     consts = job_consts(tpl)
@@ -165,8 +193,9 @@ def test_check_again_fails_loudly_on_a_difference() -> None:
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
 def test_forecasts_built_again_since_the_last_object_are_the_reference_s(seed: int) -> None:
-    """The benchmark's shape small with reclaim, with `SINCE_LAST` on (under the self-check: each build
-    again compared with `build_job`'s) and off: the same answer and the same tasks held again."""
+    """The benchmark's shape small with reclaim, with `SINCE_LAST` and `FIRST_AS_STATE` on (under the
+    self-check: each such build compared with `build_job`'s) and off: the same answer and the same
+    tasks held again."""
     runs = []
     again = []
 
@@ -177,6 +206,7 @@ def test_forecasts_built_again_since_the_last_object_are_the_reference_s(seed: i
     for since in (True, False):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(job_since, "SINCE_LAST", since)
+            mp.setattr(job_since, "FIRST_AS_STATE", since)
             mp.setattr(forecast_sim, "build_again", counted)
             if since:
                 mp.setenv(ENV, "1")
