@@ -192,7 +192,8 @@ def build_again(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], shape: JobSha
 def build_first(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
                 starts: bool) -> tuple[JobInfo, bool] | None:
     """(what `build_job` gives for `sj` with no last object to hold tasks of, whether no start it gave
-    is NaN), while no task of the job changed status in the simulation (`SimJob.changes` is 0); None
+    is NaN), while no task of the job changed status in the simulation (none dropped its state's status,
+    `DumpObjects.status_changed`); None
     when the template `tpl`'s bookkeeping is not that of its tasks as added (below).
 
     Each task is then its template's copy with the template's status and node (the state's, which

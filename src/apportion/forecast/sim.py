@@ -320,7 +320,7 @@ class DumpObjects:
                     ref, ref_shared, _ = build_job(sj, tpl, kept[0], templates, original, held, starts)
                     check_again(ji, shared, ref, ref_shared, held)
                 return self._built(uid, ji, shared, sound)
-        if held is None and sj.changes == 0 and job_since.FIRST_AS_STATE:
+        if held is None and job_since.FIRST_AS_STATE and None not in original:
             # every task as the state has it (a start job's first build): the template's bookkeeping
             first = build_first(sj, tpl, kept[0], templates, starts)
             if first is not None:
