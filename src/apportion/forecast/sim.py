@@ -289,9 +289,11 @@ class DumpObjects:
 
     def build_fast(self, sj: SimJob, tpl: JobInfo) -> JobInfo:
         """What `build` gives, faster (a job is built again each time a task of it starts or ends,
-        thousands of times a forecast): each task from its template's fields as a fresh task starts
-        with them, taken once per job, and `add_task`'s bookkeeping (counts, allocated, version, the
-        log) done in the loop, in `add_task`'s order, so that `allocated` sums alike.
+        thousands of times a forecast): each task made anew a copy of its template (`copy_task`), and
+        `add_task`'s bookkeeping (counts, allocated, version, the log) done in `build_job`'s loop, in
+        `add_task`'s order, so that `allocated` sums alike; a job none of whose tasks changed takes
+        its template's bookkeeping (`build_first`), and one built again from its last object looks
+        at the tasks changed since alone (`build_again`, forecast/job_since.py, semantics F17).
 
         A job is built again when a task of it changed status, most often one of its ten: the tasks
         of its last object that no session placed, evicted or pipelined since (the object kept
