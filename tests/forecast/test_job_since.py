@@ -19,7 +19,7 @@ from apportion.cluster.model import RUNNING, SUCCEEDED, JobInfo, TaskInfo, TaskS
 from apportion.forecast import job_since
 from apportion.forecast import sim as forecast_sim
 from apportion.forecast.job_build import build_job, copy_task, copy_task_reference, job_consts
-from apportion.forecast.job_since import build_again, build_first, check_again, job_shape
+from apportion.forecast.job_since import build_again, build_first, check_again, job_shape, job_shape_reference
 from apportion.forecast.sim import DumpObjects
 from apportion.resources import Resource
 from apportion.simulation.jobs import SimJob, SimTask
@@ -31,7 +31,7 @@ _AMOUNT = st.one_of(st.integers(0, 4000).map(float), st.floats(allow_nan=True, a
                     st.sampled_from([0.1, -0.0, 2.0**50, 2.0**53 + 2, 1e308]))
 
 
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_STATUSES, st.sampled_from(["", "n1"]), st.one_of(st.none(), st.floats()), st.booleans(), st.booleans())
 def test_copy_task_is_the_reference(status: TaskStatus, node: str, started: float | None, filled: bool,
                                     gated: bool) -> None:
@@ -68,18 +68,27 @@ def _request(draw: st.DrawFn) -> Resource:
     return Resource(draw(_AMOUNT), draw(_AMOUNT), {n: draw(_AMOUNT) for n in names})
 
 
-@settings(max_examples=50)
-@given(_request(), st.lists(_STATUSES, min_size=1, max_size=8), st.booleans())
-def test_allocated_from_the_shape_is_the_loop_s(r: Resource, statuses: list[TaskStatus], one: bool) -> None:
+def _copy(r: Resource) -> Resource:
+    """An equal request whose amounts are other float objects (a NaN's copy is then not equal)."""
+    return Resource(r.cpu * 1.0, r.memory * 1.0, {n: v * 1.0 for n, v in r.scalars.items()})
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_request(), st.lists(_STATUSES, min_size=1, max_size=8), st.sampled_from(["one", "clone", "copy"]))
+def test_allocated_from_the_shape_is_the_loop_s(r: Resource, statuses: list[TaskStatus], how: str) -> None:
     """`JobShape.allocated` over the allocated tasks' count: `build_job`'s sum to the bit (NaN and the
-    infinities too), whether the tasks share one request object or each has an equal copy."""
-    requests = [r if one else r.clone() for _ in statuses]
+    infinities too), whether the tasks share one request object, each has a clone (the same float
+    objects) or a copy (other float objects, equal); `job_shape` is its reference's."""
+    requests = [r if how == "one" else r.clone() if how == "clone" else _copy(r) for _ in statuses]
     sj, tpl, templates = _job(requests, statuses)
     shape = job_shape(sj, templates)
-    if not one and any(v != v for v in (r.cpu, r.memory, *r.scalars.values())):
+    ref = job_shape_reference(sj, templates)
+    assert (shape is None) == (ref is None)
+    if how == "copy" and len(statuses) > 1 and any(v != v for v in (r.cpu, r.memory, *r.scalars.values())):
         assert shape is None  # copies of a NaN are not equal
+    if shape is None or ref is None:
         return
-    assert shape is not None
+    assert (shape.uids, shape.request, shape.empty, shape.gated) == (ref.uids, ref.request, ref.empty, ref.gated)
     ji, _, _ = build_job(sj, tpl, job_consts(tpl), templates, [None] * len(templates), None)
     k = sum(c for s, c in ji.counts.items() if s in {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
                                                       TaskStatus.RUNNING})
@@ -87,7 +96,9 @@ def test_allocated_from_the_shape_is_the_loop_s(r: Resource, statuses: list[Task
     assert shape.allocated(k) is not shape.allocated(k)
 
 
-def test_shapes_that_build_again_would_not_build_alike() -> None:
+@pytest.mark.parametrize("loop", [False, True])
+def test_shapes_that_build_again_would_not_build_alike(loop: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job_since, "JOB_SHAPE_LOOP", loop)
     sj, _, templates = _job([Resource(1.0, 2.0), Resource(1.0, 3.0)], [RUNNING, RUNNING])
     assert job_shape(sj, templates) is None  # requests differ
     sj, _, templates = _job([Resource(1.0, 2.0, {"a": 1.0, "b": 1.0}), Resource(1.0, 2.0, {"b": 1.0, "a": 1.0})],
@@ -102,6 +113,12 @@ def test_shapes_that_build_again_would_not_build_alike() -> None:
     sj, _, templates = _job([Resource(1.0, 2.0)] * 2, [RUNNING, RUNNING])
     sj.tasks[0].index, sj.tasks[1].index = 1, 0
     assert job_shape(sj, templates) is None
+    sj, _, templates = _job([Resource(1.0, 2.0, {"a": 1.0}), Resource(1.0, 2.0, {"a": 1})], [RUNNING, RUNNING])
+    assert job_shape(sj, templates) is None  # an amount equal but an int
+    sj, _, templates = _job([Resource(1.0, 2.0), Resource(1.0, 2.0)], [RUNNING, RUNNING])
+    templates[1].gated = True
+    shape = job_shape(sj, templates)
+    assert shape is not None and shape.gated == 1 and shape.uids == ("u0", "u1")
 
 
 _STEP = st.tuples(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([TaskStatus.PENDING, RUNNING, SUCCEEDED,
@@ -110,7 +127,7 @@ _STEP = st.tuples(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([TaskSta
                   st.booleans())
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_request(), st.lists(st.sampled_from([TaskStatus.PENDING, RUNNING]), min_size=1, max_size=8),
        st.lists(_STEP, max_size=6))
 def test_chains_of_builds_again_are_build_job_s(r: Resource, statuses: list[TaskStatus],
@@ -148,7 +165,7 @@ def test_chains_of_builds_again_are_build_job_s(r: Resource, statuses: list[Task
             last, sound = ref, ref_sound
 
 
-@settings(max_examples=25)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_request(), _STATUSES, st.booleans(), st.one_of(st.none(), st.just(3.0))), min_size=1,
                 max_size=6), st.booleans(), st.booleans())
 def test_a_first_build_is_build_job_s(cases: list[tuple[Resource, TaskStatus, bool, float | None]], starts: bool,

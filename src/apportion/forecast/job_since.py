@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter's C helper
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from itertools import chain
+from operator import attrgetter, truth
 from typing import Any
 
 from apportion.cluster.model import (
@@ -50,7 +51,13 @@ SINCE_LAST = True
 #: False: `build_job` (the reference)
 FIRST_AS_STATE = True
 
+#: `job_shape` task by task (`job_shape_reference`); False: in passes at C speed
+JOB_SHAPE_LOOP = False
+
 _status = attrgetter("status")
+_index, _started, _resreq, _uid, _gated = (attrgetter(n) for n in ("index", "started_at", "resreq", "uid", "gated"))
+_cpu, _memory, _scalars = attrgetter("cpu"), attrgetter("memory"), attrgetter("scalars")
+_values = dict.values
 
 
 @dataclass(slots=True)
@@ -94,9 +101,40 @@ def job_shape(sj: SimJob, templates: Sequence[TaskInfo]) -> JobShape | None:
     """The job's shape, or None when `build_again` would not give what `build_job` gives: not one
     simulation task per template at its index (`build_job` zips them by position, the changed tasks
     are named by index), a task uid met twice, a template start that is NaN (`task_again` compares
-    starts with ==, and a NaN never equals itself), or requests that differ in an amount or in the
-    scalars' names or order, or an amount that is not a float (an amount equal to another but not of
-    its bits, ±0 aside, is no float's)."""
+    starts with ==, and a NaN never equals itself), or requests that differ in an amount (neither
+    equal nor the same float object) or in the scalars' names or order, or an amount that is not a
+    float (an amount equal to another but not of its bits, ±0 aside, is no float's).
+
+    Each test is a pass at C speed over the job's tasks (`map`, `list.count`: it compares by identity,
+    then with ==), not a Python loop: the shape is taken for most of a forecast's jobs, and a loop
+    cost about what a build again saves (`JOB_SHAPE_LOOP` takes it so, the reference)."""
+    if JOB_SHAPE_LOOP:
+        return job_shape_reference(sj, templates)
+    n = len(templates)
+    if not n or len(sj.tasks) != n or list(map(_index, sj.tasks)) != list(range(n)):
+        return None
+    starts = list(map(_started, templates))
+    if starts.count(None) != n and any(v is not None and v != v for v in starts):
+        return None
+    reqs = list(map(_resreq, templates))
+    r0 = reqs[0]
+    scalars = list(map(_scalars, reqs))
+    s0 = r0.scalars
+    if scalars.count(s0) != n or (len(s0) > 1 and list(map(list, scalars)).count(list(s0)) != n):
+        return None  # a scalar named or amounted otherwise, or (two or more) named in another order
+    cpus, memories = list(map(_cpu, reqs)), list(map(_memory, reqs))
+    values = list(chain.from_iterable(map(_values, scalars)))
+    if (cpus.count(r0.cpu) != n or memories.count(r0.memory) != n or list(map(type, cpus)).count(float) != n
+            or list(map(type, memories)).count(float) != n or list(map(type, values)).count(float) != len(values)):
+        return None
+    uids = tuple(map(_uid, templates))
+    if len(set(uids)) != n:
+        return None
+    return JobShape(uids, r0, r0.is_empty(), sum(map(truth, map(_gated, templates))))
+
+
+def job_shape_reference(sj: SimJob, templates: Sequence[TaskInfo]) -> JobShape | None:
+    """`job_shape` task by task (the reference the tests compare with)."""
     n = len(templates)
     if not n or len(sj.tasks) != n:
         return None
@@ -109,7 +147,8 @@ def job_shape(sj: SimJob, templates: Sequence[TaskInfo]) -> JobShape | None:
         r, started = tt.resreq, tt.started_at
         if st.index != i or (started is not None and started != started):
             return None
-        if r is not r0 and not (r.cpu == cpu and r.memory == memory and tuple(r.scalars.items()) == items
+        if r is not r0 and not ((r.cpu is cpu or r.cpu == cpu) and (r.memory is memory or r.memory == memory)
+                                and tuple(r.scalars.items()) == items
                                 and type(r.cpu) is float and type(r.memory) is float
                                 and all(type(v) is float for v in r.scalars.values())):
             return None
