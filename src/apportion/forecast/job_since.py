@@ -45,8 +45,10 @@ from apportion.simulation.jobs import SimJob
 from apportion.state import check
 
 #: build a job again from its last object over the changed tasks (`build_again`); False: `build_job`
-#: walks every task (the reference the tests compare with)
-SINCE_LAST = True
+#: walks every task (the reference the tests compare with). Off: on the benchmark's forecast a build
+#: again saves ~33.8 K instructions (72.5 K -> 38.7 K) but the job's shape, taken for 573 jobs for
+#: 1,450 builds, costs ~79 K (benchmarks/README.md, eighteenth session, `build19`)
+SINCE_LAST = False
 #: build a job none of whose tasks the simulation changed with its template's bookkeeping (`build_first`);
 #: False: `build_job` (the reference)
 FIRST_AS_STATE = True
