@@ -66,12 +66,11 @@ def test_the_loop_shares_as_task_again_says(cases: list[tuple[Any, ...]]) -> Non
                    resources=Resource())
     sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
                 tasks=sim_tasks)
-    fresh = [fresh_fields(t) for t in templates]
     built = {}
     for inline in (True, False):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(job_build, "INLINE_SHARING", inline)
-            ji, shared = build_job(sj, tpl, job_consts(tpl), templates, fresh, original, held)
+            ji, shared, _ = build_job(sj, tpl, job_consts(tpl), templates, original, held)
         built[inline] = (shared, [ji.tasks[t.uid] is held[t.uid] for t in templates],
                          [(t.status, t.node_name) for t in ji.tasks.values()], ji.counts, ji.version)
     assert built[True] == built[False]
@@ -120,8 +119,7 @@ def _built_and_added(templates: list[TaskInfo], sim_tasks: list[SimTask],
                    resources=Resource())
     sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
                 tasks=sim_tasks)
-    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [fresh_fields(t) for t in templates],
-                      [None] * len(templates), held)
+    ji, _, _ = build_job(sj, tpl, job_consts(tpl), templates, [None] * len(templates), held)
     want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
     for t in templates:
         want.add_task(TaskInfo(*fresh_fields(t)))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypeVar
 
+from apportion.cluster.placement_terms import NodeSelectorRequirement as NodeSelectorRequirement
+from apportion.cluster.placement_terms import NodeSelectorTerm, PreferredTerm, Taint, Toleration
 from apportion.resources import Resource
 
 _T = TypeVar("_T")
@@ -85,63 +87,6 @@ GROUP_COMPLETED: Final = PodGroupPhase.COMPLETED
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")
-
-
-@dataclass
-class Toleration:
-    """A pod's toleration (corev1.Toleration)."""
-
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """corev1 Toleration.ToleratesTaint."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        if self.operator in ("Equal", ""):
-            return self.value == taint.value
-        return False
-
-
-@dataclass
-class Taint:
-    """A node's taint (corev1.Taint)."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-
-@dataclass
-class NodeSelectorRequirement:
-    """One requirement of a node selector term: a key, an operator (In, NotIn, Exists, DoesNotExist, Gt,
-    Lt) and values."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-@dataclass
-class NodeSelectorTerm:
-    """A node selector term: requirements on labels and on fields, all of which must hold."""
-
-    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
-    match_fields: tuple[NodeSelectorRequirement, ...] = ()
-
-
-@dataclass
-class PreferredTerm:
-    """A preferred node-affinity term and its weight."""
-
-    weight: int
-    term: NodeSelectorTerm
 
 
 # slots: a simulation builds ~1,500 tasks and ~1,000 jobs per session and reads their fields on every

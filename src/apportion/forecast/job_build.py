@@ -3,9 +3,9 @@
 A forecast builds some 2,700 job objects a run: its 1,000 start jobs for the first session, then a
 job each time a task of it starts or ends (most often from the early quiet test). `build_job` gives
 what `DumpObjects.build` (the reference) gives, field by field, with the work per build cut to what
-differs between two builds of one job: each task from its template's fields as a fresh task starts
-with them (taken once per job, `fresh_fields`), the tasks of the job's last object that a fresh build
-would give alike handed out again (`task_again`, docs/semantics.md K36), `add_task`'s bookkeeping done
+differs between two builds of one job: each task made anew a copy of its template's fields as a
+fresh task starts with them, written out slot by slot (`copy_task`), the tasks of the job's last
+object that a fresh build would give alike handed out again (`task_again`, docs/semantics.md K36), `add_task`'s bookkeeping done
 in the loop in its order (so that `allocated` sums alike), and the JobInfo made in one call from the
 template's fields that every build takes as they are (`job_consts`, taken once per job).
 """
@@ -65,6 +65,93 @@ def fresh_fields_reference(t: TaskInfo) -> tuple[Any, ...]:
     return tuple(args)
 
 
+#: a fresh task is made by `copy_task`, its fields written out one by one; False: `TaskInfo(*fresh_fields(t))`
+#: with the status and node set after (the reference the tests compare with)
+COPY_WRITTEN = True
+
+_new_task = TaskInfo.__new__
+
+
+def copy_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
+    """A fresh copy of the template task `t` with `status` on `node`: what `TaskInfo(*fresh_fields(t))`
+    with that status and node gives (what a session fills in starts empty), each field written out.
+    `fresh_fields` reads the fields by name (~30 lookups through the type, then two tuple
+    concatenations) and `__init__` parses as many arguments; here each read and write is a slot's,
+    which the interpreter specialises: ~a third of the cost. The import checks that every field is
+    written (`_check_copy_task`)."""
+    c = _new_task(TaskInfo)
+    c.uid = t.uid
+    c.name = t.name
+    c.namespace = t.namespace
+    c.job = t.job
+    c.resreq = t.resreq
+    c.status = status
+    c.node_name = node
+    c.priority = t.priority
+    c.raw_priority = t.raw_priority
+    c.priority_class_name = t.priority_class_name
+    c.preemptable = t.preemptable
+    c.preempt_never = t.preempt_never
+    c.role = t.role
+    c.creation = t.creation
+    c.start_time = t.start_time
+    c.started_at = t.started_at
+    c.gated = t.gated
+    c.labels = t.labels
+    c.annotations = t.annotations
+    c.node_selector = t.node_selector
+    c.required_terms = t.required_terms
+    c.preferred_terms = t.preferred_terms
+    c.tolerations = t.tolerations
+    c.nonzero_cpu = t.nonzero_cpu
+    c.nonzero_memory = t.nonzero_memory
+    c.vec = None
+    c.cols = None
+    c.nominated_node = ""
+    c.initial_status = None
+    c.last_tx_status = None
+    c.predicate_key = t.predicate_key
+    c.kube_requests = t.kube_requests
+    return c
+
+
+def copy_task_reference(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
+    """`copy_task` through `fresh_fields` and `__init__` (the reference)."""
+    c = TaskInfo(*fresh_fields(t))
+    c.status, c.node_name = status, node
+    return c
+
+
+def _check_copy_task() -> None:
+    """Fail the import unless `copy_task` writes every field of TaskInfo as its reference does: a field
+    added to TaskInfo must be added there too (an unwritten slot would raise when read)."""
+    probe = TaskInfo(*[object() for _ in _TASK_NAMES])  # type: ignore[arg-type]  # a sentinel per field
+    a, b = copy_task(probe, RUNNING, "n"), copy_task_reference(probe, RUNNING, "n")
+    for name in _TASK_NAMES:
+        if getattr(a, name, a) is not getattr(b, name, b):
+            raise ImportError(f"forecast/job_build.py: copy_task does not copy TaskInfo.{name} as a fresh build does")
+
+
+_check_copy_task()
+
+
+def fresh_task(t: TaskInfo, status: TaskStatus, node: str) -> TaskInfo:
+    """A copy of a template task for one session: what a session fills in starts empty (the rest it
+    never edits in place: it replaces a task's containers). `DumpObjects.build`'s (the reference)."""
+    new = TaskInfo(*task_fields(t))
+    new.status = status
+    new.node_name = node
+    new.vec = new.cols = new.initial_status = new.last_tx_status = None
+    new.nominated_node = ""
+    return new
+
+
+def task_copy(t: TaskInfo) -> TaskInfo:
+    """A copy of a session's task for another job object (what a session fills in starts empty), so
+    that a session over the copy leaves the task a kept job holds alone."""
+    return fresh_task(t, t.status, t.node_name)
+
+
 #: JobInfo's fields a build takes from its template as they are, read once per job (the rest it makes
 #: or sets, or reads at each build: the log and notes a cache's template may carry)
 _JOB_CONSTS = ("uid", "name", "namespace", "min_available", "priority", "priority_class_name", "creation",
@@ -107,11 +194,12 @@ def task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: Sim
 
 
 def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
-              fresh: Sequence[tuple[Any, ...]], original: Sequence[TaskStatus | None],
-              held: Mapping[str, TaskInfo] | None, starts: bool = False) -> tuple[JobInfo, int]:
-    """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again).
+              original: Sequence[TaskStatus | None], held: Mapping[str, TaskInfo] | None,
+              starts: bool = False) -> tuple[JobInfo, int, bool]:
+    """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again, whether
+    no start it gave is NaN: `build_again` may build from it, forecast/job_since.py).
 
-    `consts`: `job_consts(tpl)`; `templates`, `fresh`: its template tasks and their `fresh_fields`;
+    `consts`: `job_consts(tpl)`; `templates`: its template tasks (a task made anew is `copy_task`'s);
     `original`: per task (by its index), its status in the state while the simulation has not
     changed it, else None; `held`: the tasks of the job's last object when no session placed, evicted
     or pipelined a task of it since (`JobInfo.allocated_as_added`), else None.
@@ -129,14 +217,16 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     cpu = memory = 0.0
     scalars: dict[str, float] = {}
     gated = pending_be = shared = 0
+    sound = True
     # the loop's count, known before it (zip stops at the shortest); a task's uid met twice leaves
     # the map shorter than that, which is `add_task`'s test of a task replaced (`as_added` below)
-    added = min(len(sj.tasks), len(templates), len(fresh))
+    added = min(len(sj.tasks), len(templates))
     succeeded, running, pending = SUCCEEDED, RUNNING, PENDING
     allocated_statuses = ALLOCATED_STATUSES
     again = None if INLINE_SHARING else task_again
     starts = starts and STARTS_AT_BUILD
-    for st, tt, args in zip(sj.tasks, templates, fresh):
+    copy = copy_task if COPY_WRITTEN else copy_task_reference
+    for st, tt in zip(sj.tasks, templates):
         status = original[st.index]
         if status is not None:
             node = tt.node_name
@@ -151,10 +241,11 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
                     (status is running and t.started_at == st.start)))):
             shared += 1
         else:
-            t = TaskInfo(*args)
-            t.status, t.node_name = status, node
+            t = copy(tt, status, node)
             if starts and status is running and t.started_at is None:
-                t.started_at = st.start
+                start = t.started_at = st.start
+                if start is not None and start != start:
+                    sound = False
         if t.gated:
             gated += 1
         tasks[t.uid] = t
@@ -179,4 +270,4 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
                  {}, log, tpl.notes)
     if added and log is not None:
         log.add(sj.uid)
-    return ji, shared
+    return ji, shared, sound

@@ -30,7 +30,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apportion.cluster.model import (
@@ -49,7 +49,7 @@ from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
 from apportion.resources import PODS
 from apportion.simulation.collector import collector_for_long_runs
-from apportion.simulation.handout import JobsHandout, cache_starts, give_starts, start_names
+from apportion.simulation.handout import JobsHandout, give_session_starts
 from apportion.simulation.jobs import (
     EV_ARRIVAL,
     EV_FINISH,
@@ -396,15 +396,8 @@ class Simulator(QuietSkipping):
             snap.jobs, changed = handout.hand_out(self.active, snap.jobs, touched, snap.jobs_delta)
         last = self._last_jobs
         delta = snap.jobs_delta
-        names = start_names(snap.jobs, changed, delta, self.objects is not None, checking)
-        given: Collection[str] = ()
-        if handout is not None and handout.starts_at_build():
-            # the objects' jobs have every start given at build: the cache's own alone may lack one
-            if checking:
-                given = snap.jobs.keys() - cache_jobs.keys()
-            else:
-                names = cache_starts(cache_jobs, names)
-        give_starts(snap.jobs, names, last, self.task_by_key, checking, given)
+        give_session_starts(snap.jobs, cache_jobs, changed, delta, last, self.task_by_key, handout,
+                            self.objects is not None, checking)
         self._last_jobs = snap.jobs
         snap.queues = self._queue_order.queues(snap.queues, self.queues, self.children, self.hierarchical, checking)
         snap.memo = self._memo

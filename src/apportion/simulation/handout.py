@@ -244,3 +244,23 @@ def cache_starts(cache_jobs: Mapping[str, JobInfo], names: Collection[str]) -> l
     snapshot jobs), the only ones whose running tasks may lack their start when the start state's
     objects build theirs with it (`JobsHandout.starts_at_build`; docs/semantics.md F13)."""
     return [uid for uid in cache_jobs if uid in names]
+
+
+def give_session_starts(jobs: Mapping[str, JobInfo], cache_jobs: Mapping[str, JobInfo], changed: set[str] | None,
+                        delta: JobDelta | None, last: Mapping[str, JobInfo],
+                        task_by_key: Mapping[str, tuple[SimJob, SimTask]], handout: JobsHandout | None,
+                        from_objects: bool, checking: bool) -> None:
+    """A snapshot's starts (`Simulator._snapshot`): `give_starts` over the jobs `start_names` names, or
+    over the cache's own alone when the start state's objects built theirs with their starts
+    (`cache_starts`; under the self-check every job is looked at, and those must have none left).
+    `jobs`: the session's; `cache_jobs`: the cache's snapshot jobs; `changed`: `hand_out`'s; `last`:
+    the last snapshot's jobs."""
+    names = start_names(jobs, changed, delta, from_objects, checking)
+    given: Collection[str] = ()
+    if handout is not None and handout.starts_at_build():
+        # the objects' jobs have every start given at build: the cache's own alone may lack one
+        if checking:
+            given = jobs.keys() - cache_jobs.keys()
+        else:
+            names = cache_starts(cache_jobs, names)
+    give_starts(jobs, names, last, task_by_key, checking, given)
