@@ -15,13 +15,14 @@ what `apportion cycle` decides.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.cluster.snapshot import ROOT_QUEUE, Snapshot
 from apportion.engine import open_session, resolve_conf
 from apportion.framework.arguments import Arguments
 from apportion.framework.conf import SchedulerConf
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity import CapacityPlugin, QueueAttr
 from apportion.resources import PODS, Resource, format_amount, to_natural_value
 

@@ -17,12 +17,13 @@ A job for which either fails is tried as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from apportion.cluster.model import JobInfo
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 
 #: `Session.shared`'s entry holding the session's `PassOver` (absent: every job is tried)
 PASS_OVER = "allocate.pass_over"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from apportion.actions.reclaim_guards import ReclaimGuards, victim_units
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from apportion.framework.session import Session
 from apportion.framework.statement import Statement
+from apportion.lean_dataclass import dataclass
 
 
 def execute(ssn: Session) -> None:

@@ -21,14 +21,13 @@ Documented in docs/semantics.md (reclaim guards) and docs/scenario.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from apportion.cluster.model import TaskInfo, TaskStatus
 from apportion.durations import parse_duration, try_time
 from apportion.errors import InputError
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 
 MIN_RUNTIME = "minRuntime"
 GANG_ATOMIC = "gangAtomicVictims"

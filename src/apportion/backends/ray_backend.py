@@ -24,7 +24,7 @@ import contextlib
 import copy
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.backends.ray_connect import connect
@@ -33,6 +33,7 @@ from apportion.backends.ray_nodes import NODE_ID_KEY, alive_nodes
 from apportion.backends.ray_resources import ray_options
 from apportion.backends.ray_tasks import remote
 from apportion.errors import ApportionError
+from apportion.lean_dataclass import dataclass
 from apportion.service.loop import STARTED_KEY, ObjectBackend
 from apportion.service.objects import ObjectKey
 

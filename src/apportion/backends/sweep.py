@@ -22,11 +22,11 @@ import json
 import math
 import pickle
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from apportion.errors import InputError
+from apportion.lean_dataclass import dataclass
 
 KEYS = ("run.seed", "run.horizon", "scheduler")
 Variant = tuple[tuple[str, str], ...]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, Final, TypeVar
 
 from apportion.cluster.placement_terms import NodeSelectorRequirement as NodeSelectorRequirement
 from apportion.cluster.placement_terms import NodeSelectorTerm, PreferredTerm, Taint, Toleration
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 _T = TypeVar("_T")

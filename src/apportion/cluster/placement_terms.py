@@ -4,7 +4,7 @@ exports them too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from apportion.lean_dataclass import dataclass
 
 
 @dataclass

@@ -7,12 +7,13 @@ framework's job (`framework.conf`), and the model does not depend on the framewo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
 from apportion.cluster.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from apportion.durations import newest
+from apportion.lean_dataclass import dataclass
 
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"

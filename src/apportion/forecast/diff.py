@@ -12,7 +12,7 @@ queues of the same name (and add new ones).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.cluster.model import QueueInfo, TaskStatus
@@ -21,6 +21,7 @@ from apportion.engine import CycleResult, resolve_conf, run_cycle
 from apportion.errors import InputError
 from apportion.framework.conf import SchedulerConf
 from apportion.kube import build_snapshot, read_documents
+from apportion.lean_dataclass import dataclass
 
 #: what `diff` compares for each queue (keys of the queue plugin's report)
 QUEUE_FIELDS = ("deserved", "realCapability", "share")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
@@ -29,6 +29,7 @@ from apportion.forecast import freeing
 from apportion.forecast.sim import task_copy
 from apportion.forecast.start import JobStart, StartState
 from apportion.forecast.text import resources as fmt_res
+from apportion.lean_dataclass import dataclass
 from apportion.resources import CPU, MEMORY, PODS, Resource, dominant_share
 
 #: how many suggestions a job gets (the cheapest)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter's C helper
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from itertools import chain
 from operator import attrgetter, truth
 from typing import Any
@@ -40,6 +40,7 @@ from apportion.cluster.model import (
 )
 from apportion.forecast import job_build
 from apportion.forecast.job_build import copy_task, copy_task_reference
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 from apportion.simulation.jobs import SimJob
 from apportion.state import check

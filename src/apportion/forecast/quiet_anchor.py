@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from apportion.forecast.quiet_bound import KeptBound, RowsMade
 from apportion.forecast.quiet_whole import EXACT, whole_request
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.backlog_watch import BacklogWatch
 from apportion.resources import Resource
 from apportion.state import check

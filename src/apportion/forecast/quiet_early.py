@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -59,6 +59,7 @@ from apportion.forecast.quiet_kept import (
 from apportion.framework.interface import Plugin
 from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity import backlog_watch
 from apportion.plugins.capacity.backlog_watch import BacklogWatch, elastic_of
 from apportion.plugins.capacity.charged import job_amounts

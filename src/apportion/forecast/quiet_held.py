@@ -5,10 +5,9 @@ the test's sums (`in_no_sum`), and the backlog watch charged from the held recor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from apportion.forecast.quiet_anchor import _Placed
 from apportion.forecast.quiet_kept import Facts
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.backlog_watch import BacklogWatch, _delta, _delta_reference, _nonzero
 from apportion.plugins.capacity.ledger import Amount
 from apportion.resources import CPU, MEMORY

@@ -31,7 +31,7 @@ answer is compared with `session_verdict` over every job.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from apportion.forecast.quiet import (
 from apportion.forecast.quiet_whole import WholeRequests, whole_table
 from apportion.framework.interface import Plugin
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.state import check
 
 

@@ -14,7 +14,6 @@ A pending pod's runtime (once it starts) comes from `apportion.io/duration`, els
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +22,7 @@ import yaml
 
 from apportion.durations import parse_duration
 from apportion.errors import InputError
+from apportion.lean_dataclass import dataclass
 
 EXPECTED_END_KEY = "apportion.io/expected-end"
 DURATION_KEY = "apportion.io/duration"

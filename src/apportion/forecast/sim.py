@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
 from apportion.simulation.jobs import SimJob, SimTask

@@ -23,7 +23,7 @@ made so are kept apart from closes with texts (`Closes.texts`): neither carries 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo
@@ -31,6 +31,7 @@ from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.framework.close_texts import close_texts, job_event, tasks_explained
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.interface import Plugin
+from apportion.lean_dataclass import dataclass
 from apportion.state import check
 
 #: the hook a plugin without its own close hook inherits

@@ -8,12 +8,13 @@ defaults, so the YAML route and the library route agree.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.errors import ConfError, InputError, shown
 from apportion.framework.interface import action_names, get_action
 from apportion.kube.documents import load_yaml
+from apportion.lean_dataclass import dataclass
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, TypeVar, overload
 
 import numpy as np
@@ -30,6 +30,7 @@ from apportion.errors import InternalError
 from apportion.framework import extension as ep
 from apportion.framework.arguments import Arguments
 from apportion.framework.queue_status import QueueStatus
+from apportion.lean_dataclass import dataclass
 
 if TYPE_CHECKING:
     import importlib.metadata

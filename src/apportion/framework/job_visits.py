@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import (
@@ -35,6 +34,7 @@ from apportion.cluster.model import (
 )
 from apportion.errors import InternalError
 from apportion.framework.open_parts import OpenDelta
+from apportion.lean_dataclass import dataclass
 from apportion.state import check
 
 #: the memo's entry: the verdicts of the last open (a `_Held`)

@@ -10,7 +10,6 @@ goes through the placement cache (framework/placement.py) first. `Session` inher
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from apportion.framework import extension as ep
 from apportion.framework.dispatch import Dispatch
 from apportion.framework.interface import NodeFilter
 from apportion.framework.placement import PlacementCache
+from apportion.lean_dataclass import dataclass
 from apportion.resources import format_amount
 from apportion.state import check
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,6 +24,7 @@ from apportion.cluster.model import (
 )
 from apportion.cluster.node_table import NodeTable
 from apportion.cluster.snapshot import Snapshot
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 

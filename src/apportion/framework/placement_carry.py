@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_parts import OpenDelta
+from apportion.lean_dataclass import dataclass
 from apportion.state import check
 
 if TYPE_CHECKING:

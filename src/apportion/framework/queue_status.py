@@ -10,9 +10,9 @@ holds them; `apportion cycle`'s `queues` map (docs/snapshot-format.md) is `to_js
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import (
@@ -49,6 +48,7 @@ from apportion.framework.open_state import open_nodes
 from apportion.framework.placement import PlacementCache
 from apportion.framework.queue_picker import PickerFactory
 from apportion.framework.queue_status import QueueStatuses
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 from apportion.state import check
 

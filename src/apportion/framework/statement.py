@@ -6,10 +6,10 @@ immediately); commit sends the external actions, discard undoes everything in re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from apportion.cluster.model import TaskInfo
+from apportion.lean_dataclass import dataclass
 
 if TYPE_CHECKING:
     from apportion.framework.session import Session

@@ -7,13 +7,13 @@ on drf's entry the plugin warns and runs flat (see docs/semantics.md).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, TaskInfo
 from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.session import EventHandler, Session
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource, dominant_share, share_terms
 from apportion.state import check
 

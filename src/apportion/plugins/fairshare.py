@@ -19,9 +19,9 @@ Kept from Volcano on purpose:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from apportion.errors import InternalError
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 #: A safety net, far beyond any real input: Volcano's loop has no bound, a broken invariant here should

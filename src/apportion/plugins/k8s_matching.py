@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from apportion.cluster.model import (
     Taint,
     Toleration,
 )
+from apportion.lean_dataclass import dataclass
 
 #: the only field a node selector's matchFields may name.
 NODE_NAME_FIELD = "metadata.name"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from apportion.cluster.model import NodeInfo, TaskInfo
 from apportion.framework.session import EventHandler, Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.k8s_matching import NodeIndex
 from apportion.resources import GPU
 from apportion.state import check

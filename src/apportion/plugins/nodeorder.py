@@ -29,7 +29,6 @@ the session and drops pods evicted in it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.placement_carry import row_state
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.k8s_matching import default_normalize, floor_div, take_rows
 from apportion.plugins.k8s_view import (
     NZ_CPU,

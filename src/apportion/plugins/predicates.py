@@ -29,7 +29,7 @@ index and switches (`CARRY_SIGNATURES`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from apportion.framework import extension as ep
 from apportion.framework.interface import NodeFilter, Plugin
 from apportion.framework.placement_carry import row_state
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.k8s_matching import (
     UNSCHEDULABLE_TAINT,
     required_key,

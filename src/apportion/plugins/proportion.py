@@ -17,7 +17,6 @@ realCapability, guarantee), computes every queue's `deserved` with the weighted 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
@@ -25,6 +24,7 @@ from apportion.framework import extension as ep
 from apportion.framework.interface import Plugin
 from apportion.framework.queue_status import QueueStatus
 from apportion.framework.session import EventHandler, Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.fairshare import FairShareQueue, water_fill
 from apportion.plugins.queue_common import (
     capability_of,

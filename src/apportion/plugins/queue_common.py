@@ -3,8 +3,6 @@ queue share, and why-pending messages that name the queue, the resource and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from apportion.cluster.model import (
     ALLOCATED_STATUSES,
     GROUP_INQUEUE,
@@ -12,6 +10,7 @@ from apportion.cluster.model import (
     PENDING,
     JobInfo,
 )
+from apportion.lean_dataclass import dataclass
 from apportion.resources import (
     CPU,
     EPHEMERAL,

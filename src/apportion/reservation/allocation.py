@@ -7,8 +7,9 @@ their sum as a step function (absolute times, or offsets in `[0, period)` when p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import ReservationDefinition, ReservationId
 from apportion.reservation.periodic import PeriodicStepFunction, wrap_pieces
 from apportion.reservation.resmath import ZERO, Res

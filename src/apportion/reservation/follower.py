@@ -13,10 +13,11 @@ Capacities are fractions of the plan queue, computed in single precision as YARN
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan, ReservationAllocation
 from apportion.reservation.replanner import SimpleCapacityReplanner

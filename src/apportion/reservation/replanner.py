@@ -7,8 +7,7 @@ the committed load changes, so its cost follows the breakpoints, not the time st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.plan import InMemoryPlan
 from apportion.reservation.resmath import ceil_div, rsub

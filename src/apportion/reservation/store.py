@@ -16,9 +16,9 @@ service adds a SQL one against the same protocol.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import ReservationDefinition, ReservationId
 from apportion.reservation.resmath import Res
 

@@ -14,8 +14,7 @@ does: the sequence and records read back, each plan's reservations added with `i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.agents import ReservationAgent
 from apportion.reservation.api import RestHandlers
 from apportion.reservation.definition import ReservationId

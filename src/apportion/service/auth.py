@@ -21,7 +21,8 @@ import hmac
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from apportion.lean_dataclass import dataclass
 
 COOKIE = "hadoop.auth"
 ACL_NAMES = ("acl_submit_applications", "acl_administer_queue", "acl_submit_reservations",

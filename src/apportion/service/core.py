@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources as ires
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from apportion.errors import InputError
 from apportion.kube.build import parse_object
 from apportion.kube.documents import read_documents
 from apportion.kube.fields import Fields
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.api import Response
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource

@@ -37,11 +37,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apportion.engine import dispatch, run_cache_session
 from apportion.errors import ApportionError
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.follower import FollowerState
 from apportion.reservation.follower_inc import IncrementalFollower
 from apportion.resources import Resource

@@ -5,11 +5,12 @@ commits and sends to the cache; and the completion of pods whose `apportion.io/d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any
 
 from apportion.errors import ApportionError
+from apportion.lean_dataclass import dataclass
 from apportion.quantity import parse_quantity_decimal
 from apportion.service.objects import ObjectKey
 from apportion.state.decisions import Condition, QueueReport

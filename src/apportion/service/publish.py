@@ -19,9 +19,10 @@ reservations that became active or stopped being active.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from apportion.lean_dataclass import dataclass
 from apportion.service.reservations import vector_json
 
 if TYPE_CHECKING:

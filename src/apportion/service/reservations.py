@@ -21,10 +21,11 @@ answer every request); `configure_plans` keeps its set of plans equal to the res
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from apportion.errors import InputError
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.agents import AGENT_NAMES, make_agent
 from apportion.reservation.allocation import ReservationAllocation
 from apportion.reservation.definition import YARN_DIMS

@@ -7,10 +7,11 @@ The simulator (simulation/engine.py) owns these; the cache sees them only as Pod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskStatus
+from apportion.lean_dataclass import dataclass
 from apportion.resources import GPU, Resource
 from apportion.simulation.scenario import JobSpec
 

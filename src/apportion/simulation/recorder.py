@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from apportion.cluster.model import NodeInfo, QueueInfo, TaskStatus
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
+from apportion.lean_dataclass import dataclass
 from apportion.resources import CPU, GPU, MEMORY, PODS, Resource, to_natural_value
 from apportion.simulation.jobs import SimJob, SimTask
 from apportion.state import check

@@ -7,9 +7,9 @@ bars. Time is the run's own (seconds since it began, shown in the unit its lengt
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from apportion.lean_dataclass import dataclass
 from apportion.resources import GPU
 from apportion.simulation.result import SimulationResult
 from apportion.web.charts import (

@@ -25,10 +25,11 @@ runs on each plan, and its state becomes the reservable queue's children:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from apportion.cluster.model import QueueInfo
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import (
     R_ALL,
     R_ANY,

@@ -5,10 +5,10 @@ read it; the simulator (simulation/engine.py) builds it at the end of `run`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.framework.conf import SchedulerConf
+from apportion.lean_dataclass import dataclass
 from apportion.simulation.jobs import SimJob
 from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan

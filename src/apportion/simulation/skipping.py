@@ -13,10 +13,10 @@ new, and the session is then run and must change nothing but those phases (`chec
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 
 from apportion.cluster.model import PodGroupPhase
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.simulation.follower import PlanFollower
 from apportion.simulation.jobs import SimJob
 from apportion.simulation.start import SessionObjects

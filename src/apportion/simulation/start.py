@@ -10,11 +10,12 @@ job specs. The forecast (`apportion.forecast.sim`) builds one from a cluster dum
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.cluster.snapshot import JobDelta, Snapshot
+from apportion.lean_dataclass import dataclass
 from apportion.simulation.jobs import SimJob, SimTask
 from apportion.simulation.reservations import SimPlan
 from apportion.state import check

@@ -9,9 +9,10 @@ the same protocols.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from apportion.lean_dataclass import dataclass
 from apportion.resources import Resource
 
 

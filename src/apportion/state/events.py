@@ -7,10 +7,10 @@ the cache the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.errors import InputError
+from apportion.lean_dataclass import dataclass
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"

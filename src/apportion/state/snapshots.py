@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -18,6 +17,7 @@ from apportion.cluster.model import JobInfo, NodeInfo, TaskStatus
 from apportion.cluster.snapshot import JobDelta, Snapshot
 from apportion.kube.build import assemble, assemble_delta, assemble_indexed
 from apportion.kube.records import Records
+from apportion.lean_dataclass import dataclass
 
 #: a job whose every task is in one of these is handed out again while nothing changed it: a session
 #: changes no such task but by placing, evicting or pipelining it, which clears `allocated_as_added`

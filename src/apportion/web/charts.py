@@ -21,8 +21,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from apportion.lean_dataclass import dataclass
 
 #: what the per-resource bars show, in the order the legend and the accessible label name them
 BAR_KEYS = ("allocated", "deserved", "guarantee", "capability", "realCapability")

@@ -7,9 +7,10 @@ the same formula flat (basis: the cluster total) and in the tree (basis: the par
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
+from apportion.lean_dataclass import dataclass
 from apportion.plugins import queue_common as qc
 from apportion.resources import CPU, MEMORY, MIN_RESOURCE, PODS, UNLIMITED, Resource, format_amount
 

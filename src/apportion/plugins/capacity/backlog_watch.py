@@ -25,11 +25,12 @@ compares an integer with a float exactly, as the float comparison does on these 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import Amount, job_amounts
 from apportion.plugins.capacity.plugin import CapacityPlugin

@@ -17,12 +17,12 @@ queues as last time: a session whose queues with jobs are not the last report's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo
 from apportion.errors import InternalError
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.ledger import (
     FIELDS,

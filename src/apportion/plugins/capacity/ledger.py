@@ -20,12 +20,12 @@ fields whose amounts moved (docs/semantics.md K18): its queues' attributes are r
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
 from apportion.cluster.snapshot import JobDelta
 from apportion.framework.queue_status import QueueStatus, QueueStatuses
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
 from apportion.plugins.capacity.ledger_sums import Listers, QueueSum, count_in, count_out, same_names

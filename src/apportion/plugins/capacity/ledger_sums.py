@@ -4,8 +4,9 @@ list it, so that a recount's order of the names (by the first lister in uid orde
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.charged import Amount
 
 

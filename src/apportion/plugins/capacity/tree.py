@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
 from apportion.framework.session import Session
+from apportion.lean_dataclass import dataclass
 from apportion.plugins import queue_common as qc
 from apportion.plugins.capacity.attrs import (
     ROOT_CAPABILITY,

@@ -10,9 +10,10 @@ accepts the reservation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from apportion.lean_dataclass import dataclass
 from apportion.reservation.definition import R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP
 
 INTERPRETERS = {"R_ALL": R_ALL, "R_ANY": R_ANY, "R_ORDER": R_ORDER, "R_ORDER_NO_GAP": R_ORDER_NO_GAP}

@@ -10,12 +10,13 @@ service's read lock (`Service.read`), so a page never sees a change half-done.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import ON_NODE_STATUSES
 from apportion.cluster.snapshot import Snapshot
 from apportion.kube.pods import GROUP_KEY
+from apportion.lean_dataclass import dataclass
 from apportion.resources import MEMORY, Resource, to_natural_value
 from apportion.service.api_v1 import _job as api_job
 from apportion.service.dashboard.units import GIB, dims_of, label, shown, unit, value

@@ -5,10 +5,11 @@ Each loader documents its mapping in its module docstring and in docs/scenario.m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from apportion.errors import InputError
+from apportion.lean_dataclass import dataclass
 from apportion.simulation.specs import JobSpec, TraceSpec
 
 #: Where the shared traces live, relative to the repository root.
