@@ -16,6 +16,7 @@ from typing import Protocol
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.buckets import UNREAD, Buckets
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
+from apportion.plugins.capacity.kept_plans import Plans, _Walk
 from apportion.resources import Resource
 from apportion.state import check
 
@@ -26,13 +27,17 @@ _Levels = dict[str, tuple[QueueAttr, dict[_ReqKey, _Verdict]]]
 #: a bucket's plan (admission.py's `_Plan`)
 _Plan = tuple[int, str | None, tuple[str, ...] | None]
 
+#: tests switch this off: every answer is worked out from its bucket's plan as the reference does, not
+#: from the plan's reading kept with the plans (`_spec`, K55)
+lean_bare = True
+
 
 class _Bare(Protocol):
     """What `bare_answers` reads of capacity's admission (plugins/capacity/admission.py)."""
 
     attrs: dict[str, QueueAttr]
     _buckets: Buckets
-    _plans: dict[int, _Plan] | None
+    _plans: Plans | None
 
     def _carried_plan(self, bucket: int, queue_name: str, min_req: Resource | None,
                       key: _ReqKey | None) -> _Plan: ...
@@ -51,9 +56,86 @@ def bare_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[in
     loaded cluster's refusals fail at, shared by every bucket). Every verdict is taken on the
     accounting as it stands (nothing moves one within a call), so which level is asked first
     changes nothing but the order they are worked out in (K43)."""
+    if not lean_bare:
+        return _answers_reference(self, wanted, levels)
+    if not check.enabled():
+        return _lean_answers(self, wanted, levels)
+    wanted = list(wanted)
+    out = _lean_answers(self, wanted, levels)
+    if out != _answers_reference(self, wanted, levels):
+        raise check.StateCheckError(f"{check.ENV}: capacity's answers without texts from the plans' kept "
+                                    "reading differ from the ones worked out from the plans")
+    return out
+
+
+def _lean_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[int, str | None]:
+    """`bare_answers` from each bucket's plan as it reads it (`_spec`, kept with the plans: `Plans.walks`,
+    `Plans.fixed`): its minResources by value and the levels root first, or its fixed answer. A level's
+    verdicts are looked up once per call, as the reference looks them up (K55)."""
+    plans = _plans_of(self)
+    walks, fixed = plans.walks, plans.fixed
+    attrs = self.attrs
+    verdict = self._verdict
+    resolved: dict[str, dict[_ReqKey, _Verdict]] = {}
+    out: dict[int, str | None] = {}
+    for i in wanted:
+        walk = walks.get(i)
+        if walk is None:
+            walk = _spec(self, plans, i) if i not in fixed else None
+            if walk is None:
+                out[i] = fixed[i]
+                continue
+        key, min_req, rev = walk
+        why = None
+        for name in rev:
+            known = resolved.get(name)
+            if known is None:
+                a = attrs[name]
+                level = levels.get(name)
+                if level is None or level[0] is not a:
+                    level = levels[name] = (a, {})
+                known = resolved[name] = level[1]
+            hit = known.get(key)
+            if hit is None:
+                hit = known[key] = verdict(attrs[name], min_req)
+            if not hit[0]:
+                why = UNREAD
+                break
+        out[i] = why
+    return out
+
+
+def _plans_of(self: _Bare) -> Plans:
+    """The session's plans (made when no ask has made them yet)."""
     plans = self._plans
     if plans is None:
-        plans = self._plans = {}
+        plans = self._plans = Plans()
+    return plans
+
+
+def _spec(self: _Bare, plans: Plans, i: int) -> _Walk | None:
+    """Bucket `i`'s plan as `_lean_answers` reads it, kept with the plans: (its minResources by value, a
+    minResources of that value, its levels root first) when the levels are walked (returned), else its
+    answer without text (`plans.fixed`, None returned), as `_answers_reference` reads the plan."""
+    queue, key, min_req = self._buckets.info[i]
+    plan = plans.get(i)
+    if plan is None:
+        plan = plans[i] = self._carried_plan(i, queue, min_req, key)
+        if check.enabled() and plan != self._plan(queue, min_req, key):
+            raise check.StateCheckError(f"{check.ENV}: capacity's plan for the jobs of queue {queue} with "
+                                        f"minResources {key} carried from an earlier session differs "
+                                        "from the one worked out now")
+    answer, why, path = plan
+    if path is not None and min_req is not None and key is not None:
+        walk = plans.walks[i] = (key, min_req, tuple(reversed(path)))
+        return walk
+    plans.fixed[i] = None if answer >= 0 or why is None else UNREAD
+    return None
+
+
+def _answers_reference(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[int, str | None]:
+    """`bare_answers` bucket by bucket from the plans (the reference, and the self-checks)."""
+    plans = _plans_of(self)
     info = self._buckets.info
     attrs = self.attrs
     checking = check.enabled()
