@@ -14,6 +14,7 @@ from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
 from apportion.framework.kept_queues import KeptQueues
 from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity import bare_answers as bare
 from apportion.plugins.capacity import kept_plans
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.bare_answers import bare_answers
@@ -449,6 +450,8 @@ class Admission(CapacityBase):
         is "" until `_message` needs it."""
         if not self.lazy_texts:
             return (*self._level_verdict(a, min_req), {})
+        if not min_req.scalars and bare.lean_verdict:
+            return bare.two_dimension_verdict(a, min_req), "", {}
         need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
         return need.less_equal_with_dimension(a.real_capability, min_req)[0], "", {}
 

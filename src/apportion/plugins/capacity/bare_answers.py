@@ -30,6 +30,9 @@ _Plan = tuple[int, str | None, tuple[str, ...] | None]
 #: tests switch this off: every answer is worked out from its bucket's plan as the reference does, not
 #: from the plan's reading kept with the plans (`_spec`, K55)
 lean_bare = True
+#: tests switch this off: a level's verdict for a minResources that lists no scalar is worked out on
+#: Resource objects as `Admission._level_verdict` does, not on the cpu and memory floats (K55)
+lean_verdict = True
 
 
 class _Bare(Protocol):
@@ -182,3 +185,22 @@ def _answers_reference(self: _Bare, wanted: Iterable[int], levels: _Levels) -> d
                                             f"{queue} with minResources {key} differs from their vote's")
         out[i] = why
     return out
+
+
+def two_dimension_verdict(a: QueueAttr, min_req: Resource) -> bool:
+    """Whether the level passes `Admission._level_verdict`'s test for a minResources that lists no scalar
+    (the caller's to see): minResources + allocated + inqueue - elastic, within realCapability on the
+    dimensions minResources requests (> 0), worked out on the two floats in the order `Resource.plus`,
+    `add` and `sub_without_assert` add them (the same sums, rounded alike), a missing realCapability
+    failing each. `less_equal_with_dimension` tests only the scalars minResources lists: none here."""
+    cap = a.real_capability
+    ok = not ((min_req.cpu > 0 and (cap is None or ((min_req.cpu + a.allocated.cpu) + a.inqueue.cpu)
+                                    - a.elastic.cpu > cap.cpu))
+              or (min_req.memory > 0 and (cap is None or ((min_req.memory + a.allocated.memory)
+                                                          + a.inqueue.memory) - a.elastic.memory > cap.memory)))
+    if check.enabled():
+        need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
+        if ok != need.less_equal_with_dimension(a.real_capability, min_req)[0]:
+            raise check.StateCheckError(f"{check.ENV}: capacity's verdict of queue {a.name} on cpu and memory "
+                                        f"for minResources {min_req} differs from the one on resources")
+    return ok
