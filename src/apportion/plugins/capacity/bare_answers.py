@@ -11,6 +11,7 @@ is made. Under `APPORTION_CHECK_STATE=1` each answer is compared with the vote's
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import filterfalse, groupby, repeat
 from typing import Protocol
 
 from apportion.plugins.capacity.attrs import QueueAttr
@@ -73,39 +74,62 @@ def bare_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[in
 
 def _lean_answers(self: _Bare, wanted: Iterable[int], levels: _Levels) -> dict[int, str | None]:
     """`bare_answers` from each bucket's plan as it reads it (`_spec`, kept with the plans: `Plans.walks`,
-    `Plans.fixed`): its minResources by value and the levels root first, or its fixed answer. A level's
-    verdicts are looked up once per call, as the reference looks them up (K55)."""
+    `Plans.fixed`, `Plans.group`): its fixed answer, or the levels root first. The buckets are taken by
+    their first level and minResources by value (a group: `Plans.groups`), whose verdict is looked up
+    once per group: a group the first level refuses is refused whole, and each bucket of the others
+    walks its other levels. A level's verdicts are looked up once per call, as the reference looks
+    them up; no accounting moves within a call, so the order buckets are answered in changes no
+    answer (K55)."""
     plans = _plans_of(self)
-    walks, fixed = plans.walks, plans.fixed
+    walks, fixed, group, groups = plans.walks, plans.fixed, plans.group, plans.groups
+    todo = list(wanted)
+    for i in list(filterfalse(group.__contains__, todo)):
+        if i not in fixed:
+            _spec(self, plans, i)
+    out: dict[int, str | None] = {}
+    if fixed:
+        out.update({i: fixed[i] for i in todo if i in fixed})
+        todo = list(filterfalse(fixed.__contains__, todo))
     attrs = self.attrs
     verdict = self._verdict
     resolved: dict[str, dict[_ReqKey, _Verdict]] = {}
-    out: dict[int, str | None] = {}
-    for i in wanted:
-        walk = walks.get(i)
-        if walk is None:
-            walk = _spec(self, plans, i) if i not in fixed else None
-            if walk is None:
-                out[i] = fixed[i]
-                continue
-        key, min_req, rev = walk
-        why = None
-        for name in rev:
-            known = resolved.get(name)
-            if known is None:
-                a = attrs[name]
-                level = levels.get(name)
-                if level is None or level[0] is not a:
-                    level = levels[name] = (a, {})
-                known = resolved[name] = level[1]
-            hit = known.get(key)
-            if hit is None:
-                hit = known[key] = verdict(attrs[name], min_req)
-            if not hit[0]:
-                why = UNREAD
-                break
-        out[i] = why
+    at = group.__getitem__
+    todo.sort(key=at)
+    for g, members in groupby(todo, at):
+        first, key, min_req = groups[g]
+        known = resolved.get(first)
+        if known is None:
+            known = resolved[first] = _verdicts(attrs, levels, first)
+        hit = known.get(key)
+        if hit is None:
+            hit = known[key] = verdict(attrs[first], min_req)
+        if not hit[0]:
+            out.update(zip(members, repeat(UNREAD)))
+            continue
+        for i in members:
+            why = None
+            for name in walks[i][2]:
+                known = resolved.get(name)
+                if known is None:
+                    known = resolved[name] = _verdicts(attrs, levels, name)
+                hit = known.get(key)
+                if hit is None:
+                    hit = known[key] = verdict(attrs[name], min_req)
+                if not hit[0]:
+                    why = UNREAD
+                    break
+            out[i] = why
     return out
+
+
+def _verdicts(attrs: dict[str, QueueAttr], levels: _Levels, name: str) -> dict[_ReqKey, _Verdict]:
+    """The level's verdicts per minResources in `levels`, made anew when its attributes are another
+    object (as `_answers_reference` takes them)."""
+    a = attrs[name]
+    level = levels.get(name)
+    if level is None or level[0] is not a:
+        level = levels[name] = (a, {})
+    return level[1]
 
 
 def _plans_of(self: _Bare) -> Plans:
@@ -117,9 +141,10 @@ def _plans_of(self: _Bare) -> Plans:
 
 
 def _spec(self: _Bare, plans: Plans, i: int) -> _Walk | None:
-    """Bucket `i`'s plan as `_lean_answers` reads it, kept with the plans: (its minResources by value, a
-    minResources of that value, its levels root first) when the levels are walked (returned), else its
-    answer without text (`plans.fixed`, None returned), as `_answers_reference` reads the plan."""
+    """Bucket `i`'s plan as `_lean_answers` reads it, kept with the plans: when the levels are walked, its
+    group (its first level, root, and minResources by value) and (its minResources by value, a
+    minResources of that value, its other levels root first: returned), else its answer without text
+    (`plans.fixed`, None returned), as `_answers_reference` reads the plan."""
     queue, key, min_req = self._buckets.info[i]
     plan = plans.get(i)
     if plan is None:
@@ -130,7 +155,13 @@ def _spec(self: _Bare, plans: Plans, i: int) -> _Walk | None:
                                         "from the one worked out now")
     answer, why, path = plan
     if path is not None and min_req is not None and key is not None:
-        walk = plans.walks[i] = (key, min_req, tuple(reversed(path)))
+        rev = tuple(reversed(path))
+        walk = plans.walks[i] = (key, min_req, rev[1:])
+        g = plans.group_of.get((rev[0], key))
+        if g is None:
+            g = plans.group_of[(rev[0], key)] = len(plans.groups)
+            plans.groups.append((rev[0], key, min_req))
+        plans.group[i] = g
         return walk
     plans.fixed[i] = None if answer >= 0 or why is None else UNREAD
     return None

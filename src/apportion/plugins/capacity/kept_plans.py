@@ -26,21 +26,26 @@ PLANS_MEMO = "capacity.admission-plans"
 share_plans = True
 
 #: a bucket's plan as `bare_answers` reads it when it walks the levels (bare_answers.py `_spec`): its
-#: minResources by value, a minResources of that value, and the levels root first
+#: minResources by value, a minResources of that value, and the levels root first after the first
 _Walk = tuple[_ReqKey, Resource, tuple[str, ...]]
 
 
 class Plans(dict[int, _Plan]):
-    """Per bucket number, its plan (`Admission._plan`); with `walks` and `fixed`, the plan as `bare_answers`
-    reads it, worked out from the plan and the bucket once for as long as these plans are (K55): per
-    bucket number, the levels to walk (`_Walk`) or the answer without text."""
+    """Per bucket number, its plan (`Admission._plan`); with `walks`, `fixed` and `group`, the plan as
+    `bare_answers` reads it, worked out from the plan and the bucket once for as long as these plans are
+    (K55): per bucket number, the levels to walk after the first (`_Walk`) and its group, or the answer
+    without text; per group (a first level and a minResources by value), its level, minResources by
+    value and a minResources of that value."""
 
-    __slots__ = ("fixed", "walks")
+    __slots__ = ("fixed", "group", "group_of", "groups", "walks")
 
     def __init__(self) -> None:
         super().__init__()
         self.walks: dict[int, _Walk] = {}
         self.fixed: dict[int, str | None] = {}
+        self.group: dict[int, int] = {}
+        self.group_of: dict[tuple[str, _ReqKey], int] = {}
+        self.groups: list[tuple[str, _ReqKey, Resource]] = []
 
 
 class _KeptPlans:
