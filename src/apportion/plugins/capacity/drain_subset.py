@@ -61,6 +61,9 @@ lean_survey = True
 #: tests switch this off: the survey lists every unit at once, each parent's leaves with work put in
 #: order then, not when the drain reaches the parent (`DrainPicker._expand`, K55)
 lazy_leaves = True
+#: tests switch this off: an open group's steps come from one tree picker over every reachable leaf, not
+#: from a picker over the group's own leaves (`DrainPicker._direct_steps`, K55)
+unit_pickers = True
 
 
 class _Shape:
@@ -138,6 +141,8 @@ class DrainPicker:
         self.queues = queues
         self.compare = compare
         self._full: TreePicker | None = None
+        #: the shape the survey was taken from (None: the reference survey, or none yet)
+        self._shape: _Shape | None = None
 
     def _picker(self) -> TreePicker:
         if self._full is None:
@@ -187,6 +192,16 @@ class DrainPicker:
                 continue
             if len(log) != start:
                 raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
+            shape = self._shape
+            if unit_pickers and shape is not None and self.tree.flat_groups:
+                # The group's steps (`FlatGroup.steps`) read, of the picker, only the group: its members'
+                # keys, their leaves (every one reachable: an open run's leaves all are), the leaves'
+                # keys, (creation, name) and list positions (by their order alone), which a picker over
+                # the group's leaves alone holds alike (K55).
+                mine = set().union(*map(shape.under_names.__getitem__, unit))
+                group = self.tree(self.plugin, [q for q in reach if q.name in mine], self.compare)
+                yield from group._steps([unit], has_work)
+                continue
             if self._full is None:
                 self._full = self.tree(self.plugin, reach, self.compare)
             yield from self._full._steps([unit], has_work)
@@ -223,6 +238,7 @@ class DrainPicker:
             return self._survey_reference(has_work)
         if not isinstance(shape, _Shape) or not shape.holds(tree, self.queues):
             shape = memo[SHAPE_MEMO] = _Shape(tree, list(self.queues), self.plugin.attrs)
+        self._shape = shape
         out = self._survey_of(shape, has_work)
         if check.enabled():
             if out is not None:
