@@ -18,7 +18,7 @@ from apportion.cluster.model import (
 )
 from apportion.errors import InternalError
 from apportion.framework.dispatch import KeyAnswers
-from apportion.framework.queue_picker import PendingWork, pop_best_index
+from apportion.framework.queue_picker import pop_best_index
 from apportion.framework.session import Session
 from apportion.state import check
 
@@ -91,7 +91,7 @@ def execute(ssn: Session) -> None:
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
-    steps = picker.drain_order(PendingWork(pending))
+    steps = picker.drain_order(lambda name: bool(pending[name]))
     if steps is not None:
         whole = getattr(picker, "drains_whole_queues", False)
         for queue in steps:

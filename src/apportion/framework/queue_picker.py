@@ -11,7 +11,7 @@ picker).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from apportion.cluster.model import QueueInfo
 
@@ -26,20 +26,6 @@ def pop_best_index(items: Sequence[T], compare: Callable[[T, T], int]) -> int:
         if compare(items[i], items[best_i]) < 0:
             best_i = i
     return best_i
-
-
-class PendingWork:
-    """`has_work` for `QueuePicker.drain_order` over per-queue pending lists: a queue has work while its
-    list is not empty. A picker may read `lists` to tell many queues' work at once (by maps, K55)."""
-
-    __slots__ = ("lists",)
-
-    def __init__(self, lists: dict[str, list[Any]]) -> None:
-        self.lists = lists
-
-    def __call__(self, name: str) -> bool:
-        """Whether the queue's pending list is not empty."""
-        return bool(self.lists[name])
 
 
 class QueuePicker(Protocol):

@@ -42,7 +42,6 @@ from typing import cast
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.errors import InternalError
-from apportion.framework.queue_picker import PendingWork
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.picker import TreePicker, queue_key
@@ -262,13 +261,11 @@ class DrainPicker:
         working: set[str]
         if lean_survey:
             # the loop below by maps: every share read (a NaN one, unequal to itself, turns the survey
-            # off whichever queue holds it), then the work of every queue (`has_work` reads only; over
-            # pending lists, a list is true when `has_work` is)
+            # off whichever queue holds it), then the work of every queue (`has_work` reads only)
             shares = list(map(_SHARE, map(attrs.__getitem__, names)))
             if any(map(ne, shares, shares)):
                 return None
-            lists = has_work.lists if isinstance(has_work, PendingWork) else None
-            working = set(compress(names, map(has_work if lists is None else lists.__getitem__, names)))
+            working = set(compress(names, map(has_work, names)))
         else:
             working = set()
             for name in names:
