@@ -31,7 +31,6 @@ def _sessions(steps: list, on: bool, conf: Any, texts: list[bool], monkeypatch: 
     monkeypatch.setattr(kept_queues, "lean_compare", on)
     monkeypatch.setattr(bare_answers, "lean_bare", on)
     monkeypatch.setattr(bare_answers, "lean_verdict", on)
-    monkeypatch.setattr(drain_subset, "lean_survey", on)
     monkeypatch.setattr(drain_subset, "lazy_leaves", on)
     monkeypatch.setattr(drain_subset, "unit_pickers", on)
     return play_texts(steps, _base, conf, texts)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, groupby
-from operator import attrgetter, is_, ne
+from operator import is_
 from typing import cast
 
 from apportion.cluster.model import QueueInfo
@@ -53,10 +53,7 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
-_SHARE = attrgetter("share")
 
-#: tests switch this off: the survey reads the queues' shares and work in a loop, not by maps (K55)
-lean_survey = True
 #: tests switch this off: the survey lists every unit at once, each parent's leaves with work put in
 #: order then, not when the drain reaches the parent (`DrainPicker._expand`, K55)
 lazy_leaves = True
@@ -258,22 +255,13 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
-        working: set[str]
-        if lean_survey:
-            # the loop below by maps: every share read (a NaN one, unequal to itself, turns the survey
-            # off whichever queue holds it), then the work of every queue (`has_work` reads only)
-            shares = list(map(_SHARE, map(attrs.__getitem__, names)))
-            if any(map(ne, shares, shares)):
+        working: set[str] = set()
+        for name in names:
+            share = attrs[name].share
+            if share != share:
                 return None
-            working = set(compress(names, map(has_work, names)))
-        else:
-            working = set()
-            for name in names:
-                share = attrs[name].share
-                if share != share:
-                    return None
-                if has_work(name):
-                    working.add(name)
+            if has_work(name):
+                working.add(name)
         under = shape.under
         under_names = shape.under_names
         keyed = []
