@@ -29,8 +29,8 @@ from itertools import chain
 from typing import Any, cast
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
-from apportion.cluster.snapshot import same_queues
 from apportion.framework.dispatch import KeyAnswers
+from apportion.framework.kept_queues import KeptQueues
 from apportion.framework.session import Session
 
 #: the memo's entry: the backlog as of one open (`Kept`)
@@ -52,7 +52,7 @@ class Kept:
     def __init__(self, generation: int, known: dict[str, QueueInfo]) -> None:
         self.generation = generation
         #: the open's queues, as the snapshot gave them (names and QueueInfo objects, in order)
-        self.known = list(known.items())
+        self.known = KeptQueues(known)
         #: per job uid, its queue
         self.queue_of: dict[str, str] = {}
         #: per queue with a job, its jobs' uids in order
@@ -130,7 +130,7 @@ class Kept:
 
     def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
         """Whether the session's queues are the ones this backlog was kept with (names and objects)."""
-        return same_queues(self.known, known)
+        return self.known.same(known)
 
     def handed_out(self, known: dict[str, QueueInfo]) -> Carried | None:
         """The backlog for a session that knows the queues `known` (those it was kept with): copies of the
@@ -207,11 +207,11 @@ class _Seen:
     __slots__ = ("known",)
 
     def __init__(self, known: dict[str, QueueInfo]) -> None:
-        self.known = list(known.items())
+        self.known = KeptQueues(known)
 
     def holds_queues(self, known: dict[str, QueueInfo]) -> bool:
         """`Kept.holds_queues`."""
-        return same_queues(self.known, known)
+        return self.known.same(known)
 
 
 def carried_backlog(ssn: Session) -> Carried | None:

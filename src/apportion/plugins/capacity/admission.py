@@ -12,14 +12,16 @@ from collections.abc import Iterable
 from apportion.cluster.model import JobInfo, QueueInfo, TaskInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
 from apportion.framework import extension as ep
+from apportion.framework.kept_queues import KeptQueues
 from apportion.plugins import queue_common as qc
+from apportion.plugins.capacity import bare_answers as bare
 from apportion.plugins.capacity import kept_plans
 from apportion.plugins.capacity.attrs import QueueAttr, _fmt, ancestor_at_depth
 from apportion.plugins.capacity.bare_answers import bare_answers
 from apportion.plugins.capacity.base import CapacityBase
 from apportion.plugins.capacity.buckets import BucketAnswers
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
-from apportion.plugins.capacity.kept_plans import PLANS_MEMO, _KeptPlans, _Plan, shared_plans
+from apportion.plugins.capacity.kept_plans import PLANS_MEMO, Plans, _KeptPlans, _Plan, shared_plans
 from apportion.plugins.capacity.reclaim_texts import (
     ANCESTOR_NOT_ABOVE,
     BELOW_GUARANTEE,
@@ -44,7 +46,7 @@ class Admission(CapacityBase):
     """Which queue may take, admit or reclaim, and which tasks are victims."""
 
     #: per bucket number, its plan (`_plan`) for this session; the plugin is built afresh every session
-    _plans: dict[int, _Plan] | None = None
+    _plans: Plans | None = None
     #: the plans carried from the sessions before over the same tree (`_KeptPlans`), None: not carried
     _kept: dict[int, tuple[QueueInfo | None, _Plan]] | None = None
     #: tests switch this off: every session works its buckets' plans out afresh (the reference)
@@ -232,7 +234,7 @@ class Admission(CapacityBase):
         buckets = self._buckets
         renumbered = buckets.forget_gone(len(self.ssn.jobs))
         if renumbered or self._plans is None:
-            self._plans = {}
+            self._plans = Plans()
             self._kept = self._kept_plans(renumbered)
             if self._kept is not None and kept_plans.share_plans:
                 self._plans = self._shared_plans()
@@ -255,7 +257,7 @@ class Admission(CapacityBase):
             return bare_answers(self, wanted, levels)
         plans = self._plans
         if plans is None:
-            plans = self._plans = {}
+            plans = self._plans = Plans()
         info = self._buckets.info
         walk = self._walk
         attrs = self.attrs
@@ -322,8 +324,8 @@ class Admission(CapacityBase):
             # the plans are keyed by bucket number: dropped also in a session that carries none, or a
             # later one over the same tree would find them under numbers naming other buckets
             kept.plans.clear()
-            kept.queues = []
-            kept.session_plans = {}
+            kept.queues = KeptQueues({})
+            kept.session_plans = Plans()
         if not self.carry_plans or not self.hierarchical or self.blocked:
             return None
         tree = memo.get(TREE_MEMO)
@@ -336,7 +338,7 @@ class Admission(CapacityBase):
         self._wheres = kept.wheres
         return kept.plans
 
-    def _shared_plans(self) -> dict[int, _Plan]:
+    def _shared_plans(self) -> Plans:
         """`kept_plans.shared_plans` for this session (the memo's kept plans, which `_kept_plans` made)."""
         memo = self.ssn.memo
         kept = memo.get(PLANS_MEMO) if memo is not None else None
@@ -448,6 +450,8 @@ class Admission(CapacityBase):
         is "" until `_message` needs it."""
         if not self.lazy_texts:
             return (*self._level_verdict(a, min_req), {})
+        if not min_req.scalars and bare.lean_verdict:
+            return bare.two_dimension_verdict(a, min_req), "", {}
         need = min_req.plus(a.allocated).add(a.inqueue).sub_without_assert(a.elastic)
         return need.less_equal_with_dimension(a.real_capability, min_req)[0], "", {}
 

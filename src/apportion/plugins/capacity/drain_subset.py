@@ -34,9 +34,10 @@ those of the tree picker over every queue given.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, groupby
 from operator import is_
+from typing import cast
 
 from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import ROOT_QUEUE
@@ -52,6 +53,13 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
+
+#: tests switch this off: the survey lists every unit at once, each parent's leaves with work put in
+#: order then, not when the drain reaches the parent (`DrainPicker._expand`, K55)
+lazy_leaves = True
+#: tests switch this off: an open group's steps come from one tree picker over every reachable leaf, not
+#: from a picker over the group's own leaves (`DrainPicker._direct_steps`, K55)
+unit_pickers = True
 
 
 class _Shape:
@@ -129,6 +137,8 @@ class DrainPicker:
         self.queues = queues
         self.compare = compare
         self._full: TreePicker | None = None
+        #: the shape the survey was taken from (None: the reference survey, or none yet)
+        self._shape: _Shape | None = None
 
     def _picker(self) -> TreePicker:
         if self._full is None:
@@ -155,12 +165,13 @@ class DrainPicker:
                 reach, units = survey
                 if self.direct:
                     if check.enabled():
+                        units = list(units)
                         self._check_units(units, has_work)
                     return self._direct_steps(reach, units, has_work)
                 self._full = self.tree(self.plugin, reach, self.compare)
         return self._picker().drain_order(has_work)
 
-    def _direct_steps(self, reach: list[QueueInfo], units: list[_Unit],
+    def _direct_steps(self, reach: list[QueueInfo], units: Iterable[_Unit],
                       has_work: Callable[[str], bool]) -> Iterator[QueueInfo]:
         """The steps of the units: a leaf while it has work; an open group by the tree picker over the
         reachable leaves (`TreePicker._steps`), built when the drain first reaches one."""
@@ -177,6 +188,16 @@ class DrainPicker:
                 continue
             if len(log) != start:
                 raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
+            shape = self._shape
+            if unit_pickers and shape is not None and self.tree.flat_groups:
+                # The group's steps (`FlatGroup.steps`) read, of the picker, only the group: its members'
+                # keys, their leaves (every one reachable: an open run's leaves all are), the leaves'
+                # keys, (creation, name) and list positions (by their order alone), which a picker over
+                # the group's leaves alone holds alike (K55).
+                mine = set().union(*map(shape.under_names.__getitem__, unit))
+                group = self.tree(self.plugin, [q for q in reach if q.name in mine], self.compare)
+                yield from group._steps([unit], has_work)
+                continue
             if self._full is None:
                 self._full = self.tree(self.plugin, reach, self.compare)
             yield from self._full._steps([unit], has_work)
@@ -200,9 +221,10 @@ class DrainPicker:
         survey = self._survey(has_work)
         return None if survey is None else survey[0]
 
-    def _survey(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
+    def _survey(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], Iterable[_Unit]] | None:
         """`_reach`'s queues and the drain's units in order (module docstring), from the queues' shape
-        (`_Shape`), kept in the memo while the tree and the queues given are the same objects."""
+        (`_Shape`), kept in the memo while the tree and the queues given are the same objects (the units
+        as the drain reaches them, `_expand`)."""
         memo = self.plugin.ssn.memo
         if not self.carry_shape or memo is None:
             return self._survey_reference(has_work)
@@ -212,8 +234,11 @@ class DrainPicker:
             return self._survey_reference(has_work)
         if not isinstance(shape, _Shape) or not shape.holds(tree, self.queues):
             shape = memo[SHAPE_MEMO] = _Shape(tree, list(self.queues), self.plugin.attrs)
+        self._shape = shape
         out = self._survey_of(shape, has_work)
         if check.enabled():
+            if out is not None:
+                out = out[0], list(out[1])
             ref = self._survey_reference(has_work)
             if (out is None) != (ref is None) or (out is not None and ref is not None and (
                     not _same_queues(out[0], ref[0]) or _unit_names(out[1]) != _unit_names(ref[1]))):
@@ -221,9 +246,11 @@ class DrainPicker:
                                             "differs from the one worked out afresh")
         return out
 
-    def _survey_of(self, shape: _Shape, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
+    def _survey_of(self, shape: _Shape, has_work: Callable[[str], bool]
+                   ) -> tuple[list[QueueInfo], Iterable[_Unit]] | None:
         """`_survey_reference`'s answer from the queues' shape: the shares (a NaN one turns the survey
-        off) and the work are read afresh, each queue's place in the tree is the shape's."""
+        off) and the work are read afresh, each queue's place in the tree is the shape's. With
+        `lazy_leaves`, the units come as the drain reaches them (`_expand`)."""
         if not shape.covered:
             return None
         attrs = self.plugin.attrs
@@ -245,7 +272,8 @@ class DrainPicker:
             keyed.append((queue_key(a), top))
         keyed.sort()
         reach = set(working)
-        units: list[_Unit] = []
+        units: list[_Unit | str] = []
+        deferred: list[int] = []  # where `units` holds a parent's name (`lazy_leaves`)
         i = 0
         while i < len(keyed):
             j = i
@@ -265,12 +293,40 @@ class DrainPicker:
             for top in with_work:
                 if not shape.has_children[top]:
                     units.append(under[top][0])
-                    continue
-                leaves = [q for q in under[top] if q.name in working]
-                leaves.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
-                units += leaves
+                elif lazy_leaves:
+                    deferred.append(len(units))
+                    units.append(top)  # a parent's leaves with work, put in order when reached
+                else:
+                    units += self._leaves_in_order(under[top], working)
         assert len(names) == len(self.queues)  # compress would stop at the shorter
-        return list(compress(self.queues, map(reach.__contains__, names))), units
+        reached = list(compress(self.queues, map(reach.__contains__, names)))
+        if not deferred:
+            return reached, cast(list[_Unit], units)  # no parent's name in it
+        return reached, self._expand(units, deferred, under, working, len(self.plugin.share_log))
+
+    def _leaves_in_order(self, leaves: list[QueueInfo], working: set[str]) -> list[QueueInfo]:
+        """A parent's leaves with work, ordered as the picker orders a parent's leaves (key, creation, name)."""
+        attrs = self.plugin.attrs
+        mine = [q for q in leaves if q.name in working]
+        mine.sort(key=lambda q: (queue_key(attrs[q.name]), q.creation, q.name))
+        return mine
+
+    def _expand(self, units: list[_Unit | str], deferred: list[int], under: dict[str, list[QueueInfo]],
+                working: set[str], start: int) -> Iterator[_Unit]:
+        """The units in order, each parent's leaves put in order only when the drain reaches it (enqueue
+        stops once no job left can be admitted, most often within the first few units). The order reads
+        the leaves' shares, which nothing the drain does moves (an allocation's event would: checked,
+        as `_direct_steps` checks), and the work as the survey found it, so it is the order the survey
+        would have listed (K55). `start`: the share log's length when the survey read the shares."""
+        log = self.plugin.share_log
+        at = 0
+        for i in deferred:
+            yield from cast(list[_Unit], units[at:i])  # no parent's name before `i`
+            if len(log) != start:
+                raise InternalError("a queue's share moved while enqueue worked through a drained queue order")
+            yield from self._leaves_in_order(under[cast(str, units[i])], working)
+            at = i + 1
+        yield from cast(list[_Unit], units[at:])
 
     def _survey_reference(self, has_work: Callable[[str], bool]) -> tuple[list[QueueInfo], list[_Unit]] | None:
         """`_survey` by one pass over the queues given (the reference)."""
@@ -345,5 +401,5 @@ def _same_queues(a: list[QueueInfo], b: list[QueueInfo]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
-def _unit_names(units: list[_Unit]) -> list[str | list[str]]:
+def _unit_names(units: Iterable[_Unit]) -> list[str | list[str]]:
     return [unit.name if isinstance(unit, QueueInfo) else unit for unit in units]

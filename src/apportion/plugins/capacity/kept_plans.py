@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apportion.cluster.model import QueueInfo
-from apportion.cluster.snapshot import same_queues
+from apportion.framework.kept_queues import KeptQueues
 from apportion.plugins.capacity.buckets import Buckets
 from apportion.plugins.capacity.buckets import ReqKey as _ReqKey
 from apportion.resources import Resource
@@ -24,6 +24,28 @@ PLANS_MEMO = "capacity.admission-plans"
 #: bucket's plan up in the kept ones (`_carried_plan`) rather than taking the last session's plans whole
 #: (`Admission._shared_plans`, K47)
 share_plans = True
+
+#: a bucket's plan as `bare_answers` reads it when it walks the levels (bare_answers.py `_spec`): its
+#: minResources by value, a minResources of that value, and the levels root first after the first
+_Walk = tuple[_ReqKey, Resource, tuple[str, ...]]
+
+
+class Plans(dict[int, _Plan]):
+    """Per bucket number, its plan (`Admission._plan`); with `walks`, `fixed` and `group`, the plan as
+    `bare_answers` reads it, worked out from the plan and the bucket once for as long as these plans are
+    (K55): per bucket number, the levels to walk after the first (`_Walk`) and its group, or the answer
+    without text; per group (a first level and a minResources by value), its level, minResources by
+    value and a minResources of that value."""
+
+    __slots__ = ("fixed", "group", "group_of", "groups", "walks")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.walks: dict[int, _Walk] = {}
+        self.fixed: dict[int, str | None] = {}
+        self.group: dict[int, int] = {}
+        self.group_of: dict[tuple[str, _ReqKey], int] = {}
+        self.groups: list[tuple[str, _ReqKey, Resource]] = []
 
 
 class _KeptPlans:
@@ -48,8 +70,8 @@ class _KeptPlans:
         #: the queues (names and objects, in order) of the last session that took its plans from here,
         #: and that session's plans per bucket number: a session with the same queues takes them as
         #: they are (each holds while its queue is the same object), not bucket by bucket
-        self.queues: list[tuple[str, QueueInfo]] = []
-        self.session_plans: dict[int, _Plan] = {}
+        self.queues = KeptQueues({})
+        self.session_plans = Plans()
         #: the numbering `session_plans` is keyed in: the buckets object and its epoch
         self.buckets: Buckets | None = None
         self.epoch = -1
@@ -59,14 +81,14 @@ class _KeptPlans:
 
 
 def shared_plans(kept: _KeptPlans, known: dict[str, QueueInfo], buckets: Buckets,
-                 plan_of: Callable[[str, Resource | None, _ReqKey | None], _Plan]) -> dict[int, _Plan]:
+                 plan_of: Callable[[str, Resource | None, _ReqKey | None], _Plan]) -> Plans:
     """The plans of the last session over this tree when this session's queues (`known`) are its queues
     (the same names and objects, in order) and its bucket numbering is the same: each of them is the
     one `Admission._carried_plan` gives this session (it holds while its bucket's queue is the same
     object), and those this session adds hold for the next one over the same queues too. Else a new
     dict, kept for the sessions after. `plan_of` is `Admission._plan` (the self-check's reference)."""
     mine = kept.queues
-    if kept.buckets is buckets and kept.epoch == buckets.epoch and same_queues(mine, known):
+    if kept.buckets is buckets and kept.epoch == buckets.epoch and mine.same(known):
         plans = kept.session_plans
         if check.enabled():
             for i, plan in plans.items():
@@ -76,7 +98,7 @@ def shared_plans(kept: _KeptPlans, known: dict[str, QueueInfo], buckets: Buckets
                                                 f"minResources {key} kept from the last session over the same "
                                                 "queues differs from the one worked out now")
         return plans
-    kept.queues = list(known.items())
+    kept.queues = KeptQueues(known)
     kept.buckets, kept.epoch = buckets, buckets.epoch
-    plans = kept.session_plans = {}
+    plans = kept.session_plans = Plans()
     return plans
