@@ -70,7 +70,7 @@ def test_the_loop_shares_as_task_again_says(cases: list[tuple[Any, ...]]) -> Non
     for inline in (True, False):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(job_build, "INLINE_SHARING", inline)
-            ji, shared, _ = build_job(sj, tpl, job_consts(tpl), templates, original, held)
+            ji, shared = build_job(sj, tpl, job_consts(tpl), templates, original, held)
         built[inline] = (shared, [ji.tasks[t.uid] is held[t.uid] for t in templates],
                          [(t.status, t.node_name) for t in ji.tasks.values()], ji.counts, ji.version)
     assert built[True] == built[False]
@@ -119,7 +119,7 @@ def _built_and_added(templates: list[TaskInfo], sim_tasks: list[SimTask],
                    resources=Resource())
     sj = SimJob(spec=spec, uid="ns/j", queue="q", creation="", priority=0, resreq=Resource(), min_resources=Resource(),
                 tasks=sim_tasks)
-    ji, _, _ = build_job(sj, tpl, job_consts(tpl), templates, [None] * len(templates), held)
+    ji, _ = build_job(sj, tpl, job_consts(tpl), templates, [None] * len(templates), held)
     want = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
     for t in templates:
         want.add_task(TaskInfo(*fresh_fields(t)))

@@ -1,13 +1,10 @@
 """forecast/job_since.py and `copy_task` against their references (docs/semantics.md F17): `copy_task`
-against `copy_task_reference` slot by slot; a first build (`build_first`) against `build_job`;
-`JobShape.allocated` against `build_job`'s loop to the bit over amounts of every kind; chains of builds of random jobs (tasks changed at random between builds,
-the last object moved by a session or not) built again from the last object and by `build_job`,
-compared by `check_again` (every field, the maps' order, `allocated`'s bits, the tasks held again by
-identity); and the benchmark's forecast small with `SINCE_LAST` and `FIRST_AS_STATE` on and off."""
+against `copy_task_reference` slot by slot; a first build (`build_first`) against `build_job`, compared
+by `check_build` (every field, the maps' order, `allocated`'s bits, the tasks field by field); and the
+benchmark's forecast small with `FIRST_AS_STATE` on and off."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -15,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
 
-from apportion.cluster.model import RUNNING, SUCCEEDED, JobInfo, TaskInfo, TaskStatus
+from apportion.cluster.model import RUNNING, JobInfo, TaskInfo, TaskStatus
 from apportion.forecast import job_since
 from apportion.forecast import sim as forecast_sim
 from apportion.forecast.job_build import build_job, copy_task, copy_task_reference, job_consts
-from apportion.forecast.job_since import build_again, build_first, check_again, job_shape, job_shape_reference
+from apportion.forecast.job_since import build_first, check_build
 from apportion.forecast.sim import DumpObjects
 from apportion.resources import Resource
 from apportion.simulation.jobs import SimJob, SimTask
@@ -58,111 +55,10 @@ def _job(requests: list[Resource], statuses: list[TaskStatus]) -> tuple[SimJob, 
     return sj, JobInfo(uid="ns/j", name="j", namespace="ns", queue="q"), templates
 
 
-def _bits(r: Resource) -> tuple[object, ...]:
-    return r.cpu.hex(), r.memory.hex(), [(n, v.hex()) for n, v in r.scalars.items()]
-
-
 @st.composite
 def _request(draw: st.DrawFn) -> Resource:
     names = draw(st.lists(st.sampled_from(["nvidia.com/gpu", "pods", "x"]), unique=True, max_size=3))
     return Resource(draw(_AMOUNT), draw(_AMOUNT), {n: draw(_AMOUNT) for n in names})
-
-
-def _copy(r: Resource) -> Resource:
-    """An equal request whose amounts are other float objects (a NaN's copy is then not equal)."""
-    return Resource(r.cpu * 1.0, r.memory * 1.0, {n: v * 1.0 for n, v in r.scalars.items()})
-
-
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_request(), st.lists(_STATUSES, min_size=1, max_size=8), st.sampled_from(["one", "clone", "copy"]))
-def test_allocated_from_the_shape_is_the_loop_s(r: Resource, statuses: list[TaskStatus], how: str) -> None:
-    """`JobShape.allocated` over the allocated tasks' count: `build_job`'s sum to the bit (NaN and the
-    infinities too), whether the tasks share one request object, each has a clone (the same float
-    objects) or a copy (other float objects, equal); `job_shape` is its reference's."""
-    requests = [r if how == "one" else r.clone() if how == "clone" else _copy(r) for _ in statuses]
-    sj, tpl, templates = _job(requests, statuses)
-    shape = job_shape(sj, templates)
-    ref = job_shape_reference(sj, templates)
-    assert (shape is None) == (ref is None)
-    if how == "copy" and len(statuses) > 1 and any(v != v for v in (r.cpu, r.memory, *r.scalars.values())):
-        assert shape is None  # copies of a NaN are not equal
-    if shape is None or ref is None:
-        return
-    assert (shape.uids, shape.request, shape.empty, shape.gated) == (ref.uids, ref.request, ref.empty, ref.gated)
-    ji, _, _ = build_job(sj, tpl, job_consts(tpl), templates, [None] * len(templates), None)
-    k = sum(c for s, c in ji.counts.items() if s in {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
-                                                      TaskStatus.RUNNING})
-    assert _bits(shape.allocated(k)) == _bits(ji.allocated)
-    assert shape.allocated(k) is not shape.allocated(k)
-
-
-@pytest.mark.parametrize("loop", [False, True])
-def test_shapes_that_build_again_would_not_build_alike(loop: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_since, "JOB_SHAPE_LOOP", loop)
-    sj, _, templates = _job([Resource(1.0, 2.0), Resource(1.0, 3.0)], [RUNNING, RUNNING])
-    assert job_shape(sj, templates) is None  # requests differ
-    sj, _, templates = _job([Resource(1.0, 2.0, {"a": 1.0, "b": 1.0}), Resource(1.0, 2.0, {"b": 1.0, "a": 1.0})],
-                            [RUNNING, RUNNING])
-    assert job_shape(sj, templates) is None  # the scalars in another order
-    sj, _, templates = _job([Resource(1.0, 2.0)] * 2, [RUNNING, RUNNING])
-    templates[1].uid = "u0"
-    assert job_shape(sj, templates) is None  # a uid met twice
-    sj, _, templates = _job([Resource(1.0, 2.0)] * 2, [RUNNING, RUNNING])
-    templates[0].started_at = math.nan
-    assert job_shape(sj, templates) is None
-    sj, _, templates = _job([Resource(1.0, 2.0)] * 2, [RUNNING, RUNNING])
-    sj.tasks[0].index, sj.tasks[1].index = 1, 0
-    assert job_shape(sj, templates) is None
-    sj, _, templates = _job([Resource(1.0, 2.0, {"a": 1.0}), Resource(1.0, 2.0, {"a": 1})], [RUNNING, RUNNING])
-    assert job_shape(sj, templates) is None  # an amount equal but an int
-    sj, _, templates = _job([Resource(1.0, 2.0), Resource(1.0, 2.0)], [RUNNING, RUNNING])
-    templates[1].gated = True
-    shape = job_shape(sj, templates)
-    assert shape is not None and shape.gated == 1 and shape.uids == ("u0", "u1")
-
-
-_STEP = st.tuples(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([TaskStatus.PENDING, RUNNING, SUCCEEDED,
-                                                                          TaskStatus.RELEASING]),
-                                     st.sampled_from(["n0", "n1"]), st.sampled_from([1.0, 2.0, 5.0, None]))),
-                  st.booleans())
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_request(), st.lists(st.sampled_from([TaskStatus.PENDING, RUNNING]), min_size=1, max_size=8),
-       st.lists(_STEP, max_size=6))
-def test_chains_of_builds_again_are_build_job_s(r: Resource, statuses: list[TaskStatus],
-                                                steps: list[tuple[list[tuple[int, TaskStatus, str, float | None]],
-                                                                  bool]]) -> None:
-    """A job built, then at each step some tasks changed in the simulation (status, node, start) and
-    the job built again: from the last object over the changed tasks when no session moved it (else by
-    `build_job`, as `DumpObjects` does), every build again compared with `build_job`'s."""
-    sj, tpl, templates = _job([r] * len(statuses), statuses)
-    shape = job_shape(sj, templates)
-    assert shape is not None
-    consts = job_consts(tpl)
-    original: list[TaskStatus | None] = [t.status for t in templates]
-    last, _, sound = build_job(sj, tpl, consts, templates, original, None, True)
-    for changes, moved in steps:
-        changed = set()
-        for i, status, node, start in changes:
-            if i >= len(statuses):
-                continue
-            st_ = sj.tasks[i]
-            original[i] = None
-            st_.status, st_.node, st_.start = status, node, start
-            changed.add(i)
-        if moved:
-            t = next(iter(last.tasks.values()))
-            last.set_status(t, TaskStatus.PIPELINED if t.status is not TaskStatus.PIPELINED else TaskStatus.PENDING)
-        held = last.tasks if last.allocated_as_added else None
-        ref, ref_shared, ref_sound = build_job(sj, tpl, consts, templates, original, held, True)
-        if held is not None and sound:
-            ji, shared, sound = build_again(sj, tpl, consts, shape, templates, original, last, changed)
-            check_again(ji, shared, ref, ref_shared, held)
-            assert sound == ref_sound
-            last = ji
-        else:
-            last, sound = ref, ref_sound
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -188,44 +84,42 @@ def test_a_first_build_is_build_job_s(cases: list[tuple[Resource, TaskStatus, bo
         assert first is None
         return
     assert first is not None
-    ref, _, ref_sound = build_job(sj, tpl, job_consts(tpl), templates, original, None, starts)
-    check_again(first[0], 0, ref, 0, {})
-    assert first[1] == ref_sound
+    ref, _ = build_job(sj, tpl, job_consts(tpl), templates, original, None, starts)
+    check_build(first, ref)
 
 
-def test_check_again_fails_loudly_on_a_difference() -> None:
+def test_check_build_fails_loudly_on_a_difference() -> None:
+    """A template whose counts are not its tasks' (its bookkeeping as added otherwise): `build_first`
+    takes them, and the self-check names the difference."""
     sj, tpl, templates = _job([Resource(1.0, 2.0)] * 3, [RUNNING] * 3)
-    consts = job_consts(tpl)
+    for tt in templates:
+        tpl.add_task(tt)
+    tpl.counts[RUNNING] += 1
     original: list[TaskStatus | None] = [RUNNING] * 3
-    last, _, _ = build_job(sj, tpl, consts, templates, original, None, True)
-    original[1], sj.tasks[1].status, sj.tasks[1].node = None, SUCCEEDED, ""
-    shape = job_shape(sj, templates)
-    assert shape is not None
-    ji, shared, _ = build_again(sj, tpl, consts, shape, templates, original, last, set())  # the change not told
-    ref, ref_shared, _ = build_job(sj, tpl, consts, templates, original, last.tasks, True)
-    with pytest.raises(StateCheckError, match="built again from its last object differs"):
-        check_again(ji, shared, ref, ref_shared, last.tasks)
+    first = build_first(sj, tpl, job_consts(tpl), templates, True)
+    assert first is not None
+    ref, _ = build_job(sj, tpl, job_consts(tpl), templates, original, None, True)
+    with pytest.raises(StateCheckError, match="built from its template's bookkeeping differs from build_job's in counts"):
+        check_build(first, ref)
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
-def test_forecasts_built_again_since_the_last_object_are_the_reference_s(seed: int) -> None:
-    """The benchmark's shape small with reclaim, with `SINCE_LAST` and `FIRST_AS_STATE` on (under the
-    self-check: each such build compared with `build_job`'s) and off: the same answer and the same
-    tasks held again."""
+def test_forecasts_with_first_builds_from_the_templates_are_the_reference_s(seed: int) -> None:
+    """The benchmark's shape small with reclaim, with `FIRST_AS_STATE` on (under the self-check: each
+    first build compared with `build_job`'s) and off: the same answer and the same tasks held again."""
     runs = []
-    again = []
+    firsts = []
 
     def counted(*args: Any) -> Any:
-        again.append(args[0].uid)
-        return build_again(*args)
+        firsts.append(args[0].uid)
+        return build_first(*args)
 
-    for since in (True, False):
+    for first in (True, False):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(job_since, "SINCE_LAST", since)
-            mp.setattr(job_since, "FIRST_AS_STATE", since)
-            mp.setattr(forecast_sim, "build_again", counted)
-            if since:
+            mp.setattr(job_since, "FIRST_AS_STATE", first)
+            mp.setattr(forecast_sim, "build_first", counted)
+            if first:
                 mp.setenv(ENV, "1")
             else:
                 mp.delenv(ENV, raising=False)
@@ -234,6 +128,6 @@ def test_forecasts_built_again_since_the_last_object_are_the_reference_s(seed: i
         objects = sim.objects
         assert isinstance(objects, DumpObjects)
         runs.append((_answer(sim), objects.tasks_shared))
-        assert bool(again) == since
-        again.clear()
+        assert bool(firsts) == first
+        firsts.clear()
     assert runs[0] == runs[1]

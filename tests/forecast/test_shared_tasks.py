@@ -15,7 +15,7 @@ from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
 
 from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
-from apportion.forecast import job_build, job_since
+from apportion.forecast import job_build
 from apportion.forecast.built_check import check_starts
 from apportion.forecast.job_build import task_again
 from apportion.forecast.sim import DumpObjects
@@ -93,7 +93,6 @@ def test_the_self_check_fails_loudly_on_a_task_shared_wrongly(monkeypatch: pytes
 
     monkeypatch.setattr(job_build, "INLINE_SHARING", False)
     monkeypatch.setattr(job_build, "task_again", any_task)
-    monkeypatch.setattr(job_since, "SINCE_LAST", False)  # every build by build_job (F17's own check: test_job_since)
     sim = _simulator(_bench_objects(1, nodes=10, gangs=40), None, True, 3 * 3600.0)
     with pytest.raises(StateCheckError, match="built fast differs from a fresh build"):
         sim.run()

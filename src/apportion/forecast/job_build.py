@@ -195,9 +195,8 @@ def task_again(t: TaskInfo, status: TaskStatus, node: str, tt: TaskInfo, st: Sim
 
 def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequence[TaskInfo],
               original: Sequence[TaskStatus | None], held: Mapping[str, TaskInfo] | None,
-              starts: bool = False) -> tuple[JobInfo, int, bool]:
-    """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again, whether
-    no start it gave is NaN: `build_again` may build from it, forecast/job_since.py).
+              starts: bool = False) -> tuple[JobInfo, int]:
+    """(the job `sj` built from its template `tpl`, how many of `held`'s tasks it holds again).
 
     `consts`: `job_consts(tpl)`; `templates`: its template tasks (a task made anew is `copy_task`'s);
     `original`: per task (by its index), its status in the state while the simulation has not
@@ -217,7 +216,6 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
     cpu = memory = 0.0
     scalars: dict[str, float] = {}
     gated = pending_be = shared = 0
-    sound = True
     # the loop's count, known before it (zip stops at the shortest); a task's uid met twice leaves
     # the map shorter than that, which is `add_task`'s test of a task replaced (`as_added` below)
     added = min(len(sj.tasks), len(templates))
@@ -243,9 +241,7 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
         else:
             t = copy(tt, status, node)
             if starts and status is running and t.started_at is None:
-                start = t.started_at = st.start
-                if start is not None and start != start:
-                    sound = False
+                t.started_at = st.start
         if t.gated:
             gated += 1
         tasks[t.uid] = t
@@ -270,4 +266,4 @@ def build_job(sj: SimJob, tpl: JobInfo, consts: tuple[Any, ...], templates: Sequ
                  {}, log, tpl.notes)
     if added and log is not None:
         log.add(sj.uid)
-    return ji, shared, sound
+    return ji, shared

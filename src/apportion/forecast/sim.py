@@ -39,7 +39,7 @@ from apportion.forecast.built_check import check_as_built, check_starts
 from apportion.forecast.job_build import build_job, job_consts, job_fields
 from apportion.forecast.job_build import fresh_task as _fresh_task
 from apportion.forecast.job_build import task_copy as task_copy
-from apportion.forecast.job_since import JobShape, build_again, build_first, check_again, job_shape
+from apportion.forecast.job_since import build_first, check_build
 from apportion.forecast.quiet_early import EarlyQuietTest
 from apportion.forecast.runtime import Assumed
 from apportion.forecast.start import StartState
@@ -96,15 +96,9 @@ class DumpObjects:
         self.share_tasks = True
         #: how many tasks were handed out again so (for the tests' reading)
         self.tasks_shared = 0
-        #: per job uid, its template's fields every build takes as they are, whether its shape was
-        #: taken, and the shape (`job_shape`; None: not taken, or `build_again` does not build it)
-        #: (`build_fast`; a fork shares it, forecast/forward.py: it is the templates' alone)
-        self._fresh_fields: dict[str, tuple[tuple[Any, ...], bool, JobShape | None]] = {}
-        #: per job uid, the last object `build_fast` built for it while `build_again` may build from it
-        #: (its running tasks made anew given their starts, none NaN), and the indices of its tasks
-        #: whose status the simulation changed since the last build (`status_changed`; F17)
-        self._last: dict[str, JobInfo] = {}
-        self._changed: dict[str, set[int]] = {}
+        #: per job uid, its template's fields every build takes as they are (`build_fast`; a fork
+        #: shares it, forecast/forward.py: it is the templates' alone)
+        self._fresh_fields: dict[str, tuple[Any, ...]] = {}
         #: False once a job object was built without its starts (`starts_at_build`)
         self._starts_all = True
         #: whether a build may give a running task made anew its start from the simulation (`build_job`'s
@@ -123,16 +117,10 @@ class DumpObjects:
         return self._starts_all
 
     def status_changed(self, job: SimJob, task: SimTask) -> None:
-        """The dump's own status no longer applies, and the job's next build looks at the task
-        (`build_again`)."""
+        """The dump's own status no longer applies."""
         statuses = self.original.get(job.uid)
         if statuses is not None:
             statuses[task.index] = None
-            changed = self._changed.get(job.uid)
-            if changed is None:
-                self._changed[job.uid] = {task.index}
-            else:
-                changed.add(task.index)
 
     def adjust(self, snap: Snapshot, now: float, live_nodes: Collection[str], node_events: int | None = None) -> None:
         """The dump's nodes in its order (with their key: the same while the same of them are live),
@@ -255,15 +243,12 @@ class DumpObjects:
                 check_as_built(ji, self.build(sj, tpl), "built fast")
                 check_starts(ji, sj, self.template_tasks[sj.uid])
         else:
-            self._changed.pop(sj.uid, None)
-            self._last.pop(sj.uid, None)
             ji = self.build(sj, tpl)
         if self.keep_waiting or (sj.phase is GROUP_RUNNING
                                  and all(t.status is RUNNING for t in sj.tasks)):
             sj.info, sj.info_of = ji, (sj.changes, sj.phase, sj.queue, sj.reservation_id)
         else:
             sj.info, sj.info_of = None, ()
-            self._last.pop(sj.uid, None)
         return ji
 
     def build(self, sj: SimJob, tpl: JobInfo) -> JobInfo:
@@ -292,8 +277,7 @@ class DumpObjects:
         thousands of times a forecast): each task made anew a copy of its template (`copy_task`), and
         `add_task`'s bookkeeping (counts, allocated, version, the log) done in `build_job`'s loop, in
         `add_task`'s order, so that `allocated` sums alike; a job none of whose tasks changed takes
-        its template's bookkeeping (`build_first`), and one built again from its last object looks
-        at the tasks changed since alone (`build_again`, forecast/job_since.py, semantics F17).
+        its template's bookkeeping (`build_first`, forecast/job_since.py, semantics F17).
 
         A job is built again when a task of it changed status, most often one of its ten: the tasks
         of its last object that no session placed, evicted or pipelined since (the object kept
@@ -304,42 +288,20 @@ class DumpObjects:
         prev = sj.info
         held = prev.tasks if self.share_tasks and prev is not None and prev.allocated_as_added else None
         uid = sj.uid
-        kept = self._fresh_fields.get(uid)
-        if kept is None:
-            kept = self._fresh_fields[uid] = (job_consts(tpl), False, None)
+        consts = self._fresh_fields.get(uid)
+        if consts is None:
+            consts = self._fresh_fields[uid] = job_consts(tpl)
         templates, original = self.template_tasks[uid], self.original[uid]
-        starts = self.starts_known and job_build.STARTS_AT_BUILD
-        # the tasks changed since the last build, which the next one is counted from (whichever builds)
-        changed = self._changed.pop(uid, ())
-        if held is not None and prev is not None and starts and job_since.SINCE_LAST and self._last.get(uid) is prev:
-            # no session placed a task of the last object since it was built with its starts (F17)
-            if not kept[1]:
-                kept = self._fresh_fields[uid] = (kept[0], True, job_shape(sj, templates))
-            shape = kept[2]
-            if shape is not None and len(held) == len(shape.uids):
-                ji, shared, sound = build_again(sj, tpl, kept[0], shape, templates, original, prev, changed)
-                if self.checking:
-                    ref, ref_shared, _ = build_job(sj, tpl, kept[0], templates, original, held, starts)
-                    check_again(ji, shared, ref, ref_shared, held)
-                return self._built(uid, ji, shared, sound)
         if held is None and job_since.FIRST_AS_STATE and None not in original:
             # every task as the state has it (a start job's first build): the template's bookkeeping
-            first = build_first(sj, tpl, kept[0], templates, starts)
+            starts = self.starts_known and job_build.STARTS_AT_BUILD
+            first = build_first(sj, tpl, consts, templates, starts)
             if first is not None:
                 if self.checking:
-                    ref, _, _ = build_job(sj, tpl, kept[0], templates, original, None, starts)
-                    check_again(first[0], 0, ref, 0, {})
-                return self._built(uid, first[0], 0, first[1] and starts)
-        ji, shared, sound = build_job(sj, tpl, kept[0], templates, original, held, self.starts_known)
-        return self._built(uid, ji, shared, sound and starts)
-
-    def _built(self, uid: str, ji: JobInfo, shared: int, again: bool) -> JobInfo:
-        """`ji`, built fast, counted; kept as the job's last object when `build_again` may build from it."""
+                    check_build(first, build_job(sj, tpl, consts, templates, original, None, starts)[0])
+                return first
+        ji, shared = build_job(sj, tpl, consts, templates, original, held, self.starts_known)
         self.tasks_shared += shared
-        if again:
-            self._last[uid] = ji
-        else:
-            self._last.pop(uid, None)
         return ji
 
 
