@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 import re
 from typing import Any
 
@@ -124,6 +125,9 @@ def test_the_forecast_path_classes_are_lean() -> None:
     from apportion.simulation.specs import Scenario
 
     for cls in (CycleResult, Forecast, StartState, Records, ReservationId, Scenario):
-        assert cls.__repr__.__module__ == "apportion.lean_dataclass", cls  # a closure, not compiled text
+        # a closure (its code is lean_dataclass's), not compiled text; its module is the class's
+        assert cls.__repr__.__code__.co_filename.endswith("lean_dataclass.py"), cls
+        assert cls.__repr__.__module__ == cls.__module__
+        assert pickle.loads(pickle.dumps(cls.__eq__)) is cls.__eq__  # found by name, as dataclasses'
         assert cls.__dataclass_params__.repr and cls.__dataclass_params__.eq
     assert ReservationId(1, 2) < ReservationId(1, 3) and hash(ReservationId(1, 2)) == hash((1, 2))

@@ -84,6 +84,8 @@ def _hash_method(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], in
 def _add(cls: type, fn: Any, name: str) -> None:
     fn.__name__ = name
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
+    # as dataclasses' methods: the class's module, so that pickle finds `C.__eq__` by its name
+    fn.__module__ = cls.__module__
     setattr(cls, name, fn)
 
 

@@ -51,7 +51,7 @@ _PLACE = {n: i for i, n in enumerate(_TASK_NAMES)}
 
 
 def fresh_fields(t: TaskInfo) -> tuple[Any, ...]:
-    """A template task's fields in __init__ order as a fresh copy (`_fresh_task`, forecast/sim.py)
+    """A template task's fields in __init__ order as a fresh copy (`fresh_task`)
     starts with them, but for the status and node, which the build sets: three reads of C speed
     where `fresh_fields_reference` makes a list of them and writes five places."""
     return _BEFORE_UNFILLED(t) + _BLANK + _AFTER_UNFILLED(t)

@@ -213,7 +213,6 @@ class EarlyQuietTest(QuietTest):
             placed = {}
             self._placements(job.tasks.items(), placed)
         elastic = self._elastic
-        # `amounts_of` (plugins/capacity/backlog_watch.py) is `job_amounts`: asked directly
         return _Held(job.queue, None if elastic is None else job_amounts(job, elastic), placed)
 
     def _placements(self, tasks: Iterable[tuple[str, TaskInfo]], placed: dict[str, _Placed]) -> None:

@@ -204,7 +204,7 @@ def same_rows(owner: Owner, table: NodeTable, plugins: list[tuple[str, str, Any]
     at = sorted(rows)
     for now, then in pairs:
         # (an array the two sessions share would compare equal to itself whatever happened to the row)
-        if now is then or now.shape != then.shape or now.dtype != then.dtype:
+        if now.shape != then.shape or now.dtype != then.dtype or np.may_share_memory(now, then):
             return set()
     # bits, not `==`: NaN and -0.0 are states of their own
     same = [row for row in at if all(now[row].tobytes() == then[row].tobytes() for now, then in pairs)]

@@ -83,8 +83,9 @@ class DrfPlugin(Plugin):
             if hit is not None and hit[0] == job.version and hit[1] is not job.phase and hit[2] == self._terms:
                 if check.enabled():
                     want = self._sum_and_share(job)
-                    if (hit[3][0].cpu, hit[3][0].memory, hit[3][0].scalars, hit[3][1]) != (
-                            want[0].cpu, want[0].memory, want[0].scalars, want[1]):
+                    # compared by repr, so that a NaN amount or share equals itself
+                    if repr((hit[3][0].cpu, hit[3][0].memory, hit[3][0].scalars, hit[3][1])) != repr(
+                            (want[0].cpu, want[0].memory, want[0].scalars, want[1])):
                         raise check.StateCheckError(f"{check.ENV}: drf's sum and share kept on job {job.uid} "
                                                     f"across its phase move differ from its tasks' {want}")
                 job.derived[DERIVED] = (hit[0], job.phase, hit[2], hit[3])

@@ -47,6 +47,7 @@ from apportion.service.reservations import (
 from apportion.service.seed import scenario_cluster
 from apportion.service.store import SqlStore
 from apportion.service.writer import RWLock, Writer
+from apportion.simulation.reservations import promised
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -89,9 +90,8 @@ class ServiceConfig:
 def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plans: dict[str, PlanSettings]
                     ) -> dict[str, PlanShape]:
     """Each reservable queue's plan: its settings, its capacity (what the tree promises the queue,
-    as the simulator's `plan_capacity`: its guarantee, else its deserved; for a queue promised
-    nothing, its capability, else the cluster: the nodes' allocatable summed; never more than the
-    cluster) and its dimensions
+    `simulation.reservations.promised`, as the simulator's plans; for a queue promised nothing, the
+    cluster: the nodes' allocatable summed; never more than the cluster) and its dimensions
     (memory-mb, vcores and every other resource type of the nodes, see reservations.cluster_dims)."""
     dims = cluster_dims(nodes)
     total = [0] * len(dims)
@@ -100,15 +100,8 @@ def plan_capacities(nodes: list[Resource], queues: Mapping[str, QueueInfo], plan
             total[i] += x
     out: dict[str, PlanShape] = {}
     for name, settings in plans.items():
-        q = queues[name]
-        if not q.guarantee.is_empty():
-            cap = to_plan_vector(q.guarantee, dims)
-        elif not q.deserved.is_empty():
-            cap = to_plan_vector(q.deserved, dims)
-        elif q.capability_set:
-            cap = to_plan_vector(q.capability, dims)
-        else:
-            cap = tuple(total)
+        base = promised(queues[name])
+        cap = tuple(total) if base is None else to_plan_vector(base, dims)
         out[name] = (settings, tuple(min(c, t) for c, t in zip(cap, total)), dims)
     return out
 

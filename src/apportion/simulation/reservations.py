@@ -280,13 +280,23 @@ def simulation_plans(
     return plans
 
 
+def promised(queue: QueueInfo) -> Resource | None:
+    """What the tree promises a reservable queue, which its plan's capacity is (the service's plans
+    too): its guarantee if set, else its deserved; for a queue promised neither, its capability if
+    set; None: nothing, the plan gets the cluster."""
+    if not queue.guarantee.is_empty():
+        return queue.guarantee
+    if not queue.deserved.is_empty():
+        return queue.deserved
+    return queue.capability if queue.capability_set else None
+
+
 def plan_capacity(queue: QueueInfo, cluster_total: Resource) -> Resource:
-    """Guarantee if set, else deserved; for a queue promised neither, its capability if set, else
-    the cluster (as the service's plans); capped by the cluster (so a node failure is a capacity
+    """`promised(queue)`, else the cluster; capped by the cluster (so a node failure is a capacity
     drop)."""
-    base = queue.guarantee if not queue.guarantee.is_empty() else queue.deserved
-    if base.is_empty():
-        base = queue.capability if queue.capability_set else cluster_total
+    base = promised(queue)
+    if base is None:
+        base = cluster_total
     out = Resource()
     for n in sorted({*base.names(), CPU, MEMORY} - {PODS}):
         if n in (CPU, MEMORY) and base.get(n) == 0 and not base.has(n):

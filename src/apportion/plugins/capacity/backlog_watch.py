@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import field
 
-from apportion.cluster.model import JobInfo, QueueInfo
+from apportion.cluster.model import QueueInfo
 from apportion.framework import extension as ep
 from apportion.framework.session import Session
 from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.attrs import QueueAttr
-from apportion.plugins.capacity.ledger import Amount, job_amounts
+from apportion.plugins.capacity.ledger import Amount
 from apportion.plugins.capacity.plugin import CapacityPlugin
 from apportion.resources import CPU, MEMORY, PODS, Resource
 from apportion.state import check
@@ -228,7 +228,7 @@ class BacklogWatch:
                 del bucket[amount]
 
     def charge(self, queue: str, old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...] | None) -> None:
-        """A job of `queue` changed from the charged amounts `old` to `new` (`amounts_of`; None: not
+        """A job of `queue` changed from the charged amounts `old` to `new` (`job_amounts`; None: not
         charged): its path's accounting moves by the difference."""
         path = self.paths[queue] if queue in self.paths else self.path_of(queue)
         if path is None:
@@ -364,12 +364,6 @@ def _delta(old: tuple[Amount | None, ...] | None, new: tuple[Amount | None, ...]
 def _nonzero(delta: dict[str, int]) -> dict[str, int]:
     """The dimensions a difference moves (a zero moves nothing: `BacklogWatch.charge` passes over it)."""
     return {dim: v for dim, v in delta.items() if v}
-
-
-def amounts_of(job: JobInfo, elastic_enabled: bool) -> tuple[Amount | None, ...] | None:
-    """What capacity charges for the job as exact integers (`charged_amounts`), or None when some
-    amount is not exact."""
-    return job_amounts(job, elastic_enabled)
 
 
 def elastic_of(ssn: Session) -> bool | None:

@@ -46,15 +46,7 @@ _INQUEUE, _RUNNING, _PENDING = PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, Tas
 
 def exact_amount(r: Resource) -> Amount | None:
     """The resource as integers, or None when some amount is not an integer below 2**53."""
-    cpu, mem = r.cpu, r.memory
-    if not (cpu.is_integer() and mem.is_integer() and abs(cpu) < _EXACT and abs(mem) < _EXACT):
-        return None
-    scalars = []
-    for n, v in r.scalars.items():
-        if not (v.is_integer() and abs(v) < _EXACT):
-            return None
-        scalars.append((n, int(v)))
-    return int(cpu), int(mem), tuple(scalars)
+    return _exact_of(r.cpu, r.memory, r.scalars)
 
 
 def charged_amounts(c: JobContribution, elastic_enabled: bool) -> Amounts | None:
