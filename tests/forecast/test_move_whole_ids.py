@@ -80,7 +80,7 @@ def test_moves_taken_by_id_are_those_asked_of_every_request(amounts: list[tuple[
     if want:
         assert np.array_equal(fast.future, reference.future, equal_nan=True)
         assert fast.unchecked == reference.unchecked
-        assert fast.bound._stale == reference.bound._stale
+        assert fast.bound.stale == reference.bound.stale
 
 
 def test_a_request_known_whole_by_id_is_checked_under_the_self_check(monkeypatch: pytest.MonkeyPatch) -> None:

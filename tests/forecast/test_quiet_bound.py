@@ -35,7 +35,7 @@ def _moves(future: np.ndarray, requests: list[np.ndarray], steps: list[tuple[int
     for row, by, which, ask in steps:
         row %= len(future)
         future[row] += by
-        kept.moved(row)
+        kept.stale.add(row)
         if ask:
             least = requests[which % len(requests)]
             assert kept.places_at_most(least.tobytes(), least) == places_at_most(future, least)
@@ -62,6 +62,6 @@ def test_rows_moved_are_worked_out_again_and_no_other() -> None:
     kept = KeptBound(future)
     assert kept.places_at_most(least.tobytes(), least) == 8 + 1 + 0
     future[2] += least
-    kept.moved(2)
+    kept.stale.add(2)
     assert kept.places_at_most(least.tobytes(), least) == places_at_most(future, least) == 8 + 1 + 1
     assert (kept.full, kept.patched) == (1, 1)

@@ -159,5 +159,5 @@ def test_move_keys_is_move(keys: list[str], old: dict[str, tuple[int, int]], new
     for lean in (True, False):
         anchor = _Anchor([], None, False, False, {}, table, np.full((4, 2), 16000.0), None)
         ok = anchor.move_keys(placed(old), placed(new), keys) if lean else anchor.move(placed(old), placed(new), keys)
-        out.append((ok, anchor.future.tobytes(), sorted(anchor.unchecked), sorted(anchor.bound._stale)))
+        out.append((ok, anchor.future.tobytes(), sorted(anchor.unchecked), sorted(anchor.bound.stale)))
     assert out[0] == out[1]

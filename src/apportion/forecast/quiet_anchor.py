@@ -116,8 +116,8 @@ class _Anchor:
             news = [(k, new[k]) for k in keys if k in new]
         if not WHOLE_BY_ID:
             whole_ids = frozenset()
-        # `_whole` and `KeptBound.moved` written out, as in `move_keys`
-        future, stale, unchecked = self.future, self.bound._stale, self.unchecked
+        # `_whole` written out, as in `move_keys`
+        future, stale, unchecked = self.future, self.bound.stale, self.unchecked
         for key, (row, r, vec) in olds:
             n = new.get(key)
             if n is None or n[0] != row or n[1] is not r:
@@ -143,9 +143,9 @@ class _Anchor:
         same entries given back, then the same taken, in `keys`' order."""
         if not WHOLE_BY_ID:
             whole_ids = frozenset()
-        # `_whole` and `KeptBound.moved` written out: a request known whole by its id is not asked
-        # (unless the self-check compares), and the bound's stale rows are its set
-        future, stale, unchecked = self.future, self.bound._stale, self.unchecked
+        # `_whole` written out: a request known whole by its id is not asked (unless the self-check
+        # compares)
+        future, stale, unchecked = self.future, self.bound.stale, self.unchecked
         for key in keys:
             o = old.get(key)
             if o is not None:

@@ -57,24 +57,21 @@ def row_count(row: list[float], dims: list[tuple[int, float]]) -> int | None:
 
 class KeptBound:
     """`places_at_most(future, least)` per request key over the one array `future`, which changes
-    only on the rows named to `moved` before the next ask."""
+    only on the rows added to `stale` before the next ask."""
 
     def __init__(self, future: np.ndarray) -> None:
         self.future = future
         #: key -> (the requested columns and amounts, the per-row counts, their sum)
         self._kept: dict[bytes, tuple[list[tuple[int, float]], list[int], int]] = {}
-        self._stale: set[int] = set()
+        #: rows of `future` changed since the last count: whoever moves a row adds it here
+        self.stale: set[int] = set()
         #: rows worked out again, and bounds worked out over every row (for the benchmark's reading)
         self.patched = 0
         self.full = 0
 
-    def moved(self, row: int) -> None:
-        """The row of `future` changed."""
-        self._stale.add(row)
-
     def places_at_most(self, key: bytes, least: np.ndarray) -> int:
         """`places_at_most(self.future, least)`, where `key` is `least.tobytes()`."""
-        if self._stale:
+        if self.stale:
             self._catch_up()
         got = self._kept.get(key)
         if got is not None:
@@ -94,7 +91,7 @@ class KeptBound:
 
     def _catch_up(self) -> None:
         """Work the moved rows out again for every key kept."""
-        stale, self._stale = self._stale, set()
+        stale, self.stale = self.stale, set()
         if not self._kept:
             return
         future = self.future
