@@ -10,11 +10,12 @@ functions), and the last answer is kept for the queries inside its range.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from apportion.reservation.availability_vector import fused_vectorised
 from apportion.reservation.definition import ReservationId
 from apportion.reservation.exceptions import PlanningException
 from apportion.reservation.periodic import PeriodicStepFunction
@@ -143,7 +144,7 @@ class PlanAvailability:
     def _available_mirrored(
         self, user: str | None, old: ReservationAllocation | None, s: int, e: int, period: int
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """`_available_uncached` on the mirrors: `_fused_vectorised` on slices of the plan's arrays.
+        """`_available_uncached` on the mirrors: `fused_vectorised` on slices of the plan's arrays.
         None where only the step functions apply: an old version, the dominant calculator, a
         period with several copies in maxPeriodicity, values int64 might not hold."""
         if old is not None or self.calc.kind != "default" or not _in_int64(s, e + 1) or not self._mirrors():
@@ -286,7 +287,7 @@ class PlanAvailability:
                 sources.append((up, 2))
         segs = [(segments(f, s, end), col) for f, col in sources]
         if self.calc.kind == "default" and sum(len(k) for (k, _v), _c in segs) >= _VECTOR_MIN:
-            fast = _fused_vectorised(segs, cap, limit, end, self._over_committed)
+            fast = fused_vectorised(segs, cap, limit, end, self._over_committed)
             if fast is not None:
                 return fast
         for (keys, values), col in segs:
@@ -416,54 +417,6 @@ class PlanAvailability:
 
 #: below this many breakpoints the scalar pass is cheaper than numpy's fixed costs
 _VECTOR_MIN = 64
-#: values up to this size cannot overflow int64 when a few thousand of them are summed
-_VECTOR_MAX_VALUE = 1 << 48
-
-
-def _fused_vectorised(
-    segs: list[tuple[tuple[list[int], list[Res]], int]], cap: Res, limit: Res | None, end: int,
-    over_committed: Callable[[int, int], None],
-) -> StepFunction | None:
-    """`_available_fused` for the default calculator on numpy arrays: the same deltas summed in
-    time order, the same over-commit check and memory-ordered min, the same canonical form.
-    None (use the scalar pass) when a value is too large for exact int64 sums."""
-    times = []
-    deltas = []
-    for (keys, values), col in segs:
-        v = np.array(values, dtype=np.int64).reshape(-1, 2)
-        if v.size and int(np.abs(v).max()) > _VECTOR_MAX_VALUE:
-            return None
-        d = np.zeros((len(keys), 4), dtype=np.int64)
-        d[:, col:col + 2] = np.diff(v, axis=0, prepend=np.zeros((1, 2), dtype=np.int64))
-        times.append(np.array(keys, dtype=np.int64))
-        deltas.append(d)
-    t = np.concatenate(times)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    run = np.cumsum(np.concatenate(deltas)[order], axis=0)
-    # the running sums after the last delta at each time
-    last = np.ones(len(t), dtype=bool)
-    last[:-1] = t[1:] != t[:-1]
-    t = t[last]
-    run = run[last]
-    a = np.array(cap, dtype=np.int64) - run[:, 0:2]
-    if bool((a < 0).any()):
-        over_committed(int(t[(a < 0).any(axis=1)][0]), end - 1)
-    if limit is not None:
-        q = np.array(limit, dtype=np.int64) - run[:, 2:4]
-        a = np.where((a[:, 0] > q[:, 0])[:, None], q, a)
-    change = np.ones(len(t), dtype=bool)
-    change[1:] = (a[1:] != a[:-1]).any(axis=1)
-    change[0] = bool((a[0] != 0).any())
-    keys_out: list[int] = t[change].tolist()
-    kept = a[change]
-    values_out: list[Res] = list(zip(kept[:, 0].tolist(), kept[:, 1].tolist()))
-    if values_out and values_out[-1] != ZERO:
-        keys_out.append(end)
-        values_out.append(ZERO)
-    return StepFunction._bulk(keys_out, values_out)
-
-
 _NO_TIMES = np.empty(0, dtype=np.int64)
 _NO_VALUES = np.empty((0, 2), dtype=np.int64)
 
