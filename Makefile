@@ -10,12 +10,17 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# the compiled dataclass methods' cache (lean_dataclass.py), written once here; runs add to it
+KEPT_CODE := $(PY) -c "from apportion.lean_dataclass import write_kept_code; write_kept_code()"
+
 $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e .
+	$(KEPT_CODE)
 	touch $@
 
 $(DEVSTAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e '.[dev]'
+	$(KEPT_CODE)
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
@@ -71,6 +76,7 @@ scenarios: $(STAMP)
 	APPORTION_CMD="$(VENV)/bin/apportion cycle" $(PY) ../shared/tools/run_scenarios.py
 
 bench: $(DEVSTAMP)
+	$(KEPT_CODE)
 	$(PY) benchmarks/run.py
 
 clean:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-import yaml
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,4 +36,6 @@ def output_option(*formats: str, aliases: dict[str, str] | None = None) -> Calla
 
 def write_yaml(data: Any) -> None:
     """The json output's data as YAML, keys in the same order."""
+    import yaml  # (here: a command that writes no YAML starts without PyYAML)
+
     sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import yaml
 
 from apportion.durations import parse_duration
 from apportion.errors import InputError
@@ -65,6 +64,8 @@ def parse_assumed(text: str, where: str = "--assume-runtime") -> Assumed:
     s = text.strip()
     if not s.startswith("{"):
         return Assumed(text=s, constant=parse_duration(s, where))
+    import yaml  # (here: a forecast without a drawn runtime starts without PyYAML)
+
     try:
         data = yaml.safe_load(s)
     except yaml.YAMLError as e:

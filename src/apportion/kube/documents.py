@@ -12,37 +12,49 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import yaml
-from yaml.constructor import ConstructorError
 
 from apportion.errors import MAX_DEPTH, InputError, check_depth
 
-try:  # the C loader, for large kubectl dumps (benchmarks/README.md)
-    from yaml import CSafeLoader as _CLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _CLoader  # type: ignore[assignment]
+if TYPE_CHECKING:
+    import yaml
 
 #: longest integer a document may write. Python refuses to convert more than 4300 digits, and no field
 #: of a Kubernetes object, scheduler conf or scenario means anything near 100.
 MAX_INT_DIGITS = 100
 
 
-class _Loader(_CLoader):
-    """The C safe loader, refusing over-long integers with the line and column they are at."""
-
-
-def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
     # the length test first: it is all that runs for the integers of a real dump
     if len(node.value) > MAX_INT_DIGITS and (digits := sum(c.isdigit() for c in node.value)) > MAX_INT_DIGITS:
+        from yaml.constructor import ConstructorError
+
         raise ConstructorError(None, None, f"an integer of {digits} digits is too long (at most {MAX_INT_DIGITS})",
                                node.start_mark)
     return loader.construct_yaml_int(node)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """The C safe loader (for large kubectl dumps: benchmarks/README.md), refusing over-long integers
+    with the line and column they are at; made, and PyYAML imported, on the first YAML text read."""
+    global _LOADER
+    if _LOADER is None:
+        try:
+            from yaml import CSafeLoader as base
+        except ImportError:  # pragma: no cover - PyYAML built without libyaml
+            from yaml import SafeLoader as base  # type: ignore[assignment]
+
+        class _Loader(base):
+            """The C safe loader, refusing over-long integers."""
+
+        _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+        _LOADER = _Loader
+    return _LOADER
 
 
 def read_text(path: str) -> str:
@@ -61,8 +73,10 @@ def read_text(path: str) -> str:
 def load_yaml_all(text: str, name: str, *, multi: bool = True) -> list[Any]:
     """Every document of a YAML (or JSON) text, decoded within the bounds above; InputError naming
     `name` (`name: document i` when `multi`; and the line and column, when the parser knows them)."""
+    import yaml
+
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        docs = list(yaml.load_all(text, Loader=_loader()))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         loc = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

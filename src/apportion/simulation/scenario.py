@@ -12,8 +12,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from apportion.cluster.snapshot import DEFAULT_QUEUE
 from apportion.errors import InputError, QuantityError, shown
 from apportion.framework.conf import SchedulerConf, conf_from_dict, default_conf, parse_conf
@@ -323,6 +321,8 @@ def _scheduler(raw: Any, source: str, base: Path) -> tuple[SchedulerConf, str]:
 
         path = (base / raw["file"]).as_posix()
         return load_conf_file(path), Path(path).read_text(encoding="utf-8")
+    import yaml  # (here: the forecast, which builds a scenario in code, starts without PyYAML)
+
     return conf_from_dict(raw, source=where), yaml.safe_dump(raw, sort_keys=False)
 
 
