@@ -53,6 +53,9 @@ from apportion.resources import GPU
 from apportion.state import check
 
 MAX_NODE_SCORE = 100
+#: False: the placement cache's one-node score is `node_order_row_reference` (the definition); True: the
+#: same steps written out with the session's weights read once (`_row_lean`, docs/semantics.md K58)
+LEAN_ROW_SCORE = True
 #: the memo's entry: the last session's _NodeFacts with the nodes key they were read for
 FACTS_MEMO = "nodeorder.node-facts"
 
@@ -224,6 +227,14 @@ class NodeOrderPlugin(Plugin):
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
         self.no_soft_taints = facts.no_soft_taints
         self._alloc_rows: list[list[float]] = facts.alloc_rows
+        w = self.w
+        #: what `_row_lean` reads of the weights, when the session's terms are the plain-float ones (every
+        #: node with cpu and memory, no MostAllocated, TaintToleration constant): (LeastAllocated's weight,
+        #: BalancedAllocation's, TaintToleration's, whether preferred affinity terms are weighted); None else
+        self._row_plain: tuple[int, int, int, bool] | None = (
+            (w.least_requested, w.balanced_resource, w.taint_toleration, bool(w.node_affinity))
+            if (self.cpu_mem_everywhere and not w.most_requested and not (w.taint_toleration and not self.no_soft_taints))
+            else None)
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
         # a keyed score reads of a node, besides what is fixed for the nodes, the node view's sums alone
@@ -278,8 +289,64 @@ class NodeOrderPlugin(Plugin):
 
         The common terms (LeastAllocated, BalancedAllocation over two or three resources, constant
         TaintToleration) are the same IEEE operations in the same order as the array code, so the result
-        is identical; any other configuration takes the array code on one row.
+        is identical; any other configuration takes the array code on one row. With `LEAN_ROW_SCORE`
+        the steps are written out (`_row_lean`); `node_order_row_reference` is the definition.
         """
+        if LEAN_ROW_SCORE:
+            return self._row_lean(task, row)
+        return self.node_order_row_reference(task, row)
+
+    def _row_lean(self, task: TaskInfo, row: int) -> float:
+        """`node_order_row_reference` with what the session fixes read once at open (the weights and the
+        nodes' facts: `_row_plain`) and the one-pair helpers written in line: `max(x, 0.0)` is x unless
+        0.0 > x, `min(x, 1.0)` is x unless 1.0 < x (so -0.0 and NaN come out as they do), and `_floor_div`
+        is the same two steps. The same float operations in the same order, hence the same value."""
+        nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
+        plain = self._row_plain
+        if plain is None or (plain[3] and task.preferred_terms):
+            return float(self.node_order(task, np.array([row]))[0])
+        least, balanced_w, taint = plain[0], plain[1], plain[2]
+        balanced = bool(balanced_w) and bool(cpu or mem or gpu)
+        total = 0.0
+        cap_cpu, cap_mem, cap_gpu = self._alloc_rows[row]
+        if least or balanced:
+            sums = self.view.sums[row].tolist()
+            if least:
+                a = (cap_cpu - (sums[NZ_CPU] + nz_cpu)) * MAX_NODE_SCORE
+                if 0.0 > a:
+                    a = 0.0
+                lc = float(math.floor(a / cap_cpu))
+                if lc * cap_cpu > a:
+                    lc -= 1.0
+                a = (cap_mem - (sums[NZ_MEM] + nz_mem)) * MAX_NODE_SCORE
+                if 0.0 > a:
+                    a = 0.0
+                lm = float(math.floor(a / cap_mem))
+                if lm * cap_mem > a:
+                    lm -= 1.0
+                a = lc * 50 + lm * 50
+                q = float(math.floor(a / 100.0))
+                if q * 100.0 > a:
+                    q -= 1.0
+                total += least * q
+            if balanced:
+                fc = (sums[REQ_CPU] + cpu) / cap_cpu
+                if 1.0 < fc:
+                    fc = 1.0
+                fm = (sums[REQ_MEM] + mem) / cap_mem
+                if 1.0 < fm:
+                    fm = 1.0
+                if gpu == 0 or not cap_gpu > 0:
+                    std = abs(fc - fm) / 2
+                else:
+                    std = _std3(fc, fm, min((sums[REQ_GPU] + gpu) / cap_gpu, 1.0))
+                total += balanced_w * float(math.trunc((1 - std) * float(MAX_NODE_SCORE)))
+        if taint:
+            total += taint * float(MAX_NODE_SCORE)
+        return total
+
+    def node_order_row_reference(self, task: TaskInfo, row: int) -> float:
+        """`node_order_row` step by step (the definition `_row_lean` is tested against)."""
         w = self.w
         nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)
