@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_nodeorder import _View, _plugin, _session, _task, _used_node
+from test_nodeorder import _plugin, _session, _task, _used_node, _View
 
 from apportion.cluster.model import TaskInfo
 from apportion.plugins.nodeorder import NodeOrderPlugin
@@ -71,7 +71,7 @@ def test_lean_row_score_is_the_reference_bit_for_bit(caps: list[tuple[float, flo
 def test_lean_row_score_keeps_negative_zero_and_nan_as_max_and_min_do() -> None:
     """The written-out `max(x, 0.0)` and `min(x, 1.0)` return x itself unless the bound is strictly past it."""
     for x in (-0.0, 0.0, math.nan, -1.0, 2.0):
-        lean_max = 0.0 if 0.0 > x else x
-        lean_min = 1.0 if 1.0 < x else x
+        lean_max = 0.0 if x < 0.0 else x
+        lean_min = 1.0 if x > 1.0 else x
         assert np.float64(lean_max).tobytes() == np.float64(max(x, 0.0)).tobytes()
         assert np.float64(lean_min).tobytes() == np.float64(min(x, 1.0)).tobytes()

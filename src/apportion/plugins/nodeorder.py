@@ -299,7 +299,7 @@ class NodeOrderPlugin(Plugin):
     def _row_lean(self, task: TaskInfo, row: int) -> float:
         """`node_order_row_reference` with what the session fixes read once at open (the weights and the
         nodes' facts: `_row_plain`) and the one-pair helpers written in line: `max(x, 0.0)` is x unless
-        0.0 > x, `min(x, 1.0)` is x unless 1.0 < x (so -0.0 and NaN come out as they do), and `_floor_div`
+        x < 0.0, `min(x, 1.0)` is x unless x > 1.0 (so -0.0 and NaN come out as they do), and `_floor_div`
         is the same two steps. The same float operations in the same order, hence the same value."""
         nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         plain = self._row_plain
@@ -313,13 +313,13 @@ class NodeOrderPlugin(Plugin):
             sums = self.view.sums[row].tolist()
             if least:
                 a = (cap_cpu - (sums[NZ_CPU] + nz_cpu)) * MAX_NODE_SCORE
-                if 0.0 > a:
+                if a < 0.0:
                     a = 0.0
                 lc = float(math.floor(a / cap_cpu))
                 if lc * cap_cpu > a:
                     lc -= 1.0
                 a = (cap_mem - (sums[NZ_MEM] + nz_mem)) * MAX_NODE_SCORE
-                if 0.0 > a:
+                if a < 0.0:
                     a = 0.0
                 lm = float(math.floor(a / cap_mem))
                 if lm * cap_mem > a:
@@ -331,10 +331,10 @@ class NodeOrderPlugin(Plugin):
                 total += least * q
             if balanced:
                 fc = (sums[REQ_CPU] + cpu) / cap_cpu
-                if 1.0 < fc:
+                if fc > 1.0:
                     fc = 1.0
                 fm = (sums[REQ_MEM] + mem) / cap_mem
-                if 1.0 < fm:
+                if fm > 1.0:
                     fm = 1.0
                 if gpu == 0 or not cap_gpu > 0:
                     std = abs(fc - fm) / 2

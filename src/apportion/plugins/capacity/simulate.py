@@ -13,7 +13,6 @@ from apportion.cluster.model import QueueInfo, TaskInfo
 from apportion.plugins.capacity.attrs import STATE_KEY, CapacityState
 from apportion.plugins.capacity.base import CapacityBase
 
-
 #: False: an allocate event charges each queue on the path with `Resource.add` (the reference); True: the
 #: same additions written out in the loop (`Simulation.on_allocate`, docs/semantics.md K58)
 LEAN_CHARGE = True
