@@ -25,7 +25,8 @@ from apportion.plugins.capacity import simulate
 from apportion.state import check
 
 SWITCHES = [(placement_carry, "SAME_AT_ONCE"), (nodeorder, "LEAN_ROW_SCORE"), (k8s_view, "SHARED_VECTORS"),
-            (simulate, "LEAN_CHARGE"), (node_choice, "CARRIED_COLUMNS"), (pass_over, "KEEP_LACKING")]
+            (simulate, "LEAN_CHARGE"), (node_choice, "CARRIED_COLUMNS"), (pass_over, "KEEP_LACKING"),
+            (nodeorder, "KEEP_WEIGHTS")]
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,

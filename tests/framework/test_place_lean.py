@@ -23,10 +23,13 @@ from apportion.plugins import k8s_view, nodeorder
 from apportion.plugins.capacity import simulate
 from apportion.plugins.k8s_view import NodeView
 from apportion.state import check
+from apportion.state.events import ADDED
 from session_steps import play
 
+import k8s
+
 SWITCHES = [(placement_carry, "SAME_AT_ONCE"), (nodeorder, "LEAN_ROW_SCORE"), (k8s_view, "SHARED_VECTORS"),
-            (simulate, "LEAN_CHARGE"), (node_choice, "CARRIED_COLUMNS")]
+            (simulate, "LEAN_CHARGE"), (node_choice, "CARRIED_COLUMNS"), (nodeorder, "KEEP_WEIGHTS")]
 
 
 def _bits(x: float) -> bytes:
@@ -143,3 +146,33 @@ def test_a_negative_zero_gpu_amount_gets_an_array_of_its_own(monkeypatch: pytest
     view.on_allocate(SimpleNamespace(uid="b", key="ns/b", node_name="n1"))  # type: ignore[arg-type]
     assert _bits(view.sums[0, 4]) == _bits(0.0)
     assert _bits(view.sums[1, 4]) == _bits(-0.0)
+
+
+def _weights_steps() -> list[tuple[str, list[tuple[str, dict]]]]:
+    steps: list[tuple[str, list[tuple[str, dict]]]] = []
+    for g in range(3):
+        group = f"w{g}"
+        steps.append(("submit", [(ADDED, k8s.podgroup(group, queue="qa", min_member=1)),
+                                 (ADDED, k8s.pod(f"{group}-0", group, cpu=1))]))
+        steps.append(("SESSION", []))
+    return steps
+
+
+@pytest.mark.parametrize("args", [{"leastrequested.weight": 3, "tainttoleration.weight": 0},
+                                  {"leastrequested.weight": True}, {"balancedresource.weight": "2"}])
+def test_weights_kept_across_sessions_are_read_again_where_they_warn(monkeypatch: pytest.MonkeyPatch,
+                                                                     args: dict[str, Any]) -> None:
+    """nodeorder's weights kept in the memo (`KEEP_WEIGHTS`): the same weights, decisions and warnings
+    session after session as weights read at every open; arguments that warn are read (and warn) again."""
+    monkeypatch.setenv(check.ENV, "1")
+    conf = k8s.conf("enqueue, allocate", ["priority", "gang"], ["predicates", {"name": "nodeorder", "arguments": args}])
+
+    def observe(i: int, ssn: Session, result: CycleResult) -> Any:
+        plugin = next(p for _, p in ssn.plugins if p.name == "nodeorder")
+        return _observe(i, ssn, result), plugin.w, list(ssn.warnings)  # type: ignore[attr-defined]
+
+    runs = []
+    for keep in (True, False):
+        monkeypatch.setattr(nodeorder, "KEEP_WEIGHTS", keep)
+        runs.append(play(_weights_steps(), _base, conf, observe))
+    assert runs[0] == runs[1]

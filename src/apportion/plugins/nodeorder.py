@@ -58,6 +58,11 @@ MAX_NODE_SCORE = 100
 LEAN_ROW_SCORE = True
 #: the memo's entry: the last session's _NodeFacts with the nodes key they were read for
 FACTS_MEMO = "nodeorder.node-facts"
+#: the memo's entry: the weights with the arguments they were read from (`NodeOrderPlugin._weights`)
+WEIGHTS_MEMO = "nodeorder.weights"
+#: False: every session reads the weights from its arguments (the reference); True: a session whose
+#: arguments are the last one's takes its weights (docs/semantics.md K58)
+KEEP_WEIGHTS = True
 
 
 @dataclass(frozen=True)
@@ -202,18 +207,7 @@ class NodeOrderPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         """Read the score weights and register the node-order function."""
         self.ssn = ssn
-        a = self.arguments
-        d = Weights()
-        self.w = Weights(
-            least_requested=a.get_int("leastrequested.weight", d.least_requested),
-            most_requested=a.get_int("mostrequested.weight", d.most_requested),
-            balanced_resource=a.get_int("balancedresource.weight", d.balanced_resource),
-            node_affinity=a.get_int("nodeaffinity.weight", d.node_affinity),
-            pod_affinity=a.get_int("podaffinity.weight", d.pod_affinity),
-            taint_toleration=a.get_int("tainttoleration.weight", d.taint_toleration),
-            image_locality=a.get_int("imagelocality.weight", d.image_locality),
-            pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
-        )
+        self.w = self._weights()
         facts = _node_facts(ssn)
         #: allocatable in kube-scheduler's integer units, columns cpu, memory, gpu (see _NodeFacts)
         self.alloc = facts.alloc
@@ -239,6 +233,42 @@ class NodeOrderPlugin(Plugin):
         ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
         # a keyed score reads of a node, besides what is fixed for the nodes, the node view's sums alone
         row_state(ssn.placement, self.name, (self.view.sums,))
+
+    def _weights(self) -> Weights:
+        """The score weights from the arguments; with `KEEP_WEIGHTS`, kept in the memo while the arguments
+        are the same mapping holding the same keys, value types and values (a forecast's sessions: one
+        conf object), when reading them warned of nothing (a warning is the session's, made again)."""
+        a = self.arguments
+        raw = a.raw
+        memo = self.ssn.memo if KEEP_WEIGHTS else None
+        held = memo.get(WEIGHTS_MEMO) if memo is not None else None
+        items = tuple((k, type(v), v) for k, v in raw.items()) if memo is not None else ()
+        if held is not None and held[0] is raw and held[1] == items:
+            w: Weights = held[2]
+            if check.enabled() and w != self._read_weights():
+                raise check.StateCheckError(f"{check.ENV}: nodeorder's weights kept in the memo differ from "
+                                            "the arguments'")
+            return w
+        warned = len(a.warnings)
+        w = self._read_weights()
+        if memo is not None and len(a.warnings) == warned:
+            memo[WEIGHTS_MEMO] = (raw, items, w)
+        return w
+
+    def _read_weights(self) -> Weights:
+        """calculateWeight: each weight from the arguments, Volcano's default where absent or not an integer."""
+        a = self.arguments
+        d = Weights()
+        return Weights(
+            least_requested=a.get_int("leastrequested.weight", d.least_requested),
+            most_requested=a.get_int("mostrequested.weight", d.most_requested),
+            balanced_resource=a.get_int("balancedresource.weight", d.balanced_resource),
+            node_affinity=a.get_int("nodeaffinity.weight", d.node_affinity),
+            pod_affinity=a.get_int("podaffinity.weight", d.pod_affinity),
+            taint_toleration=a.get_int("tainttoleration.weight", d.taint_toleration),
+            image_locality=a.get_int("imagelocality.weight", d.image_locality),
+            pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
+        )
 
     def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
         """What the score reads from the task, when every term is node-local; None when a normalised
