@@ -84,10 +84,21 @@ class PassOver:
     def why(self, ssn: Session, job: JobInfo) -> str | None:
         """The explanation of the job when allocate may pass over it now, else None (try it)."""
         held = self.jobs.get(job.uid)
-        if held is None or not self._within(ssn):
+        # `_within` and `lacking_kept` asked only where their answer is not at hand (allocate asks this
+        # of ~30 jobs a run session, with the table as it was at the last look and most counts kept)
+        if held is None or (len(ssn.table.touched) != self.stamp and not self._within(ssn)):
             return None
         need, bound = held
-        if (lacking_kept(job, self.checking) if KEEP_LACKING else lacking(job)) < need:
+        if KEEP_LACKING:
+            kept = job.derived.get(LACKING_KEY)
+            if (kept is not None and kept[0] == job.version and kept[1] == job.min_available
+                    and not self.checking):
+                lack: int = kept[2]
+            else:
+                lack = lacking_kept(job, self.checking)
+        else:
+            lack = lacking(job)
+        if lack < need:
             return None
         # a session's jobs share a few (bound, need, minMember): each text is made once
         key = (bound, need, job.min_available)
