@@ -48,6 +48,7 @@ def execute(ssn: Session) -> None:
     if checking:
         assert passing is not None
         _check_stamp(ssn, passing)
+        passing.checking = True
     # a quiet job (admitted, valid, nothing pending) would be passed over below: only the others are visited
     jobs_of = ssn.jobs
     waiting = GROUP_PENDING

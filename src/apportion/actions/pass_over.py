@@ -24,9 +24,35 @@ import numpy as np
 from apportion.cluster.model import JobInfo
 from apportion.framework.session import Session
 from apportion.lean_dataclass import dataclass
+from apportion.state import check
 
 #: `Session.shared`'s entry holding the session's `PassOver` (absent: every job is tried)
 PASS_OVER = "allocate.pass_over"
+
+
+#: False: `PassOver.why` counts what a job lacks at every look (the reference); True: the count is kept on
+#: the job while its task statuses stay (`lacking_kept`, docs/semantics.md K58)
+KEEP_LACKING = True
+#: JobInfo.derived key of `lacking_kept`'s count: (version, minMember, count)
+LACKING_KEY = "pass_over.lacking"
+
+
+def lacking_kept(job: JobInfo, checking: bool = False) -> int:
+    """`lacking(job)`, kept on the job (`JobInfo.derived`): the count reads minMember, the task counts by
+    status and the pending best-effort count, and every task added and every status change (all that
+    moves those counts) bumps `JobInfo.version`. A forecast's ~30 jobs passed over a run session are
+    most often the same jobs, unchanged, session after session. `checking`: the self-check's switch (a
+    kept count is then compared with a fresh one)."""
+    kept = job.derived.get(LACKING_KEY)
+    if kept is not None and kept[0] == job.version and kept[1] == job.min_available:
+        n: int = kept[2]
+        if checking and n != lacking(job):
+            raise check.StateCheckError(f"{check.ENV}: job {job.uid} lacks {lacking(job)} tasks, "
+                                        f"{n} were kept on it")
+        return n
+    n = lacking(job)
+    job.derived[LACKING_KEY] = (job.version, job.min_available, n)  # type: ignore[assignment]
+    return n
 
 
 def lacking(job: JobInfo) -> int:
@@ -52,14 +78,27 @@ class PassOver:
     tried: int = 0
     #: the explanations made, by (bound, need, minMember)
     texts: dict[tuple[int, int, int], str] = field(default_factory=dict)
+    #: the self-check's switch, set by allocate for its session (kept counts compared with fresh ones)
+    checking: bool = False
 
     def why(self, ssn: Session, job: JobInfo) -> str | None:
         """The explanation of the job when allocate may pass over it now, else None (try it)."""
         held = self.jobs.get(job.uid)
-        if held is None or not self._within(ssn):
+        # `_within` and `lacking_kept` asked only where their answer is not at hand (allocate asks this
+        # of ~30 jobs a run session, with the table as it was at the last look and most counts kept)
+        if held is None or (len(ssn.table.touched) != self.stamp and not self._within(ssn)):
             return None
         need, bound = held
-        if lacking(job) < need:
+        if KEEP_LACKING:
+            kept = job.derived.get(LACKING_KEY)
+            if (kept is not None and kept[0] == job.version and kept[1] == job.min_available
+                    and not self.checking):
+                lack: int = kept[2]
+            else:
+                lack = lacking_kept(job, self.checking)
+        else:
+            lack = lacking(job)
+        if lack < need:
             return None
         # a session's jobs share a few (bound, need, minMember): each text is made once
         key = (bound, need, job.min_available)

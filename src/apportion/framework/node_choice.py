@@ -26,6 +26,13 @@ from apportion.state import check
 #: Up to this many touch-log entries since a failure, `FailedChoice.stands` compares the touched rows
 #: only, else every row (both are a few numpy calls; the whole table costs more than a handful of rows)
 TOUCHED_ROWS_COMPARED = 32
+#: False: a task's compared columns come from the session's table (`NodeTable.compare_columns`, the
+#: reference); True: from arrays kept across sessions by the table's columns (`task_cols`, docs/semantics.md K58)
+CARRIED_COLUMNS = True
+#: the kept compared columns, by (table columns, request scalar names); read-only arrays (the table's)
+_COMPARED: dict[tuple[tuple[str, ...], tuple[str, ...]], np.ndarray] = {}
+#: past this many entries the kept columns are let go (a process sees a handful of request shapes)
+_MOST_COMPARED = 1024
 #: False: `choose_node` is `choose_node_reference` (the step-by-step choice the property tests compare with)
 LEAN_CHOICE = True
 
@@ -103,10 +110,49 @@ class NodeChoice(Dispatch):
         return t.vec
 
     def task_cols(self, t: TaskInfo) -> np.ndarray:
-        """The node-table columns rule (a) compares for the task's request, computed once per task."""
-        if t.cols is None:
-            t.cols = self.table.compare_columns(t.resreq)
-        return t.cols
+        """The node-table columns rule (a) compares for the task's request, computed once per task.
+
+        With `CARRIED_COLUMNS` the arrays are kept across sessions by the table's columns and the request's
+        scalar names (what `NodeTable.compare_columns` reads: its columns' indices by name, and those
+        names), where the table's own memo lives one session (a forecast's: ~25 us a session to make
+        the first array again)."""
+        cols = t.cols
+        if cols is None:
+            if CARRIED_COLUMNS:
+                names = tuple(t.resreq.scalars)
+                columns = self.table.columns
+                try:
+                    held, here = self._compared_here
+                except AttributeError:  # the session's first request
+                    held, here = self._compared_here = (columns, {})
+                if held is not columns:  # another table (the open hands the session its own)
+                    held, here = self._compared_here = (columns, {})
+                cols = here.get(names)
+                if cols is None:
+                    cols = here[names] = self._compared_kept(t, names)
+            else:
+                cols = self.table.compare_columns(t.resreq)
+            t.cols = cols
+        return cols
+
+    #: the session's compared columns by request scalar names, with the table columns they are for
+    #: (`task_cols`; made at its first use)
+    _compared_here: tuple[list[str], dict[tuple[str, ...], np.ndarray]]
+
+    def _compared_kept(self, t: TaskInfo, names: tuple[str, ...]) -> np.ndarray:
+        """`task_cols`' first look in a session for the scalar names: the array kept across sessions for
+        the table's columns and the names, else the table's (then kept)."""
+        table = self.table
+        key = (tuple(table.columns), names)
+        cols = _COMPARED.get(key)
+        if cols is None:
+            if len(_COMPARED) >= _MOST_COMPARED:
+                _COMPARED.clear()
+            cols = _COMPARED[key] = table.compare_columns(t.resreq)
+        elif check.enabled() and cols.tobytes() != table.compare_columns(t.resreq).tobytes():
+            raise check.StateCheckError(f"{check.ENV}: the compared columns kept for task {t.key}'s request "
+                                        "differ from the table's")
+        return cols
 
     def fits_idle_rows(self, t: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Rule (a) of the request against Idle, for every row at once."""

@@ -24,6 +24,9 @@ from apportion.state import check
 #: tests switch this off: an event's requests are then added to the node's sums and the row stored
 #: back (`sums[row] += v`), the reference of stepping the row's view in place (docs/semantics.md K56)
 IN_ROW_VIEW = True
+#: False: the node view makes each task's requests an array of its own (the reference); True: tasks with
+#: the same requests share one (`NodeView._vector`, docs/semantics.md K58)
+SHARED_VECTORS = True
 #: columns of NodeView.sums
 NZ_CPU, NZ_MEM, REQ_CPU, REQ_MEM, REQ_GPU = range(5)
 #: a pod's (non-zero cpu, non-zero memory, cpu, memory, gpu), as `pod_requests` gives them
@@ -48,7 +51,8 @@ class NodeView:
     sums: np.ndarray = field(init=False)
     _row_of: dict[str, int] = field(init=False)
     _placed: dict[str, int] = field(init=False)
-    _vectors: dict[str, np.ndarray] = field(init=False)
+    #: the requests' arrays `_apply` adds, by requests (`_vector`), or by task uid (the reference)
+    _vectors: dict[object, np.ndarray] = field(init=False)
 
     #: the node's rows by name, when the caller has them already (the node table's index)
     row_of: dict[str, int] | None = None
@@ -80,7 +84,7 @@ class NodeView:
 
     def _apply(self, row: int, t: TaskInfo, sign: int) -> None:
         self.count[row] += sign
-        v = self._vectors.get(t.uid)
+        v = self._vector(t) if SHARED_VECTORS else self._vectors.get(t.uid)
         if v is None:
             v = self._vectors[t.uid] = np.array(self.requests(t))
         # x - v is x + (-v) in IEEE arithmetic: the same sums as adding v * sign, without the product
@@ -97,6 +101,25 @@ class NodeView:
             at += v
         else:
             at -= v
+
+    def _vector(self, t: TaskInfo) -> np.ndarray:
+        """The task's requests as an array, one array per distinct requests (a gang's pods most often share
+        theirs; an array is only ever added from, never written). Equal requests make arrays equal bit for
+        bit but for a zero: 0.0 equals -0.0. `pod_requests` makes the first four amounts `float()` of an
+        integer, never -0.0, so only the GPU amount can be one: requests holding it get an array of their
+        own. Under the self-check a shared array is compared with the task's own."""
+        req = self.requests(t)
+        gpu = req[4]
+        if gpu == 0.0 and math.copysign(1.0, gpu) < 0.0:
+            return np.array(req)
+        vectors = self._vectors
+        v = vectors.get(req)
+        if v is None:
+            v = vectors[req] = np.array(req)
+        elif check.enabled() and v.tobytes() != np.array(req).tobytes():
+            raise check.StateCheckError(f"{check.ENV}: the node view's array for the requests of task {t.key} "
+                                        "differs from its requests")
+        return v
 
     def on_allocate(self, task: TaskInfo) -> None:
         """AllocateFunc: the pod joins its node's view (allocate, pipeline, undone eviction)."""

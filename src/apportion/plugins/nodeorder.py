@@ -53,8 +53,16 @@ from apportion.resources import GPU
 from apportion.state import check
 
 MAX_NODE_SCORE = 100
+#: False: the placement cache's one-node score is `node_order_row_reference` (the definition); True: the
+#: same steps written out with the session's weights read once (`_row_lean`, docs/semantics.md K58)
+LEAN_ROW_SCORE = True
 #: the memo's entry: the last session's _NodeFacts with the nodes key they were read for
 FACTS_MEMO = "nodeorder.node-facts"
+#: the memo's entry: the weights with the arguments they were read from (`NodeOrderPlugin._weights`)
+WEIGHTS_MEMO = "nodeorder.weights"
+#: False: every session reads the weights from its arguments (the reference); True: a session whose
+#: arguments are the last one's takes its weights (docs/semantics.md K58)
+KEEP_WEIGHTS = True
 
 
 @dataclass(frozen=True)
@@ -199,18 +207,7 @@ class NodeOrderPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         """Read the score weights and register the node-order function."""
         self.ssn = ssn
-        a = self.arguments
-        d = Weights()
-        self.w = Weights(
-            least_requested=a.get_int("leastrequested.weight", d.least_requested),
-            most_requested=a.get_int("mostrequested.weight", d.most_requested),
-            balanced_resource=a.get_int("balancedresource.weight", d.balanced_resource),
-            node_affinity=a.get_int("nodeaffinity.weight", d.node_affinity),
-            pod_affinity=a.get_int("podaffinity.weight", d.pod_affinity),
-            taint_toleration=a.get_int("tainttoleration.weight", d.taint_toleration),
-            image_locality=a.get_int("imagelocality.weight", d.image_locality),
-            pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
-        )
+        self.w = self._weights()
         facts = _node_facts(ssn)
         #: allocatable in kube-scheduler's integer units, columns cpu, memory, gpu (see _NodeFacts)
         self.alloc = facts.alloc
@@ -224,10 +221,54 @@ class NodeOrderPlugin(Plugin):
         #: no node has a PreferNoSchedule taint: TaintToleration is 100 everywhere (reversed, max 0).
         self.no_soft_taints = facts.no_soft_taints
         self._alloc_rows: list[list[float]] = facts.alloc_rows
+        w = self.w
+        #: what `_row_lean` reads of the weights, when the session's terms are the plain-float ones (every
+        #: node with cpu and memory, no MostAllocated, TaintToleration constant): (LeastAllocated's weight,
+        #: BalancedAllocation's, TaintToleration's, whether preferred affinity terms are weighted); None else
+        self._row_plain: tuple[int, int, int, bool] | None = (
+            (w.least_requested, w.balanced_resource, w.taint_toleration, bool(w.node_affinity))
+            if (self.cpu_mem_everywhere and not w.most_requested and not (w.taint_toleration and not self.no_soft_taints))
+            else None)
         ssn.add_fn(ep.NODE_ORDER, self.name, self.node_order)
         ssn.add_node_local_key(self.name, self.placement_key, self.node_order_row)
         # a keyed score reads of a node, besides what is fixed for the nodes, the node view's sums alone
         row_state(ssn.placement, self.name, (self.view.sums,))
+
+    def _weights(self) -> Weights:
+        """The score weights from the arguments; with `KEEP_WEIGHTS`, kept in the memo while the arguments
+        are the same mapping holding the same keys, value types and values (a forecast's sessions: one
+        conf object), when reading them warned of nothing (a warning is the session's, made again)."""
+        a = self.arguments
+        raw = a.raw
+        memo = self.ssn.memo if KEEP_WEIGHTS else None
+        held = memo.get(WEIGHTS_MEMO) if memo is not None else None
+        items = tuple((k, type(v), v) for k, v in raw.items()) if memo is not None else ()
+        if held is not None and held[0] is raw and held[1] == items:
+            w: Weights = held[2]
+            if check.enabled() and w != self._read_weights():
+                raise check.StateCheckError(f"{check.ENV}: nodeorder's weights kept in the memo differ from "
+                                            "the arguments'")
+            return w
+        warned = len(a.warnings)
+        w = self._read_weights()
+        if memo is not None and len(a.warnings) == warned:
+            memo[WEIGHTS_MEMO] = (raw, items, w)
+        return w
+
+    def _read_weights(self) -> Weights:
+        """calculateWeight: each weight from the arguments, Volcano's default where absent or not an integer."""
+        a = self.arguments
+        d = Weights()
+        return Weights(
+            least_requested=a.get_int("leastrequested.weight", d.least_requested),
+            most_requested=a.get_int("mostrequested.weight", d.most_requested),
+            balanced_resource=a.get_int("balancedresource.weight", d.balanced_resource),
+            node_affinity=a.get_int("nodeaffinity.weight", d.node_affinity),
+            pod_affinity=a.get_int("podaffinity.weight", d.pod_affinity),
+            taint_toleration=a.get_int("tainttoleration.weight", d.taint_toleration),
+            image_locality=a.get_int("imagelocality.weight", d.image_locality),
+            pod_topology_spread=a.get_int("podtopologyspread.weight", d.pod_topology_spread),
+        )
 
     def placement_key(self, task: TaskInfo) -> tuple[float, ...] | None:
         """What the score reads from the task, when every term is node-local; None when a normalised
@@ -278,8 +319,64 @@ class NodeOrderPlugin(Plugin):
 
         The common terms (LeastAllocated, BalancedAllocation over two or three resources, constant
         TaintToleration) are the same IEEE operations in the same order as the array code, so the result
-        is identical; any other configuration takes the array code on one row.
+        is identical; any other configuration takes the array code on one row. With `LEAN_ROW_SCORE`
+        the steps are written out (`_row_lean`); `node_order_row_reference` is the definition.
         """
+        if LEAN_ROW_SCORE:
+            return self._row_lean(task, row)
+        return self.node_order_row_reference(task, row)
+
+    def _row_lean(self, task: TaskInfo, row: int) -> float:
+        """`node_order_row_reference` with what the session fixes read once at open (the weights and the
+        nodes' facts: `_row_plain`) and the one-pair helpers written in line: `max(x, 0.0)` is x unless
+        x < 0.0, `min(x, 1.0)` is x unless x > 1.0 (so -0.0 and NaN come out as they do), and `_floor_div`
+        is the same two steps. The same float operations in the same order, hence the same value."""
+        nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
+        plain = self._row_plain
+        if plain is None or (plain[3] and task.preferred_terms):
+            return float(self.node_order(task, np.array([row]))[0])
+        least, balanced_w, taint = plain[0], plain[1], plain[2]
+        balanced = bool(balanced_w) and bool(cpu or mem or gpu)
+        total = 0.0
+        cap_cpu, cap_mem, cap_gpu = self._alloc_rows[row]
+        if least or balanced:
+            sums = self.view.sums[row].tolist()
+            if least:
+                a = (cap_cpu - (sums[NZ_CPU] + nz_cpu)) * MAX_NODE_SCORE
+                if a < 0.0:
+                    a = 0.0
+                lc = float(math.floor(a / cap_cpu))
+                if lc * cap_cpu > a:
+                    lc -= 1.0
+                a = (cap_mem - (sums[NZ_MEM] + nz_mem)) * MAX_NODE_SCORE
+                if a < 0.0:
+                    a = 0.0
+                lm = float(math.floor(a / cap_mem))
+                if lm * cap_mem > a:
+                    lm -= 1.0
+                a = lc * 50 + lm * 50
+                q = float(math.floor(a / 100.0))
+                if q * 100.0 > a:
+                    q -= 1.0
+                total += least * q
+            if balanced:
+                fc = (sums[REQ_CPU] + cpu) / cap_cpu
+                if fc > 1.0:
+                    fc = 1.0
+                fm = (sums[REQ_MEM] + mem) / cap_mem
+                if fm > 1.0:
+                    fm = 1.0
+                if gpu == 0 or not cap_gpu > 0:
+                    std = abs(fc - fm) / 2
+                else:
+                    std = _std3(fc, fm, min((sums[REQ_GPU] + gpu) / cap_gpu, 1.0))
+                total += balanced_w * float(math.trunc((1 - std) * float(MAX_NODE_SCORE)))
+        if taint:
+            total += taint * float(MAX_NODE_SCORE)
+        return total
+
+    def node_order_row_reference(self, task: TaskInfo, row: int) -> float:
+        """`node_order_row` step by step (the definition `_row_lean` is tested against)."""
         w = self.w
         nz_cpu, nz_mem, cpu, mem, gpu = self.view.requests(task)
         balanced = bool(w.balanced_resource) and bool(cpu or mem or gpu)

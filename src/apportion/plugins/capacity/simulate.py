@@ -13,6 +13,10 @@ from apportion.cluster.model import QueueInfo, TaskInfo
 from apportion.plugins.capacity.attrs import STATE_KEY, CapacityState
 from apportion.plugins.capacity.base import CapacityBase
 
+#: False: an allocate event charges each queue on the path with `Resource.add` (the reference); True: the
+#: same additions written out in the loop (`Simulation.on_allocate`, docs/semantics.md K58)
+LEAN_CHARGE = True
+
 
 class Simulation(CapacityBase):
     """The simulate points (topology-aware preemption) and the in-session event handlers."""
@@ -54,9 +58,29 @@ class Simulation(CapacityBase):
         return self._allocatable_in(cs.attrs, queue.name, task, explain=False)
 
     def on_allocate(self, task: TaskInfo) -> None:
-        """AllocateFunc: charge the task to its queue and every ancestor; refresh every share on the path."""
+        """AllocateFunc: charge the task to its queue and every ancestor; refresh every share on the path.
+
+        With `LEAN_CHARGE` each queue's `allocated.add(task.resreq)` is written out: the same additions
+        (cpu, memory, then each of the request's scalars onto the queue's, from 0.0 when it has none) in
+        the same order, so the same sums."""
         attr = self._queue_of(task)
         if attr is None:
+            return
+        if LEAN_CHARGE:
+            # the request read at each step as `add` reads it (were it a queue's own object, the sums
+            # would still be add's)
+            req = task.resreq
+            log = self.share_log
+            for a in self._own_path(attr):
+                used = a.allocated
+                used.cpu += req.cpu
+                used.memory += req.memory
+                if req.scalars:
+                    have = used.scalars
+                    for n, v in req.scalars.items():
+                        have[n] = have.get(n, 0.0) + v
+                a.update_share()  # Deviation (seed's worked example): ancestors' shares too
+                log.append(a.name)
             return
         for a in self._own_path(attr):
             a.allocated.add(task.resreq)
