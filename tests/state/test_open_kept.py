@@ -1,7 +1,6 @@
 """Session open's steps over whole lists (docs/semantics.md K60) against their task-by-task references:
 a changed job whose placed tasks are its held entries as they stand (`walk_kept`, framework/
-open_pairing.py) walked with `KEPT_WALK` on and off; a job's entries made at once (`entries_at_once`)
-with `ENTRIES_AT_ONCE` on and off; a touched row's map taken by entry
+open_pairing.py) walked with `KEPT_WALK` on and off; a touched row's map taken by entry
 (`row_tasks_by_entry`, framework/open_rows.py) against the map made from the row and `row_tasks`' walks;
 a row merged with its kept entries keyed at once (`KEYS_AT_ONCE`) against the sort; the scalar names'
 counts left as the base's (`_scalar_counts`) against counting them out and in; and open sequences with
@@ -18,13 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_open_grown import a_grown_row
-from test_open_rows import a_changed_job
 from test_open_state import _run as run_open_steps
 from test_open_state import step as open_steps
 
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from apportion.framework import open_pairing, open_rows, open_state
-from apportion.framework.open_pairing import changed_job, walk_kept, walk_paired
+from apportion.framework.open_pairing import walk_kept, walk_paired
 from apportion.framework.open_rows import (
     merge_row,
     merge_row_reference,
@@ -152,27 +150,6 @@ def test_a_job_one_task_of_which_ended_is_walked_kept() -> None:
                                                                TaskStatus.RUNNING, TaskStatus.RUNNING]
 
 
-@settings(max_examples=150, deadline=None)
-@given(a_changed_job(), st.booleans())
-def test_a_jobs_entries_made_at_once_are_the_walked_ones(job: JobInfo, empty_name: bool) -> None:
-    """`changed_job` with `ENTRIES_AT_ONCE` on and off: the same entries in the same order, the same
-    scalar names (in the same order), every task's status at open recorded."""
-    nodes = {n: NodeInfo(name=n, index=i, allocatable=Resource(8000.0, 8.0)) for i, n in enumerate(["n0", "n1"])}
-    if empty_name:
-        nodes[""] = NodeInfo(name="", index=2, allocatable=Resource(8000.0, 8.0))
-    out = []
-    for on in (True, False):
-        for t in job.tasks.values():
-            t.initial_status = None
-        job.derived.clear()
-        with mock.patch.object(open_pairing, "ENTRIES_AT_ONCE", on):
-            entries, names = changed_job(job, job.uid, nodes)
-        out.append(([(e[0], id(e[1]), *e[2:]) for e in entries], list(names),
-                    [t.initial_status for t in job.tasks.values()]))
-    assert out[0] == out[1]
-    assert out[0][2] == [t.status for t in job.tasks.values()]
-
-
 def _pairs(m: dict[str, TaskInfo]) -> list[tuple[str, int]]:
     return [(k, id(t)) for k, t in m.items()]
 
@@ -237,10 +214,9 @@ def test_the_scalar_counts_left_as_they_were_are_the_counts_counted(held_names: 
 @given(st.lists(st.one_of(open_steps, open_steps, st.tuples(st.just("PHASE"), st.integers(0, 7))), min_size=1,
                 max_size=30))
 def test_opens_with_the_whole_list_steps_off_are_full_opens(monkeypatch: pytest.MonkeyPatch, steps: list) -> None:
-    """K60's switches off (`KEPT_WALK`, `ENTRIES_AT_ONCE`, `KEYS_BY_ENTRY`, `KEYS_AT_ONCE`): the opens are full ones as with
+    """K60's switches off (`KEPT_WALK`, `KEYS_BY_ENTRY`, `KEYS_AT_ONCE`): the opens are full ones as with
     them on (`_run` compares each with one, under the self-check)."""
     monkeypatch.setattr(open_pairing, "KEPT_WALK", False)
-    monkeypatch.setattr(open_pairing, "ENTRIES_AT_ONCE", False)
     monkeypatch.setattr(open_rows, "KEYS_BY_ENTRY", False)
     monkeypatch.setattr(open_rows, "KEYS_AT_ONCE", False)
     run_open_steps(steps, monkeypatch)

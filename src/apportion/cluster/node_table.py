@@ -6,9 +6,6 @@ column per resource) lets a task be fitted against every node in one vectorised 
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import attrgetter, eq
-
 import numpy as np
 
 from apportion.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
@@ -19,8 +16,6 @@ IN_ROW_VIEWS = True
 #: tests switch this off: a new table then makes each node's allocatable row on its own (`vector`),
 #: the reference of making them all as the rows of one array (`vectors`)
 ROWS_AT_ONCE = True
-
-_CPU, _MEMORY = attrgetter("cpu"), attrgetter("memory")
 
 
 class NodeTable:
@@ -171,9 +166,8 @@ class NodeTable:
         """The sums of `add_many` (sign 1, `reqs` as given) or of their undoing (sign -1, `reqs`
         already negated), without recording the rows as touched (a session open that carries the last
         open's table applies what changed since); `sign` may also give each placement its own."""
-        # (`kind == "pipelined"` of each kind, in steps over them all)
-        pipelined = np.fromiter(map(eq, kinds, repeat("pipelined")), dtype=bool, count=len(kinds))
-        releasing = np.fromiter(map(eq, kinds, repeat("releasing")), dtype=bool, count=len(kinds))
+        pipelined = np.fromiter((kind == "pipelined" for kind in kinds), dtype=bool, count=len(kinds))
+        releasing = np.fromiter((kind == "releasing" for kind in kinds), dtype=bool, count=len(kinds))
         on_node = ~pipelined
         if pipelined.any():
             np.add.at(self.pipelined, at[pipelined], reqs[pipelined])
@@ -187,8 +181,8 @@ class NodeTable:
     def vectors(self, resources: list[Resource]) -> np.ndarray:
         """`vector` of each resource, as the rows of one array."""
         out = np.zeros((len(resources), len(self.columns)))
-        out[:, 0] = list(map(_CPU, resources))
-        out[:, 1] = list(map(_MEMORY, resources))
+        out[:, 0] = [r.cpu for r in resources]
+        out[:, 1] = [r.memory for r in resources]
         column_of = self.col
         for out_row, r in enumerate(resources):
             for name, amount in r.scalars.items():

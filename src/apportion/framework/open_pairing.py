@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Callable
-from itertools import compress, count, repeat
-from operator import and_, attrgetter, eq, is_, is_not, itemgetter, not_
+from itertools import compress, repeat
+from operator import and_, attrgetter, eq, is_, itemgetter, not_
 
 from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
 from apportion.framework.open_parts import KIND_OF, Entry, Held
@@ -61,7 +61,7 @@ _END = sys.maxsize
 
 def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: list[Entry], removed: list[Entry],
                 fresh: list[Entry], replaced: list[tuple[Entry, Entry]]) -> tuple[list[Slot], frozenset[str]]:
-    """`changed_job` and then `pair_job` against `old` in one pass over the job's tasks:
+    """`_changed_job` (open_state.py) and then `pair_job` against `old` in one pass over the job's tasks:
     the same slots, the same entries added to `removed` (the ones met at their position first, then
     the rest of `old` in its order), `fresh` and `replaced`, and the job's scalar names; every task's
     status at open is recorded on it. A task placed as the held entry at its position (the same object
@@ -74,13 +74,6 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
         got = walk_kept(job, node_by_name, old, removed)
         if got is not None:
             return got
-    if not old and ENTRIES_AT_ONCE:
-        # nothing held to pair with: every placement is a new one (a job that bound its tasks)
-        made = entries_at_once(job, uid, node_by_name)
-        if made is not None:
-            at = len(fresh)
-            fresh.extend(made[0])
-            return list(range(at, len(fresh))), made[1]
     slots: list[Slot] = []
     seen: set[str] = set()
     kind_of = KIND_OF
@@ -199,62 +192,6 @@ def walk_kept(job: JobInfo, node_by_name: dict[str, NodeInfo], old: list[Entry],
     return slots, job.derive("scalar-names", None, lambda: _names_of(tasks))
 
 
-def changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
-    """`_job_entries` (open_state.py; in a list of their own) and `job_scalar_names` of a job, in one
-    pass over its tasks: every job of a full placement, and a carried open's changed ones (a job built
-    again has its scalar names to count afresh)."""
-    if ENTRIES_AT_ONCE:
-        made = entries_at_once(job, uid, node_by_name)
-        if made is not None:
-            return made
-    mine: list[Entry] = []
-    seen: set[str] = set()
-    kind_of = KIND_OF
-    # (bound methods taken once: the loop runs for every task of every job of a full placement)
-    see = seen.update
-    node_of = node_by_name.get
-    put = mine.append
-    for i, t in enumerate(job.tasks.values()):
-        t.initial_status = st = t.status
-        scalars = t.resreq.scalars
-        if scalars:
-            see(scalars)
-        kind = kind_of[st]
-        if kind is None:
-            continue
-        name = t.node_name
-        if not name:
-            continue
-        node = node_of(name)
-        if node is None:
-            continue
-        put((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
-    return mine, job.derive("scalar-names", None, lambda: frozenset(seen))
-
-
-#: tests switch this off: a job's placements are then made task by task (`changed_job` and `walk_paired`
-#: with nothing held), the reference of `entries_at_once` (docs/semantics.md K60)
-ENTRIES_AT_ONCE = True
-
-
-def entries_at_once(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]] | None:
-    """`changed_job`'s placements and scalar names of a job, in steps over all its tasks
-    at once: each task's status at open recorded, and an entry (row, task, kind, no vector yet, uid,
-    position) for each task with a kind on a node of the session's, in task order; None (nothing done)
-    when a node is named "" (whose tasks the walk places nowhere)."""
-    if "" in node_by_name:
-        return None
-    tasks = list(job.tasks.values())
-    statuses = list(map(_STATUS, tasks))
-    deque(map(setattr, tasks, repeat("initial_status"), statuses), 0)
-    kinds = list(map(KIND_OF.__getitem__, statuses))
-    rows = list(map(_INDEX, map(node_by_name.get, map(_NODE_NAME, tasks), repeat(_NO_NODE))))
-    placed = list(map(and_, map(is_not, kinds, repeat(None)), map(is_not, rows, repeat(None))))
-    mine: list[Entry] = list(zip(compress(rows, placed), compress(tasks, placed), compress(kinds, placed),
-                                 repeat(None), repeat(uid), compress(count(), placed)))
-    return mine, job.derive("scalar-names", None, lambda: _names_of(tasks))
-
-
 def _names_of(tasks: list[TaskInfo]) -> frozenset[str]:
     """The scalar names the tasks request, gathered in task order as the walk gathers them."""
     seen: set[str] = set()
@@ -267,7 +204,7 @@ def check_walked(jobs: list[tuple[str, JobInfo, Held | None]], walk: Callable[[J
                  removed_before: list[Entry], slots: dict[str, list[Slot]], removed: list[Entry],
                  fresh: list[Entry], replaced: list[tuple[Entry, Entry]]) -> None:
     """The self-check (APPORTION_CHECK_STATE) of an open that walked and paired its changed jobs in one
-    pass (`walk_paired`): the changed jobs (uid, job, held) walked (`walk`, `changed_job`'s
+    pass (`walk_paired`): the changed jobs (uid, job, held) walked (`walk`, `_changed_job`'s
     entries) and then paired (`pair_job`) give the same slots, `removed` (after `removed_before`),
     `fresh` and `replaced`, entry for entry."""
     r_removed: list[Entry] = list(removed_before)
@@ -313,4 +250,4 @@ def placed_as_held(job: JobInfo, held: Held | None) -> bool:
     return all(map(is_, map(_VEC, map(_TASK, entries)), map(_HELD_VEC, entries)))
 
 
-__all__: list[str] = ["ENTRIES_AT_ONCE", "KEPT_WALK", "changed_job", "entries_at_once", "Slot", "check_walked", "pair_job", "placed_as_held", "walk_kept", "walk_paired"]
+__all__: list[str] = ["KEPT_WALK", "Slot", "check_walked", "pair_job", "placed_as_held", "walk_kept", "walk_paired"]

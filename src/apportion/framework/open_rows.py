@@ -11,21 +11,16 @@ import itertools
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework.open_parts import Entry, OpenBase, Session
 from apportion.state import check
 
-_TASK = itemgetter(1)
-_KEY = attrgetter("key")
-
 
 def tasks_map(entries: list[Entry]) -> dict[str, TaskInfo]:
-    """A node's task map from its row (the reference of `row_tasks`): each entry's task under its key,
-    in the row's order (a key met again keeps its place and takes the later task)."""
-    tasks = list(map(_TASK, entries))
-    return dict(zip(map(_KEY, tasks), tasks))
+    """A node's task map from its row (the reference of `row_tasks`)."""
+    return {e[1].key: e[1] for e in entries}
 
 
 def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
@@ -132,6 +127,7 @@ KEYS_AT_ONCE = True
 #: reference of taking each kept entry's key by the entry, docs/semantics.md K60)
 KEYS_BY_ENTRY = True
 
+_TASK = itemgetter(1)
 
 
 def row_tasks_by_entry(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:

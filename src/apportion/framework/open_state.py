@@ -24,10 +24,10 @@ jobs is checked to be the last open's. Under
 from __future__ import annotations
 
 import itertools
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 from functools import partial
-from operator import attrgetter, eq, is_not, itemgetter
+from operator import eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,6 @@ from apportion.cluster.node_table import NodeTable
 from apportion.framework.open_classify import classify, positions, same_relative_order
 from apportion.framework.open_moves import _BOUND, _apply_moves, _exact, _table_bound, _table_exact
 from apportion.framework.open_pairing import Slot, check_walked, pair_job, placed_as_held, walk_paired
-from apportion.framework.open_pairing import changed_job as _changed_job
 from apportion.framework.open_parts import (
     KIND_OF,
     Entry,
@@ -99,6 +98,35 @@ def _task_entries(tasks: Iterable[TaskInfo], uid: str | None, node_by_name: dict
     return mine
 
 
+def _changed_job(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo]) -> tuple[list[Entry], frozenset[str]]:
+    """`_job_entries` (in a list of their own) and `job_scalar_names` of a job, in one pass over its
+    tasks: every job of a full placement, and a carried open's changed ones (a job built again has its
+    scalar names to count afresh)."""
+    mine: list[Entry] = []
+    seen: set[str] = set()
+    kind_of = KIND_OF
+    # (bound methods taken once: the loop runs for every task of every job of a full placement)
+    see = seen.update
+    node_of = node_by_name.get
+    put = mine.append
+    for i, t in enumerate(job.tasks.values()):
+        t.initial_status = st = t.status
+        scalars = t.resreq.scalars
+        if scalars:
+            see(scalars)
+        kind = kind_of[st]
+        if kind is None:
+            continue
+        name = t.node_name
+        if not name:
+            continue
+        node = node_of(name)
+        if node is None:
+            continue
+        put((node.index, t, kind, None, uid, i))  # type: ignore[arg-type]
+    return mine, job.derive("scalar-names", None, lambda: frozenset(seen))
+
+
 def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> list[Entry]:
     return _with_matrix(entries, table, reuse_rows)[0]
 
@@ -106,15 +134,13 @@ def _with_vectors(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> l
 def _with_matrix(entries: list[Entry], table: NodeTable, reuse_rows: bool) -> tuple[list[Entry], np.ndarray | None]:
     """`_with_vectors`, and the vectors made as the rows of one array when every entry's task got one
     (then in the entries' order: its rows are the entries' vectors), else None."""
-    fresh = [e[1] for e in entries if e[1].vec is None] if reuse_rows else list(map(_TASK, entries))
+    fresh = [e[1] for e in entries if not reuse_rows or e[1].vec is None]
     made = None
     if fresh:
-        made = table.vectors(list(map(_RESREQ, fresh)))
-        deque(map(setattr, fresh, itertools.repeat("vec"), made), 0)
-    tasks = map(_TASK, entries)
-    return (list(zip(map(_ROW, entries), tasks, map(_KIND, entries), map(_VEC, map(_TASK, entries)), map(_UID, entries),
-                     map(_POS, entries))),
-            made if len(fresh) == len(entries) else None)
+        made = table.vectors([t.resreq for t in fresh])
+        for t, v in zip(fresh, made):
+            t.vec = v
+    return [(r, t, k, t.vec, j, i) for r, t, k, _, j, i in entries], (made if len(fresh) == len(entries) else None)
 
 
 def _orphan_entries(ssn: Session, node_by_name: dict[str, NodeInfo], out: list[Entry]) -> None:
@@ -158,22 +184,22 @@ def place_full(ssn: Session, nodes_key: Any, generation: int) -> OpenBase:
     if memo is not None:
         memo[COLUMNS_MEMO] = columns
     if not reuse_rows:
-        # a task handed out again may carry a row and compared columns made for other columns (every
-        # task's cleared in steps over them all)
-        every = list(itertools.chain.from_iterable(map(dict.values, map(_TASKS, jobs.values()))))
-        deque(map(setattr, every, itertools.repeat("vec"), itertools.repeat(None)), 0)
-        deque(map(setattr, every, itertools.repeat("cols"), itertools.repeat(None)), 0)
+        # a task handed out again may carry a row and compared columns made for other columns
+        for job in jobs.values():
+            for t in job.tasks.values():
+                t.vec = t.cols = None
     _orphan_entries(ssn, node_by_name, entries)
     entries, made = _with_matrix(entries, table, reuse_rows)
     rows: list[list[Entry]] = [[] for _ in ssn.nodes]
-    deque(map(list.append, map(rows.__getitem__, map(_ROW, entries)), entries), 0)  # (each to its row, in order)
+    for e in entries:
+        rows[e[0]].append(e)
     # every task's vector made here is a row of `made`, in the entries' order: the stack of the
     # entries' vectors is that array (STACK_MADE off: stacked again, the reference)
     if made is not None and STACK_MADE:
         vecs = made
     else:
         vecs = np.array([e[3] for e in entries]) if entries else np.zeros((0, len(columns)))
-    table.add_many(list(map(_ROW, entries)), vecs, list(map(_KIND, entries)))
+    table.add_many([e[0] for e in entries], vecs, [e[2] for e in entries])
     node_tasks = [tasks_map(r) for r in rows]
     for node, tasks in zip(ssn.nodes, node_tasks):
         node.tasks = tasks
@@ -393,8 +419,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
 
 #: what `_scalar_counts` reads for a changed job the base does not hold (names no job lists)
 _NO_HELD, _NAMES, _NOT_NONE = (None, None, None, None, None), itemgetter(3), partial(is_not, None)
-_ROW, _TASK, _KIND, _UID, _POS = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4), itemgetter(5)
-_TASKS, _RESREQ, _VEC = attrgetter("tasks"), attrgetter("resreq"), attrgetter("vec")
 
 #: tests switch this off: a touched row that lost no entry and had none replaced then looks up every
 #: entry of its base row in `swap` as the others do (the reference of copying the row, K53)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import field
-from itertools import chain, count, repeat
-from operator import attrgetter, methodcaller
 
 import numpy as np
 
@@ -69,11 +67,9 @@ class NodeView:
         self.count = np.zeros(n, dtype=np.int64)
         self.sums = np.zeros((n, 5))
         # what _apply(i, t, 1) does task by task, in one step (add.at sums a repeated row in order)
-        # (every node's row once per task of its map, and those tasks, in node then map order)
-        maps = list(map(_NODE_TASKS, self.nodes))
-        rows = list(chain.from_iterable(map(repeat, count(), map(len, maps))))
+        rows = [i for i, node in enumerate(self.nodes) for _ in node.tasks]
         if rows:
-            tasks = list(chain.from_iterable(map(dict.values, maps)))
+            tasks = [t for node in self.nodes for t in node.tasks.values()]
             reqs = requests_of(tasks) if VECTOR_REQUESTS else np.array([self.requests(t) for t in tasks])
             np.add.at(self.count, rows, 1)
             np.add.at(self.sums, rows, reqs)
@@ -180,12 +176,6 @@ SHARE_MOVES = True
 VECTOR_REQUESTS = True
 
 
-_RESREQ, _NZ_CPU, _NZ_MEM = attrgetter("resreq"), attrgetter("nonzero_cpu"), attrgetter("nonzero_memory")
-_CPU, _MEM, _SCALARS = attrgetter("cpu"), attrgetter("memory"), attrgetter("scalars")
-_GPU_OF = methodcaller("get", GPU, 0.0)
-_NODE_TASKS = attrgetter("tasks")
-
-
 def requests_of(tasks: list[TaskInfo]) -> np.ndarray:
     """`np.array([pod_requests(t) for t in tasks])` in one step over the tasks' amounts (a view added up
     in full reads every placed task: 6,210 of them at a forecast's first session): cpu and memory
@@ -194,10 +184,8 @@ def requests_of(tasks: list[TaskInfo]) -> np.ndarray:
     `np.ceil` gives for an amount in (-1, 0] into the `0.0` of `float(math.ceil(x))`; the GPU amounts
     as they are. A NaN or infinite amount goes to `pod_requests` task by task, which refuses it as
     before. The tasks' `kube_requests` are left unset (`task_requests` makes them when asked)."""
-    # (each task's five amounts as a tuple, in steps over them all)
-    rs = list(map(_RESREQ, tasks))
-    raw = np.array(list(zip(map(_NZ_CPU, tasks), map(_NZ_MEM, tasks), map(_CPU, rs), map(_MEM, rs),
-                            map(_GPU_OF, map(_SCALARS, rs)))), dtype=np.float64)
+    raw = np.array([(t.nonzero_cpu, t.nonzero_memory, (r := t.resreq).cpu, r.memory, r.scalars.get(GPU, 0.0))
+                    for t in tasks], dtype=np.float64)
     head = raw[:, :4]
     if not np.isfinite(head).all():
         return np.array([pod_requests(t) for t in tasks])
