@@ -4,12 +4,9 @@ was keeps its place, and the node table is not touched for it (docs/semantics.md
 from __future__ import annotations
 
 import sys
-from collections import deque
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import and_, attrgetter, eq, is_, itemgetter, not_
 
-from apportion.cluster.model import JobInfo, NodeInfo, TaskInfo
+from apportion.cluster.model import JobInfo, NodeInfo
 from apportion.framework.open_parts import KIND_OF, Entry, Held
 from apportion.state import check
 
@@ -70,10 +67,6 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
 
     `old` is in task position order (a job's placements are made in task order, and a base's are those
     or a pairing's slots, which keep that order), so it is read with one cursor instead of a map."""
-    if KEPT_WALK and old:
-        got = walk_kept(job, node_by_name, old, removed)
-        if got is not None:
-            return got
     slots: list[Slot] = []
     seen: set[str] = set()
     kind_of = KIND_OF
@@ -133,73 +126,6 @@ def walk_paired(job: JobInfo, uid: str, node_by_name: dict[str, NodeInfo], old: 
     return slots, job.derive("scalar-names", None, lambda: frozenset(seen))
 
 
-#: tests switch this off: a changed job whose placed tasks are all held entries as they stand is then
-#: walked task by task like any other (the reference of `walk_kept`, docs/semantics.md K60)
-KEPT_WALK = True
-
-_STATUS = attrgetter("status")
-_NODE_NAME = attrgetter("node_name")
-_VEC = attrgetter("vec")
-_INDEX = attrgetter("index")
-_SCALARS = attrgetter("resreq.scalars")
-_ROW = itemgetter(0)
-_TASK = itemgetter(1)
-_KIND = itemgetter(2)
-_HELD_VEC = itemgetter(3)
-_POS = itemgetter(5)
-
-
-class _NoNode:
-    """What `walk_kept` reads for a task whose node is not the session's: a row no entry holds."""
-
-    index = None
-
-
-_NO_NODE = _NoNode()
-
-
-def walk_kept(job: JobInfo, node_by_name: dict[str, NodeInfo], old: list[Entry],
-              removed: list[Entry]) -> tuple[list[Slot], frozenset[str]] | None:
-    """`walk_paired`'s outcome for a job every task of which that occupies a node now is the held entry
-    at its position as it stands (the same object on the same row, with the same kind and vector): most
-    jobs built again because one of their tasks ended (docs/semantics.md K36). Those entries are its
-    slots, every other held entry is taken out (in `old`'s order, as the walk's `left`), nothing is put
-    in or replaced, and every task's status at open is recorded; None (nothing done) for any other job.
-
-    Each held entry is compared with the task at its position in steps over all of them at once (the
-    walk's comparisons, none of which reads anything but the entry and the task), and the job's tasks
-    that occupy a node are counted by their kinds: a held entry that compares equal is such a task, so
-    when as many tasks have a kind as entries compare equal, no other task is placed (a task with a
-    kind and no node, or a node not the session's, falls back to the walk, as does a node named "",
-    whose tasks the walk takes as placed nowhere)."""
-    tasks = list(job.tasks.values())
-    if old[-1][5] >= len(tasks) or "" in node_by_name:
-        return None
-    statuses = list(map(_STATUS, tasks))
-    kinds = list(map(KIND_OF.__getitem__, statuses))
-    at = list(map(_POS, old))
-    now = list(map(tasks.__getitem__, at))
-    rows = map(_INDEX, map(node_by_name.get, map(_NODE_NAME, now), repeat(_NO_NODE)))
-    same = list(map(and_, map(and_, map(eq, map(_ROW, old), rows), map(eq, map(_KIND, old), map(kinds.__getitem__, at))),
-                    map(and_, map(is_, now, map(_TASK, old)), map(is_, map(_VEC, now), map(_HELD_VEC, old)))))
-    kept = same.count(True)
-    if kept != len(tasks) - kinds.count(None):
-        return None
-    deque(map(setattr, tasks, repeat("initial_status"), statuses), 0)
-    slots: list[Slot] = list(compress(old, same)) if kept < len(old) else list(old)
-    if kept < len(old):
-        removed.extend(compress(old, map(not_, same)))
-    return slots, job.derive("scalar-names", None, lambda: _names_of(tasks))
-
-
-def _names_of(tasks: list[TaskInfo]) -> frozenset[str]:
-    """The scalar names the tasks request, gathered in task order as the walk gathers them."""
-    seen: set[str] = set()
-    # (each non-empty request's names added in task order, as the walk's `seen.update` adds them)
-    deque(map(seen.update, filter(None, map(_SCALARS, tasks))), 0)
-    return frozenset(seen)
-
-
 def check_walked(jobs: list[tuple[str, JobInfo, Held | None]], walk: Callable[[JobInfo, str], list[Entry]],
                  removed_before: list[Entry], slots: dict[str, list[Slot]], removed: list[Entry],
                  fresh: list[Entry], replaced: list[tuple[Entry, Entry]]) -> None:
@@ -243,11 +169,8 @@ def placed_as_held(job: JobInfo, held: Held | None) -> bool:
     placed task still holding the row vector it was placed with. Its tasks are then where they were,
     with the statuses recorded at that open, and `pair_job` would give back each held entry itself
     and take nothing out and put nothing in."""
-    if held is None or held[0] is not job or held[1] != job.version:
-        return False
-    entries = held[2]
-    # (each entry's task's vector against the entry's, in order, stopping at the first that differs)
-    return all(map(is_, map(_VEC, map(_TASK, entries)), map(_HELD_VEC, entries)))
+    return (held is not None and held[0] is job and held[1] == job.version
+            and all(e[1].vec is e[3] for e in held[2]))
 
 
-__all__: list[str] = ["KEPT_WALK", "Slot", "check_walked", "pair_job", "placed_as_held", "walk_kept", "walk_paired"]
+__all__: list[str] = ["Slot", "check_walked", "pair_job", "placed_as_held", "walk_paired"]

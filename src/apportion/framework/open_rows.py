@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from collections.abc import Callable
-from itertools import repeat
-from operator import itemgetter
 
 from apportion.cluster.model import TaskInfo
 from apportion.framework.open_parts import Entry, OpenBase, Session
@@ -29,8 +27,6 @@ def row_tasks(merged: list[Entry], old_row: list[Entry], old_map: dict[str, Task
     one at its place is a task with the old one's key (a job built again with its tasks where they
     were): the old map with those tasks put in, and only their keys made (K28). A row that holds
     fewer entries than before is `row_tasks_less`'s."""
-    if KEYS_BY_ENTRY:
-        return row_tasks_by_entry(merged, old_row, old_map)
     n = len(merged)
     if n < len(old_row):
         return row_tasks_less(merged, old_row, old_map)
@@ -119,36 +115,6 @@ def row_tasks_more(merged: list[Entry], old_row: list[Entry], old_map: dict[str,
     return out
 
 
-#: tests switch this off: `merge_row` then keys the kept entries it bisects one at a time (the reference
-#: of keying them at once, `row_keys`, docs/semantics.md K60)
-KEYS_AT_ONCE = True
-
-#: tests switch this off: a touched row's map is then made by `row_tasks`' walks of the last row (the
-#: reference of taking each kept entry's key by the entry, docs/semantics.md K60)
-KEYS_BY_ENTRY = True
-
-_TASK = itemgetter(1)
-
-
-def row_tasks_by_entry(merged: list[Entry], old_row: list[Entry], old_map: dict[str, TaskInfo]) -> dict[str, TaskInfo]:
-    """`tasks_map(merged)` from the row's last list and map (`old_map` is `tasks_map(old_row)`) when
-    they hold as many entries as keys: an entry of the last row (the same tuple) takes the key the last
-    map holds at its place, which is its task's key, and only the other entries' keys are made; a key
-    met twice sends the row to `tasks_map` (which keeps a repeated key's first place and last task).
-    The keys are looked up and the map made in steps over the whole row (docs/semantics.md K60)."""
-    if len(old_row) != len(old_map):
-        return tasks_map(merged)
-    # (the last row's entries are alive, so their ids name them alone)
-    keys: list[str | None] = list(map(dict(zip(map(id, old_row), old_map)).get, map(id, merged)))
-    if None in keys:
-        at = keys.index(None)
-        for i in range(at, len(keys)):
-            if keys[i] is None:
-                keys[i] = merged[i][1].key
-    out: dict[str, TaskInfo] = dict(zip(keys, map(_TASK, merged)))  # type: ignore[arg-type]
-    return out if len(out) == len(merged) else tasks_map(merged)
-
-
 def replace_in_row(row: list[Entry], old_map: dict[str, TaskInfo],
                    pairs: list[tuple[Entry, Entry]]) -> tuple[list[Entry], dict[str, TaskInfo]]:
     """The row with each pair's first entry (one of the row's) replaced by its second, a task with the
@@ -172,19 +138,7 @@ def row_key(pos: dict[str, int], big: int) -> Callable[[Entry], tuple[int, int]]
     return lambda e: (pos[e[4]], e[5]) if e[4] is not None else (big, e[5])
 
 
-_UID = itemgetter(4)
-_POSITION = itemgetter(5)
-
-
-def row_keys(pos: dict[str, int], big: int) -> Callable[[list[Entry]], list[tuple[int, int]]]:
-    """`row_key(pos, big)` of every entry of a list, in steps over the whole list: a job's entry is keyed
-    by its job's position and an orphan's (no job: None, which no position names) by `big`. Every job
-    of a row is one `pos` names (the caller's invariant, which `row_key` would fail on otherwise)."""
-    return lambda entries: list(zip(map(pos.get, map(_UID, entries), repeat(big)), map(_POSITION, entries)))
-
-
-def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]],
-              keys: Callable[[list[Entry]], list[tuple[int, int]]] | None = None) -> list[Entry]:
+def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[int, int]]) -> list[Entry]:
     """`merge_row_reference`'s list, made from `kept` (taken over, and edited): each new entry is
     inserted where it goes, looking at the keys of a few kept ones, instead of keying every entry of
     the row. `kept` is in `key` order: a base row less what left, and the kept jobs' relative order is
@@ -193,19 +147,6 @@ def merge_row(kept: list[Entry], new: list[Entry], key: Callable[[Entry], tuple[
     goes is unique and the order is the sort's (docs/semantics.md K28)."""
     if not kept:
         return merge_row_reference(kept, new, key)
-    if keys is not None and KEYS_AT_ONCE:
-        # the kept entries' keys made at once and bisected as they are (the same comparisons of the same
-        # keys as `bisect_left` with `key`), the new ones taken in their keys' order (a stable sort)
-        have = keys(kept)
-        theirs = keys(new)
-        lo = 0
-        for i in sorted(range(len(new)), key=theirs.__getitem__) if len(new) > 1 else range(len(new)):
-            k = theirs[i]
-            lo = bisect_left(have, k, lo)
-            kept.insert(lo, new[i])
-            have.insert(lo, k)
-            lo += 1
-        return kept
     lo = 0
     for e in sorted(new, key=key) if len(new) > 1 else new:
         lo = bisect_left(kept, key(e), lo, key=key)
@@ -269,5 +210,5 @@ def hand_maps(ssn: Session, base: OpenBase, nxt: OpenBase) -> None:
             node.tasks = tasks
 
 
-__all__: list[str] = ["GROWN_ROWS", "KEYS_AT_ONCE", "KEYS_BY_ENTRY", "WRITE_REMAPPED", "MapTurns", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key", "row_keys",
-                      "row_tasks", "row_tasks_by_entry", "row_tasks_less", "row_tasks_more", "tasks_map"]
+__all__: list[str] = ["GROWN_ROWS", "WRITE_REMAPPED", "MapTurns", "hand_maps", "merge_row", "merge_row_reference", "replace_in_row", "row_key",
+                      "row_tasks", "row_tasks_less", "row_tasks_more", "tasks_map"]

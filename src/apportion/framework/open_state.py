@@ -26,8 +26,6 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable
-from functools import partial
-from operator import eq, is_not, itemgetter
 from typing import Any
 
 import numpy as np
@@ -57,7 +55,6 @@ from apportion.framework.open_rows import (
     merge_row,
     replace_in_row,
     row_key,
-    row_keys,
     row_tasks,
     tasks_map,
 )
@@ -266,8 +263,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
     paired_out: list[Entry] = []
     # changed jobs placed as they were held (only their phase moved): neither walked nor paired (K35)
     as_held: set[str] = set()
-    # changed jobs walked without a new entry: their slots are their entries (no position to look up)
-    whole: set[str] = set()
     for uid in changed:
         job = jobs_now[uid]
         held = held_jobs.get(uid)
@@ -276,10 +271,7 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
             as_held.add(uid)
             names[uid] = held[3]
         elif walked and held is not None:
-            at = len(fresh)
             slots[uid], names[uid] = walk_paired(job, uid, node_by_name, held[2], paired_out, fresh, replaced)
-            if len(fresh) == at:
-                whole.add(uid)
         else:
             mine, names[uid] = _changed_job(job, uid, node_by_name)
             placed[uid] = mine
@@ -378,10 +370,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         merging: list[tuple[int, list[Entry], list[Entry]]] = []
         uids: set[str] = set()
         for row, new_entries in touched.items():
-            # a row that only gained entries keeps the base row's as they are (`swap` names none of them);
-            # the others look each entry up in `swap` in the row's order, dropping those it takes out
-            keep_entries: list[Entry] = (list(filter(_NOT_NONE, map(swap.get, map(id, r := rows[row]), r)))  # type: ignore
-                                         if row in lost or not SKIP_UNSWAPPED else rows[row].copy())
+            # a row that only gained entries keeps the base row's as they are (`swap` names none of them)
+            keep_entries = ([k for e in rows[row] if (k := swap.get(id(e), e)) is not None]
+                            if row in lost or not SKIP_UNSWAPPED else rows[row].copy())
             if new_entries and not same_order:  # (the positions below are the base's otherwise)
                 uids.update(u for e in itertools.chain(keep_entries, new_entries) if (u := e[4]) is not None)
             merging.append((row, keep_entries, new_entries))
@@ -389,10 +380,9 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         # that is the session's: only their relative order counts)
         pos = positions(base) if same_order else {uid: i for i, uid in enumerate([u for u in now if u in uids])}
         key = row_key(pos, len(now))
-        keys = row_keys(pos, len(now))
         for row, kept, new_entries in merging:
             # without new entries the kept ones (replacements in their places) are in order as they are
-            merged = merge_row(kept, new_entries, key, keys) if new_entries else kept
+            merged = merge_row(kept, new_entries, key) if new_entries else kept
             got = node_tasks[row] = row_tasks(merged, rows[row], node_tasks[row])
             rows[row] = merged
             if checking and [(k, id(t)) for k, t in got.items()] != [(k, id(t)) for k, t in tasks_map(merged).items()]:
@@ -407,8 +397,8 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
         del jobs[uid]
     for uid in changed:
         job = jobs_now[uid]
-        entries: list[Entry] = (held_entries[uid] if uid in held_entries else slots[uid] if uid in whole  # type: ignore
-                                else [added[s] if isinstance(s, int) else s for s in slots[uid]])
+        entries = (held_entries[uid] if uid in held_entries
+                   else [added[s] if isinstance(s, int) else s for s in slots[uid]])
         jobs[uid] = (job, job.version, entries, names[uid], job.phase)
     orphans = added[of_jobs:]
     nxt = OpenBase(base.nodes_key, base.columns, generation, new, base.total, base.node_scalars, rows,
@@ -416,9 +406,6 @@ def place_incremental(ssn: Session, base: OpenBase, generation: int) -> tuple[Op
                    bound, base.positions if same_order else None, [*only_replaced, *touched])
     return nxt, OpenDelta(base.generation, generation, removed, added, gone, changed, replaced, moves)
 
-
-#: what `_scalar_counts` reads for a changed job the base does not hold (names no job lists)
-_NO_HELD, _NAMES, _NOT_NONE = (None, None, None, None, None), itemgetter(3), partial(is_not, None)
 
 #: tests switch this off: a touched row that lost no entry and had none replaced then looks up every
 #: entry of its base row in `swap` as the others do (the reference of copying the row, K53)
@@ -438,10 +425,6 @@ def _scalar_counts(base: OpenBase, gone: list[str], names: dict[str, frozenset[s
         for ns in names.values():
             counts.update(ns)
         return +counts
-    # every job taken out a changed one listing its held names: the base's counts, as below (in steps)
-    if all(map(names.__contains__, gone)) and all(map(eq, map(_NAMES, map(held.get, names, itertools.repeat(_NO_HELD))),
-                                                      names.values())):
-        return base.scalar_counts
     # a changed job the base holds is among `gone`
     same = {uid for uid, ns in names.items() if (h := held.get(uid)) is not None and (h[3] is ns or h[3] == ns)}
     out = [held[uid][3] for uid in gone if uid not in same]
