@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import accumulate, chain, compress, repeat
 from operator import is_
-from typing import Any
+from typing import Any, cast
 
 from apportion.actions import enqueue_pass
 from apportion.actions.common import pop_best
@@ -59,6 +59,9 @@ hot_queues = True
 #: first candidate are made one cast at a time, each by a scan of compares, not at once in the job
 #: order's key order (`_Votes._skip_refused`, K59)
 skip_refused = True
+#: tests switch this off: the picker's drain asks whether a queue has work by a Python function giving
+#: the bool of its pending list, not by the list's lookup itself (read for its truth alone, K59)
+lists_as_work = True
 #: tests switch this off: every vote is cast, rather than answered by the answers where they give it:
 #: a candidate while no admission moved them, a job after one by its key's answer when no one reads
 #: refusals (`_Votes._vote`, K51)
@@ -97,7 +100,11 @@ def execute(ssn: Session) -> None:
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
-    steps = picker.drain_order(lambda name: bool(pending[name]))
+    # The pickers read `has_work` for its truth alone: a queue's pending list itself, got by a C call,
+    # says the same as its bool (K59)
+    has_work: Callable[[str], bool] = (cast(Callable[[str], bool], pending.__getitem__) if lists_as_work
+                                       else lambda name: bool(pending[name]))
+    steps = picker.drain_order(has_work)
     if steps is not None:
         whole = getattr(picker, "drains_whole_queues", False)
         for queue in steps:
@@ -168,8 +175,9 @@ class _Votes:
         if check.enabled() and left != sum(len(jobs) for jobs in pending.values()):
             raise check.StateCheckError(f"{check.ENV}: enqueue's backlog and its pending lists differ in size")
         self.budget = self.ask_again_budget * self.left
-        #: the session's job order as keys (`enqueue_order.job_keys`; None: none; False: not asked yet)
-        self._key_of: Callable[[JobInfo], JobKey | None] | None | bool = False
+        #: the session's job order as keys (`enqueue_order.job_keys`, asked at the first need; None: none)
+        self._key_of: Callable[[JobInfo], JobKey] | None = None
+        self._keys_asked = False
 
     def rest(self) -> list[JobInfo]:
         """The pending jobs left, queue after queue (the order `ask` reads its answers in)."""
@@ -376,9 +384,10 @@ class _Votes:
         while it has jobs (`whole`). With the job order given by keys (`enqueue_order.job_keys`) the pops
         take the jobs in key order, so the jobs before the candidate of the smallest key are those of
         smaller keys. Returns the candidate's index in the lists left, or -1 (no keys: the caller scans)."""
+        if not self._keys_asked:
+            self._key_of = job_keys(self.ssn)
+            self._keys_asked = True
         key_of = self._key_of
-        if key_of is False:
-            key_of = self._key_of = job_keys(self.ssn)
         if key_of is None:
             return -1
         got = first_candidate(jobs, whys, key_of)

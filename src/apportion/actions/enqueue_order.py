@@ -34,63 +34,97 @@ _DRF = ("apportion.plugins.drf", "DrfPlugin.job_order")
 _PRIORITY = ("apportion.plugins.priority", "PriorityPlugin.job_order")
 
 
+#: the functions recognised so far, by their (module, qualified name): a session's plugins are new
+#: objects, their classes' functions the same ones
+_KNOWN: dict[Any, tuple[str, str] | None] = {}
+
+
 def _which(fn: Any) -> tuple[str, str] | None:
     func = getattr(fn, "__func__", None)
     if func is None or getattr(fn, "__self__", None) is None:
         return None
-    return getattr(func, "__module__", ""), getattr(func, "__qualname__", "")
+    try:
+        return _KNOWN[func]
+    except KeyError:
+        which = _KNOWN[func] = getattr(func, "__module__", ""), getattr(func, "__qualname__", "")
+        return which
+    except TypeError:  # not hashable
+        return getattr(func, "__module__", ""), getattr(func, "__qualname__", "")
 
 
-def job_keys(ssn: Session) -> Callable[[JobInfo], JobKey | None] | None:
-    """A function giving a job's sort key under the session's job order (None for a job whose values
-    do not compare totally: a NaN share, a priority that is not an int, a creation or uid that is not
-    a string), or None when some consulted JobOrderFn is not one this module reads."""
+class Untotal(Exception):
+    """A job's value under some plugin's order does not compare totally (a NaN share, a priority that
+    is not an int): the keys do not stand for the comparison."""
+
+
+def job_keys(ssn: Session) -> Callable[[JobInfo], JobKey] | None:
+    """A function giving a job's sort key under the session's job order (raising `Untotal` for a job
+    whose values do not compare totally), or None when some consulted JobOrderFn is not one this module
+    reads. The creation and uid are taken as they are (the caller checks they are strings)."""
     parts: list[Callable[[JobInfo], Any]] = []
     for _, _, fn in ssn.consulted(ep.JOB_ORDER):
         which = _which(fn)
         plugin = getattr(fn, "__self__", None)
         if which == _GANG:
+            # JobReadyFn's answer: a bool (its own code: a comparison, `not`, `all`)
             parts.append(plugin.job_ready)  # type: ignore[union-attr]  # a GangPlugin's
         elif which == _DRF:
-            shares: dict[str, float] = plugin.shares  # type: ignore[union-attr]  # a DrfPlugin's
-            parts.append(lambda job, get=shares.get: get(job.uid, 0.0))
+            parts.append(_share_of(plugin.shares))  # type: ignore[union-attr]  # a DrfPlugin's
         elif which == _PRIORITY:
             parts.append(_minus_priority)
         else:
             return None
-
-    def key(job: JobInfo) -> JobKey | None:
-        values = [part(job) for part in parts]
-        for v in values:
-            if type(v) is float and v != v:
-                return None
-            if type(v) not in (bool, int, float):
-                return None
-        creation, uid = job.creation, job.uid
-        if type(creation) is not str or type(uid) is not str:
-            return None
-        return (*values, creation, uid)
-
-    return key
+    if not parts:
+        return _tail
+    if len(parts) == 1:
+        a, = parts
+        return lambda job: (a(job), job.creation, job.uid)
+    if len(parts) == 2:
+        a, b = parts
+        return lambda job: (a(job), b(job), job.creation, job.uid)
+    if len(parts) == 3:
+        a, b, c = parts
+        return lambda job: (a(job), b(job), c(job), job.creation, job.uid)
+    return lambda job: (*[part(job) for part in parts], job.creation, job.uid)
 
 
-def _minus_priority(job: JobInfo) -> int | None:
-    """priority's value: higher first, so its negation ascending (None when not an int)."""
+def _tail(job: JobInfo) -> JobKey:
+    return job.creation, job.uid
+
+
+def _share_of(shares: dict[str, float]) -> Callable[[JobInfo], float]:
+    """drf's value: the job's dominant share as its job_order reads it (lower first)."""
+    get = shares.get
+
+    def share(job: JobInfo) -> float:
+        s = get(job.uid, 0.0)
+        if s != s:
+            raise Untotal
+        return s
+
+    return share
+
+
+def _minus_priority(job: JobInfo) -> int:
+    """priority's value: higher first, so its negation ascending."""
     p = job.priority
-    return -p if type(p) is int else None
+    if type(p) is not int:
+        raise Untotal
+    return -p
 
 
 def first_candidate(jobs: list[JobInfo], whys: list[str | None],
-                    key_of: Callable[[JobInfo], JobKey | None]) -> tuple[int, list[int]] | None:
+                    key_of: Callable[[JobInfo], JobKey]) -> tuple[int, list[int]] | None:
     """Where a queue's pops, scanning with the job order `key_of` gives as keys, first reach a job whose
     answer (`whys`, in the same order) is None: (its index, the indices of the jobs popped before it, in
-    pop order: the jobs of smaller keys). None when some job has no key, or no job's answer is None."""
-    keys = []
-    for job in jobs:
-        k = key_of(job)
-        if k is None:
-            return None
-        keys.append(k)
+    pop order: the jobs of smaller keys). None when some job's values do not compare totally (`Untotal`,
+    a creation or uid that is not a string), or no job's answer is None."""
+    try:
+        keys = list(map(key_of, jobs))
+    except Untotal:
+        return None
+    if not all(type(job.creation) is str and type(job.uid) is str for job in jobs):
+        return None
     best = -1
     for i, why in enumerate(whys):
         if why is None and (best < 0 or keys[i] < keys[best]):
