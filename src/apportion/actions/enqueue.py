@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import accumulate, chain, compress, repeat
-from operator import is_
-from typing import Any
+from operator import contains, is_
+from typing import Any, cast
 
 from apportion.actions import enqueue_pass
 from apportion.actions.common import pop_best
 from apportion.actions.enqueue_backlog import Kept, carried_backlog
+from apportion.actions.enqueue_order import JobKey, first_candidate, first_candidate_reference, job_keys
 from apportion.actions.enqueue_pass import Backlog, check_carried
 from apportion.actions.enqueue_pass import backlog_reference as backlog_reference  # the reference, for tests
 from apportion.cluster.model import (
@@ -53,6 +55,16 @@ bare_refusals = True
 #: tests switch this off: with refusals unread, the answers asked again after an admission are taken over
 #: every queue, not only over the queues with a candidate left (K51)
 hot_queues = True
+#: tests switch this off: while no vote has admitted since the answers, a whole queue's pops before its
+#: first candidate are made one cast at a time, each by a scan of compares, not at once in the job
+#: order's key order (`_Votes._skip_refused`, K59)
+skip_refused = True
+#: tests switch this off: the picker's drain asks whether a queue has work by a Python function giving
+#: the bool of its pending list, not by the list's lookup itself (read for its truth alone, K59)
+lists_as_work = True
+#: tests switch this off: with `hot_queues`, the queues with a candidate, their keys asked again and their
+#: fresh answers are taken by a loop over them, not by C maps (K59)
+hot_maps = True
 #: tests switch this off: every vote is cast, rather than answered by the answers where they give it:
 #: a candidate while no admission moved them, a job after one by its key's answer when no one reads
 #: refusals (`_Votes._vote`, K51)
@@ -91,7 +103,11 @@ def execute(ssn: Session) -> None:
     picker = ssn.queue_picker(queues)
     # Admitting a job moves no queue's share, so a picker may know where the pops lead without popping
     # every queue that has no pending job (QueuePicker.drain_order).
-    steps = picker.drain_order(lambda name: bool(pending[name]))
+    # The pickers read `has_work` for its truth alone: a queue's pending list itself, got by a C call,
+    # says the same as its bool (K59)
+    has_work: Callable[[str], bool] = (cast(Callable[[str], bool], pending.__getitem__) if lists_as_work
+                                       else lambda name: bool(pending[name]))
+    steps = picker.drain_order(has_work)
     if steps is not None:
         whole = getattr(picker, "drains_whole_queues", False)
         for queue in steps:
@@ -162,6 +178,9 @@ class _Votes:
         if check.enabled() and left != sum(len(jobs) for jobs in pending.values()):
             raise check.StateCheckError(f"{check.ENV}: enqueue's backlog and its pending lists differ in size")
         self.budget = self.ask_again_budget * self.left
+        #: the session's job order as keys (`enqueue_order.job_keys`, asked at the first need; None: none)
+        self._key_of: Callable[[JobInfo], JobKey] | None = None
+        self._keys_asked = False
 
     def rest(self) -> list[JobInfo]:
         """The pending jobs left, queue after queue (the order `ask` reads its answers in)."""
@@ -233,7 +252,19 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed and lean_backlog and hot_queues:
+        if relaxed and lean_backlog and hot_queues and hot_maps:
+            # as below, by C maps over the queues with a candidate: the same lists, keys and answers
+            hot = list(compress(per_queue, map(contains, per_queue.values(), repeat(None))))
+            hot_whys = list(map(per_queue.__getitem__, hot))
+            hot_keys = list(map(keys.__getitem__, hot))
+            answers = key_answers(dict.fromkeys(chain.from_iterable(map(
+                compress, hot_keys, map(map, repeat(is_), hot_whys, repeat(repeat(None)))))))
+            if answers is None:
+                return self.ask(self.rest())
+            now = list(map(list, map(map, repeat(answers.get), hot_keys, hot_whys)))
+            per_queue.update(zip(hot, now))
+            candidates = sum(map(list.count, now, repeat(None)))
+        elif relaxed and lean_backlog and hot_queues:
             # as below, over the queues with a candidate only: a key names one queue (a bucket is a leaf
             # and a minResources), so no other queue holds a key asked, and its answers stay as they are
             hot = [name for name, whys in per_queue.items() if None in whys]
@@ -323,7 +354,11 @@ class _Votes:
                 keys.clear()
             # the answers' candidates are elsewhere, untouched: vote on (as after each of these refusals)
             return False
-        i = pop_best_index(jobs, ssn.job_compare)
+        i = -1
+        if whole and self.refusing and skip_refused and len(jobs) > 1:
+            i = self._skip_refused(jobs, whys, keys)
+        if i < 0:
+            i = pop_best_index(jobs, ssn.job_compare)
         job = jobs.pop(i)
         why = whys.pop(i)
         key = keys.pop(i) if keys is not None else None
@@ -356,6 +391,43 @@ class _Votes:
             self.budget -= self.left
         return not self.ask_again()
 
+
+    def _skip_refused(self, jobs: list[JobInfo], whys: list[str | None], keys: list[Any] | None) -> int:
+        """The refusals a whole queue's pops make before they reach its first candidate, made at once
+        (K59): while no vote has admitted since the answers, each such pop refuses its job, saying its
+        answer's text, and returns with the candidates untouched, and the drain hands the same queue back
+        while it has jobs (`whole`). With the job order given by keys (`enqueue_order.job_keys`) the pops
+        take the jobs in key order, so the jobs before the candidate of the smallest key are those of
+        smaller keys. Returns the candidate's index in the lists left, or -1 (no keys: the caller scans)."""
+        if not self._keys_asked:
+            self._key_of = job_keys(self.ssn)
+            self._keys_asked = True
+        key_of = self._key_of
+        if key_of is None:
+            return -1
+        got = first_candidate(jobs, whys, key_of)
+        if check.enabled():
+            ref = first_candidate_reference(jobs, whys, self.ssn.job_compare)
+            if got is not None and got != ref:
+                raise check.StateCheckError(f"{check.ENV}: enqueue's pops by the job order's keys reach "
+                                            f"{got}, the pops by its comparison {ref}")
+        if got is None:
+            return -1
+        best, before = got
+        if not before:
+            return best
+        if self.explaining:
+            explain = self.ssn.explain
+            for i in before:
+                explain(jobs[i].uid, whys[i])  # type: ignore[arg-type]  # a refusal: not None
+        gone = set(before)
+        kept = [i for i in range(len(jobs)) if i not in gone]
+        jobs[:] = [jobs[i] for i in kept]
+        whys[:] = [whys[i] for i in kept]
+        if keys is not None:
+            keys[:] = [keys[i] for i in kept]
+        self.left -= len(before)
+        return best - sum(1 for i in before if i < best)
 
     def _vote(self, job: JobInfo, why: str | None, key: Any) -> bool:
         """`_admit`, with the vote's answer taken from the answers where they give it (K51): a candidate

@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, groupby
-from operator import is_
+from math import isnan
+from operator import attrgetter, is_
 from typing import cast
 
 from apportion.cluster.model import QueueInfo
@@ -53,10 +54,14 @@ from apportion.state import check
 _Unit = QueueInfo | list[str]
 #: the memo's entry: the last survey's shape (`_Shape`)
 SHAPE_MEMO = "capacity.drain-shape"
+_share = attrgetter("share")
 
 #: tests switch this off: the survey lists every unit at once, each parent's leaves with work put in
 #: order then, not when the drain reaches the parent (`DrainPicker._expand`, K55)
 lazy_leaves = True
+#: tests switch this off: the survey reads the shares and the work by a loop over the queues, not by
+#: C maps (`DrainPicker._survey_of`, K59)
+lean_survey = True
 #: tests switch this off: an open group's steps come from one tree picker over every reachable leaf, not
 #: from a picker over the group's own leaves (`DrainPicker._direct_steps`, K55)
 unit_pickers = True
@@ -255,13 +260,21 @@ class DrainPicker:
             return None
         attrs = self.plugin.attrs
         names = shape.names
-        working: set[str] = set()
-        for name in names:
-            share = attrs[name].share
-            if share != share:
+        working: set[str]
+        if lean_survey:
+            # the same reads by C loops: a NaN share among them turns the survey off (the work is read
+            # for nothing then: `has_work` has no side effect)
+            if any(map(isnan, map(_share, map(attrs.__getitem__, names)))):
                 return None
-            if has_work(name):
-                working.add(name)
+            working = set(filter(has_work, names))
+        else:
+            working = set()
+            for name in names:
+                share = attrs[name].share
+                if share != share:
+                    return None
+                if has_work(name):
+                    working.add(name)
         under = shape.under
         under_names = shape.under_names
         keyed = []
