@@ -206,20 +206,19 @@ class QuietTest:
         self._at = None if delta is None else delta.snapshot
         self._inputs = inputs
         jobs = ssn.jobs
+        decides, enqueue = bool(inputs[3]), bool(inputs[4])
         if look is None:
             self.rebuilt += 1
             for uid in list(self._facts):
                 self.drop(uid)
-            names = list(jobs)
-        else:
-            names = list(look | self._unschedulable)
-        decides, enqueue = bool(inputs[3]), bool(inputs[4])
-        for uid in names:
+            # every fact dropped: each job added, none to drop
+            for uid, job in jobs.items():
+                self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
+            return
+        for uid in look | self._unschedulable:
             job = jobs.get(uid)
-            if job is None:
-                self.drop(uid)
-            else:
-                self.drop(uid)
+            self.drop(uid)
+            if job is not None:
                 self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
 
     def drop(self, uid: str) -> None:
