@@ -35,7 +35,7 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import field
 

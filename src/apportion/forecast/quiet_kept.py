@@ -216,10 +216,10 @@ class QuietTest:
                 self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
             return
         for uid in look | self._unschedulable:
-            job = jobs.get(uid)
+            got = jobs.get(uid)
             self.drop(uid)
-            if job is not None:
-                self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
+            if got is not None:
+                self.add(uid, job_facts(ssn, got, gang, decides, enqueue))
 
     def drop(self, uid: str) -> None:
         """Forget the job's facts (and take them out of the sums)."""
