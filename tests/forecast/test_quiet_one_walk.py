@@ -27,6 +27,18 @@ _AMOUNTS = st.one_of(
 )
 _REQUESTS = st.builds(lambda c, m, g: Resource(c, m, {"nvidia.com/gpu": g} if g is not None else None),
                       _AMOUNTS, _AMOUNTS, st.one_of(st.none(), _AMOUNTS))
+#: the ways compared: (ONE_WALK, EQUAL_AS_LAST); the two walks are the reference
+_WAYS = ((True, True), (True, False), (False, True))
+
+
+def _with_copies(requests: list[Resource], copies: list[tuple[int, float | None]]) -> list[Resource]:
+    """The requests, and copies of some of them (equal amounts in other objects, as a gang's tasks ask),
+    some with another scalar amount (the same cpu and memory)."""
+    out = list(requests)
+    for i, gpu in copies:
+        r = requests[i % len(requests)]
+        out.append(Resource(r.cpu, r.memory, r.scalars if gpu is None else {"nvidia.com/gpu": gpu}))
+    return out
 _NODES = ["n0", "n1", "n2", "elsewhere", ""]
 
 
@@ -48,16 +60,19 @@ def _tasks(spec: list[tuple[int, TaskStatus, str, bool]], requests: list[Resourc
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_REQUESTS, min_size=1, max_size=6),
-       st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(list(TaskStatus)), st.sampled_from(_NODES),
+       st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), _AMOUNTS)), max_size=6),
+       st.lists(st.lists(st.tuples(st.integers(0, 11), st.sampled_from(list(TaskStatus)), st.sampled_from(_NODES),
                                    st.booleans()), max_size=8), min_size=1, max_size=4),
        st.booleans())
-def test_one_walk_is_the_two_walks(requests: list[Resource], jobs: list[list[tuple[int, TaskStatus, str, bool]]],
-                                   checking: bool) -> None:
+def test_one_walk_is_the_two_walks(requests: list[Resource], copies: list[tuple[int, float | None]],
+                                   jobs: list[list[tuple[int, TaskStatus, str, bool]]], checking: bool) -> None:
     """Jobs walked one after another with one `WholeRequests` and one `RowsMade` each way: every answer,
     the placements (keys in order, rows, the very request and row objects), each task's row and what
-    `WholeRequests` keeps are the same with `ONE_WALK` on and off, and with the self-check on."""
+    `WholeRequests` keeps are the same with `ONE_WALK` on and off (and `EQUAL_AS_LAST` on and off), and
+    with the self-check on."""
     table = _table()
-    kept = {flag: (WholeRequests(), RowsMade()) for flag in (True, False)}
+    requests = _with_copies(requests, copies)
+    kept = {way: (WholeRequests(), RowsMade()) for way in _WAYS}
     with pytest.MonkeyPatch.context() as mp:
         if checking:
             mp.setenv(ENV, "1")
@@ -65,22 +80,26 @@ def test_one_walk_is_the_two_walks(requests: list[Resource], jobs: list[list[tup
             mp.delenv(ENV, raising=False)
         for spec in jobs:
             got = {}
-            for flag in (True, False):
-                mp.setattr(quiet_held, "ONE_WALK", flag)
-                whole_of, rows = kept[flag]
+            for way in _WAYS:
+                mp.setattr(quiet_held, "ONE_WALK", way[0])
+                mp.setattr(quiet_held, "EQUAL_AS_LAST", way[1])
+                whole_of, rows = kept[way]
                 tasks = _tasks(spec, requests, rows, table)
                 placed: dict = {}
                 answer = whole_and_placed(whole_of, table, rows, iter(tasks), placed)
-                got[flag] = (answer, placed, [t.vec for _, t in tasks])
-            (a1, p1, v1), (a2, p2, v2) = got[True], got[False]
-            assert a1 == a2
-            assert list(p1) == list(p2)
-            for key in p1:
-                assert p1[key][0] == p2[key][0] and p1[key][1] is p2[key][1]
-                assert p1[key][2].tobytes() == p2[key][2].tobytes()
-            assert [None if v is None else v.tobytes() for v in v1] == [None if v is None else v.tobytes() for v in v2]
-            w1, w2 = kept[True][0], kept[False][0]
-            assert w1.whole == w2.whole and list(w1.seen) == list(w2.seen)
+                got[way] = (answer, placed, [t.vec for _, t in tasks])
+            a2, p2, v2 = got[(False, True)]
+            for way in _WAYS[:2]:
+                a1, p1, v1 = got[way]
+                assert a1 == a2
+                assert list(p1) == list(p2)
+                for key in p1:
+                    assert p1[key][0] == p2[key][0] and p1[key][1] is p2[key][1]
+                    assert p1[key][2].tobytes() == p2[key][2].tobytes()
+                assert [None if v is None else v.tobytes() for v in v1] == [
+                    None if v is None else v.tobytes() for v in v2]
+                w1, w2 = kept[way][0], kept[(False, True)][0]
+                assert w1.whole == w2.whole and list(w1.seen) == list(w2.seen)
 
 
 def test_a_whole_answer_is_the_reference() -> None:

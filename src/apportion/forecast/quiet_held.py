@@ -24,6 +24,9 @@ from apportion.state import check
 #: walk over them (`whole_and_placed`: the first session's ten thousand tasks, a bound gang's, a task that
 #: finished); False: the two walks (the reference)
 ONE_WALK = True
+#: in that walk a request whose amounts equal (as numbers) those of the request judged just before it takes
+#: that one's answer (`whole_request` reads the amounts alone); False: each judged (the reference)
+EQUAL_AS_LAST = True
 #: per status, whether a task of it takes its request off its node's FutureIdle (`KIND_OF`: used or
 #: pipelined; releasing ones change no FutureIdle)
 _TAKES = {st: kind is not None and kind != "releasing" for st, kind in KIND_OF.items()}
@@ -155,7 +158,10 @@ def whole_and_placed(whole_of: WholeRequests, table: NodeTable, rows: RowsMade,
     `_ask`), then its placement entered as `placements` enters it. The judging and the entering touch
     separate state (the requests' sets, `placed` and the task's row), so interleaving them per task
     leaves what the two walks leave; under the self-check `_ask` judges every request not known whole,
-    as `WholeRequests` does then."""
+    as `WholeRequests` does then. A request not seen whose cpu, memory and scalars equal (`==`) those of
+    the request judged written out just before it gets that one's answer (`EQUAL_AS_LAST`): `whole_request`
+    is a conjunction over the amounts alone, and numbers equal as numbers give the same answer (0.0 and
+    -0.0 too; an int equal to a float converts to it exactly; a NaN equals nothing)."""
     if not ONE_WALK:
         tasks = list(tasks)
         whole = whole_of(t for _, t in tasks)
@@ -167,6 +173,11 @@ def whole_and_placed(whole_of: WholeRequests, table: NodeTable, rows: RowsMade,
     row_of = rows.row
     takes = _TAKES
     out = True
+    # the amounts of the last request judged written out, and its answer
+    last_cpu: object = None
+    last_memory: object = None
+    last_scalars: object = None
+    last_whole = False
     for key, t in tasks:
         r = t.resreq
         i = id(r)
@@ -176,18 +187,29 @@ def whole_and_placed(whole_of: WholeRequests, table: NodeTable, rows: RowsMade,
                     out = False
             else:
                 seen[i] = r
-                # `_whole_amounts(r)` written out, as in `WholeRequests.__call__`
-                cpu, memory = float(r.cpu), float(r.memory)
-                if cpu.is_integer() and memory.is_integer() and abs(cpu) < EXACT and abs(memory) < EXACT:
-                    for v in r.scalars.values():
-                        v = float(v)
-                        if not (v.is_integer() and abs(v) < EXACT):
-                            out = False
-                            break
-                    else:
+                cpu, memory, scalars = r.cpu, r.memory, r.scalars
+                if cpu == last_cpu and memory == last_memory and scalars == last_scalars and EQUAL_AS_LAST:
+                    # the amounts of the request judged last (a gang's tasks ask alike), equal as numbers:
+                    # its answer (a NaN equals nothing, so is judged)
+                    if last_whole:
                         known.add(i)
+                    else:
+                        out = False
                 else:
-                    out = False
+                    # `_whole_amounts(r)` written out, as in `WholeRequests.__call__`
+                    last_cpu, last_memory, last_scalars, last_whole = cpu, memory, scalars, False
+                    cpu, memory = float(cpu), float(memory)
+                    if cpu.is_integer() and memory.is_integer() and abs(cpu) < EXACT and abs(memory) < EXACT:
+                        for v in scalars.values():
+                            v = float(v)
+                            if not (v.is_integer() and abs(v) < EXACT):
+                                out = False
+                                break
+                        else:
+                            known.add(i)
+                            last_whole = True
+                    else:
+                        out = False
         if takes[t.status] and t.node_name:
             row = index.get(t.node_name)
             if row is not None:
