@@ -1,7 +1,8 @@
 """What the early quiet test (forecast/quiet_early.py, semantics F3) keeps of each job beside its facts,
 `_Held`, and the lean step's pieces (`LEAN_STEP`, semantics F15): whether a job's facts are in any of
 the test's sums (`in_no_sum`), and the backlog watch charged from the held records' kept sums
-(`charge_kept`)."""
+(`charge_kept`); a held record's placements, entered in the walk that judges the tasks' requests whole
+(`whole_and_placed`, semantics F18)."""
 
 from __future__ import annotations
 
