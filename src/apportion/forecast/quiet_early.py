@@ -35,7 +35,7 @@ the same, and the opened test's answer and FutureIdle must be the early ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import field
 
@@ -47,7 +47,7 @@ from apportion.cluster.node_table import NodeTable
 from apportion.forecast.quiet import gang_decides, proof_blocker
 from apportion.forecast.quiet_anchor import _Anchor, _Placed
 from apportion.forecast.quiet_bound import RowsMade
-from apportion.forecast.quiet_held import _Held, charge_kept, in_no_sum
+from apportion.forecast.quiet_held import _Held, charge_kept, in_no_sum, placements, whole_and_placed
 from apportion.forecast.quiet_kept import (
     Facts,
     QuietTest,
@@ -57,7 +57,6 @@ from apportion.forecast.quiet_kept import (
     whole_table,
 )
 from apportion.framework.interface import Plugin
-from apportion.framework.open_parts import KIND_OF
 from apportion.framework.session import Session
 from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity import backlog_watch
@@ -201,36 +200,30 @@ class EarlyQuietTest(QuietTest):
         super()._bring_up(ssn, gang)
 
     def add(self, uid: str, facts: Facts, whole: bool | None = None) -> None:
-        """`QuietTest.add`, and the job's held record (every task looked at)."""
+        """`QuietTest.add`, and the job's held record (every task looked at: judged whole, when `whole`
+        is not known, in the same walk, `whole_and_placed`)."""
+        job = facts.job
+        placed: dict[str, _Placed] = {}
+        table = self._table
+        assert table is not None
+        if whole is None:
+            whole = whole_and_placed(self._whole_of, table, self._rows_made, job.tasks.items(), placed)
+        else:
+            placements(table, self._rows_made, job.tasks.items(), placed)
         super().add(uid, facts, whole)
         if facts.admission is not None:
             self._pairs_moved.add(facts.admission)
-        self._held[uid] = self._held_of(facts.job)
+        self._held[uid] = self._held_of(job, placed)
 
     def _held_of(self, job: JobInfo, placed: dict[str, _Placed] | None = None) -> _Held:
         """The job's held record; `placed`, when given, its placements already looked at."""
         if placed is None:
             placed = {}
-            self._placements(job.tasks.items(), placed)
+            table = self._table
+            assert table is not None
+            placements(table, self._rows_made, job.tasks.items(), placed)
         elastic = self._elastic
         return _Held(job.queue, None if elastic is None else job_amounts(job, elastic), placed)
-
-    def _placements(self, tasks: Iterable[tuple[str, TaskInfo]], placed: dict[str, _Placed]) -> None:
-        """Enter in `placed` those of the tasks (by key) that take their request off a row's
-        FutureIdle: allocated and pipelined tasks on a node of the table."""
-        table = self._table
-        assert table is not None
-        index = table.index
-        row_of = self._rows_made.row
-        for key, t in tasks:
-            kind = KIND_OF[t.status]
-            if kind is None or kind == "releasing" or not t.node_name:
-                continue
-            row = index.get(t.node_name)
-            if row is not None:
-                if t.vec is None:
-                    t.vec = row_of(table, t.resreq)
-                placed[key] = (row, t.resreq, t.vec)
 
     def _add_again(self, uid: str, facts: Facts, held: _Held, fresh: list[tuple[str, TaskInfo]],
                    checking: bool, replacing: bool = False) -> None:
@@ -243,11 +236,12 @@ class EarlyQuietTest(QuietTest):
         job = facts.job
         placed = held.placed
         if fresh:
-            whole = self._whole_of([t for _, t in fresh])
             placed = dict(placed)
             for key, _ in fresh:
                 placed.pop(key, None)
-            self._placements(fresh, placed)
+            table = self._table
+            assert table is not None
+            whole = whole_and_placed(self._whole_of, table, self._rows_made, fresh, placed)
         else:
             whole = True  # no task to look at: the same tasks, whole then
         if replacing:

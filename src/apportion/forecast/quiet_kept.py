@@ -206,21 +206,20 @@ class QuietTest:
         self._at = None if delta is None else delta.snapshot
         self._inputs = inputs
         jobs = ssn.jobs
+        decides, enqueue = bool(inputs[3]), bool(inputs[4])
         if look is None:
             self.rebuilt += 1
             for uid in list(self._facts):
                 self.drop(uid)
-            names = list(jobs)
-        else:
-            names = list(look | self._unschedulable)
-        decides, enqueue = bool(inputs[3]), bool(inputs[4])
-        for uid in names:
-            job = jobs.get(uid)
-            if job is None:
-                self.drop(uid)
-            else:
-                self.drop(uid)
+            # every fact dropped: each job added, none to drop
+            for uid, job in jobs.items():
                 self.add(uid, job_facts(ssn, job, gang, decides, enqueue))
+            return
+        for uid in look | self._unschedulable:
+            got = jobs.get(uid)
+            self.drop(uid)
+            if got is not None:
+                self.add(uid, job_facts(ssn, got, gang, decides, enqueue))
 
     def drop(self, uid: str) -> None:
         """Forget the job's facts (and take them out of the sums)."""
