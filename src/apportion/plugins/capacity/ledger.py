@@ -314,12 +314,12 @@ class Ledger:
                 else:
                     wn, an = was[2], a[2]
                     if len(an) == 1 and len(wn) == 1:  # most amounts list one name (pods)
-                        (n1, v), (m, w) = an[0], wn[0]
-                        if n1 != m:
+                        (n, v), (m, w) = an[0], wn[0]
+                        if n != m:
                             members.append(f)
                             f += 1
                             continue
-                        d1 = v - w
+                        n1, d1 = n, v - w
                         ds = None
                         dc, dm = a[0] - was[0], a[1] - was[1]
                         ones.append((f, dc, dm, n1, d1))
