@@ -107,3 +107,21 @@ def test_admit_many_is_admit_job_by_job(before: list[Any], batch: list[Any]) -> 
     assert state_of(got.sums) == state_of(want.sums) and got.dirty == want.dirty
     assert {u: (e.path, e.amounts) for u, e in got.entries.items()} == {
         u: (e.path, e.amounts) for u, e in want.entries.items()}
+
+
+def test_a_step_shared_across_a_field_whose_names_move() -> None:
+    """Fields sharing one amounts object around a field whose scalar name changes: each moves by its
+    own difference (the reference, `LEAN_ADMIT` off, agrees)."""
+    a, b = (2000, 10, (("pods", 2),)), (1000, 5, (("pods", 1),))
+    x, y = (1000, 0, (("pods", 1),)), (1000, 0, (("nvidia.com/gpu", 1),))
+    ledgers = []
+    for lean in (True, False):
+        ledger = Ledger(mock.Mock(limits=dict.fromkeys(["a1", "a", "root"], 0)), True)
+        j = job("ns/j")
+        ledger.admit(j, PATHS[0], (a, x, a, None))
+        ledger.replacing["ns/j"] = ledger.entries["ns/j"]
+        with mock.patch.object(ledger_module, "LEAN_ADMIT", lean):
+            ledger.admit(j, PATHS[0], (b, y, b, None))
+        ledgers.append(ledger)
+    assert state_of(ledgers[0].sums) == state_of(ledgers[1].sums)
+    assert ledgers[0].sums["root"][2].scalars == {"pods": 1}
