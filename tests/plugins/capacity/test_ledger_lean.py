@@ -45,14 +45,16 @@ step = st.one_of(*job_steps(TREE_LEAVES), st.tuples(st.just("shrink"), st.intege
 
 
 def sums_of(ledger: Ledger) -> dict[str, list[tuple[Any, ...]]]:
-    """Every queue's sums as the ledger holds them, with each name's first lister."""
-    return {q: [(s.cpu, s.memory, list(s.scalars.items()), s.members, dict(s.listers),
+    """Every queue's sums as the ledger holds them, with each name's first lister (the order a sum
+    lists its names in aside: nothing reads it, a resource built from a sum orders them by first lister,
+    and the new jobs counted in together, `BULK_NEW`, may list them in another)."""
+    return {q: [(s.cpu, s.memory, dict(s.scalars), s.members, dict(s.listers),
                  {n: s.first_lister(n) for n in s.listers}) for s in sums] for q, sums in sorted(ledger.sums.items())}
 
 
 def _switches(lean: bool) -> list[Any]:
     return [mock.patch.object(ledger_module, "LEAN_ADMIT", lean), mock.patch.object(charged, "LEAN_PENDING", lean),
-            mock.patch.object(drf, "ACROSS_PHASE", lean)]
+            mock.patch.object(drf, "ACROSS_PHASE", lean), mock.patch.object(ledger_module, "BULK_NEW", lean)]
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))

@@ -106,11 +106,13 @@ class FlatLedgerSetup(TreeSetup):
                 return False
             plan.append((job, amounts))
         rest: list[tuple[JobInfo, tuple[Amount | None, ...]]] = []
+        kept: list[tuple[JobInfo, tuple[str, ...], tuple[Amount | None, ...]]] = []
         for job, amounts in plan:
             if Ledger.keeps(job):
-                ledger.admit(job, (job.queue,), amounts)
+                kept.append((job, (job.queue,), amounts))
             else:
                 rest.append((job, amounts))
+        ledger.admit_many(kept)
         ledger.refresh(flat.session_attr)
         # a kept job always charges allocated, so a queue has a kept job exactly when it has sums
         names = sorted({*ledger.sums, *(job.queue for job, _ in rest)})

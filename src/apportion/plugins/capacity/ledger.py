@@ -19,7 +19,7 @@ fields whose amounts moved (docs/semantics.md K18): its queues' attributes are r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from apportion.cluster.model import JobInfo, PodGroupPhase, QueueInfo
@@ -28,7 +28,21 @@ from apportion.framework.queue_status import QueueStatus, QueueStatuses
 from apportion.lean_dataclass import dataclass
 from apportion.plugins.capacity.attrs import QueueAttr
 from apportion.plugins.capacity.charged import Amount, charged_amounts, exact_amount, job_amounts
-from apportion.plugins.capacity.ledger_sums import Listers, QueueSum, count_in, count_out, same_names
+from apportion.plugins.capacity.ledger_checks import (
+    check_first_listers,
+    check_kept_fields,
+    check_many,
+    check_split,
+)
+from apportion.plugins.capacity.ledger_sums import (
+    Listers,
+    NewJob,
+    QueueSum,
+    count_in,
+    count_in_many,
+    count_out,
+    same_names,
+)
 from apportion.plugins.queue_common import queue_share
 from apportion.resources import Resource
 from apportion.state import check
@@ -49,6 +63,9 @@ KEEP_FIELDS = True
 #: `admit` moves a changed job's sums by differences applied queue by queue (`_admit_moved`); False:
 #: field by field through every queue of the path (the reference, property-tested)
 LEAN_ADMIT = True
+#: `admit_many` counts the jobs not counted before together, path by path (`count_in_many`); False:
+#: `admit` job by job (the reference, property-tested)
+BULK_NEW = True
 
 @dataclass
 class LedgerReport:
@@ -129,7 +146,7 @@ class Ledger:
         else:
             look |= self.outside
             if check.enabled():
-                self._check_split(jobs, look)
+                check_split(self, jobs, look)
             entries = self.entries
             fresh = []
             for uid in sorted(look):
@@ -146,16 +163,6 @@ class Ledger:
                     fresh.append(job)
         self.outside = {job.uid for job in fresh}
         return fresh
-
-    def _check_split(self, jobs: dict[str, JobInfo], look: set[str]) -> None:
-        """The self-check: the delta names every job the full split would find changed or gone."""
-        entries = self.entries
-        missed = [uid for uid, job in jobs.items() if uid not in look and not (
-            (e := entries.get(uid)) is not None and e.job is job and e.version == job.version and e.phase is job.phase)]
-        missed.extend(uid for uid in entries.keys() - jobs.keys() if uid not in look)
-        if missed:
-            raise check.StateCheckError(f"{check.ENV}: capacity's ledger split from the jobs' delta passes over "
-                                        f"jobs the full split charges again: {sorted(missed)[:5]}")
 
     def split_reference(self, jobs: dict[str, JobInfo]) -> list[JobInfo]:
         """`split` walking every job (the reference its delta is compared with)."""
@@ -231,6 +238,32 @@ class Ledger:
                     if not any(s.members for s in all_sums[q]):
                         del all_sums[q]
 
+    def admit_many(self, jobs: Iterable[tuple[JobInfo, tuple[str, ...], tuple[Amount | None, ...]]]) -> None:
+        """`admit` of each (job, path, amounts) in turn, except that the jobs with no entry being
+        replaced (new to the ledger: every job of its first session) are counted in together once the
+        others are, path by path (`count_in_many`, docs/semantics.md K61)."""
+        if not BULK_NEW:
+            for job, path, amounts in jobs:
+                self.admit(job, path, amounts)
+            return
+        replacing, entries, outside = self.replacing, self.entries, self.outside
+        batch: list[NewJob] = []
+        for job, path, amounts in jobs:
+            uid = job.uid
+            if uid in replacing:
+                self.admit(job, path, amounts)
+                continue
+            # `admit` of a job with no old entry, its counting left to the batch
+            outside.discard(uid)
+            entries[uid] = _Entry(job, job.version, job.phase, path, amounts)
+            batch.append((uid, path, amounts))
+        if not batch:
+            return
+        if check.enabled():
+            check_many(self, batch, len(FIELDS))
+        else:
+            count_in_many(self.sums, self.dirty, batch, len(FIELDS))
+
     def _admit_new(self, uid: str, path: tuple[str, ...], amounts: tuple[Amount | None, ...]) -> None:
         """`admit`'s loop for a job not counted before: each charged field counted in at every queue of
         the path (queue by queue rather than field by field: each (queue, field) sees the same step)."""
@@ -258,12 +291,15 @@ class Ledger:
         field whose members move takes `_sub` and `_add` as in `admit`. The same integer sums, members,
         listers and dirty marks: integer addition is exact and each (queue, field) sees the same steps."""
         moved = 0
+        # a difference of one name (most amounts list pods alone) is a flat step, (f, dc, dm, name, d)
+        ones: list[tuple[int, int, int, str, int]] = []
         steps: list[tuple[int, int, int, tuple[tuple[str, int], ...]]] = []
         members: list[int] = []
         last_was: Amount | None = None
         last_a: Amount | None = None
-        dc = dm = 0
-        ds: tuple[tuple[str, int], ...] = ()
+        dc = dm = d1 = 0
+        n1 = ""
+        ds: tuple[tuple[str, int], ...] | None = None
         f = 0
         for was, a in zip(olds, amounts):
             if was != a:
@@ -271,7 +307,10 @@ class Ledger:
                 if was is None or a is None:
                     members.append(f)
                 elif was is last_was and a is last_a:
-                    steps.append((f, dc, dm, ds))
+                    if ds is None:
+                        ones.append((f, dc, dm, n1, d1))
+                    else:
+                        steps.append((f, dc, dm, ds))
                 else:
                     wn, an = was[2], a[2]
                     if len(an) == 1 and len(wn) == 1:  # most amounts list one name (pods)
@@ -280,26 +319,38 @@ class Ledger:
                             members.append(f)
                             f += 1
                             continue
-                        ds = ((n, v - w),)
+                        n1, d1 = n, v - w
+                        ds = None
+                        dc, dm = a[0] - was[0], a[1] - was[1]
+                        ones.append((f, dc, dm, n1, d1))
                     elif same_names(wn, an):
                         ds = tuple([(n, v - w) for (n, v), (_, w) in zip(an, wn)])
+                        dc, dm = a[0] - was[0], a[1] - was[1]
+                        steps.append((f, dc, dm, ds))
                     else:
                         members.append(f)
                         f += 1
                         continue
-                    dc, dm = a[0] - was[0], a[1] - was[1]
                     last_was, last_a = was, a
-                    steps.append((f, dc, dm, ds))
             f += 1
         all_sums = self.sums
         dirty = self.dirty
         for q in path:
             sums = all_sums[q]
-            for f, dc, dm, ds in steps:
+            # a zero difference is skipped: adding 0 to an integer changes nothing
+            for f, dc, dm, n, d in ones:
+                s = sums[f]
+                if dc:
+                    s.cpu += dc
+                if dm:
+                    s.memory += dm
+                if d:
+                    s.scalars[n] += d
+            for f, dc, dm, ds_ in steps:
                 s = sums[f]
                 s.cpu += dc
                 s.memory += dm
-                for n, d in ds:
+                for n, d in ds_:
                     s.scalars[n] += d
             for f in members:
                 s = sums[f]
@@ -396,7 +447,7 @@ class Ledger:
                         known = best_effort[q] = (deserved, deserved.is_empty())
                     d["share"] = 1.0 if known[1] else queue_share(d["allocated"], deserved)
                 if checking:
-                    self._check_kept_fields(q, a, self._fresh(q, fresh_attr))
+                    check_kept_fields(q, a, self._fresh(q, fresh_attr), FIELDS)
             else:
                 a = self._fresh(q, fresh_attr)
             base[q] = a
@@ -404,7 +455,7 @@ class Ledger:
         self.dirty.clear()
         self.at = self._next
         if checking:
-            self._check_first_listers()
+            check_first_listers(self, FIELDS)
 
     def _fresh(self, q: str, fresh_attr: Callable[[str], QueueAttr]) -> QueueAttr:
         """Queue q's attributes built from its limits and its sums."""
@@ -417,31 +468,6 @@ class Ledger:
                     d[name] = self._resource(q, f, sums[f])
             a.update_share()
         return a
-
-    @staticmethod
-    def _check_kept_fields(q: str, got: QueueAttr, want: QueueAttr) -> None:
-        """The self-check: attributes built from the last ones are those built afresh, field by field
-        (the scalar names in the same order) and share."""
-        bad = [name for name in FIELDS if not (
-            getattr(got, name) == getattr(want, name)
-            and list(getattr(got, name).scalars) == list(getattr(want, name).scalars))]
-        if got.share != want.share:
-            bad.append("share")
-        bad.extend(name for name, v in want.__dict__.items() if name not in FIELDS and name != "share"
-                   and got.__dict__.get(name) != v)
-        if bad:
-            raise check.StateCheckError(f"{check.ENV}: capacity's ledger built queue {q}'s attributes from its "
-                                        f"last ones with {', '.join(bad)} differing from a build afresh")
-
-    def _check_first_listers(self) -> None:
-        """The self-check: every cached first lister is the smallest of its name's listers."""
-        for q, sums in self.sums.items():
-            for f, s in enumerate(sums):
-                for n, at in s.first.items():
-                    if at != min(s.listers[n]):
-                        raise check.StateCheckError(
-                            f"{check.ENV}: capacity's ledger holds {at} as the first lister of {n} in queue {q}'s "
-                            f"{FIELDS[f]}, but the smallest of its listers is {min(s.listers[n])}")
 
     def first_listers(self, q: str, f: int) -> dict[str, tuple[str, int]]:
         """Per scalar name of queue q's field f, its first lister."""

@@ -91,3 +91,67 @@ def note_listers(listers: Listers, queue: str, uid: str, amounts: tuple[Amount |
         got = listers.setdefault((queue, f), {})
         for i, (n, _) in enumerate(amount[2]):
             got.setdefault(n, (uid, i))
+
+
+#: one job of a batch counted in together: its uid, its path (leaf first) and its amounts per field
+NewJob = tuple[str, tuple[str, ...], tuple[Amount | None, ...]]
+
+
+def count_in_many(all_sums: dict[str, list[QueueSum]], dirty: dict[str, int], batch: list[NewJob],
+                  nfields: int) -> None:
+    """`count_in` of every job of the batch, each charged field at every queue of its path, and the
+    queues marked dirty with the fields charged, as the ledger's `_admit_new` does job by job; but the
+    jobs of one path are summed first (one `count_in` per job and field) and each path's sums are then
+    merged into each of its queues once (`merge_in`), where job by job does a `count_in` per job, field
+    and queue (docs/semantics.md K61).
+
+    The same sums, members and listers: the sums are Python integers (any order of the additions gives
+    the same ones), a name's listers are a set, and a name is present exactly while it has listers. A
+    name's cached first lister, where known, is still the smallest of its listers (each part's is, as
+    `count_in` keeps it). Only the insertion order of a sum's names may differ, which nothing reads (a
+    resource built from a sum orders its names by their first listers)."""
+    groups: dict[tuple[str, ...], tuple[list[QueueSum], list[int]]] = {}
+    for uid, path, amounts in batch:
+        g = groups.get(path)
+        if g is None:
+            g = groups[path] = ([QueueSum() for _ in range(nfields)], [0])
+        parts, charged = g
+        for f, a in enumerate(amounts):
+            if a is not None:
+                count_in(parts[f], uid, a)
+                charged[0] |= 1 << f
+    for path, (parts, mask) in groups.items():
+        moved = mask[0]
+        if not moved:
+            continue  # no job of the path charges anything: `_admit_new` makes no sums and no mark
+        last = len(path) - 1
+        for i, q in enumerate(path):
+            sums = all_sums.get(q)
+            if sums is None:
+                sums = all_sums[q] = [QueueSum() for _ in range(nfields)]
+            for s, p in zip(sums, parts):
+                if p.members:
+                    merge_in(s, p, i == last)
+            dirty[q] = dirty.get(q, 0) | moved
+
+
+def merge_in(s: QueueSum, p: QueueSum, last: bool) -> None:
+    """Count the members of `p` (a sum whose every first lister is known) into `s`, as `count_in` of
+    each would; `p`'s lister sets are copied unless `last` (its final merge) hands them over."""
+    s.members += p.members
+    s.cpu += p.cpu
+    s.memory += p.memory
+    scalars, listers, first = s.scalars, s.listers, s.first
+    for n, v in p.scalars.items():
+        scalars[n] = scalars.get(n, 0) + v
+        mine = p.listers[n]
+        at = p.first[n]
+        got = listers.get(n)
+        if got is None:
+            listers[n] = mine if last else set(mine)
+            first[n] = at
+            continue
+        got |= mine
+        known = first.get(n)
+        if known is not None and at < known:
+            first[n] = at

@@ -152,17 +152,18 @@ class TreeSetup(CapacityBase):
                 return False
             plan.append((job, job.queue, amounts))
         rest: list[tuple[JobInfo, str, tuple[Amount | None, ...]]] = []
+        kept: list[tuple[JobInfo, tuple[str, ...], tuple[Amount | None, ...]]] = []
         limits, paths = tree.limits, tree.paths
-        admit = ledger.admit
         for job, q, amounts in plan:
             lim = limits[q]
-            if not lim.children and Ledger.keeps(job):
+            if not lim.children and job.tasks:  # Ledger.keeps
                 path = paths.get(q)
                 if path is None:
                     path = paths[q] = (q, *reversed(lim.ancestors))
-                admit(job, path, amounts)
+                kept.append((job, path, amounts))
             else:
                 rest.append((job, q, amounts))
+        ledger.admit_many(kept)
         ledger.refresh(lambda name: tree.limits[name].session_attr(name))
         self.attrs = dict(ledger.base)
         self._shared = set(self.attrs)
