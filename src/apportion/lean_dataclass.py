@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 #: tests compare the closures with). Read when a class is made.
 LEAN = True
 
-#: True: the texts `dataclasses` compiles are looked up in `data/dataclass_code.bin` first (a text not
-#: there, or a file of another interpreter, is compiled as ever); False: every text is compiled (the
-#: reference). With APPORTION_CHECK_STATE set, each code object taken from the file is compared with
-#: the text compiled.
+#: True: the texts `dataclasses` compiles are looked up in the cached table first (`KEPT_CODE_PATH`: a
+#: text not there, or a file of another interpreter, is compiled as ever); False: every text is compiled
+#: (the reference). With APPORTION_CHECK_STATE set, each code object taken from the table is compared
+#: with the text compiled.
 KEPT_CODE = True
 #: the file of compiled texts: marshal of (interpreter tag, {text: marshalled code object}); one per
 #: interpreter, beside the package's own bytecode

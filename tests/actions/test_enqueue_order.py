@@ -41,7 +41,6 @@ def switches(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
     """K59's switches on or off."""
     monkeypatch.setattr(enqueue, "skip_refused", on)
     monkeypatch.setattr(enqueue, "lists_as_work", on)
-    monkeypatch.setattr(enqueue, "hot_maps", on)
     monkeypatch.setattr(drain_subset, "lean_survey", on)
 
 

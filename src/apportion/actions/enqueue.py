@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import accumulate, chain, compress, repeat
-from operator import contains, is_
+from operator import is_
 from typing import Any, cast
 
 from apportion.actions import enqueue_pass
@@ -62,9 +62,6 @@ skip_refused = True
 #: tests switch this off: the picker's drain asks whether a queue has work by a Python function giving
 #: the bool of its pending list, not by the list's lookup itself (read for its truth alone, K59)
 lists_as_work = True
-#: tests switch this off: with `hot_queues`, the queues with a candidate, their keys asked again and their
-#: fresh answers are taken by a loop over them, not by C maps (K59)
-hot_maps = True
 #: tests switch this off: every vote is cast, rather than answered by the answers where they give it:
 #: a candidate while no admission moved them, a job after one by its key's answer when no one reads
 #: refusals (`_Votes._vote`, K51)
@@ -252,19 +249,7 @@ class _Votes:
         if key_answers is None or keys is None or per_queue is None:
             return self.ask(self.rest())
         relaxed = not self.explaining and by_candidates and key_answers.refusals_hold()
-        if relaxed and lean_backlog and hot_queues and hot_maps:
-            # as below, by C maps over the queues with a candidate: the same lists, keys and answers
-            hot = list(compress(per_queue, map(contains, per_queue.values(), repeat(None))))
-            hot_whys = list(map(per_queue.__getitem__, hot))
-            hot_keys = list(map(keys.__getitem__, hot))
-            answers = key_answers(dict.fromkeys(chain.from_iterable(map(
-                compress, hot_keys, map(map, repeat(is_), hot_whys, repeat(repeat(None)))))))
-            if answers is None:
-                return self.ask(self.rest())
-            now = list(map(list, map(map, repeat(answers.get), hot_keys, hot_whys)))
-            per_queue.update(zip(hot, now))
-            candidates = sum(map(list.count, now, repeat(None)))
-        elif relaxed and lean_backlog and hot_queues:
+        if relaxed and lean_backlog and hot_queues:
             # as below, over the queues with a candidate only: a key names one queue (a bucket is a leaf
             # and a minResources), so no other queue holds a key asked, and its answers stay as they are
             hot = [name for name, whys in per_queue.items() if None in whys]

@@ -89,15 +89,7 @@ class PassOver:
         if held is None or (len(ssn.table.touched) != self.stamp and not self._within(ssn)):
             return None
         need, bound = held
-        if KEEP_LACKING:
-            kept = job.derived.get(LACKING_KEY)
-            if (kept is not None and kept[0] == job.version and kept[1] == job.min_available
-                    and not self.checking):
-                lack: int = kept[2]
-            else:
-                lack = lacking_kept(job, self.checking)
-        else:
-            lack = lacking(job)
+        lack = lacking_kept(job, self.checking) if KEEP_LACKING else lacking(job)
         if lack < need:
             return None
         # a session's jobs share a few (bound, need, minMember): each text is made once
