@@ -42,6 +42,7 @@ class _Bare(TaskLifecycle):
         self.t0, self.period = t0, period
         self.jobs, self.active = {}, {}
         self._dirty, self._early_dirty, self._objects_jobs = set(), set(), set()
+        self.held: dict[str, str] = {}
         self.objects = object() if built_by_objects else None  # type: ignore[assignment]
         self.recorder = _Changes()  # type: ignore[assignment]
 

@@ -63,7 +63,7 @@ from apportion.simulation.jobs import (
 )
 from apportion.simulation.observer import SessionObserver
 from apportion.simulation.outlet import Outlet
-from apportion.simulation.queue_order import QueueOrder
+from apportion.simulation.queue_order import CacheQueueOrder, QueueOrder
 from apportion.simulation.recorder import Recorder
 from apportion.simulation.reservations import SimPlan, default_child, simulation_plans
 from apportion.simulation.result import SimulationResult
@@ -148,6 +148,10 @@ class Simulator(QuietSkipping):
         self.res_accepted: dict[str, bool] = {}
         self.reservation_log: list[dict[str, Any]] = []
         self.children: dict[str, list[QueueInfo]] = {}
+        #: start-state jobs kept out of the sessions until their reservation is active: uid -> its id
+        self.held: dict[str, str] = {}
+        self.keep_done = False
+        self.whole_gangs = True
         self.recorder = Recorder(self, [*scenario.nodes, *(n for ev in scenario.node_events for n in ev.new_nodes)])
         #: sample the recorder's time series after each session and take each session's queue report
         #: (a forecast, which reads only the jobs, turns this off)
@@ -207,12 +211,16 @@ class Simulator(QuietSkipping):
             self.plans = start.plans
             self.children = start.children
             for plan in self.plans.values():
-                for r in plan.reservations.values():
-                    for p in r.change_points():
-                        if p > self.t0:
-                            self._push(p, EV_WAKE, r.id, None)
+                for name, p in plan.wake_points():
+                    if p > self.t0:
+                        self._push(p, EV_WAKE, name, None)
         self.res_by_name.update(start.reservation_ids)
         self.res_accepted.update(start.reservation_accepted)
+        self.held = dict(start.held)
+        self.keep_done = start.keep_done
+        self.whole_gangs = start.whole_gangs
+        if start.queue_order is not None:
+            self._queue_order = CacheQueueOrder(start.queue_order)
         for i, at in enumerate(start.wakes):
             if at > self.t0:
                 self._push(at, EV_WAKE, f"wake-{i:04d}", None)
@@ -295,7 +303,8 @@ class Simulator(QuietSkipping):
             return None
         if min(t_ev, t_sess) > horizon and (not self.sc.run.drain or not self.active):
             return None
-        if not self.active and not self.dirty and all(k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
+        if not self.active and not self.held and not self.dirty and all(
+                k in (EV_WAKE, EV_NODE) for _, k, *_ in self.heap):
             return None  # the workload is over; only cluster or plan boundaries remain
         return t_sess
 
@@ -348,7 +357,8 @@ class Simulator(QuietSkipping):
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
             job.state, job.finish, job.phase = "done", self.now, GROUP_COMPLETED
-            self.active.pop(job.uid, None)
+            if not self.keep_done:
+                self.active.pop(job.uid, None)
 
     def _arrive(self, job: SimJob) -> None:
         spec = job.spec

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apportion.cluster.model import QueueInfo, TaskStatus
+from apportion.cluster.model import GROUP_COMPLETED, GROUP_RUNNING, QueueInfo, TaskStatus
 from apportion.resources import Resource
-from apportion.simulation.jobs import EV_WAKE
+from apportion.simulation.jobs import EV_WAKE, SimJob
 from apportion.simulation.lifecycle import TaskLifecycle
 from apportion.simulation.reservations import SimPlan, default_child, plan_capacity
 
@@ -76,13 +76,43 @@ class PlanFollower(TaskLifecycle):
             expired = sorted(before - now_names)
             if expired:
                 self._expire(qname, plan, set(expired))
+            if self.held:
+                self._let_in(set(res.active))
+
+    def _let_in(self, active: set[str]) -> None:
+        """The held jobs whose reservation is active join the sessions in its queue (in uid order),
+        as the service routes a podgroup once its reservation starts."""
+        for uid in sorted(u for u, rid in self.held.items() if rid in active):
+            rid = self.held.pop(uid)
+            job = self.jobs[uid]
+            job.queue = job.reservation_id = rid
+            job.state = "active"
+            self.active[uid] = job
+            self._dirty.add(uid)
+            self._early_dirty.add(uid)
+            self.recorder.work_changed(rid)
+
+    def _hold(self, job: SimJob, rid: str) -> None:
+        """A job of an expired reservation that has not started leaves the sessions (the service's
+        routing, live.py) and stays out while its reservation is not active."""
+        job.state = "held"
+        self.held[job.uid] = rid
+        self.active.pop(job.uid, None)
+        self.recorder.work_changed(job.queue)
+        self._dirty.add(job.uid)
+        self._early_dirty.add(job.uid)
 
     def _expire(self, qname: str, plan: SimPlan, expired: set[str]) -> None:
         target = default_child(qname)
         for job in sorted(self.active.values(), key=lambda j: j.uid):
             if job.queue not in expired:
                 continue
-            if plan.spec.move_on_expiry:
+            if plan.hold_unstarted and all(t.status is TaskStatus.PENDING for t in job.tasks) and not (
+                    job.phase is GROUP_RUNNING or job.phase is GROUP_COMPLETED):
+                self.recorder.event(self.now, job.uid, "HeldOnExpiry",
+                                    f"reservation {job.queue} expired before the job started; left out")
+                self._hold(job, job.queue)
+            elif plan.spec.move_on_expiry:
                 self.recorder.event(self.now, job.uid, "MovedOnExpiry",
                                     f"reservation {job.queue} expired; moved to {target}")
                 self.recorder.work_changed(job.queue)

@@ -171,8 +171,8 @@ class JobsHandout:
         """The self-check: a job handed out again whose phase moved since it was last handed out is
         named as changed (K17): here, or by the cache's log (a session's close set it)."""
         last, self._phases = self._phases, {uid: (ji, ji.phase) for uid, ji in jobs.items()}
-        if changed is None or delta is None:
-            return
+        if changed is None or delta is None or delta.since is None:
+            return  # (a delta from no snapshot names nothing: every job is to be looked at)
         for uid, ji in jobs.items():
             was = last.get(uid)
             if was is not None and was[0] is ji and was[1] is not ji.phase and uid not in changed \

@@ -54,7 +54,7 @@ class SimJob:
     min_resources: Resource
     tasks: list[SimTask] = field(default_factory=list)
     phase: PodGroupPhase = PodGroupPhase.PENDING
-    state: str = "waiting"  # waiting | active | done | rejected | killed
+    state: str = "waiting"  # waiting | active | held | done | rejected | killed
     reservation_id: str = ""
     first_start: float | None = None
     last_start: float | None = None

@@ -45,6 +45,12 @@ class TaskLifecycle(ClusterFeed):
     period: float
     #: releasing tasks deleted in the start state: over once released, not restarted
     deleting: set[tuple[str, int]]
+    #: start-state jobs kept out of the sessions until their reservation is active: uid -> its id
+    held: dict[str, str]
+    #: a job whose tasks are all over stays in the sessions, a Completed PodGroup (SimStart.keep_done)
+    keep_done: bool
+    #: an evicted member of a gang stops the whole gang (SimStart.whole_gangs)
+    whole_gangs: bool
 
     # ================================================================= events and tasks
     def _start_jobs(self, jobs: list[StartJob]) -> None:
@@ -99,8 +105,14 @@ class TaskLifecycle(ClusterFeed):
 
     def _start_job(self, sj: SimJob) -> None:
         self.jobs[sj.uid] = sj
-        self.active[sj.uid] = sj
+        if sj.uid in self.held:
+            # kept out until the plan follower finds its reservation active (follower.py `_let_in`)
+            sj.state = "held"
+        else:
+            self.active[sj.uid] = sj
         if self.objects is None:
+            if sj.state == "held":
+                return
             # sessions see it through the cache, as an arrival (objects build their own jobs)
             self._dirty.add(sj.uid)
             self._early_dirty.add(sj.uid)
@@ -134,7 +146,8 @@ class TaskLifecycle(ClusterFeed):
             job.state = "done"
             job.finish = self.now
             job.phase = GROUP_COMPLETED
-            self.active.pop(job.uid, None)
+            if not self.keep_done:
+                self.active.pop(job.uid, None)
             self._dirty.add(job.uid)
             self._early_dirty.add(job.uid)
 
@@ -173,7 +186,7 @@ class TaskLifecycle(ClusterFeed):
     def _evict(self, job: SimJob, t: SimTask, reason: str) -> None:
         job.evictions += 1
         lost_before = job.lost_gpu_seconds
-        victims = [x for x in job.tasks if x.status is RUNNING] if job.spec.gang else [t]
+        victims = [x for x in job.tasks if x.status is RUNNING] if job.spec.gang and self.whole_gangs else [t]
         for v in victims:
             self._stop(job, v, restart=True)
         self.recorder.eviction(self.now, job, t, reason, job.lost_gpu_seconds - lost_before)

@@ -68,3 +68,36 @@ class QueueOrder:
         for name, q in held.items():
             queues.setdefault(name, q)
         return queues
+
+
+class CacheQueueOrder(QueueOrder):
+    """The queues in the order a live scheduler cache holds them, for a simulation that stands for a
+    live cluster (the service's forecast): a queue keeps its place while it exists, the queues that
+    come (the plan followers' new reservation queues) go after every other, in name order as the
+    service publishes them (service/live.py), and root, when the conf is hierarchical and no queue
+    has that name, comes last, where `engine.prepare` adds it. `initial`: the cache's order at the
+    start."""
+
+    def __init__(self, initial: Iterable[str]) -> None:
+        super().__init__()
+        self.order: dict[str, None] = dict.fromkeys(initial)
+
+    def queues(self, held: dict[str, QueueInfo], scenario: Mapping[str, QueueInfo],
+               children: Mapping[str, Iterable[QueueInfo]], hierarchical: bool, checking: bool
+               ) -> dict[str, QueueInfo]:
+        """`held` in the cache's order (see the class)."""
+        order = self.order
+        for name in [n for n in order if n not in held]:
+            del order[name]
+        for name in sorted(n for n in held if n not in order and n != ROOT_QUEUE):
+            order[name] = None
+        queues = {name: held[name] for name in order}
+        if ROOT_QUEUE in queues:
+            pass  # the cache's own root queue, in its place
+        elif ROOT_QUEUE in held:
+            queues[ROOT_QUEUE] = held[ROOT_QUEUE]  # (the one `prepare` added to the start state)
+        elif hierarchical:
+            if self.root is None:
+                self.root = QueueInfo(name=ROOT_QUEUE, reclaimable=False)
+            queues[ROOT_QUEUE] = self.root
+        return queues

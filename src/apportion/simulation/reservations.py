@@ -142,6 +142,11 @@ class SimPlan:
     """A reservable queue's plan in the simulation's reservation system, with its agent, sharing
     policy, replanner and follower (all `apportion.reservation`'s)."""
 
+    #: what becomes of a job of an expired reservation that has not started: False, it moves to the
+    #: default child or is killed as YARN's follower does (`moveOnExpiry`); True, it leaves the
+    #: sessions, as the service routes it (service/live.py; its plans' mirror sets this)
+    hold_unstarted = False
+
     def __init__(self, system: ReservationSystem, queue: str, spec: PlanSpec, step: float,
                  dims: tuple[str, ...]) -> None:
         # imported here: the planner's agents and policies are a tenth of a command's start, and only a
@@ -173,6 +178,11 @@ class SimPlan:
     def plan(self) -> InMemoryPlan:
         """The real plan."""
         return self.entry.plan
+
+    def wake_points(self) -> list[tuple[str, float]]:
+        """(reservation id, instant) for every instant its follower's children may change: a
+        simulation started from a state runs a session then even when nothing else happens."""
+        return [(r.id, p) for r in self.reservations.values() for p in r.change_points()]
 
     def set_capacity(self, capacity: Resource) -> None:
         """The plan's capacity from now on (a type the plan does not hold is not planned)."""

@@ -99,6 +99,20 @@ class SimStart:
     wakes: list[float] = field(default_factory=list)
     #: job uids whose first start ends the run once all have started
     stop_when_started: frozenset[str] = frozenset()
+    #: jobs of `jobs` (uid -> reservation id) kept out of the sessions until a plan's follower finds
+    #: their reservation active, as the service keeps a job submitted to a reservation that has not
+    #: started (service/live.py); their tasks are all pending
+    held: dict[str, str] = field(default_factory=dict)
+    #: a job whose tasks are all over stays in the sessions as a Completed PodGroup, as a live cluster
+    #: keeps one until it is deleted (the service's forecast); False: it leaves them, as a scenario's
+    #: finished job does
+    keep_done: bool = False
+    #: the queues' order in the live cache the state comes from (a session sees its queues in that
+    #: order, new ones after: simulation/queue_order.py `CacheQueueOrder`); None: the simulator's own
+    queue_order: list[str] | None = None
+    #: an evicted member of a gang stops every running member (the simulator's jobs restart whole);
+    #: False: only the pod evicted stops, as a live cluster's pod goes back to Pending alone
+    whole_gangs: bool = True
 
 
 def objects_delta(jobs: dict[str, JobInfo], last: dict[str, JobInfo], cache: JobDelta | None,
