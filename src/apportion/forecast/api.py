@@ -6,9 +6,11 @@ wraps (`forecast_job`); `forecast_dump` and `diff_dump` read kubectl YAML files 
 
 from __future__ import annotations
 
+from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from apportion.cluster.model import QueueInfo
 from apportion.cluster.snapshot import Snapshot
 from apportion.durations import parse_duration, parse_time
 from apportion.engine import load_conf_file, load_inputs, prepare, resolve_conf
@@ -17,12 +19,32 @@ from apportion.forecast.core import DEFAULT_RUNS, Forecast, forecast
 from apportion.forecast.runtime import Assumed, parse_assumed
 from apportion.forecast.start import newest_timestamp, start_state
 from apportion.framework.conf import SchedulerConf
+from apportion.lean_dataclass import dataclass
 
 if TYPE_CHECKING:
     from apportion.forecast.diff import Diff
+    from apportion.simulation.reservations import SimPlan
 
 # the fit search (and the reservation planner it asks) and the diff are imported by the calls that use
 # them: a forecast without fits, the CLI's `--no-fits`, starts without them
+
+@dataclass
+class LiveAhead:
+    """How a live cluster (the service's) goes on that a dump does not say, for a forecast from its
+    snapshot: each reservable queue's plan (a `SimPlan` the forecast simulator's follower runs) and
+    the plan's queues in the snapshot now (by reservable queue); the snapshot's jobs kept out of the
+    scheduler until their reservation is active (uid -> reservation id); finished jobs staying in
+    the sessions as Completed PodGroups; the cache's order of queues; and an evicted pod going back
+    to Pending alone (a gang's other members run on: the service's Evictor)."""
+
+    plans: dict[str, SimPlan]
+    children: dict[str, list[QueueInfo]]
+    held: dict[str, str] = field(default_factory=dict)
+    #: jobs that finish stay in the sessions as Completed PodGroups, as the live cluster keeps them
+    keep_done: bool = True
+    #: the queues' order in the live cache (a session sees them so); None: the simulator's own
+    queue_order: list[str] | None = None
+
 
 #: without named jobs, fit suggestions are searched for this many waiting jobs (each search runs tens
 #: of sessions)
@@ -32,10 +54,12 @@ FITS_UNNAMED = 5
 def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: SchedulerConf | None = None,
                       now: datetime | None = None, assumed: Assumed | None = None, runs: int = DEFAULT_RUNS,
                       seed: int = 0, horizon: float | None = None, period: float = 1.0,
-                      fits: bool = True) -> Forecast:
+                      fits: bool = True, live: LiveAhead | None = None) -> Forecast:
     """Forecast the named jobs (default: every pending job) of a snapshot, with fit suggestions for
     each named job that does not start in the next session (without names, for the first
-    FITS_UNNAMED such jobs). `snap` is used, not kept; it may be changed."""
+    FITS_UNNAMED such jobs). `snap` is used, not kept; it may be changed. `live`: how the live
+    cluster the snapshot comes from goes on (`LiveAhead`); without it the snapshot is taken as a
+    dump: its queues stay as they are, and finished jobs and evicted gangs go as the simulator's do."""
     if seed < 0:
         raise InputError(f"the seed must be 0 or more, got {seed}")
     conf = resolve_conf(snap, conf)
@@ -47,13 +71,17 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
         if now is None:
             raise InputError("the cluster state carries no timestamp to take as now; give --now (RFC 3339)")
     state = start_state(snap, conf, now, period=period, times=times)
+    if live is not None:
+        state.plans, state.children, state.held = dict(live.plans), dict(live.children), dict(live.held)
+        state.keep_done, state.queue_order, state.whole_gangs = live.keep_done, live.queue_order, False
     fc = forecast(state, jobs, assumed=assumed, runs=runs, seed=seed, horizon=horizon)
     if fits:
         from apportion.forecast.fit import KnownStart
         from apportion.forecast.sim import draws_needed
         from apportion.forecast.suggest import suggest
 
-        waiting = [jf for jf in fc.jobs if jf.start_in is None or jf.start_in > 0]
+        # a held job cannot start in the next session whatever changes: it waits for its reservation
+        waiting = [jf for jf in fc.jobs if (jf.start_in is None or jf.start_in > 0) and not jf.held_for]
         if not jobs and len(waiting) > FITS_UNNAMED:
             fc.warnings.append(f"fit suggestions for the first {FITS_UNNAMED} of {len(waiting)} waiting jobs only; "
                                "name a job to get its own")
@@ -68,11 +96,12 @@ def forecast_snapshot(snap: Snapshot, jobs: list[str] | None = None, *, conf: Sc
 
 def forecast_job(snap: Snapshot, namespace: str, name: str, *, conf: SchedulerConf | None = None,
                  now: datetime | None = None, assumed: Assumed | None = None, runs: int = DEFAULT_RUNS,
-                 seed: int = 0, horizon: float | None = None, period: float = 1.0, fits: bool = True) -> Forecast:
+                 seed: int = 0, horizon: float | None = None, period: float = 1.0, fits: bool = True,
+                 live: LiveAhead | None = None) -> Forecast:
     """One job's forecast, with its fit suggestions (what `GET /api/v1/jobs/{ns}/{name}/forecast`
     serves). InputError when `namespace/name` does not exist or is not pending."""
     return forecast_snapshot(snap, [f"{namespace}/{name}"], conf=conf, now=now, assumed=assumed, runs=runs,
-                             seed=seed, horizon=horizon, period=period, fits=fits)
+                             seed=seed, horizon=horizon, period=period, fits=fits, live=live)
 
 
 def forecast_dump(paths: list[str], jobs: list[str] | None = None, *, conf_path: str | None = None,

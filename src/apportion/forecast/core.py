@@ -46,6 +46,9 @@ class JobForecast:
     basis: str
     reason: str = ""
     fits: list[Any] = field(default_factory=list)
+    #: the reservation the job waits for, when it is kept out of the scheduler until that is active
+    #: (a service's job submitted to a reservation that has not started)
+    held_for: str = ""
 
     def to_json(self, now: datetime) -> dict[str, Any]:
         """The job's entry of the JSON answer (times as RFC 3339 from `now`)."""
@@ -60,6 +63,8 @@ class JobForecast:
             out["runs"], out["startedRuns"] = self.runs, self.started_runs
         if self.reason:
             out["reason"] = self.reason
+        if self.held_for:
+            out["heldFor"] = self.held_for
         return out
 
 
@@ -197,11 +202,14 @@ def forecast(state: StartState, names: list[str] | None = None, *, assumed: Assu
         if med is None and limited:
             reason = (f"no start found within {FORWARD_SESSION_LIMIT} simulated sessions: the scheduler's "
                       "decisions keep changing (e.g. reclaim evicting and placing pods again every period)")
+        elif med is None and js.uid in state.held:
+            reason = (f"held out of the scheduler until its reservation {state.held[js.uid]} is active, and does "
+                      "not start " + ("within the horizon" if horizon is not None else "with the plan as it is"))
         elif med is None:
             reason = ("does not start within the horizon" if horizon is not None
                       else "does not start while the pods ahead of it run (some have no known end)"
                       if basis["pods"].get(BASIS_UNKNOWN) else "does not start with the cluster as it is")
         out.append(JobForecast(job=js.uid, queue=js.template.queue, start_in=med, low=_pct(xs, 10),
                                high=_pct(xs, 90), runs=n_runs, started_runs=sum(1 for x in xs if np.isfinite(x)),
-                               basis=basis["summary"], reason=reason))
+                               basis=basis["summary"], reason=reason, held_for=state.held.get(js.uid, "")))
     return Forecast(now=state.now, jobs=out, basis=basis, runs=n_runs, horizon=horizon, warnings=warnings)

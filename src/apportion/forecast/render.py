@@ -43,6 +43,9 @@ def forecast_lines(fc: Forecast) -> list[str]:
                         f"({j.started_runs} of {j.runs} runs start it)", indent="    ", first="  ")
         if j.reason:
             out += wrap(j.reason, indent="    ", first="  ")
+        elif j.held_for:
+            out += wrap(f"held out of the scheduler until its reservation {j.held_for} is active",
+                        indent="    ", first="  ")
         if j.fits:
             out.append("  would start sooner with one of (each checked in simulation):")
             for f in j.fits:

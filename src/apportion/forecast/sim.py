@@ -401,7 +401,9 @@ def _simulator(sc: Scenario, state: StartState, objects: DumpObjects, assumed: A
                      reservation_ids=dict(state.reservation_ids),
                      reservation_accepted=dict(state.reservation_accepted), objects=objects,
                      wakes=[state.t0 + at for at, _patch in objects.bookings if at > 0],
-                     stop_when_started=frozenset(targets))
+                     stop_when_started=frozenset(targets), held=dict(state.held),
+                     keep_done=state.keep_done, queue_order=state.queue_order,
+                     whole_gangs=state.whole_gangs)
     return Simulator.from_state(sc, start, conf=state.conf, seed=seed, label="forecast")
 
 

@@ -101,6 +101,16 @@ class StartState:
     #: reservation name -> id, and whether it was accepted (arrivals that name a reservation)
     reservation_ids: dict[str, str] = field(default_factory=dict)
     reservation_accepted: dict[str, bool] = field(default_factory=dict)
+    #: jobs (uid -> reservation id) kept out of the scheduler until a plan's follower finds their
+    #: reservation active (the service's jobs submitted to a reservation that has not started)
+    held: dict[str, str] = field(default_factory=dict)
+    #: jobs that finish stay in the sessions as Completed PodGroups (simulation/start.py `SimStart`)
+    keep_done: bool = False
+    #: the queues' order in the live cache the state comes from (SimStart.queue_order); None: the
+    #: simulator's own
+    queue_order: list[str] | None = None
+    #: an evicted member of a gang stops the whole gang (SimStart.whole_gangs)
+    whole_gangs: bool = True
     warnings: list[str] = field(default_factory=list)
 
     def job(self, uid: str) -> JobStart | None:
