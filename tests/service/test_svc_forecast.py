@@ -58,14 +58,19 @@ def test_forecast_of_a_waiting_job(server_factory: Callable[..., LiveServer]) ->
                           ({"horizon": "soon"}, "horizon"), ({"assumeRuntime": "{nope: 1}"}, "assumeRuntime")):
         r = c.get("/api/v1/jobs/t/next/forecast", params=params)
         assert r.status_code == 400 and field in r.json()["error"] and "Traceback" not in r.text, (params, r.text)
-    # a job held out of the scheduler (its reservation is not active) says why
+    # a job held out of the scheduler (its reservation is not active) is forecast to join it when its
+    # reservation starts: this one names a reservation that does not exist, so never
     late = _job("late", 1, "1")
     late[0]["spec"]["queue"] = "dedicated"
     late[0]["metadata"]["annotations"] = {"apportion.io/reservation": "reservation_1_0001"}
     assert c.post("/api/v1/apply", params=U, content=yaml.safe_dump_all(late)).status_code == 200
     wait_for(lambda: "not currently active" in c.get("/api/v1/jobs/t/late").json().get("waiting", ""))
     r = c.get("/api/v1/jobs/t/late/forecast")
-    assert r.status_code == 409 and "not currently active" in r.json()["error"], r.text
+    assert r.status_code == 200, r.text
+    [job] = r.json()["jobs"]
+    assert job["start"] is None and job["heldFor"] == "reservation_1_0001", job
+    assert "held out of the scheduler until its reservation reservation_1_0001 is active" in job["reason"], job
+    assert job["fits"] == []  # nothing makes it start in the next session: it waits for its reservation
     c.close()
 
 

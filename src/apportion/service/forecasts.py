@@ -9,7 +9,14 @@ separate writer jobs, and only between ticks is the cache whole); the simulation
 lock, on the forecasts' own thread, which leaves Python's cycle collector to the server
 (`apportion.collection.owns_collector`). A forecast costs seconds of CPU, so one runs at a time and a
 few wait for their turn; beyond that the answer is 503 with `Retry-After`, rather than a queue that
-grows without bound. A job held out of the scheduler (its reservation not active) is 409 with why.
+grows without bound.
+
+The forecast's now is the loop's next session (a period after the last tick; the cache holds what the
+last one decided), and its sessions follow every period from there. The reservation plans go on in
+the forecast as the loop would follow them (forecast_plans.py): a
+reservation's queue comes, changes and goes at its times, and a job held out of the scheduler because
+its reservation has not started is forecast to join it when the reservation does (`heldFor` names
+the reservation).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from apportion.forecast.runtime import parse_assumed
 from apportion.framework.conf import SchedulerConf
 from apportion.service.common import json_response
 from apportion.service.core import Service
+from apportion.service.forecast_plans import PlansTaken, plans_ahead, take_plans
 from apportion.service.objects import ObjectNotFound
 
 router = APIRouter(prefix="/api/v1", tags=["apportion"])
@@ -95,15 +103,26 @@ class Busy(Exception):
     """The gate is full, or the scheduling loop left no moment between its ticks: try again shortly."""
 
 
-def _between_ticks(svc: Service) -> tuple[Snapshot, SchedulerConf, int]:
-    """A copy of the cache's snapshot, the conf the next session would use and the clock, taken under
-    the read lock at a moment between two ticks (the cache is whole only then: loop.between)."""
+def next_session(svc: Service) -> int:
+    """The clock (epoch ms) of the scheduling loop's next session: a period after the last tick's,
+    or now when that has passed (or no tick ran yet). The cache holds what the last session decided,
+    so the forecast's first session is the next one, not the last one again."""
+    clock = svc.clock()
+    last = svc.loop.last_tick_clock
+    return clock if last is None else max(clock, last + int(round(svc.loop.period_s * 1000)))
+
+
+def _between_ticks(svc: Service) -> tuple[Snapshot, SchedulerConf, int, PlansTaken]:
+    """A copy of the cache's snapshot, the conf the next session would use, the clock and the plans,
+    taken under the read lock at a moment between two ticks (the cache is whole only then:
+    loop.between)."""
     deadline = time.monotonic() + BETWEEN_TICKS_WAIT_S
     between = svc.loop.between
     while True:
         with svc.lock.read():
             if between.is_set():
-                return svc.live.cache.snapshot(), svc.confs.effective(svc.objects.objects)[1], svc.clock()
+                return (svc.live.cache.snapshot(), svc.confs.effective(svc.objects.objects)[1], next_session(svc),
+                        take_plans(svc))
         left = deadline - time.monotonic()
         if left <= 0:
             raise Busy()
@@ -114,26 +133,23 @@ async def forecast_for(request: Request, namespace: str, name: str, *, assume_ru
                        horizon: str | None = None, period: str | None = None, runs: int = DEFAULT_RUNS,
                        seed: int = 0, fits: bool = True) -> dict[str, Any]:
     """The job's forecast as `apportion forecast -o json` answers it. Raises InputError (a parameter),
-    ObjectNotFound and UnknownJob (no such job), NotPending (running, finished, or kept out of the
-    scheduler: its reservation is not active) and Busy."""
+    ObjectNotFound and UnknownJob (no such job), NotPending (running or finished) and Busy."""
     svc: Service = request.app.state.service
     assumed, h, p = _options(assume_runtime, horizon, period, runs, seed,
                              svc.config.schedule_period)
     uid = f"{namespace}/{name}"
     if ("PodGroup", namespace, name) not in svc.objects.objects:
         raise ObjectNotFound(f"job {uid} not found")
-    hidden = svc.live.hidden.get(uid)
-    if hidden:
-        raise NotPending(f"job {uid} is not scheduled now: {hidden}")
     gate = _gate(request)
     if not gate.enter():
         raise Busy()
 
     def run() -> dict[str, Any]:
-        snap, conf, now_ms = _between_ticks(svc)
+        snap, conf, now_ms, taken = _between_ticks(svc)
         now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+        ahead = plans_ahead(taken, snap.queues, snap.jobs, now_ms)
         fc = forecast_job(snap, namespace, name, conf=conf, now=now, assumed=assumed, runs=runs, seed=seed,
-                          horizon=h, period=p, fits=fits)
+                          horizon=h, period=p, fits=fits, live=ahead)
         return fc.to_json()
 
     try:

@@ -165,6 +165,8 @@ class SchedulingLoop:
         self.between = threading.Event()
         self.between.set()
         self.ticks = 0
+        #: the clock of the last tick whose session ran (epoch ms; None before the first)
+        self.last_tick_clock: int | None = None
         #: the last tick's duration and the longest so far, ms (served by /api/v1/status)
         self.last_tick_ms = 0.0
         self.max_tick_ms = 0.0
@@ -404,6 +406,7 @@ class SchedulingLoop:
         self.last_report = result.queues
         self.last_cluster = cluster
         self.ticks += 1
+        self.last_tick_clock = now
         took = first_ms + (time.perf_counter() - t0) * 1000
         self.last_tick_ms = round(took, 1)
         self.max_tick_ms = max(self.max_tick_ms, self.last_tick_ms)

@@ -146,6 +146,15 @@ def _reprojected(r: ReservationAllocation, old: tuple[str, ...], new: tuple[str,
         stored, definition=d, intervals=tuple((a, b, reproject(v, old, new)) for a, b, v in stored.intervals)))
 
 
+def new_plan(name: str, wanted: PlanSettings, capacity: Res, dims: tuple[str, ...], now_ms: int
+             ) -> tuple[InMemoryPlan, SimpleCapacityReplanner | None]:
+    """An empty plan of queue `name` with these settings, and its replanner (None: none)."""
+    plan = InMemoryPlan(name, capacity, step=wanted.step_ms, policy=make_policy(json.loads(wanted.policy)),
+                        now=now_ms, move_on_expiry=wanted.move_on_expiry, dims=dims)
+    replanner = SimpleCapacityReplanner(wanted.replanner_ms) if wanted.replanner_ms is not None else None
+    return plan, replanner
+
+
 def configure_plans(system: ReservationSystem, settings: dict[str, PlanSettings],
                     queues: dict[str, PlanShape], store: SqlStore | None, now_ms: int) -> None:
     """Make the system's plans follow the reservable queues: a new one is created and recovers its
@@ -171,9 +180,7 @@ def configure_plans(system: ReservationSystem, settings: dict[str, PlanSettings]
         old_dims = entry.plan.dims if entry is not None else dims
         if entry is not None:
             del system.plans[name]
-        plan = InMemoryPlan(name, capacity, step=wanted.step_ms, policy=make_policy(json.loads(wanted.policy)),
-                            now=now_ms, move_on_expiry=wanted.move_on_expiry, dims=dims)
-        replanner = SimpleCapacityReplanner(wanted.replanner_ms) if wanted.replanner_ms is not None else None
+        plan, replanner = new_plan(name, wanted, capacity, dims, now_ms)
         system.add_plan(plan, make_agent(wanted.agent), replanner)
         settings[name] = wanted
         if store is not None:

@@ -293,6 +293,30 @@ def test_without_a_queue_plugin_a_queue_with_a_job_has_no_numbers(tmp_path: Path
     assert not any(q in ("batch", "idle") for _, q in samples)
 
 
+def test_a_job_held_for_its_reservation_is_forecast_on_its_page(client: TestClient) -> None:
+    """A job submitted to a reservation that is not active waits outside the scheduler: its page
+    forecasts it all the same and names the reservation it waits for."""
+    import json
+
+    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+          "metadata": {"name": "held", "namespace": NS, "annotations": {"apportion.io/reservation": "reservation_1_0009"}},
+          "spec": {"queue": "dedicated", "minMember": 1}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "held-0", "namespace": NS, "annotations": {"scheduling.k8s.io/group-name": "held"}},
+           "spec": {"schedulerName": "volcano", "containers": [
+               {"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+           "status": {"phase": "Pending"}}
+    r = client.post("/api/v1/apply", params=U, content=json.dumps({"kind": "List", "apiVersion": "v1",
+                                                                   "items": [pg, pod]}))
+    assert r.status_code == 200, r.text
+    client.app.state.service.loop.tick()  # type: ignore[attr-defined]
+    r = client.get(f"/jobs/{NS}/held/forecast")
+    assert r.status_code == 200 and 'id="forecast-error"' not in r.text
+    held = re.search(r'id="forecast-held">([^<]*)<', r.text).group(1)  # type: ignore[union-attr]
+    assert "reservation_1_0009" in held
+    start = re.search(r'id="forecast-start">([^<]*)<', r.text).group(1)  # type: ignore[union-attr]
+    assert start.startswith("not found") and "held out of the scheduler" in start
+
 def test_a_waiting_job_is_forecast_on_its_page(client: TestClient) -> None:
     page = client.get(f"/jobs/{NS}/huge").text
     assert f'action="/jobs/{NS}/huge/forecast"' in page  # waiting: the form is there
