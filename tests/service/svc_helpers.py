@@ -60,3 +60,22 @@ def over_committed(plan: InMemoryPlan) -> list[int]:
         if m > cap[0] or v > cap[1]:
             bad.append(t)
     return bad
+
+
+def job_objects(name: str, queue: str, pods: int, annotations: dict[str, str] | None = None, *, cpu: str = "1",
+                seconds: int | None = None) -> list[tuple[str, Any]]:
+    """A PodGroup in namespace `t` and its pending pods of `cpu` cores and 1Gi each, as `(where, object)`
+    for `Service._apply_now`; `seconds`: each pod's `apportion.io/duration`."""
+    out: list[tuple[str, Any]] = [(f"{name} pg", {
+        "kind": "PodGroup", "metadata": {"name": name, "namespace": "t", "annotations": annotations or {}},
+        "spec": {"queue": queue, "minMember": pods}})]
+    pod_annotations = {"scheduling.k8s.io/group-name": name}
+    if seconds is not None:
+        pod_annotations["apportion.io/duration"] = str(seconds)
+    for i in range(pods):
+        out.append((f"{name} pod {i}", {
+            "kind": "Pod", "metadata": {"name": f"{name}-{i}", "namespace": "t", "annotations": dict(pod_annotations)},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "status": {"phase": "Pending"}}))
+    return out

@@ -4,26 +4,12 @@ cache always equals a rebuild from what it holds; reservations route podgroups i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from svc_helpers import job_objects as _job
 from svc_helpers import submission
 
 from apportion.service.core import Service, ServiceConfig
 from apportion.state.check import check_cache
-
-
-def _job(name: str, queue: str, pods: int, annotations: dict[str, str] | None = None) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = [(f"{name} pg", {
-        "kind": "PodGroup", "metadata": {"name": name, "namespace": "t", "annotations": annotations or {}},
-        "spec": {"queue": queue, "minMember": pods}})]
-    for i in range(pods):
-        out.append((f"{name} pod {i}", {
-            "kind": "Pod", "metadata": {"name": f"{name}-{i}", "namespace": "t",
-                                        "annotations": {"scheduling.k8s.io/group-name": name}},
-            "spec": {"schedulerName": "volcano", "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
-            "status": {"phase": "Pending"}}))
-    return out
 
 
 def _phases(svc: Service, name: str) -> list[str]:
