@@ -34,7 +34,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apportion.cluster.model import (
-    GROUP_COMPLETED,
     PENDING,
     RELEASING,
     SUCCEEDED,
@@ -349,16 +348,6 @@ class Simulator(QuietSkipping):
             self._submit_reservation(payload)
         elif kind == EV_WAKE:
             pass  # a reservation boundary: the follower runs at the next session
-
-    def _release_deleted(self, job: SimJob, t: SimTask) -> None:
-        """A task deleted in the start state is released: it is over, not restarted."""
-        self._free(job, t)
-        self._set_status(job, t, SUCCEEDED)
-        job.done_tasks += 1
-        if job.done_tasks == len(job.tasks):
-            job.state, job.finish, job.phase = "done", self.now, GROUP_COMPLETED
-            if not self.keep_done:
-                self.active.pop(job.uid, None)
 
     def _arrive(self, job: SimJob) -> None:
         spec = job.spec

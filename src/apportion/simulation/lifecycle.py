@@ -141,6 +141,17 @@ class TaskLifecycle(ClusterFeed):
             return  # an attempt that was evicted or killed meanwhile
         self._free(job, t)
         self._set_status(job, t, SUCCEEDED)
+        self._task_over(job)
+
+    def _release_deleted(self, job: SimJob, t: SimTask) -> None:
+        """A task deleted in the start state is released: it is over, not restarted."""
+        self._free(job, t)
+        self._set_status(job, t, SUCCEEDED)
+        self._task_over(job)
+
+    def _task_over(self, job: SimJob) -> None:
+        """One more task of the job is over; with the last the job is done (and leaves the sessions
+        unless finished jobs stay: `keep_done`)."""
         job.done_tasks += 1
         if job.done_tasks == len(job.tasks):
             job.state = "done"
@@ -148,8 +159,6 @@ class TaskLifecycle(ClusterFeed):
             job.phase = GROUP_COMPLETED
             if not self.keep_done:
                 self.active.pop(job.uid, None)
-            self._dirty.add(job.uid)
-            self._early_dirty.add(job.uid)
 
     def _free(self, job: SimJob, t: SimTask) -> None:
         if t.node:
