@@ -180,11 +180,11 @@ def test_a_held_job_is_forecast_to_start_with_its_reservation(tmp_path: Path) ->
         c.svc.close()
 
 
-def _reserved_cluster(tmp_path: Path, seed: int, n: int) -> Cluster:
+def _reserved_cluster(tmp_path: Path, seed: int, n: int, spread: int = 300) -> Cluster:
     rng = random.Random(seed)
     c = Cluster(tmp_path)
     for _ in range(n):
-        a = rng.randint(0, 300)
+        a = rng.randint(0, spread)
         c.reserve(a, a + rng.randint(60, 600), rng.randint(1, 4), rng.choice([1, 2, 4]), rng.randint(5, 200))
     c.tick()
     return c
@@ -218,19 +218,24 @@ def test_mirror_plans_wake_the_forecast_whenever_their_queues_change(tmp_path: P
 
 
 def test_a_timeline_answers_as_its_follower_stepped_at_that_clock(tmp_path: Path) -> None:
-    """The answers a timeline keeps for its runs (and gives again, in any order a run may ask) are the
-    queues a follower of the same plan publishes when stepped at that clock."""
-    c = _reserved_cluster(tmp_path, 11, 10)
+    """The answers a timeline keeps for its runs (and gives again, in any order a run may ask), with
+    reservations joining its plan as the clock nears them, are the queues a follower of the whole plan
+    publishes when stepped at that clock."""
+    # spread over hours: the replanner's window is one, so reservations join the plan along the way
+    c = _reserved_cluster(tmp_path, 11, 24, spread=5 * 3600)
     try:
         taken = take_plans(c.svc).plans[0]
         base = c.clock
         tl = PlanTimeline(taken, base)
-        clocks = [base + s * 1000 for s in range(0, 900, 3)]
+        tl.at(base)
+        assert 0 < tl._added < len(tl._pending)  # not every reservation is in the plan from the start
+        clocks = [base + s * 1000 for s in range(0, 6 * 3600, 97)]
         rng = random.Random(3)
         asked = clocks + rng.sample(clocks, 60)  # runs ask in order; later runs again, from now
         for clock in asked:
             got = tl.at(clock)
             fresh = PlanTimeline(taken, base)
+            fresh._add_until(2**62)  # every reservation of the plan, from the start
             st = fresh.entry.follower.step(clock)
             want = _published(fresh, st)
             assert {q.name: q for q in got.children}.keys() == want.keys(), clock

@@ -13,9 +13,9 @@ settings, the queue names the followers published, and the podgroups (with their
   capacity and reservations in a reservation system of its own (nothing stored), with a follower of
   its own. At each simulated session the timeline answers what the loop's tick at the service clock
   that session stands for would publish: the follower's state made into queues exactly as the loop
-  publishes them (`publish.reservation_queues`, parsed as the live cache parses the followers'
-  queues), worked out once per interval between the follower's wake instants and shared by every
-  simulation of the forecast. A reservation's job that has not started when its reservation ends
+  publishes them (the loop's `publish.QueuePublisher`, parsed as the live cache parses the
+  followers' queues), worked out once per interval between the follower's wake instants and shared
+  by every simulation of the forecast; a reservation joins the mirror's plan as the clock nears it. A reservation's job that has not started when its reservation ends
   leaves the sessions, as live.py routes it (`SimPlan.hold_unstarted`);
 * the jobs kept out, built as the cache would hold them once routed to their reservation's queue,
   and held by the simulator until its follower finds that reservation active;
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 from bisect import bisect_right
-from dataclasses import field
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from apportion.cluster.model import JobInfo, QueueInfo
@@ -44,13 +44,12 @@ from apportion.reservation.resmath import round_up
 from apportion.reservation.system import ReservationSystem
 from apportion.resources import Resource
 from apportion.service.live import GROUP_KEY, RESERVATION_KEY, QueueRecords
-from apportion.service.publish import PlanInputs, reservation_queues
+from apportion.service.publish import PlanInputs, QueuePublisher
 from apportion.service.reservations import PlanSettings, new_plan
 from apportion.simulation.reservations import FollowerResult, SimPlan
 from apportion.simulation.specs import PlanSpec
 
 if TYPE_CHECKING:
-    from apportion.reservation.store import StoredReservation
     from apportion.reservation.system import PlanEntry
     from apportion.service.core import Service
 
@@ -68,7 +67,9 @@ class PlanCopy:
     capacity: tuple[int, ...]
     dims: tuple[str, ...]
     cluster: Any
-    reservations: list[StoredReservation]
+    #: the service's reservations (read only) with their acceptance time when copied (the one
+    #: field the plan may still write on them: a failed update's rollback)
+    reservations: list[tuple[ReservationAllocation, int]]
     #: the reservable queue's stored capability (what its queues' capability is made from)
     capability: Any
 
@@ -98,7 +99,8 @@ def take_plans(svc: Service) -> PlansTaken:
         spec = (objects.get(("Queue", "", name)) or {}).get("spec") or {}
         plans.append(PlanCopy(
             queue=name, settings=settings, capacity=tuple(entry.plan.capacity), dims=entry.plan.dims,
-            cluster=entry.cluster, reservations=[r.stored() for r in entry.plan.reservations.values()],
+            cluster=entry.cluster,
+            reservations=[(r, r.acceptance_time) for r in entry.plan.reservations.values()],
             capability=copy.deepcopy(spec.get("capability"))))
     held: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     hidden = svc.live.hidden
@@ -127,7 +129,10 @@ class PlanTimeline:
     of its own, with nothing stored and a follower of its own. What the follower publishes changes
     only at its wake instants (`wake_points`), so it is stepped once per wake interval a session asks
     about, in increasing order (the sessions of every run fall on one grid, and each run asks about
-    every interval its sessions reach), and the answer is kept for the other runs."""
+    every interval its sessions reach), and the answer is kept for the other runs. A reservation
+    joins the plan once the clock is within the replanner's window (and a step) of its start: the
+    follower reads only what is active at its step, and the replanner what is active within its
+    window, so a forecast recovers the reservations it reaches rather than the plan's whole future."""
 
     def __init__(self, taken: PlanCopy, base_ms: int) -> None:  # noqa: D107 (the class says it)
         settings = taken.settings
@@ -136,24 +141,31 @@ class PlanTimeline:
         system = ReservationSystem()
         plan, replanner = new_plan(taken.queue, settings, taken.capacity, taken.dims, base_ms)
         self.entry: PlanEntry = system.add_plan(plan, make_agent(settings.agent), replanner, taken.cluster)
-        for r in sorted(taken.reservations, key=lambda r: r.id):
-            plan.add_reservation(ReservationAllocation.from_stored(r), is_recovering=True)
+        #: the reservations not in the plan yet, by start (`_add_until`)
+        # (one that ended before the base clock is never active at a step again)
+        self._pending = sorted((ra for ra in taken.reservations if ra[0].end > base_ms or ra[0].period > 0),
+                               key=lambda ra: (ra[0].start, ra[0].id))
+        self._added = 0
+        self._ahead = (settings.replanner_ms or 0) + plan.step
         self.wakes = self._wakes()
         self._wake_ms = [base_ms + int(round(t * 1000)) for _, t in self.wakes]
         # a periodic reservation's recurrences are woken for `PERIODIC_AHEAD_S`: past that the
         # follower is asked at every session
-        periodic = any(r.period > 0 for r in plan.reservations.values())
+        periodic = any(r.period > 0 for r, _ in taken.reservations)
         self._kept_until = base_ms + PERIODIC_AHEAD_S * 1000 if periodic else None
         self._records = QueueRecords()
-        self._memo: dict[str, Any] = {}
+        #: the loop's own publisher: after a step it names only the queues made, changed or gone
+        self._publisher = QueuePublisher()
+        #: the plan's queues as published so far, parsed: an unchanged queue keeps its QueueInfo, as
+        #: the live cache keeps a queue no event changed (the simulator then tells its cache nothing)
+        self._queues: dict[str, QueueInfo] = {}
         self._results: dict[int, FollowerResult] = {}
         self._stepped = -2
 
     def _wakes(self) -> list[tuple[str, float]]:
-        plan = self.entry.plan
-        step, base = plan.step, self.base_ms
+        step, base = self.entry.plan.step, self.base_ms
         out = []
-        for r in sorted(plan.reservations.values(), key=lambda r: r.id):
+        for r, _ in sorted(self.taken.reservations, key=lambda ra: ra[0].id):
             points = {r.start, r.end}
             if r.period > 0:
                 offsets = {a % r.period for a, _b, _v in r.intervals} | {b % r.period for _a, b, _v in r.intervals}
@@ -185,16 +197,33 @@ class PlanTimeline:
             self._results[k] = got
         return FollowerResult(list(got.children), list(got.active), list(got.removed_by_replanner))
 
+    def _add_until(self, clock: int) -> None:
+        """Every reservation starting within the replanner's window and a step of `clock` joins the
+        plan, as recovered (past the sharing policy, with the acceptance time it had)."""
+        plan, pending = self.entry.plan, self._pending
+        limit = round_up(clock, plan.step) + self._ahead
+        while self._added < len(pending) and pending[self._added][0].start <= limit:
+            r, accepted = pending[self._added]
+            plan.add_reservation(ReservationAllocation.from_stored(replace(r.stored(), acceptance_time=accepted)),
+                                 is_recovering=True)
+            self._added += 1
+
     def _step(self, clock: int) -> FollowerResult:
-        """The follower steps at `clock`, and its state becomes the queues `publish.reservation_queues`
-        makes (the reservable queue's capability, over-use and the plan's dimensions as
-        `loop.plan_inputs` gives them), parsed as the live cache parses the followers' queues."""
+        """The follower steps at `clock`, and the loop's publisher (`publish.QueuePublisher`, with the
+        reservable queue's capability, over-use and the plan's dimensions as `loop.plan_inputs` gives
+        them) says which queues that makes, changes or ends; those are parsed as the live cache
+        parses the followers' queues."""
+        self._add_until(clock)
         st = self.entry.follower.step(clock)
         inputs: PlanInputs = (self.taken.capability, self.taken.settings.overuse, self.entry.plan.dims,
                               st.plan_capacity, st.default_queue)
-        made, active = reservation_queues({self.taken.queue: st}, {self.taken.queue: inputs}, self._memo)
-        children = [self._records.record(o, f"plan follower: {o['metadata']['name']}") for o in made]
-        return FollowerResult(children=children, active=sorted(active),
+        out = self._publisher.publish({self.taken.queue: st}, {self.taken.queue: inputs})
+        for name, obj in sorted(out.changed.items()):
+            if obj is None:
+                self._queues.pop(name, None)
+            else:
+                self._queues[name] = self._records.record(obj, f"plan follower: {name}")
+        return FollowerResult(children=list(self._queues.values()), active=sorted(out.active),
                               removed_by_replanner=[str(r) for r in st.replanned])
 
 
