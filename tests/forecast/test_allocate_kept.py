@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 from test_quiet import _answer
 
@@ -19,11 +19,8 @@ from apportion.actions import allocate, common
 from apportion.actions.allocate import VISIT_KEY, visit_verdict
 from apportion.actions.common import sorted_tasks_keyed
 from apportion.cluster.model import JobInfo, PodGroupPhase, TaskInfo, TaskStatus, default_task_compare
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
 from apportion.framework import placement
-from apportion.framework.conf import parse_conf
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
 from apportion.state import check
@@ -36,10 +33,7 @@ def _run(objs: list[dict[str, Any]], conf_text: str | None, kept: bool, monkeypa
     monkeypatch.setattr(placement, "UPDATE_AT_ONCE", kept)
     # every refresh of more than one row goes over arrays: `update_rows` at every such refresh
     monkeypatch.setattr(placement, "ROW_REFRESH", 1 if kept else 12)
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    sim = forecast_simulator(start_state(snap, conf, NOW), horizon=3 * 3600.0)
+    sim = forecast_simulator(start_of(objs, conf_text), horizon=3 * 3600.0)
     sim.run()
     return sim
 

@@ -9,15 +9,12 @@ from typing import Any
 import pytest
 from dumps import two_queues
 from hypothesis import HealthCheck, given, settings
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 
 from apportion.cluster.model import JobInfo, TaskInfo, TaskStatus
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast import job_build
 from apportion.forecast.sim import DumpObjects, forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.simulation.handout import give_starts
 from apportion.simulation.jobs import SimJob
 from apportion.state import check
@@ -25,10 +22,7 @@ from apportion.state.equality import same
 
 
 def _forecast(objs: list[dict[str, Any]], conf_text: str | None, fast: bool, keep: bool = True):
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+    sim = forecast_simulator(start_of(objs, conf_text), horizon=4 * 3600.0, keep_waiting=keep)
     assert isinstance(sim.objects, DumpObjects)
     sim.objects.fast = fast
     sim.run()
@@ -53,13 +47,11 @@ def test_every_status_builds_alike(at_build: bool, monkeypatch: pytest.MonkeyPat
     made anew starts where `give_starts` would start it (semantics F10), or, with `STARTS_AT_BUILD`
     off, has no start yet, as the reference build."""
     monkeypatch.setattr(job_build, "STARTS_AT_BUILD", at_build)
-    snap = snap_of(two_queues())
-    conf = resolve_conf(snap, None)
-    prepare(snap, conf)
-    sim = forecast_simulator(start_state(snap, conf, NOW))
+    state = start_of(two_queues())
+    sim = forecast_simulator(state)
     objects = sim.objects
     assert isinstance(objects, DumpObjects) and objects.starts_known
-    nodes = [n.name for n in snap.nodes]
+    nodes = [n.name for n in state.nodes]
     for sj in sim.jobs.values():
         tpl = objects.templates[sj.uid]
         for status in TaskStatus:

@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 from dumps import two_queues
-from test_fit import NOW, snap_of
+from test_fit import start_of
 
 from apportion.collection import collection_paused
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
 from apportion.simulation.collector import GC_THRESHOLD, collector_for_long_runs
 from apportion.state import check
 
@@ -102,10 +100,7 @@ def test_a_forecast_runs_with_the_collector_off_and_answers_as_with_it_on(monkey
     monkeypatch.setenv(check.ENV, "1")  # every run with the collector off is checked for cyclic garbage
     answers = []
     for collect in (False, True):
-        snap = snap_of(two_queues())
-        conf = resolve_conf(snap, None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW))
+        sim = forecast_simulator(start_of(two_queues()))
         assert sim.collect_cycles is False
         sim.collect_cycles = collect
         del passes[:]

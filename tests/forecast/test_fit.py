@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import apportion.forecast.sim as fsim
 from apportion.engine import prepare, resolve_conf, run_cycle
 from apportion.forecast.apply import apply_change
-from apportion.forecast.start import start_state
+from apportion.forecast.start import StartState, start_state
 from apportion.forecast.suggest import suggest
 from apportion.framework.conf import parse_conf
 from apportion.kube import build_snapshot
@@ -38,11 +38,18 @@ def snap_of(objs: list[dict[str, Any]]):
     return build_snapshot([(f"doc {i}", o) for i, o in enumerate(objs)])
 
 
-def suggestions(objs: list[dict[str, Any]], uid: str, conf_text: str | None = None, keep: int = 10):
+def start_of(objs: list[dict[str, Any]], conf_text: str | None = None) -> StartState:
+    """The forecast's start state of a dump's objects at NOW, under the conf (default: the dump's,
+    else Volcano's), as `forecast_snapshot` makes it."""
     snap = snap_of(objs)
     conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
     prepare(snap, conf)
-    return suggest(start_state(snap, conf, NOW), uid, keep=keep), conf
+    return start_state(snap, conf, NOW)
+
+
+def suggestions(objs: list[dict[str, Any]], uid: str, conf_text: str | None = None, keep: int = 10):
+    state = start_of(objs, conf_text)
+    return suggest(state, uid, keep=keep), state.conf
 
 
 def starts(objs: list[dict[str, Any]], uid: str, conf) -> bool:

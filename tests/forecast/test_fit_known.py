@@ -12,16 +12,14 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_fit import CAPACITY, HIER, NOW, capped, snap_of
+from test_fit import CAPACITY, HIER, NOW, capped, snap_of, start_of
 from test_reserve import gpu_dumps, gpu_jobs, gpu_node, reservable_gpu_cluster
 
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast import fit, reserve
 from apportion.forecast.api import forecast_snapshot
 from apportion.forecast.core import forecast
 from apportion.forecast.fit import KnownStart
 from apportion.forecast.forward import ForwardRun
-from apportion.forecast.start import start_state
 from apportion.forecast.suggest import suggest
 from apportion.framework.conf import parse_conf
 
@@ -35,10 +33,7 @@ CASES: dict[str, Callable[[], tuple[list[dict[str, Any]], str | None]]] = {
 
 
 def state_of(objs: list[dict[str, Any]], conf_text: str | None) -> Any:
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    return start_state(snap, conf, NOW)
+    return start_of(objs, conf_text)
 
 
 class Counted:

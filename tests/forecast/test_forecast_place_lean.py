@@ -10,16 +10,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 from test_quiet import _answer
 
 from apportion.actions import pass_over
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
 from apportion.framework import node_choice, placement_carry
-from apportion.framework.conf import parse_conf
 from apportion.plugins import k8s_view, nodeorder
 from apportion.plugins.capacity import simulate
 from apportion.state import check
@@ -40,10 +37,7 @@ def test_lean_steps_change_no_forecast(case: tuple[list[dict[str, Any]], str | N
     for lean in (True, False):
         for module, name in SWITCHES:
             monkeypatch.setattr(module, name, lean)
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=3 * 3600.0)
+        sim = forecast_simulator(start_of(objs, conf_text), horizon=3 * 3600.0)
         sim.run()
         answers.append(_answer(sim))
     assert answers[0] == answers[1]

@@ -7,13 +7,10 @@ from typing import Any
 from dumps import T0, two_queues
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_reserve import GPU, gpu_dumps
 
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.resources import Resource
 from apportion.simulation import engine, feed
 from apportion.simulation.specs import JobSpec
@@ -22,10 +19,7 @@ from k8s import pod, podgroup
 
 
 def test_jobs_the_dump_gives_are_never_told_to_the_cache() -> None:
-    snap = snap_of(two_queues())
-    conf = resolve_conf(snap, None)
-    prepare(snap, conf)
-    sim = forecast_simulator(start_state(snap, conf, NOW))
+    sim = forecast_simulator(start_of(two_queues()))
     sim.run()
     # tasks started and ended (the sessions built those jobs from the dump's objects each time) ...
     assert sim.jobs["ns/train"].first_start is not None and sim.jobs["ns/big"].state == "done"
@@ -54,10 +48,7 @@ def test_keeping_waiting_jobs_between_sessions_changes_no_start(case: tuple[list
     objs, conf_text = case
     runs = []
     for keep in (True, False):
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+        sim = forecast_simulator(start_of(objs, conf_text), horizon=4 * 3600.0, keep_waiting=keep)
         sim.run()
         runs.append(({u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions))
     assert runs[0] == runs[1]
@@ -71,10 +62,7 @@ def test_sessions_opening_over_the_last_open_change_no_start(case: tuple[list[di
     objs, conf_text = case
     runs = []
     for carried in (True, False):
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0)
+        sim = forecast_simulator(start_of(objs, conf_text), horizon=4 * 3600.0)
         if not carried:
             keyed = sim._snapshot
 
@@ -113,10 +101,7 @@ def test_jobs_handed_out_again_without_asking_change_no_start(case: tuple[list[d
     objs, conf_text = case
     runs = []
     for every in (False, True):
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0, keep_waiting=keep)
+        sim = forecast_simulator(start_of(objs, conf_text), horizon=4 * 3600.0, keep_waiting=keep)
         assert sim.handout is not None
         sim.handout.every = every
         sim.run()
@@ -137,10 +122,7 @@ def test_nodes_left_out_of_the_cache_change_nothing(case: tuple[list[dict[str, A
     objs, conf_text = case
     runs = []
     for defer in (True, False):
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        state = start_state(snap, conf, NOW)
+        state = start_of(objs, conf_text)
         queues = sorted(n for n in state.queues if n not in ("res", "root") and not any(q.parent == n for q in state.queues.values()))
         state.arrivals = [JobSpec(name=f"z{i}", queue=queues[i % len(queues)], arrival=state.t0 + at, duration=1800.0,
                                   tasks=tasks, min_member=tasks,

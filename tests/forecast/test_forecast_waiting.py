@@ -8,15 +8,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 from test_quiet import _answer
 
 from apportion.actions import allocate
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.state import check
 
 
@@ -30,10 +27,7 @@ def test_leaving_waiting_jobs_out_changes_no_forecast(case: tuple[list[dict[str,
     answers = []
     for skip in (True, False):
         monkeypatch.setattr(allocate, "SKIP_WAITING", skip)
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-        prepare(snap, conf)
-        sim = forecast_simulator(start_state(snap, conf, NOW), horizon=3 * 3600.0)
+        sim = forecast_simulator(start_of(objs, conf_text), horizon=3 * 3600.0)
         sim.run()
         answers.append(_answer(sim))
     assert answers[0] == answers[1]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _without_reclaim
 
@@ -18,22 +18,17 @@ from apportion.actions.allocate import allocate_for_job
 from apportion.actions.common import sorted_tasks
 from apportion.actions.pass_over import PASS_OVER, PassOver, lacking
 from apportion.cluster.model import TaskStatus
-from apportion.engine import open_session, prepare, resolve_conf
+from apportion.engine import open_session
 from apportion.forecast.quiet import gang_decides, least_request_reference, places_at_most, proof_blocker
 from apportion.forecast.quiet_kept import QuietTest, hopeless_jobs
 from apportion.forecast.sim import ForecastQuietTest, forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.framework.session import Session
 from apportion.simulation.engine import Simulator
 from apportion.state.check import ENV, StateCheckError
 
 
 def _sim(objs: list[dict[str, Any]], conf_text: str | None, pass_over: bool, horizon: float) -> Simulator:
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    return forecast_simulator(start_state(snap, conf, NOW), horizon=horizon, pass_over=pass_over)
+    return forecast_simulator(start_of(objs, conf_text), horizon=horizon, pass_over=pass_over)
 
 
 def _both(objs: list[dict[str, Any]], conf_text: str | None, horizon: float) -> ForecastQuietTest:

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 
 from apportion.cluster.model import PodGroupPhase
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.quiet import (
     least_request,
     least_request_reference,
@@ -24,8 +23,6 @@ from apportion.forecast.quiet import (
 )
 from apportion.forecast.quiet_kept import QuietTest
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.framework.session import Session
 from apportion.simulation.engine import Simulator
 from apportion.state import check
@@ -53,10 +50,7 @@ def _bench_objects(seed: int, **shape: int) -> list[dict[str, Any]]:
 
 
 def _simulator(objs: list[dict[str, Any]], conf_text: str | None, skip: bool, horizon: float | None) -> Simulator:
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    return forecast_simulator(start_state(snap, conf, NOW), horizon=horizon, skip_quiet=skip)
+    return forecast_simulator(start_of(objs, conf_text), horizon=horizon, skip_quiet=skip)
 
 
 def _answer(sim: Simulator) -> tuple[Any, ...]:

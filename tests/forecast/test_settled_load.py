@@ -11,15 +11,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 
 from apportion import collection
 from apportion.collection import CyclicGarbageError, collection_paused
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast.sim import forecast_simulator
-from apportion.forecast.start import start_state
-from apportion.framework.conf import parse_conf
 from apportion.state import check
 
 
@@ -91,10 +88,7 @@ def test_the_self_check_fails_a_settling_step_that_left_cycles(monkeypatch: pyte
 
 
 def _forecast(objs: list[dict[str, Any]], conf_text: str | None) -> tuple[Any, int]:
-    snap = snap_of(objs)
-    conf = resolve_conf(snap, parse_conf(conf_text) if conf_text else None)
-    prepare(snap, conf)
-    sim = forecast_simulator(start_state(snap, conf, NOW), horizon=4 * 3600.0)
+    sim = forecast_simulator(start_of(objs, conf_text), horizon=4 * 3600.0)
     sim.run()
     return {u: (j.first_start, j.finish, j.phase) for u, j in sim.jobs.items()}, sim.sessions
 

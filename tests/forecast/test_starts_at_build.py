@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fit import NOW, snap_of
+from test_fit import start_of
 from test_forecast_sim import busy_dumps
 from test_quiet import RECLAIM, _answer, _bench_objects, _simulator
 
 from apportion.cluster.model import TaskStatus
 from apportion.cluster.snapshot import Snapshot
-from apportion.engine import prepare, resolve_conf
 from apportion.forecast import job_build
 from apportion.forecast.sim import DumpObjects, forecast_simulator
-from apportion.forecast.start import start_state
 from apportion.resources import Resource
 from apportion.simulation.engine import Simulator
 from apportion.simulation.jobs import NAMESPACE
@@ -96,10 +94,7 @@ def test_a_key_shared_with_an_arrival_leaves_the_starts_to_the_snapshot() -> Non
         pod("z0-task-0", "a", cpu=1, node_name="n0", ns=NAMESPACE, phase="Running"),
     ]
     for clash in (True, False):
-        snap = snap_of(objs)
-        conf = resolve_conf(snap, None)
-        prepare(snap, conf)
-        state = start_state(snap, conf, NOW)
+        state = start_of(objs)
         state.arrivals = [JobSpec(name="z0" if clash else "z1", queue="default", arrival=state.t0 + 60.0,
                                   duration=60.0, tasks=1, min_member=1, resources=Resource.from_natural({"cpu": 1}))]
         sim = forecast_simulator(state, horizon=600.0)
