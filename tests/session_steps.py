@@ -9,9 +9,12 @@ from typing import Any
 from apportion.engine import CycleResult, dispatch, open_session, run_session
 from apportion.framework.conf import SchedulerConf
 from apportion.framework.session import Session
+from apportion.state import check
 from apportion.state.cache import SchedulerCache
 from apportion.state.events import WatchEvent
 from apportion.state.memory import CacheBinder, CacheEvictor, CacheStatusUpdater
+
+from k8s import cycle
 
 
 def play(steps: list[tuple[str, Any]], base: Callable[[SchedulerCache], None], conf: SchedulerConf,
@@ -61,3 +64,14 @@ def play_texts(steps: list[tuple[str, Any]], base: Callable[[SchedulerCache], No
         return phases, sorted(result.binds.items()), explained
 
     return play(steps, base, conf, observe, with_texts)
+
+
+def cycles_alike(objs: list[dict[str, Any]], conf: str, switches: Callable[[Any, bool], None],
+                 monkeypatch: Any) -> None:
+    """`cycle` over the objects decides and explains alike (its JSON) with `switches(monkeypatch, on)`
+    on, under the self-check, and off (the reference)."""
+    monkeypatch.setenv(check.ENV, "1")
+    switches(monkeypatch, True)
+    fast = cycle(objs, conf).to_json()
+    switches(monkeypatch, False)
+    assert fast == cycle(objs, conf).to_json()

@@ -21,7 +21,7 @@ from apportion.actions import enqueue
 from apportion.plugins.capacity.admission import Admission
 from apportion.state import check
 from plugins.capacity.test_capacity_backlog import CONFS, backlogs
-from session_steps import play_texts
+from session_steps import cycles_alike, play_texts
 from spying import record_calls
 
 from k8s import cycle, node, pod, podgroup, queue
@@ -38,11 +38,7 @@ def switches(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
 @given(objs=backlogs(), conf=st.sampled_from(CONFS))
 def test_answered_votes_decide_and_explain_as_the_votes(objs: list[dict], conf: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(check.ENV, "1")
-    switches(monkeypatch, True)
-    fast = cycle(objs, conf).to_json()
-    switches(monkeypatch, False)
-    assert fast == cycle(objs, conf).to_json()
+    cycles_alike(objs, conf, switches, monkeypatch)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -19,6 +19,7 @@ from apportion.engine import open_session, run_session
 from apportion.framework.conf import parse_conf
 from apportion.plugins.capacity import drain_subset
 from apportion.state import check
+from session_steps import cycles_alike
 from spying import record_calls
 
 from k8s import cycle, node, pod, podgroup, priority_class, queue, snapshot
@@ -78,11 +79,7 @@ def crowded_leaves(draw: Any) -> list[dict]:
 @given(objs=crowded_leaves(), conf=st.sampled_from([CONF, CONF_DRF_FIRST]))
 def test_skipped_refusals_decide_and_explain_as_the_pops(objs: list[dict], conf: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(check.ENV, "1")
-    switches(monkeypatch, True)
-    fast = cycle(objs, conf).to_json()
-    switches(monkeypatch, False)
-    assert fast == cycle(objs, conf).to_json()
+    cycles_alike(objs, conf, switches, monkeypatch)
 
 
 def _phases(objs: list[dict], conf: str) -> list[tuple[str, str]]:
